@@ -1,0 +1,64 @@
+#pragma once
+// Turns an nvcc command line into either "cache this compile" (a CompilePlan) or "run it unchanged"
+// (a Passthrough with a stable reason). The flag knowledge itself lives in flag_table.cpp as data.
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace kache::compiler::nvcc {
+
+struct Passthrough {
+  std::string reason;  // stable, counted in the stats: e.g. "unknown-flag", "link", "device-debug"
+  std::string detail;  // for the log: the argument that decided it, e.g. "--keep"
+};
+
+enum class Mode { Compile, DeviceCompile, CompileRdc };  // -c, -dc, -c -rdc=true
+enum class Depfile { None, MD, MMD };                    // -MD/-MMD (both need -MF)
+
+struct CompilePlan {
+  Mode mode = Mode::Compile;
+  bool rdc() const { return mode != Mode::Compile; }
+
+  std::string source;                 // as written
+  std::string output;                 // -o value as written
+  Depfile depfile = Depfile::None;
+  std::string depfile_path;           // -MF value as written (set iff depfile != None)
+  std::vector<std::string> depfile_targets;  // -MT values, in order (empty: nvcc's default target)
+
+  // Everything the key must see, verbatim and in order, with the source argument replaced by
+  // "<source>" and the -o value by "<output>" (the pipeline keys those two normalized).
+  std::vector<std::string> keyed_args;
+  // The user's own arguments (without NVCC_*_FLAGS), untouched: what a miss runs, plus kache's additions.
+  std::vector<std::string> args;
+
+  std::string prepend_flags;          // NVCC_PREPEND_FLAGS verbatim ("" if unset)
+  std::string append_flags;           // NVCC_APPEND_FLAGS verbatim
+  std::optional<std::string> ccbin;   // -ccbin / --compiler-bindir value (last one wins)
+  std::vector<std::string> gpu_arch_args;  // the -arch/-code/-gencode arguments (for logs and probes)
+
+  // The object embeds absolute paths no prefix map reaches (-lineinfo writes the source path into
+  // device code): key on literal absolute paths and do not add prefix maps.
+  bool path_literal = false;
+  bool has_lineinfo = false;
+  bool has_debug = false;            // -g (host debug info names paths; prefix maps cover it)
+};
+
+using Plan = std::variant<Passthrough, CompilePlan>;
+
+struct PlanOptions {
+  std::vector<std::string> extra_allowlist;  // [cc] extra_allowlist_flags
+  std::string prepend_flags;                 // NVCC_PREPEND_FLAGS
+  std::string append_flags;                  // NVCC_APPEND_FLAGS
+};
+
+// args: the arguments after the compiler name.
+Plan plan(const std::vector<std::string>& args, const PlanOptions& options);
+
+// True if argv0 (a path or bare name) names nvcc: "nvcc", "/usr/local/cuda/bin/nvcc", "nvcc.exe".
+bool is_nvcc(const std::string& argv0);
+
+// Splits NVCC_*_FLAGS the way nvcc does (whitespace separated, no quote processing).
+std::vector<std::string> split_env_flags(const std::string& value);
+
+}  // namespace kache::compiler::nvcc

@@ -1,0 +1,53 @@
+#pragma once
+// Configuration: built-in defaults < TOML file < KACHE_* environment variables.
+//
+// File: $KACHE_CONFIG, else $XDG_CONFIG_HOME/kache/config.toml, else ~/.config/kache/config.toml.
+// Keys (section.key -> environment variable):
+//   cache.dir                    KACHE_DIR
+//   cache.max_size               KACHE_MAX_SIZE            ("10G", "500M", bytes)
+//   cache.compression_level      KACHE_COMPRESSION_LEVEL   (zstd level, 1..19)
+//   cache.direct_mode            KACHE_DIRECT_MODE         (bool)
+//   cache.disable                KACHE_DISABLE             (bool: run every compile uncached)
+//   cc.extra_allowlist_flags     KACHE_CC_EXTRA_ALLOWLIST_FLAGS (list; env: comma or space separated)
+//   paths.base_dirs              KACHE_PATHS_BASE_DIRS     (list; env: ':' separated)
+//   nvcc.path_normalize          KACHE_NVCC_PATH_NORMALIZE (bool)
+//   nvcc.source_date_epoch       KACHE_NVCC_SOURCE_DATE_EPOCH ("0" default, or "passthrough")
+//   log.filter                   KACHE_LOG                 (e.g. "kache=debug")
+//   log.file                     KACHE_LOG_FILE
+// A bad key or value produces one sentence naming the key and where it came from; kache then keeps
+// going with the default for that key (the build must keep working).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kache::core {
+
+struct Config {
+  std::string cache_dir;
+  std::uint64_t max_size = 10ull << 30;
+  int compression_level = 3;
+  bool direct_mode = true;
+  bool disable = false;
+  std::vector<std::string> extra_allowlist_flags;
+  std::vector<std::string> base_dirs;
+  bool nvcc_path_normalize = true;
+  std::string nvcc_source_date_epoch = "0";
+  std::string log_filter;
+  std::string log_file;
+
+  std::string config_file;             // the file that was read (may not exist)
+  std::vector<std::string> problems;   // one sentence each; printed as warnings
+};
+
+// Reads defaults, the file and the environment. Never throws.
+Config load_config();
+// Parses "10G", "512M", "1.5GiB", "123" into bytes; false if malformed.
+bool parse_size(const std::string& text, std::uint64_t& bytes);
+std::string format_size(std::uint64_t bytes);
+// Writes key = value into the config file (used by --max-size); throws on failure.
+void set_config_value(const std::string& file, const std::string& section, const std::string& key,
+                      const std::string& value);
+// Human-readable listing of every effective setting and its origin.
+std::string describe_config(const Config& config);
+
+}  // namespace kache::core

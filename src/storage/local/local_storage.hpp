@@ -1,0 +1,51 @@
+#pragma once
+// The embedded default store: one file per entry under <cache_dir>/<k0>/<k1k2>/<key>.
+//
+// File format (all integers little endian):
+//   "KACHE\0E1"  8-byte magic and format version
+//   u64          uncompressed size
+//   32 bytes     XXH3-128 checksum of the compressed payload, hex
+//   ...          zstd frame
+// A reader verifies magic, checksum and size; any mismatch counts as corruption: the file is removed
+// and the lookup is a miss.
+//
+// Size bound: the 16 top-level shards each keep a size counter (<shard>/size, updated under an flock on
+// <shard>/lock); when a shard grows past max_size/16 it is trimmed, least recently used first (a hit
+// bumps the entry's mtime), down to 90% of its share. Many kache processes can do this at once.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "storage/storage.hpp"
+
+namespace kache::storage {
+
+struct LocalStorageOptions {
+  std::string dir;
+  std::uint64_t max_size = 10ull << 30;
+  int compression_level = 3;
+};
+
+class LocalStorage final : public Storage {
+ public:
+  explicit LocalStorage(LocalStorageOptions options);
+  std::string name() const override { return "local"; }
+  std::optional<std::string> get(std::string_view key) override;
+  void put(std::string_view key, std::string_view value) override;
+  void remove(std::string_view key) override;
+
+  // Housekeeping used by the CLI.
+  std::uint64_t total_size() const;          // bytes on disk, from the shard counters
+  std::uint64_t entry_count() const;         // files, by scanning
+  void clear();                              // removes every entry
+  void trim_all();                           // enforces max_size now (after --max-size lowers it)
+  // Counts corrupt entries found by get(); the pipeline folds it into the stats.
+  int corrupt_found() const { return corrupt_found_; }
+
+ private:
+  std::string entry_path(std::string_view key) const;
+  LocalStorageOptions opt_;
+  int corrupt_found_ = 0;
+};
+
+}  // namespace kache::storage

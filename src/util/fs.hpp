@@ -1,0 +1,68 @@
+#pragma once
+// Small filesystem helpers. All paths are std::string; errors are reported by exceptions
+// (std::system_error) unless the function returns an optional/bool.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kache::util {
+
+// What identifies one version of a file without reading it. ctime is part of it because user space
+// cannot set ctime: an edit that restores size and mtime (touch -r, tar, rsync -t) still moves ctime,
+// and a replaced file (rename over it) changes the inode.
+struct FileIdentity {
+  std::uint64_t dev = 0;
+  std::uint64_t ino = 0;
+  std::int64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
+  bool is_dir = false;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+// stat() following symlinks; nullopt if the path does not exist or cannot be stat'ed.
+std::optional<FileIdentity> stat_identity(const std::string& path);
+bool exists(const std::string& path);
+
+std::string read_file(const std::string& path);
+// Writes data to a temporary file in the same directory and renames it over path, so a reader sees
+// either the old or the new content, never a partial one (also after kill -9 of the writer).
+void write_file_atomic(const std::string& path, std::string_view data);
+void write_file(const std::string& path, std::string_view data);
+
+// Copies src to dst (replacing dst atomically): a reflink (FICLONE) where the filesystem supports it,
+// else an in-kernel copy. Never a hard link: a later build writing through dst would corrupt src.
+void copy_file(const std::string& src, const std::string& dst);
+
+void create_directories(const std::string& path);
+void remove_file(const std::string& path) noexcept;
+void remove_all(const std::string& path) noexcept;
+
+// Absolute, lexically normalized path (no ".", "..", "//"); relative paths are taken from cwd.
+// Symlinks are not resolved: nvcc and the host compiler see the spelling, not the target.
+std::string absolute_path(std::string_view path, std::string_view cwd);
+std::string lexically_normal(std::string_view path);
+std::string dirname(std::string_view path);
+std::string basename(std::string_view path);
+std::string join_path(std::string_view a, std::string_view b);
+// True if path equals root or lies below it (component-wise).
+bool path_has_prefix(std::string_view path, std::string_view root);
+
+std::string current_dir();
+
+// A unique temporary directory, removed with its content when the object is destroyed.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& parent, std::string_view prefix = "kache-");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace kache::util

@@ -1,0 +1,42 @@
+#pragma once
+// Hashing: SHA-256 through OpenSSL EVP (keys and content; collision resistance is what makes
+// "same key => same object" hold), XXH3 for integrity checksums of stored entries.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kache::util {
+
+struct Digest {
+  std::array<std::uint8_t, 32> bytes{};
+  std::string hex() const;
+  static bool from_hex(std::string_view hex, Digest& out);
+  bool operator==(const Digest&) const = default;
+};
+
+// Streaming SHA-256. add_field() is the domain-separated form every key uses: the field's name and the
+// value are both length-prefixed, so no two different field sequences serialize alike.
+class Hasher {
+ public:
+  Hasher();
+  ~Hasher();
+  Hasher(const Hasher&) = delete;
+  Hasher& operator=(const Hasher&) = delete;
+  void update(std::string_view data);
+  void add_field(std::string_view name, std::string_view value);
+  Digest finish();
+
+ private:
+  void* ctx_;  // EVP_MD_CTX*
+};
+
+Digest sha256(std::string_view data);
+// Hashes a file's content; throws std::system_error when it cannot be read.
+Digest hash_file(const std::string& path);
+
+// 128-bit XXH3 of data, as 32 hex characters (stored-entry checksums).
+std::string xxh128_hex(std::string_view data);
+std::uint64_t xxh64(std::string_view data);
+
+}  // namespace kache::util
