@@ -1,0 +1,59 @@
+#pragma once
+// The seam between the compiler-independent pipeline and per-compiler knowledge.
+// An adapter decides whether an invocation is cacheable, says what its key contains (beyond the
+// dependency closure, which the pipeline records itself), and how to run a miss so the object, the
+// dependency list and the path mapping come out the way the pipeline needs them.
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/invocation.hpp"
+#include "core/path_roots.hpp"
+
+namespace kache::compiler {
+
+struct Passthrough {
+  std::string reason;  // stable name, counted as passthrough.<reason>
+  std::string detail;
+};
+
+struct CompileJob {
+  std::string source;          // absolute, lexically normal
+  std::string output;          // absolute, lexically normal
+  std::string output_written;  // the output as the user spelled it
+  std::string depfile;         // user's dependency file, absolute; empty when none was asked for
+  core::PathRoots roots;       // empty when paths are keyed literally
+  std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
+  std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch
+  std::vector<std::string> system_dirs;  // toolchain-owned include directories
+  // The object always depends on the literal source path (e.g. nvcc -rdc module ids).
+  bool path_specific = false;
+  std::string description;     // toolchain, for logs
+};
+
+struct MissPaths {
+  std::string scratch_dir;  // private directory next to the output
+  std::string object;       // where the compiler must write the object
+  std::string depfile;      // where it must write the full dependency list
+  std::string seed;         // stable per key: feeds -frandom-seed so misses are byte-identical
+};
+
+class Adapter {
+ public:
+  virtual ~Adapter() = default;
+  virtual std::string name() const = 0;
+  virtual std::variant<Passthrough, CompileJob> prepare(const core::Invocation& inv, const core::Config& cfg) = 0;
+  virtual std::vector<std::string> miss_command(const core::Invocation& inv, const CompileJob& job,
+                                                const MissPaths& paths) const = 0;
+  virtual void miss_environment(util::Environment& env, const core::Config& cfg) const = 0;
+  // Substrings of an object that reveal it depends on the literal source path.
+  virtual std::vector<std::string> path_specific_markers() const = 0;
+};
+
+// The adapter for a compiler named like compiler_arg, or nullptr if kache does not know it.
+std::unique_ptr<Adapter> find_adapter(const std::string& compiler_arg);
+
+}  // namespace kache::compiler

@@ -1,0 +1,235 @@
+#include "compiler/nvcc/adapter.hpp"
+
+#include <algorithm>
+
+#include "compiler/nvcc/plan.hpp"
+#include "compiler/nvcc/toolchain.hpp"
+#include "util/fs.hpp"
+
+namespace kache::compiler {
+
+std::unique_ptr<Adapter> find_adapter(const std::string& compiler_arg) {
+  if (nvcc::is_nvcc(compiler_arg)) return std::make_unique<nvcc::NvccAdapter>();
+  return nullptr;
+}
+
+namespace nvcc {
+
+namespace {
+
+// Environment variables that change what nvcc or its host compiler reads or runs; keyed verbatim
+// (an unset variable keys apart from an empty one).
+constexpr const char* kKeyedEnvironment[] = {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "NVCC_CCBIN",
+                                             "GCC_EXEC_PREFIX", "COMPILER_PATH"};
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::Compile: return "c";
+    case Mode::DeviceCompile: return "dc";
+    case Mode::CompileRdc: return "c-rdc";
+  }
+  return "?";
+}
+
+bool has_option(const std::vector<std::string>& args, std::initializer_list<std::string_view> names) {
+  return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+    return std::any_of(names.begin(), names.end(), [&](std::string_view n) {
+      return a == n || (a.starts_with(n) && a.size() > n.size() && a[n.size()] == '=');
+    });
+  });
+}
+
+}  // namespace
+
+std::vector<std::string> NvccAdapter::include_dirs_in(const std::vector<std::string>& args) {
+  std::vector<std::string> dirs;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    for (std::string_view opt : {"--include-path", "-include-path", "--system-include", "-system-include",
+                                 "-isystem", "-I"}) {
+      if (!a.starts_with(opt)) continue;
+      std::string rest = a.substr(opt.size());
+      if (rest.empty()) {
+        if (i + 1 < args.size()) dirs.push_back(args[++i]);
+      } else if (rest[0] == '=') {
+        dirs.push_back(rest.substr(1));
+      } else if (opt == "-I") {
+        dirs.push_back(rest);
+      } else {
+        continue;
+      }
+      break;
+    }
+  }
+  // nvcc accepts comma-separated lists in one value.
+  std::vector<std::string> out;
+  for (const auto& d : dirs) {
+    std::size_t start = 0;
+    while (true) {
+      std::size_t comma = d.find(',', start);
+      out.push_back(d.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> NvccAdapter::rewrite_outputs(const std::vector<std::string>& args, const std::string& object,
+                                                      const std::string& depfile) {
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  auto replace_value = [&](std::size_t& i, std::initializer_list<std::string_view> names,
+                           const std::string& value) -> bool {
+    const std::string& a = args[i];
+    for (std::string_view n : names) {
+      if (a == n && i + 1 < args.size()) {
+        out.push_back(a);
+        out.push_back(value);
+        ++i;
+        return true;
+      }
+      if (a.starts_with(n) && a.size() > n.size() && a[n.size()] == '=') {
+        out.push_back(std::string(n) + "=" + value);
+        return true;
+      }
+    }
+    return false;
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (replace_value(i, {"-o", "--output-file", "-output-file"}, object)) continue;
+    if (!depfile.empty() && replace_value(i, {"-MF", "--dependency-output", "-dependency-output"}, depfile)) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
+  PlanOptions opts;
+  opts.extra_allowlist = cfg.extra_allowlist_flags;
+  opts.prepend_flags = util::env_get(inv.env, "NVCC_PREPEND_FLAGS").value_or("");
+  opts.append_flags = util::env_get(inv.env, "NVCC_APPEND_FLAGS").value_or("");
+  Plan planned = plan(inv.args, opts);
+  if (auto* p = std::get_if<nvcc::Passthrough>(&planned)) return compiler::Passthrough{p->reason, p->detail};
+  const CompilePlan& plan = std::get<CompilePlan>(planned);
+  if (plan.depfile == Depfile::MMD) {
+    // -MMD lists only non-system headers; the key needs the full closure, which nvcc would have to
+    // compute in a second pass. Not modeled yet.
+    return compiler::Passthrough{"depfile-mmd", "-MMD"};
+  }
+
+  CompileJob job;
+  const std::string cwd = util::lexically_normal(inv.cwd);
+  job.source = util::absolute_path(plan.source, cwd);
+  job.output = util::absolute_path(plan.output, cwd);
+  job.output_written = plan.output;
+  if (plan.depfile != Depfile::None) job.depfile = util::absolute_path(plan.depfile_path, cwd);
+
+  const bool literal = plan.path_literal || !cfg.nvcc_path_normalize;
+  if (!literal) {
+    std::vector<core::PathRoots::Root> roots = {
+        {cwd, "/kache/build"},
+        {util::dirname(job.source), "/kache/src"},
+        {util::dirname(job.output), "/kache/out"},
+    };
+    for (std::size_t i = 0; i < cfg.base_dirs.size(); ++i) {
+      roots.push_back({util::absolute_path(cfg.base_dirs[i], cwd), "/kache/base" + std::to_string(i)});
+    }
+    job.roots = core::PathRoots(std::move(roots));
+  }
+
+  Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, plan.ccbin,
+                                 cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
+  job.description = tc.description;
+  job.system_dirs = tc.include_dirs;
+
+  auto& k = job.key_fields;
+  k.emplace_back("adapter", "nvcc");
+  k.emplace_back("toolchain", tc.id);
+  k.emplace_back("mode", mode_name(plan.mode));
+  k.emplace_back("normalize", job.roots.enabled() ? "roots" : "literal");
+  k.emplace_back("cwd", job.roots.key_form(cwd));
+  k.emplace_back("source", job.roots.key_form(job.source));
+  k.emplace_back("output", job.roots.key_form(job.output));
+  for (const auto& a : plan.keyed_args) k.emplace_back("arg", a);
+  k.emplace_back("NVCC_PREPEND_FLAGS", opts.prepend_flags);
+  k.emplace_back("NVCC_APPEND_FLAGS", opts.append_flags);
+  for (const char* var : kKeyedEnvironment) {
+    auto v = util::env_get(inv.env, var);
+    k.emplace_back(std::string("env:") + var, v ? "=" + *v : "unset");
+  }
+  // -rdc objects carry a module id hashed from the absolute source path (measured: two checkouts
+  // give different objects), so their key names the path literally.
+  job.path_specific = plan.rdc();
+  if (job.path_specific) k.emplace_back("source-literal", job.source);
+
+  // The include search path: the source's directory (quoted includes), -I/-isystem, the environment's
+  // include variables, and the toolchain's own directories.
+  auto add_dir = [&](const std::string& d) {
+    if (d.empty()) return;
+    std::string abs = util::absolute_path(d, cwd);
+    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
+      job.search_dirs.push_back(abs);
+    }
+  };
+  add_dir(util::dirname(job.source));
+  std::vector<std::string> all_args = split_env_flags(opts.prepend_flags);
+  all_args.insert(all_args.end(), plan.args.begin(), plan.args.end());
+  for (const auto& f : split_env_flags(opts.append_flags)) all_args.push_back(f);
+  for (const auto& d : include_dirs_in(all_args)) add_dir(d);
+  for (const char* var : {"CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"}) {
+    std::string v = util::env_get(inv.env, var).value_or("");
+    std::size_t start = 0;
+    while (start <= v.size()) {
+      std::size_t colon = v.find(':', start);
+      std::string d = v.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      add_dir(d.empty() ? "." : d);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  for (const auto& d : tc.include_dirs) add_dir(d);
+  return job;
+}
+
+std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, const CompileJob& job,
+                                                   const MissPaths& paths) const {
+  std::vector<std::string> argv = {inv.compiler_arg};
+  std::vector<std::string> args = rewrite_outputs(inv.args, paths.object, job.depfile.empty() ? "" : paths.depfile);
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (job.depfile.empty()) {
+    argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
+  }
+  if (!has_option(inv.args, {"-MT", "--dependency-target-name", "-dependency-target-name"})) {
+    // The object is written elsewhere first; name the target nvcc would have named (the -o value).
+    argv.insert(argv.end(), {"-MT", job.output_written});
+  }
+  // Intermediate files next to the object, named after it, instead of /tmp/tmpxft_<pid>...: the
+  // pid no longer lands in the symbol table, and a fixed random seed fixes anonymous-namespace names,
+  // so two misses give byte-identical objects.
+  if (!has_option(inv.args, {"-objtemp", "--objdir-as-tempdir"})) argv.push_back("-objtemp");
+  argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
+  // Each root becomes its fixed name, and the scratch directory stands in for the output directory.
+  // GCC applies the last matching rule first, so the scratch rule (below the output root) comes last.
+  for (const auto& f : job.roots.prefix_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
+  const std::string out_dir = util::dirname(job.output);
+  const std::string scratch_as = job.roots.enabled() ? job.roots.key_form(out_dir) : out_dir;
+  argv.insert(argv.end(), {"-Xcompiler", "-ffile-prefix-map=" + paths.scratch_dir + "=" + scratch_as});
+  return argv;
+}
+
+void NvccAdapter::miss_environment(util::Environment& env, const core::Config& cfg) const {
+  // __DATE__/__TIME__ follow SOURCE_DATE_EPOCH; pinning it keeps rebuilds identical. A build's own
+  // value wins. The value is deliberately not keyed (spec): a hit keeps the date it was built with.
+  if (cfg.nvcc_source_date_epoch != "passthrough" && !util::env_get(env, "SOURCE_DATE_EPOCH")) {
+    util::env_set(env, "SOURCE_DATE_EPOCH", cfg.nvcc_source_date_epoch);
+  }
+}
+
+std::vector<std::string> NvccAdapter::path_specific_markers() const {
+  // cudafe++ names internal-linkage device entities _INTERNAL_<hash of the source path>_...
+  return {"_INTERNAL_"};
+}
+
+}  // namespace nvcc
+}  // namespace kache::compiler

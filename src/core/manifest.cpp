@@ -1,0 +1,86 @@
+#include "core/manifest.hpp"
+
+#include <stdexcept>
+
+#include "util/serial.hpp"
+
+namespace kache::core {
+
+namespace {
+constexpr std::uint32_t kManifestMagic = 0x4b4d4e32;  // "KMN2"
+
+void write_path(util::Writer& w, const RootedPath& p) {
+  w.u32(static_cast<std::uint32_t>(p.root + 1));
+  w.str(p.rest);
+}
+RootedPath read_path(util::Reader& r) {
+  RootedPath p;
+  p.root = static_cast<int>(r.u32()) - 1;
+  p.rest = r.str();
+  return p;
+}
+}  // namespace
+
+std::string serialize_manifest(const Manifest& m) {
+  util::Writer w;
+  w.u32(kManifestMagic);
+  w.u32(static_cast<std::uint32_t>(m.entries.size()));
+  for (const auto& e : m.entries) {
+    w.bytes(e.result_key.bytes.data(), 32);
+    w.u8(e.path_specific ? 1 : 0);
+    w.i64(e.created_ns);
+    w.u32(static_cast<std::uint32_t>(e.files.size()));
+    for (const auto& f : e.files) {
+      write_path(w, f.path);
+      w.bytes(f.hash.bytes.data(), 32);
+      w.u64(f.identity.dev);
+      w.u64(f.identity.ino);
+      w.i64(f.identity.size);
+      w.i64(f.identity.mtime_ns);
+      w.i64(f.identity.ctime_ns);
+      w.u8(f.racy ? 1 : 0);
+    }
+    w.u32(static_cast<std::uint32_t>(e.absent.size()));
+    for (const auto& a : e.absent) write_path(w, a);
+  }
+  return w.take();
+}
+
+Manifest deserialize_manifest(std::string_view data) {
+  util::Reader r(data);
+  if (r.u32() != kManifestMagic) throw std::runtime_error("not a kache manifest");
+  Manifest m;
+  const std::uint32_t n = r.u32();
+  if (n > kMaxManifestEntries * 4) throw std::runtime_error("manifest too large");
+  m.entries.resize(n);
+  for (auto& e : m.entries) {
+    r.bytes(e.result_key.bytes.data(), 32);
+    e.path_specific = r.u8() != 0;
+    e.created_ns = r.i64();
+    const std::uint32_t nf = r.u32();
+    e.files.resize(nf);
+    for (auto& f : e.files) {
+      f.path = read_path(r);
+      r.bytes(f.hash.bytes.data(), 32);
+      f.identity.dev = r.u64();
+      f.identity.ino = r.u64();
+      f.identity.size = r.i64();
+      f.identity.mtime_ns = r.i64();
+      f.identity.ctime_ns = r.i64();
+      f.racy = r.u8() != 0;
+    }
+    const std::uint32_t na = r.u32();
+    e.absent.resize(na);
+    for (auto& a : e.absent) a = read_path(r);
+  }
+  if (!r.done()) throw std::runtime_error("trailing bytes in manifest");
+  return m;
+}
+
+void manifest_add(Manifest& m, ManifestEntry e) {
+  std::erase_if(m.entries, [&](const ManifestEntry& x) { return x.result_key == e.result_key; });
+  m.entries.insert(m.entries.begin(), std::move(e));
+  if (m.entries.size() > kMaxManifestEntries) m.entries.resize(kMaxManifestEntries);
+}
+
+}  // namespace kache::core

@@ -1,0 +1,48 @@
+#pragma once
+// The direct-mode manifest: for one direct key (toolchain, flags, keyed environment, source), the
+// dependency closures of earlier builds and the result each led to. A lookup proves one closure
+// still matches the files on disk, without running any process.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/path_roots.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+
+namespace kache::core {
+
+struct ManifestFile {
+  RootedPath path;
+  util::Digest hash;
+  util::FileIdentity identity;  // when the hash was taken
+  // The file's times were within the clock-tick margin of the moment it was hashed (or in the
+  // future): a later edit could keep the same identity, so its content is checked on every lookup.
+  bool racy = false;
+};
+
+struct ManifestEntry {
+  std::vector<ManifestFile> files;
+  // Paths that did not exist when the entry was made and would change what the compiler reads if they
+  // appeared (a header earlier in the search path, a __has_include target, a missing directory).
+  std::vector<RootedPath> absent;
+  util::Digest result_key;
+  // The object depends on the literal source path (e.g. rdc module ids, internal-linkage name hashes):
+  // the result key then includes it.
+  bool path_specific = false;
+  std::int64_t created_ns = 0;
+};
+
+struct Manifest {
+  std::vector<ManifestEntry> entries;  // most recent first
+};
+
+inline constexpr std::size_t kMaxManifestEntries = 16;
+
+std::string serialize_manifest(const Manifest& m);
+Manifest deserialize_manifest(std::string_view data);  // throws std::runtime_error when malformed
+// Puts e first, dropping an older entry with the same result key and the oldest beyond the cap.
+void manifest_add(Manifest& m, ManifestEntry e);
+
+}  // namespace kache::core

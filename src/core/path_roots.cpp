@@ -1,0 +1,85 @@
+#include "core/path_roots.hpp"
+
+#include <algorithm>
+
+#include "util/fs.hpp"
+
+namespace kache::core {
+
+namespace {
+// Placeholders cannot occur in a dependency file: make syntax has no control characters.
+std::string placeholder(std::size_t index) { return "\x01" + std::to_string(index) + "\x01"; }
+
+std::string escape_make(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  std::size_t pos = 0;
+  while ((pos = text.find(from, pos)) != std::string::npos) {
+    text.replace(pos, from.size(), to);
+    pos += to.size();
+  }
+}
+}  // namespace
+
+PathRoots::PathRoots(std::vector<Root> roots) {
+  for (auto& r : roots) {
+    if (r.path.empty() || r.path == "/") continue;  // "/" would remap the whole system
+    bool dup = std::any_of(roots_.begin(), roots_.end(), [&](const Root& x) { return x.path == r.path; });
+    if (!dup) roots_.push_back(std::move(r));
+  }
+  by_length_.resize(roots_.size());
+  for (std::size_t i = 0; i < roots_.size(); ++i) by_length_[i] = i;
+  std::stable_sort(by_length_.begin(), by_length_.end(),
+                   [&](std::size_t a, std::size_t b) { return roots_[a].path.size() > roots_[b].path.size(); });
+}
+
+RootedPath PathRoots::split(const std::string& abs) const {
+  for (std::size_t i : by_length_) {
+    if (util::path_has_prefix(abs, roots_[i].path)) {
+      return RootedPath{static_cast<int>(i), abs.substr(roots_[i].path.size())};
+    }
+  }
+  return RootedPath{-1, abs};
+}
+
+std::string PathRoots::join(const RootedPath& p) const {
+  if (p.root < 0 || static_cast<std::size_t>(p.root) >= roots_.size()) return p.rest;
+  return roots_[p.root].path + p.rest;
+}
+
+std::string PathRoots::key_form(const RootedPath& p) const {
+  if (p.root < 0 || static_cast<std::size_t>(p.root) >= roots_.size()) return p.rest;
+  return roots_[p.root].name + p.rest;
+}
+
+std::vector<std::string> PathRoots::prefix_map_flags() const {
+  std::vector<std::string> flags;
+  for (auto it = by_length_.rbegin(); it != by_length_.rend(); ++it) {
+    flags.push_back("-ffile-prefix-map=" + roots_[*it].path + "=" + roots_[*it].name);
+  }
+  return flags;
+}
+
+std::string PathRoots::templatize(const std::string& text) const {
+  std::string out = text;
+  for (std::size_t i : by_length_) {
+    replace_all(out, escape_make(roots_[i].path), placeholder(i));
+  }
+  return out;
+}
+
+std::string PathRoots::instantiate(const std::string& text) const {
+  std::string out = text;
+  for (std::size_t i = 0; i < roots_.size(); ++i) replace_all(out, placeholder(i), escape_make(roots_[i].path));
+  return out;
+}
+
+}  // namespace kache::core

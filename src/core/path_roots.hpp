@@ -1,0 +1,52 @@
+#pragma once
+// Path normalization for sharing entries between checkouts (spec: "Remote sharing").
+// A set of roots (build dir, source dir, output dir, [paths] base_dirs) each get a fixed name; paths
+// under a root are keyed by that name, and the compiler is told the same mapping through
+// -ffile-prefix-map so the object names the fixed names too.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kache::core {
+
+// A path split into (root index, rest); root -1 means "literal absolute path".
+struct RootedPath {
+  int root = -1;
+  std::string rest;  // for root >= 0: the part after the root, starting with '/' or empty
+  bool operator==(const RootedPath&) const = default;
+};
+
+class PathRoots {
+ public:
+  struct Root {
+    std::string path;  // absolute, lexically normal
+    std::string name;  // fixed name, e.g. "/kache/build"
+  };
+  PathRoots() = default;
+  // Roots in priority order; identical paths keep the first name. Empty means "no normalization".
+  explicit PathRoots(std::vector<Root> roots);
+
+  bool enabled() const { return !roots_.empty(); }
+  const std::vector<Root>& roots() const { return roots_; }
+
+  // abs: an absolute path (spelled as the compiler spelled it, not resolved).
+  RootedPath split(const std::string& abs) const;
+  std::string join(const RootedPath& p) const;        // back to this checkout's path
+  std::string key_form(const RootedPath& p) const;    // with the fixed name, for hashing
+  std::string key_form(const std::string& abs) const { return key_form(split(abs)); }
+
+  // -ffile-prefix-map=<root>=<name> rules, ordered so GCC (which lets the last matching rule win)
+  // applies the longest root first.
+  std::vector<std::string> prefix_map_flags() const;
+
+  // Replaces root spellings in text by placeholders / placeholders by roots (dependency files).
+  std::string templatize(const std::string& text) const;
+  std::string instantiate(const std::string& text) const;
+
+ private:
+  std::vector<Root> roots_;            // priority order, deduplicated
+  std::vector<std::size_t> by_length_; // indices, longest path first
+};
+
+}  // namespace kache::core

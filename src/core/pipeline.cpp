@@ -1,0 +1,435 @@
+#include "core/pipeline.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "compiler/adapter.hpp"
+#include "core/depfile.hpp"
+#include "core/entry.hpp"
+#include "core/log.hpp"
+#include "core/manifest.hpp"
+#include "core/stats.hpp"
+#include "core/watch.hpp"
+#include "storage/local/local_storage.hpp"
+#include "util/clock.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+
+namespace kache::core {
+
+namespace {
+
+using Counts = std::map<std::string, std::uint64_t>;
+
+void write_all(int fd, const std::string& data) {
+  std::size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (std::size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
+    text.replace(pos, from.size(), to);
+  }
+}
+
+// The margin by which file times can trail the clock, per filesystem (st_dev).
+class Margins {
+ public:
+  std::int64_t for_file(const std::string& path, std::uint64_t dev) {
+    auto it = by_dev_.find(dev);
+    if (it != by_dev_.end()) return it->second;
+    const std::int64_t m = util::file_time_margin_ns(path);
+    by_dev_.emplace(dev, m);
+    return m;
+  }
+
+ private:
+  std::unordered_map<std::uint64_t, std::int64_t> by_dev_;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const Invocation& inv, const Config& cfg, compiler::Adapter& adapter, Counts& counts)
+      : inv_(inv), cfg_(cfg), adapter_(adapter), counts_(counts),
+        store_({cfg.cache_dir, cfg.max_size, cfg.compression_level}) {}
+
+  // Returns the exit code, or nullopt when the invocation must run unchanged (passthrough_ is set).
+  std::optional<int> run();
+  const compiler::Passthrough& passthrough() const { return passthrough_; }
+  int corrupt_found() const { return store_.corrupt_found(); }
+
+ private:
+  util::Digest direct_key();
+  std::optional<int> try_hit();
+  bool verify(ManifestEntry& entry, bool& refreshed);
+  util::Digest result_key(const std::vector<ManifestFile>& files, bool path_specific) const;
+  int miss();
+  void restore(const CacheEntry& entry);
+
+  const Invocation& inv_;
+  const Config& cfg_;
+  compiler::Adapter& adapter_;
+  Counts& counts_;
+  storage::LocalStorage store_;
+  compiler::CompileJob job_;
+  compiler::Passthrough passthrough_;
+  util::Digest direct_;
+  std::string manifest_key_;
+  Margins margins_;
+};
+
+std::optional<int> Pipeline::run() {
+  auto prepared = adapter_.prepare(inv_, cfg_);
+  if (auto* p = std::get_if<compiler::Passthrough>(&prepared)) {
+    passthrough_ = *p;
+    return std::nullopt;
+  }
+  job_ = std::move(std::get<compiler::CompileJob>(prepared));
+  direct_ = direct_key();
+  manifest_key_ = util::sha256("manifest\n" + direct_.hex()).hex();
+  if (cfg_.direct_mode) {
+    if (auto code = try_hit()) return code;
+  }
+  return miss();
+}
+
+util::Digest Pipeline::direct_key() {
+  util::Hasher h;
+  h.add_field("kache-key", "direct-v1");
+  auto& log = core::log();
+  for (const auto& [name, value] : job_.key_fields) {
+    h.add_field(name, value);
+    log.trace("key field {} = {}", name, value);
+  }
+  const util::Digest source = util::hash_file(job_.source);
+  h.add_field("source-content", source.hex());
+  log.trace("key field source-content = {}", source.hex());
+  util::Digest d = h.finish();
+  log.trace("direct key = {}", d.hex());
+  return d;
+}
+
+util::Digest Pipeline::result_key(const std::vector<ManifestFile>& files, bool path_specific) const {
+  util::Hasher h;
+  h.add_field("kache-key", "result-v1");
+  h.add_field("direct", direct_.hex());
+  for (const auto& f : files) {
+    h.add_field("file", job_.roots.key_form(f.path));
+    h.add_field("content", f.hash.hex());
+  }
+  // Objects that embed the literal source path (cudafe++'s internal-name hashes) key on it.
+  h.add_field("path-specific", path_specific ? job_.source : "");
+  return h.finish();
+}
+
+bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
+  auto& log = core::log();
+  const auto& roots = job_.roots.roots();
+  for (auto& f : entry.files) {
+    if (f.path.root >= static_cast<int>(roots.size())) return false;
+    const std::string path = job_.roots.join(f.path);
+    auto id = util::stat_identity(path);
+    if (!id) {
+      log.debug("direct lookup: {} is gone", path);
+      return false;
+    }
+    if (*id == f.identity && !f.racy) continue;
+    // The identity moved (or was never trustworthy): the content decides.
+    util::Digest h;
+    try {
+      h = util::hash_file(path);
+    } catch (const std::exception&) {
+      return false;
+    }
+    if (!(h == f.hash)) {
+      log.debug("direct lookup: {} changed", path);
+      return false;
+    }
+    const std::int64_t now = util::now_ns();
+    const std::int64_t margin = margins_.for_file(path, id->dev);
+    f.identity = *id;
+    f.racy = id->mtime_ns >= now - margin || id->ctime_ns >= now - margin;
+    refreshed = true;
+  }
+  for (const auto& a : entry.absent) {
+    if (a.root >= static_cast<int>(roots.size())) return false;
+    const std::string path = job_.roots.join(a);
+    if (util::exists(path)) {
+      log.debug("direct lookup: {} appeared", path);
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<int> Pipeline::try_hit() {
+  auto& log = core::log();
+  std::optional<std::string> data;
+  try {
+    data = store_.get(manifest_key_);
+  } catch (const std::exception& e) {
+    log.info("cannot read manifest: {}", e.what());
+    counts_["errors"]++;
+    counts_["error.storage-read"]++;
+    return std::nullopt;
+  }
+  if (!data) return std::nullopt;
+  Manifest manifest;
+  try {
+    manifest = deserialize_manifest(*data);
+  } catch (const std::exception& e) {
+    log.info("corrupt manifest {}: {}", manifest_key_.substr(0, 12), e.what());
+    counts_[counter::kCorrupt]++;
+    store_.remove(manifest_key_);
+    return std::nullopt;
+  }
+  for (auto& entry : manifest.entries) {
+    bool refreshed = false;
+    if (!verify(entry, refreshed)) continue;
+    const util::Digest rk = result_key(entry.files, entry.path_specific);
+    std::optional<std::string> blob;
+    try {
+      blob = store_.get(rk.hex());
+    } catch (const std::exception& e) {
+      log.info("cannot read entry: {}", e.what());
+      return std::nullopt;
+    }
+    if (!blob) continue;
+    CacheEntry ce;
+    try {
+      ce = deserialize_entry(*blob);
+    } catch (const std::exception&) {
+      counts_[counter::kCorrupt]++;
+      store_.remove(rk.hex());
+      continue;
+    }
+    if (!job_.depfile.empty() && !ce.depfile_template) continue;
+    restore(ce);
+    counts_[counter::kHits]++;
+    counts_[counter::kDirectHits]++;
+    log.debug("hit: {} (result {})", job_.output, rk.hex().substr(0, 16));
+    if (refreshed) {
+      // Remember the new identities so the next lookup needs no hashing.
+      try {
+        store_.put(manifest_key_, serialize_manifest(manifest));
+      } catch (const std::exception&) {
+      }
+    }
+    write_all(STDOUT_FILENO, ce.stdout_text);
+    write_all(STDERR_FILENO, ce.stderr_text);
+    return 0;
+  }
+  return std::nullopt;
+}
+
+void Pipeline::restore(const CacheEntry& entry) {
+  util::write_file_atomic(job_.output, entry.object);
+  if (!job_.depfile.empty()) {
+    util::write_file_atomic(job_.depfile, job_.roots.instantiate(*entry.depfile_template));
+  }
+}
+
+int Pipeline::miss() {
+  auto& log = core::log();
+  util::TempDir scratch(util::dirname(job_.output), ".kache-");
+  compiler::MissPaths paths;
+  paths.scratch_dir = scratch.path();
+  paths.object = util::join_path(scratch.path(), util::basename(job_.output));
+  paths.depfile = util::join_path(scratch.path(), "deps.d");
+  paths.seed = direct_.hex().substr(0, 16);
+  const std::vector<std::string> argv = adapter_.miss_command(inv_, job_, paths);
+  util::Environment env = inv_.env;
+  adapter_.miss_environment(env, cfg_);
+  if (log.should_log(spdlog::level::debug)) log.debug("miss: running {}", fmt::join(argv, " "));
+
+  const std::int64_t start = util::now_ns();
+  util::ProcessResult r = util::run_capture(inv_.compiler_path, argv, env);
+  if (!r.ok()) {
+    // Let the compiler speak for itself: rerun the user's own command unchanged, so exit status,
+    // stdout and stderr are exactly what it gives without kache.
+    log.debug("compile failed (exit {}, signal {}): running the original command", r.exit_code, r.term_signal);
+    counts_["compile_failed"]++;
+    util::remove_all(scratch.path());
+    passthrough_ = {"compile-failed", ""};
+    return -1;
+  }
+  counts_[counter::kMisses]++;
+
+  // Everything the compile read, as nvcc listed it.
+  const std::string dep_text = util::read_file(paths.depfile);
+  const Depfile deps = parse_depfile(dep_text);
+  const std::string cwd = util::lexically_normal(inv_.cwd);
+
+  ManifestEntry entry;
+  std::string not_stored;
+  std::vector<std::string> closure, has_include;
+  bool opaque = false;
+  for (const auto& dep : deps.deps) {
+    const std::string path = util::absolute_path(dep, cwd);
+    closure.push_back(path);
+    auto before = util::stat_identity(path);
+    if (!before) {
+      not_stored = "closure-unreadable";
+      break;
+    }
+    const std::string content = util::read_file(path);
+    auto after = util::stat_identity(path);
+    if (!after || !(*after == *before)) {
+      not_stored = "input-changed";
+      log.debug("not storing: {} changed while it was hashed", path);
+      break;
+    }
+    ManifestFile f;
+    f.path = job_.roots.split(path);
+    f.hash = util::sha256(content);
+    f.identity = *after;
+    // Modified during the compile, or just before it by less than file times can trail the clock:
+    // the object may come from another version than the one hashed. A time in the future is clock
+    // skew, not a change; such a file is only trusted by content later on.
+    const std::int64_t now = util::now_ns();
+    const std::int64_t margin = margins_.for_file(path, after->dev);
+    for (std::int64_t t : {after->mtime_ns, after->ctime_ns}) {
+      if (t > now) {
+        f.racy = true;
+      } else if (t >= start - margin) {
+        not_stored = "input-changed";
+        log.debug("not storing: {} was modified during the compile", path);
+      }
+    }
+    if (!not_stored.empty()) break;
+    scan_has_include(content, has_include, opaque);
+    entry.files.push_back(std::move(f));
+  }
+
+  std::string object = util::read_file(paths.object);
+  // Install the outputs first: the build goes on even if storing fails.
+  std::string out_text = r.out, err_text = r.err;
+  replace_all(out_text, scratch.path(), util::dirname(job_.output));
+  replace_all(err_text, scratch.path(), util::dirname(job_.output));
+  if (::rename(paths.object.c_str(), job_.output.c_str()) != 0) util::copy_file(paths.object, job_.output);
+  if (!job_.depfile.empty()) util::write_file_atomic(job_.depfile, dep_text);
+
+  if (not_stored.empty() && job_.roots.enabled()) {
+    for (const auto& root : job_.roots.roots()) {
+      if (object.find(root.path) != std::string::npos) {
+        not_stored = "path-in-object";
+        log.debug("not storing: the object still contains {}", root.path);
+        break;
+      }
+    }
+  }
+  if (not_stored.empty() && object.find(scratch.path()) != std::string::npos) not_stored = "path-in-object";
+
+  if (not_stored.empty()) {
+    entry.path_specific = job_.path_specific;
+    for (const auto& marker : adapter_.path_specific_markers()) {
+      if (object.find(marker) != std::string::npos) entry.path_specific = true;
+    }
+    entry.result_key = result_key(entry.files, entry.path_specific);
+    entry.created_ns = util::now_ns();
+    if (opaque) {
+      log.debug("a __has_include with a computed argument: no direct-mode record for this compile");
+    } else {
+      std::vector<std::string> normal;
+      normal.reserve(closure.size());
+      for (const auto& c : closure) normal.push_back(util::lexically_normal(c));
+      for (const auto& a : absent_paths(normal, job_.search_dirs, job_.system_dirs, has_include)) {
+        entry.absent.push_back(job_.roots.split(a));
+      }
+    }
+    CacheEntry ce;
+    ce.object = std::move(object);
+    if (!job_.depfile.empty()) ce.depfile_template = job_.roots.templatize(dep_text);
+    ce.stdout_text = out_text;
+    ce.stderr_text = err_text;
+    try {
+      store_.put(entry.result_key.hex(), serialize_entry(ce));
+      if (!opaque) {
+        Manifest manifest;
+        if (auto current = store_.get(manifest_key_)) {
+          try {
+            manifest = deserialize_manifest(*current);
+          } catch (const std::exception&) {
+          }
+        }
+        manifest_add(manifest, std::move(entry));
+        store_.put(manifest_key_, serialize_manifest(manifest));
+      }
+      counts_[counter::kStored]++;
+      log.debug("miss: stored {}", job_.output);
+    } catch (const std::exception& e) {
+      counts_["errors"]++;
+      counts_["error.storage-write"]++;
+      log.info("miss: could not store {}: {}", job_.output, e.what());
+    }
+  } else {
+    counts_["not_stored." + not_stored]++;
+    log.debug("miss: not stored ({}): {}", not_stored, job_.output);
+  }
+  write_all(STDOUT_FILENO, out_text);
+  write_all(STDERR_FILENO, err_text);
+  return 0;
+}
+
+[[noreturn]] void run_unchanged(const Invocation& inv) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  util::exec_replace(inv.compiler_path, inv.argv(), inv.env);
+  std::fprintf(stderr, "kache: cannot run %s: %s\n", inv.compiler_path.c_str(), std::strerror(errno));
+  std::_Exit(127);
+}
+
+}  // namespace
+
+int run_compiler(const Invocation& inv, const Config& cfg) {
+  auto& log = core::log();
+  StatsFile stats(cfg.cache_dir);
+  Counts counts;
+  auto pass = [&](const std::string& reason, const std::string& detail) {
+    if (reason != "compile-failed") {
+      counts[counter::kPassthrough]++;
+      counts["passthrough." + reason]++;
+      log.debug("passthrough ({}){}{}", reason, detail.empty() ? "" : ": ", detail);
+    }
+    stats.add(counts);
+    run_unchanged(inv);
+  };
+  if (cfg.disable) pass("disabled", "");
+  auto adapter = compiler::find_adapter(inv.compiler_arg);
+  if (!adapter) pass("unsupported-compiler", inv.compiler_arg);
+
+  std::optional<Pipeline> pipeline;
+  try {
+    pipeline.emplace(inv, cfg, *adapter, counts);
+    std::optional<int> code = pipeline->run();
+    if (pipeline->corrupt_found() > 0) counts[counter::kCorrupt] += pipeline->corrupt_found();
+    if (!code || *code < 0) pass(pipeline->passthrough().reason, pipeline->passthrough().detail);
+    stats.add(counts);
+    return *code;
+  } catch (const std::exception& e) {
+    // Nothing of the user's has been touched yet unless the compile ran; either way running the
+    // real compiler now gives the build what it asked for.
+    log.info("internal error ({}): running the compiler uncached", e.what());
+    counts["errors"]++;
+    counts["error.internal"]++;
+    stats.add(counts);
+    run_unchanged(inv);
+  }
+}
+
+}  // namespace kache::core

@@ -1,0 +1,125 @@
+#include "core/watch.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "util/fs.hpp"
+
+namespace kache::core {
+
+namespace {
+bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+bool line_is_define(std::string_view text, std::size_t pos) {
+  std::size_t start = text.rfind('\n', pos);
+  start = start == std::string_view::npos ? 0 : start + 1;
+  std::string_view line = text.substr(start, pos - start);
+  std::size_t i = line.find_first_not_of(" \t");
+  if (i == std::string_view::npos || line[i] != '#') return false;
+  i = line.find_first_not_of(" \t", i + 1);
+  return i != std::string_view::npos && line.substr(i).starts_with("define");
+}
+}  // namespace
+
+void scan_has_include(std::string_view text, std::vector<std::string>& names, bool& opaque) {
+  constexpr std::string_view kWord = "has_include";
+  constexpr std::string_view kWordUpper = "HAS_INCLUDE";
+  for (std::string_view word : {kWord, kWordUpper}) {
+    std::size_t pos = 0;
+    while ((pos = text.find(word, pos)) != std::string_view::npos) {
+      const std::size_t at = pos;
+      pos += word.size();
+      if (text.substr(pos).starts_with("_next") || text.substr(pos).starts_with("_NEXT")) pos += 5;
+      if (pos < text.size() && is_ident(text[pos])) continue;  // part of a longer identifier
+      std::size_t i = pos;
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+      if (i >= text.size() || text[i] != '(') continue;  // `#ifdef __has_include`, `defined(__has_include)`
+      ++i;
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+      if (i < text.size() && (text[i] == '<' || text[i] == '"')) {
+        const char close = text[i] == '<' ? '>' : '"';
+        const std::size_t end = text.find(close, i + 1);
+        if (end != std::string_view::npos && text.substr(i + 1, end - i - 1).find('\n') == std::string_view::npos) {
+          names.emplace_back(text.substr(i + 1, end - i - 1));
+        }
+        continue;
+      }
+      if (!line_is_define(text, at)) opaque = true;
+    }
+  }
+}
+
+std::vector<std::string> absent_paths(const std::vector<std::string>& closure,
+                                      const std::vector<std::string>& search_dirs,
+                                      const std::vector<std::string>& system_dirs,
+                                      const std::vector<std::string>& has_include_names) {
+  std::unordered_map<std::string, bool> exists_memo;
+  auto exists = [&](const std::string& p) {
+    auto it = exists_memo.find(p);
+    if (it != exists_memo.end()) return it->second;
+    bool e = util::exists(p);
+    exists_memo.emplace(p, e);
+    return e;
+  };
+
+  // Directories consulted: the search path plus the directories of project files (quoted includes
+  // look in the including file's directory first).
+  std::vector<std::string> consulted = search_dirs;
+  std::unordered_set<std::string> consulted_set(search_dirs.begin(), search_dirs.end());
+  for (const auto& f : closure) {
+    bool system = std::any_of(system_dirs.begin(), system_dirs.end(),
+                              [&](const std::string& s) { return util::path_has_prefix(f, s); });
+    if (system) continue;
+    std::string d = util::dirname(f);
+    if (consulted_set.insert(d).second) consulted.push_back(d);
+  }
+
+  std::unordered_set<std::string> closure_set(closure.begin(), closure.end());
+  std::unordered_set<std::string> absent_set;
+  std::vector<std::string> absent;
+  auto record = [&](const std::string& p) {
+    if (absent_set.insert(p).second) absent.push_back(p);
+  };
+  // Records the nearest missing ancestor of dir/rel, walking down from dir.
+  auto candidate = [&](const std::string& dir, std::string_view rel) {
+    if (!exists(dir)) {
+      record(dir);
+      return;
+    }
+    std::string cur = dir;
+    std::size_t start = 0;
+    while (true) {
+      std::size_t slash = rel.find('/', start);
+      std::string_view comp = rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+      cur += '/';
+      cur += comp;
+      if (slash == std::string_view::npos) {
+        if (!closure_set.count(cur) && !exists(cur)) record(cur);
+        return;
+      }
+      if (!exists(cur)) {
+        record(cur);
+        return;
+      }
+      start = slash + 1;
+    }
+  };
+
+  for (const auto& f : closure) {
+    for (const auto& s : search_dirs) {
+      if (f.size() <= s.size() + 1 || !util::path_has_prefix(f, s)) continue;
+      std::string_view rel = std::string_view(f).substr(s == "/" ? 1 : s.size() + 1);
+      for (const auto& t : consulted) {
+        if (t != s) candidate(t, rel);
+      }
+    }
+  }
+  for (const auto& name : has_include_names) {
+    if (name.empty() || name.front() == '/') continue;
+    for (const auto& t : consulted) candidate(t, util::lexically_normal(name));
+  }
+  return absent;
+}
+
+}  // namespace kache::core

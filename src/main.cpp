@@ -1,0 +1,63 @@
+// kache: a compiler cache for nvcc. `kache nvcc ARGS...`, `kache /path/to/nvcc ARGS...`, a symlink named
+// nvcc pointing at kache, or kache's own options (`kache --show-stats`).
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/cli.hpp"
+#include "core/config.hpp"
+#include "core/invocation.hpp"
+#include "core/log.hpp"
+#include "core/pipeline.hpp"
+#include "util/fs.hpp"
+#include "util/process.hpp"
+
+namespace {
+
+bool named_kache(const std::string& argv0) {
+  const std::string base = kache::util::basename(argv0);
+  return base == "kache" || base.starts_with("kache-") || base.starts_with("kache.");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace kache;
+  const std::string argv0 = argc > 0 ? argv[0] : "kache";
+  core::Invocation inv;
+  int first_arg;
+  if (named_kache(argv0)) {
+    if (argc < 2 || core::is_kache_option(argv[1])) return core::run_cli(argc, argv);
+    inv.compiler_arg = argv[1];
+    first_arg = 2;
+  } else {
+    // Invoked through a link named like the compiler (e.g. nvcc -> kache).
+    inv.compiler_arg = util::basename(argv0);
+    first_arg = 1;
+  }
+  for (int i = first_arg; i < argc; ++i) inv.args.emplace_back(argv[i]);
+  inv.env = util::current_environment();
+
+  const core::Config cfg = core::load_config();
+  core::init_logging(cfg.log_filter, cfg.log_file);
+  for (const auto& problem : cfg.problems) core::log().warn("{}", problem);
+
+  const std::string self = util::self_executable();
+  auto resolved = util::find_executable(inv.compiler_arg, util::env_get(inv.env, "PATH").value_or(""), self);
+  if (!resolved) {
+    std::fprintf(stderr, "kache: cannot find the compiler '%s' on PATH.\n", inv.compiler_arg.c_str());
+    return 127;
+  }
+  inv.compiler_path = *resolved;
+  try {
+    inv.cwd = util::current_dir();
+  } catch (const std::exception&) {
+    inv.cwd.clear();
+  }
+  if (inv.cwd.empty()) {
+    core::log().info("no current directory: running the compiler uncached");
+    util::exec_replace(inv.compiler_path, inv.argv(), inv.env);
+    return 127;
+  }
+  return core::run_compiler(inv, cfg);
+}
