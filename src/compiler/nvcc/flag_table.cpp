@@ -1,0 +1,408 @@
+// The nvcc flag table. One entry per nvcc option; the comment above each says why caching with it
+// is safe, or why it is refused. Spellings were checked against nvcc 13.0 (`nvcc --help`, and
+// `nvcc --dryrun` for which value forms it accepts).
+#include "compiler/nvcc/flag_table.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+
+namespace kache::compiler::nvcc {
+
+namespace {
+
+FlagSpec flag(std::initializer_list<std::string_view> names) {
+  FlagSpec s;
+  s.names.assign(names.begin(), names.end());
+  return s;
+}
+
+constexpr unsigned kAttachedToo = kSeparate | kEquals | kAttached;
+
+std::vector<FlagSpec> build_table() {
+  return {
+      // ---- What is built ----------------------------------------------------------------------
+      // The single-object compile kache caches: one source in, one object out (the -o file).
+      flag({"-c", "--compile"}).does(Effect::Compile),
+      // Same, with relocatable device code; the mode is keyed, the object is still one file.
+      flag({"-dc", "--device-c"}).does(Effect::DeviceCompile),
+      // true with -c gives the -dc object; keyed verbatim, and like nvcc the last value wins.
+      flag({"-rdc", "--relocatable-device-code"}).value().does(Effect::Rdc),
+      // The object kache stores and restores; the pipeline keys it normalized ("<output>").
+      flag({"-o", "--output-file"}).value().does(Effect::Output),
+      // Language of every input; "cu" makes any file name a CUDA source, "c"/"c++" make it host-only.
+      flag({"-x", "--x"}).value().does(Effect::Language),
+      // Linking (and running) a program reads many inputs and writes an executable, not one object.
+      flag({"-link", "--link", "-run", "--run", "-shared", "--shared", "-r", "--relocatable-link"}).refuse("link"),
+      // Device linking combines several objects; it runs uncached (spec).
+      flag({"-dlink", "--device-link"}).refuse("device-link"),
+      // Builds a static library from several inputs.
+      flag({"-lib", "--lib"}).refuse("lib"),
+      // Emit another artifact than the object kache stores (device-only files, host .ii, OptiX IR).
+      flag({"-cuda", "--cuda", "-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-optix-ir", "--optix-ir",
+            "-ltoir", "--ltoir"})
+          .refuse("output-kind"),
+      // The object carries LTO IR for a device link-time optimization step; not modeled.
+      flag({"-dlto", "--dlink-time-opt", "-lto", "--lto", "-gen-opt-lto", "--gen-opt-lto"}).refuse("output-kind"),
+      // Stops after the device front end: no object comes out.
+      flag({"-fdevice-syntax-only", "--fdevice-syntax-only"}).refuse("output-kind"),
+      // Preprocessed text on stdout or in -o, not an object.
+      flag({"-E", "--preprocess"}).refuse("preprocess"),
+      // Writes only a dependency list (and overrides -c), not an object.
+      flag({"-M", "--generate-dependencies", "-MM", "--generate-nonsystem-dependencies"}).refuse("dependency-only"),
+
+      // ---- Dependency files -------------------------------------------------------------------
+      // Writes the -MF file during the compile; kache stores it beside the object and restores it.
+      flag({"-MD", "--generate-dependencies-with-compile"}).does(Effect::DepWithCompile),
+      // Same, without system headers (measured: -MMD wins when both -MD and -MMD are given).
+      flag({"-MMD", "--generate-nonsystem-dependencies-with-compile"}).does(Effect::DepNonSystem),
+      // Where the dependency file goes; required with -MD/-MMD so the sidecar has a known name.
+      flag({"-MF", "--dependency-output"}).value().does(Effect::DepOutput),
+      // Target names written into the dependency file; keyed verbatim, so the stored file matches.
+      flag({"-MT", "--dependency-target-name"}).value().does(Effect::DepTarget),
+      // Phony targets per header: changes the dependency file's shape; not modeled (spec).
+      flag({"-MP", "--generate-dependency-targets"}).refuse("depfile-modifier"),
+      // Not an nvcc option (gcc habit: missing headers are targets); refused with the same reason.
+      flag({"-MG"}).refuse("depfile-modifier"),
+
+      // ---- Host compiler ------------------------------------------------------------------------
+      // The host compiler is probed (path and version) and keyed; its value is keyed verbatim too.
+      flag({"-ccbin", "--compiler-bindir"}).value().does(Effect::HostCompiler),
+      // Lifts only nvcc's host-compiler version check; the host compiler's version is keyed anyway.
+      flag({"-allow-unsupported-compiler", "--allow-unsupported-compiler"}),
+      // Host flags reach the host pass and the device preprocessing passes; each one is checked.
+      flag({"-Xcompiler", "--compiler-options"}).value().does(Effect::HostOptions),
+      // Lets nvcc pass flags it does not know to the host; kache still refuses every flag it does not
+      // know (unless allow-listed), so nothing unseen is forwarded.
+      flag({"-forward-unknown-to-host-compiler", "--forward-unknown-to-host-compiler", "-forward-unknown-opts",
+            "--forward-unknown-opts"}),
+      // Same for the host linker, which -c / -dc never run.
+      flag({"-forward-unknown-to-host-linker", "--forward-unknown-to-host-linker"}),
+      // Host debug info names paths; the -ffile-prefix-map rules kache adds on a miss cover them.
+      flag({"-g", "--debug"}).does(Effect::HostDebug),
+
+      // ---- Language and preprocessing -----------------------------------------------------------
+      // Dialect; keyed verbatim.
+      flag({"-std", "--std"}).value().env(),
+      // Macros seen by every pass; keyed verbatim (nvcc also splits the value on commas).
+      flag({"-D", "--define-macro"}).value(kAttachedToo),
+      // Same for removing a macro.
+      flag({"-U", "--undefine-macro"}).value(kAttachedToo),
+      // Search directories: every header they supply is in the closure nvcc reports; keyed verbatim.
+      flag({"-I", "--include-path"}).value(kAttachedToo),
+      // Same for system directories (CMake writes "-isystem=<dir>"); -MD lists their headers too.
+      flag({"-isystem", "--system-include"}).value(),
+      // The pre-included file is listed by nvcc -MD like any header, so it is in the closure.
+      flag({"-include", "--pre-include"}).value(),
+      // Language extensions in the device front end; keyed verbatim.
+      flag({"-expt-relaxed-constexpr", "--expt-relaxed-constexpr"}),
+      // Language extension, keyed verbatim; not built in (spec names it): allow-list to cache.
+      flag({"-extended-lambda", "--extended-lambda", "-expt-extended-lambda", "--expt-extended-lambda"})
+          .allowlist_only(),
+      // Default stream semantics (a macro for the runtime headers); keyed verbatim.
+      flag({"-default-stream", "--default-stream"}).value(),
+
+      // ---- Code generation ----------------------------------------------------------------------
+      // GPU targets: keyed verbatim and listed in gpu_arch_args; "native" resolves the build
+      // machine's GPU, so one key would cover different objects: refused as machine-native.
+      flag({"-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code"})
+          .value()
+          .does(Effect::GpuArch)
+          .env(),
+      // Host optimization level; keyed verbatim.
+      flag({"-O", "--optimize"}).value(kAttachedToo).env(),
+      // Known spelling so "-Ofc" is not read as "-O fc"; device fast-compile level, not built in.
+      flag({"-Ofc", "--Ofast-compile"}).value().allowlist_only(),
+      // Device floating-point modes; keyed verbatim.
+      flag({"-ftz", "--ftz", "-prec-div", "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad"}).value().env(),
+      // Device math shortcut; not built in (spec names it): allow-list to cache. Fine in NVCC_*_FLAGS.
+      flag({"-use_fast_math", "--use_fast_math"}).allowlist_only().env(),
+      // Register limit; the spec's allow-list example, so not built in. Fine in NVCC_*_FLAGS.
+      flag({"-maxrregcount", "--maxrregcount"}).value().allowlist_only().env(),
+      // Writes the absolute source path into device code, which no prefix map reaches: when
+      // allow-listed (not built in, spec) the plan keys literal paths (path_literal).
+      flag({"-lineinfo", "--generate-line-info"}).does(Effect::LineInfo).allowlist_only(),
+      // Embeds the absolute source path in the compressed device image and changes code; refused.
+      flag({"-G", "--device-debug"}).refuse("device-debug"),
+      // ptxas flags; each is checked (no response files, device debug, output redirection, native).
+      flag({"-Xptxas", "--ptxas-options"}).value().does(Effect::PtxasOptions).env(),
+      // cudafe++ flags: only diagnostics controls are safe; not built in (spec): allow-list to cache.
+      flag({"-Xcudafe"}).value().does(Effect::CudafeOptions).allowlist_only(),
+      // Fatbinary compression; keyed verbatim.
+      flag({"-compress-mode", "--compress-mode"}).value(),
+      // Uncompressed fatbinary; keyed verbatim.
+      flag({"-no-compress", "--no-compress"}),
+      // The only machine model nvcc supports; keyed verbatim.
+      flag({"-m64", "--m64"}),
+      // Same option with its value spelled out ("-m 64", "--machine=64").
+      flag({"-m", "--machine"}).value(),
+      // Parallelism over architectures; does not change the object.
+      flag({"-t", "--threads"}).value(kAttachedToo).env(),
+      // Intermediate files next to the object instead of /tmp (kache adds it on a miss itself).
+      flag({"-objtemp", "--objdir-as-tempdir"}),
+
+      // ---- Diagnostics (stderr only; the compile's stderr is stored and replayed) ----------------
+      // Silences the "architecture is deprecated" warning.
+      flag({"-Wno-deprecated-gpu-targets", "--Wno-deprecated-gpu-targets"}).env(),
+      // Silences use-of-deprecated-entity warnings.
+      flag({"-Wno-deprecated-declarations", "--Wno-deprecated-declarations"}).env(),
+      // Extra front-end warnings; keyed verbatim.
+      flag({"-Wreorder", "--Wreorder"}).env(),
+      flag({"-Wdefault-stream-launch", "--Wdefault-stream-launch"}).env(),
+      flag({"-Wext-lambda-captures-this", "--Wext-lambda-captures-this"}).env(),
+      flag({"-Wmissing-launch-bounds", "--Wmissing-launch-bounds"}).env(),
+      // Turns warning kinds into errors: a failed compile stores nothing.
+      flag({"-Werror", "--Werror"}).value().env(),
+      // Silences all warnings.
+      flag({"-w", "--disable-warnings"}).env(),
+      // Changes the severity of numbered front-end diagnostics.
+      flag({"-diag-suppress", "--diag-suppress", "-diag-error", "--diag-error", "-diag-warn", "--diag-warn"})
+          .value()
+          .env(),
+      // Shows or hides diagnostic numbers in messages.
+      flag({"-err-no", "--display-error-number", "-no-err-no", "--no-display-error-number"}).env(),
+      // Prints register and memory usage per kernel on stdout, which is stored with the object.
+      flag({"-res-usage", "--resource-usage"}).env(),
+
+      // ---- Link-time only: -c / -dc never link, so these cannot change the object ---------------
+      // Library search path and libraries.
+      flag({"-L", "--library-path", "-l", "--library"}).value(kAttachedToo),
+      // Which CUDA runtime / device runtime to link.
+      flag({"-cudart", "--cudart", "-cudadevrt", "--cudadevrt"}).value(),
+      // Options for nvlink, the host linker and the archiver.
+      flag({"-Xnvlink", "--nvlink-options", "-Xlinker", "--linker-options", "-Xarchive", "--archive-options"})
+          .value()
+          .does(Effect::LinkOptions),
+
+      // ---- Refused: outputs or inputs kache cannot see ------------------------------------------
+      // Keeps intermediate files: extra outputs a hit would not restore.
+      flag({"-keep", "--keep", "-save-temps", "--save-temps"}).refuse("keep-temps"),
+      // Where -keep puts them (implies keeping).
+      flag({"-keep-dir", "--keep-dir"}).value().refuse("keep-temps"),
+      // Writes timing files: extra outputs, and the point is to measure a real compile.
+      flag({"-time", "--time", "-fdevice-time-trace", "--fdevice-time-trace"}).value().refuse("profiling"),
+      // Arguments read from a file kache does not hash.
+      flag({"-optf", "--options-file"}).value().refuse("response-file"),
+      // Replaces libdevice, a file no dependency list names.
+      flag({"-ldir", "--libdevice-directory"}).value().refuse("hidden-input"),
+      // Picks another targets/ subtree (headers and libraries) behind nvcc's back.
+      flag({"-target-dir", "--target-directory"}).value().refuse("hidden-input"),
+      // Prints instead of (or on top of) compiling; nothing to cache or the output is the point.
+      flag({"--version", "-V", "--help", "-h", "--dryrun", "-dryrun", "-v", "--verbose", "--list-gpu-arch", "-arch-ls",
+            "--list-gpu-code", "-code-ls"})
+          .refuse("informational"),
+  };
+}
+
+enum class Match { Exact, Prefix };
+
+struct ForwardRule {
+  std::string_view flag;
+  Match match;
+  std::string_view reason;
+};
+
+// Host compiler flags (inside -Xcompiler) that kache refuses. Everything else is keyed verbatim.
+// First match wins.
+constexpr ForwardRule kHostFlagRules[] = {
+    // Preprocessor inputs and macros nvcc's own dependency view does not attribute (spec).
+    {"-I", Match::Prefix, "hidden-input"},
+    {"-D", Match::Prefix, "hidden-input"},
+    // Files read before the source, or directories searched, outside nvcc's own flags.
+    {"-include", Match::Prefix, "hidden-input"},  // also -include-pch
+    {"-imacros", Match::Prefix, "hidden-input"},
+    {"-isystem", Match::Prefix, "hidden-input"},
+    {"-iquote", Match::Prefix, "hidden-input"},
+    {"-idirafter", Match::Prefix, "hidden-input"},
+    {"-isysroot", Match::Prefix, "hidden-input"},
+    {"-iprefix", Match::Prefix, "hidden-input"},
+    {"-iwithprefix", Match::Prefix, "hidden-input"},  // also -iwithprefixbefore
+    {"-imultilib", Match::Prefix, "hidden-input"},
+    {"-iframework", Match::Prefix, "hidden-input"},
+    {"-cxx-isystem", Match::Prefix, "hidden-input"},
+    {"--include", Match::Prefix, "hidden-input"},  // --include, --include-directory, --include-prefix...
+    {"--imacros", Match::Prefix, "hidden-input"},
+    {"--define-macro", Match::Prefix, "hidden-input"},
+    {"--sysroot", Match::Prefix, "hidden-input"},
+    // Another toolchain prefix or spec file: different programs and headers.
+    {"-B", Match::Prefix, "hidden-input"},
+    {"-specs", Match::Prefix, "hidden-input"},
+    {"--specs", Match::Prefix, "hidden-input"},
+    // Plugins and profiles are files read by the compiler that no dependency list names.
+    {"-fplugin", Match::Prefix, "hidden-input"},
+    {"-fpass-plugin", Match::Prefix, "hidden-input"},
+    {"-fprofile-use", Match::Prefix, "hidden-input"},
+    {"-fprofile-sample-use", Match::Prefix, "hidden-input"},
+    {"-fprofile-instr-use", Match::Prefix, "hidden-input"},
+    {"-fauto-profile", Match::Prefix, "hidden-input"},
+    {"-fprofile-list", Match::Prefix, "hidden-input"},
+    {"-fsanitize-blacklist", Match::Prefix, "hidden-input"},
+    {"-fsanitize-ignorelist", Match::Prefix, "hidden-input"},
+    {"-fsanitize-coverage-allowlist", Match::Prefix, "hidden-input"},
+    {"-fsanitize-coverage-ignorelist", Match::Prefix, "hidden-input"},
+    {"-fxray-attr-list", Match::Prefix, "hidden-input"},
+    {"-fmodule", Match::Prefix, "hidden-input"},  // -fmodules, -fmodule-file, -fmodule-map-file
+    // The same for cl.exe as the host compiler (include dirs, macros, forced includes, PCH).
+    {"/I", Match::Prefix, "hidden-input"},
+    {"/D", Match::Prefix, "hidden-input"},
+    {"/FI", Match::Prefix, "hidden-input"},
+    {"/FU", Match::Prefix, "hidden-input"},
+    {"/Yu", Match::Prefix, "hidden-input"},
+    {"/external:I", Match::Prefix, "hidden-input"},
+    // Raw pass-through to the preprocessor / frontend: anything could be inside ("-Wp,-MD,x" is split
+    // on the comma, so the flag itself arrives alone).
+    {"-Wp", Match::Exact, "hidden-input"},
+    {"-Xpreprocessor", Match::Exact, "hidden-input"},
+    {"-Xclang", Match::Exact, "hidden-input"},
+    // A host response file: arguments kache never sees.
+    {"@", Match::Prefix, "hidden-input"},
+    // Host dependency output: a second dependency file the hit would not restore.
+    {"-M", Match::Prefix, "depfile-modifier"},
+    // Changes the host pass's output kind (or redirects it).
+    {"-E", Match::Exact, "output-kind"},
+    {"-S", Match::Exact, "output-kind"},
+    {"-fsyntax-only", Match::Exact, "output-kind"},
+    {"-o", Match::Prefix, "output-kind"},
+    {"-gsplit-dwarf", Match::Prefix, "output-kind"},  // a .dwo beside the object
+    // Intermediate or dump files beside the output.
+    {"-save-temps", Match::Prefix, "keep-temps"},
+    {"-fdump-", Match::Prefix, "keep-temps"},
+    // Coverage and profiling instrumentation write notes files at compile time and embed paths.
+    {"--coverage", Match::Exact, "profiling"},
+    {"-ftest-coverage", Match::Prefix, "profiling"},
+    {"-fprofile-arcs", Match::Prefix, "profiling"},
+    {"-fprofile-generate", Match::Prefix, "profiling"},
+    {"-fprofile-instr-generate", Match::Prefix, "profiling"},
+    {"-ftime-trace", Match::Prefix, "profiling"},
+};
+
+// ptxas flags (inside -Xptxas) that kache refuses. Everything else is keyed verbatim.
+constexpr ForwardRule kPtxasFlagRules[] = {
+    // Arguments read from a file kache does not hash.
+    {"@", Match::Prefix, "response-file"},
+    {"--options-file", Match::Prefix, "response-file"},
+    {"-optf", Match::Prefix, "response-file"},
+    // Device debug information, as with nvcc -G.
+    {"-g", Match::Exact, "device-debug"},
+    {"--device-debug", Match::Exact, "device-debug"},
+    // Redirects ptxas's output away from the object nvcc assembles.
+    {"-o", Match::Exact, "output-kind"},
+    {"--output-file", Match::Prefix, "output-kind"},
+};
+
+// cudafe++ options (inside -Xcudafe) that only change which diagnostics are printed.
+constexpr std::string_view kCudafeDiagnosticPrefixes[] = {
+    "--diag_suppress", "--diag-suppress", "--diag_warning", "--diag-warning",         "--diag_warn",
+    "--diag_error",    "--diag-error",    "--diag_remark",  "--display_error_number", "--no_display_error_number",
+};
+
+bool rule_matches(const ForwardRule& r, std::string_view flag) {
+  return r.match == Match::Exact ? flag == r.flag : flag.starts_with(r.flag);
+}
+
+// A token as the tool sees it: quotes a shell would remove do not hide a flag.
+std::string_view unquote(std::string_view t) {
+  while (!t.empty() && (t.front() == '"' || t.front() == '\'')) t.remove_prefix(1);
+  while (!t.empty() && (t.back() == '"' || t.back() == '\'')) t.remove_suffix(1);
+  return t;
+}
+
+}  // namespace
+
+const std::vector<FlagSpec>& flag_table() {
+  static const std::vector<FlagSpec> table = build_table();
+  return table;
+}
+
+std::optional<FlagMatch> find_flag(const std::vector<FlagSpec>& table, std::string_view arg) {
+  for (const auto& spec : table) {
+    for (std::string_view n : spec.names) {
+      if (arg == n) return FlagMatch{&spec, n, kSeparate, std::nullopt};
+    }
+  }
+  for (const auto& spec : table) {
+    if (spec.arity != Arity::Value || !(spec.forms & kEquals)) continue;
+    for (std::string_view n : spec.names) {
+      if (arg.size() > n.size() && arg.starts_with(n) && arg[n.size()] == '=') {
+        return FlagMatch{&spec, n, kEquals, arg.substr(n.size() + 1)};
+      }
+    }
+  }
+  const FlagSpec* best = nullptr;
+  std::string_view best_name;
+  for (const auto& spec : table) {
+    if (spec.arity != Arity::Value || !(spec.forms & kAttached)) continue;
+    for (std::string_view n : spec.names) {
+      if (n.starts_with("--")) continue;  // only short names take an attached value
+      if (arg.size() > n.size() && arg.starts_with(n) && n.size() > best_name.size()) {
+        best = &spec;
+        best_name = n;
+      }
+    }
+  }
+  if (best) return FlagMatch{best, best_name, kAttached, arg.substr(best_name.size())};
+  return std::nullopt;
+}
+
+std::vector<std::string_view> split_option_list(std::string_view value) {
+  std::vector<std::string_view> out;
+  auto is_sep = [](char c) {
+    return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+  };
+  std::size_t i = 0;
+  while (i < value.size()) {
+    while (i < value.size() && is_sep(value[i])) ++i;
+    std::size_t start = i;
+    while (i < value.size() && !is_sep(value[i])) ++i;
+    if (i > start) out.push_back(value.substr(start, i - start));
+  }
+  return out;
+}
+
+bool is_machine_native(std::string_view value) {
+  value = unquote(value);
+  return value == "native" || value.ends_with("=native");
+}
+
+std::optional<FlagRefusal> check_host_options(std::string_view value, bool* has_debug) {
+  for (std::string_view raw : split_option_list(value)) {
+    std::string_view t = unquote(raw);
+    // -march=native / -mtune=native / -mcpu=native: refused even when allow-listed (spec).
+    if (is_machine_native(t)) return FlagRefusal{"machine-native", std::string(t)};
+    for (const auto& r : kHostFlagRules) {
+      if (rule_matches(r, t)) return FlagRefusal{std::string(r.reason), std::string(t)};
+    }
+    if (has_debug && t.starts_with("-g") && !t.starts_with("-gno-")) *has_debug = true;
+  }
+  return std::nullopt;
+}
+
+std::optional<FlagRefusal> check_ptxas_options(std::string_view value) {
+  for (std::string_view raw : split_option_list(value)) {
+    std::string_view t = unquote(raw);
+    if (is_machine_native(t)) return FlagRefusal{"machine-native", std::string(t)};
+    for (const auto& r : kPtxasFlagRules) {
+      if (rule_matches(r, t)) return FlagRefusal{std::string(r.reason), std::string(t)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<FlagRefusal> check_cudafe_options(std::string_view value) {
+  bool after_option = false;
+  for (std::string_view raw : split_option_list(value)) {
+    std::string_view t = unquote(raw);
+    // A bare word continues the previous option's list ("--diag_suppress=177,550"); on its own it
+    // would be a file name for cudafe++.
+    if (!t.starts_with("-")) {
+      if (!after_option) return FlagRefusal{"unknown-flag", std::string(t)};
+      continue;
+    }
+    after_option = true;
+    bool ok = std::any_of(std::begin(kCudafeDiagnosticPrefixes), std::end(kCudafeDiagnosticPrefixes),
+                          [&](std::string_view p) { return t.starts_with(p); });
+    if (!ok) return FlagRefusal{"unknown-flag", std::string(t)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace kache::compiler::nvcc
