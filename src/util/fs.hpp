@@ -31,6 +31,10 @@ std::string read_file(const std::string& path);
 // either the old or the new content, never a partial one (also after kill -9 of the writer).
 void write_file_atomic(const std::string& path, std::string_view data);
 void write_file(const std::string& path, std::string_view data);
+// Writes data to a new file "<dir>/.tmp.<stem>.<pid>.<random>" (mode 0666 & ~umask) and returns its
+// path; the caller renames it into place or removes it. The ".tmp." prefix keeps it from ever looking
+// like a cache key. Throws std::system_error (and leaves no file behind) on failure.
+std::string write_temp_file(const std::string& dir, std::string_view stem, std::string_view data);
 
 // Copies src to dst (replacing dst atomically): a reflink (FICLONE) where the filesystem supports it,
 // else an in-kernel copy. Never a hard link: a later build writing through dst would corrupt src.

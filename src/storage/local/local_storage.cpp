@@ -1,0 +1,397 @@
+#include "storage/local/local_storage.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "util/clock.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+
+namespace kache::storage {
+
+namespace {
+
+constexpr char kMagic[8] = {'K', 'A', 'C', 'H', 'E', '\0', 'E', '1'};
+constexpr std::size_t kChecksumLen = 32;
+constexpr std::size_t kHeaderLen = sizeof kMagic + 8 + kChecksumLen;
+constexpr int kShards = 16;
+constexpr char kHexDigits[] = "0123456789abcdef";
+// A temp file this old belongs to a writer that died (kill -9, power loss); a live put takes far less.
+constexpr std::int64_t kStaleTempNs = 3600ll * 1'000'000'000;
+constexpr std::string_view kTempPrefix = ".tmp.";
+
+[[noreturn]] void throw_errno(int err, const std::string& what) {
+  throw std::system_error(err, std::generic_category(), what);
+}
+
+void check_key(std::string_view key) {
+  // Keys become path components: only lowercase hex, long enough for the two directory levels.
+  if (key.size() < 3 ||
+      !std::all_of(key.begin(), key.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+    throw std::invalid_argument("invalid cache key: " + std::string(key));
+}
+
+void put_u64_le(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::uint64_t get_u64_le(const char* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+std::int64_t mtime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+std::uint64_t sub_sat(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
+
+// Exclusive flock on <shard>/lock for the lifetime of the object. flock locks belong to the open file
+// description, so this excludes other processes and other LocalStorage objects alike.
+class ShardLock {
+ public:
+  explicit ShardLock(const std::string& shard_dir) {
+    util::create_directories(shard_dir);
+    std::string path = util::join_path(shard_dir, "lock");
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw_errno(errno, "open " + path);
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd_);
+      throw_errno(err, "flock " + path);
+    }
+  }
+  ~ShardLock() { ::close(fd_); }  // closing releases the lock
+  ShardLock(const ShardLock&) = delete;
+  ShardLock& operator=(const ShardLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+struct EntryFile {
+  std::string path;
+  std::int64_t mtime_ns = 0;
+  std::uint64_t size = 0;
+};
+
+bool is_temp_name(std::string_view name) { return name.starts_with(kTempPrefix); }
+
+// Removes ".tmp.*" files in dir older than the stale limit (callers hold the shard lock).
+void remove_stale_temp(int dirfd, const char* name, const struct stat& st, std::int64_t now) {
+  if (now - mtime_ns(st) > kStaleTempNs) ::unlinkat(dirfd, name, 0);
+}
+
+// Lists the entry files of one shard: regular files in <shard>/<xx>/ whose names do not start with
+// '.' (temp files do). Optionally removes stale temp files along the way.
+std::vector<EntryFile> scan_shard(const std::string& shard_dir, bool clean_temps) {
+  std::vector<EntryFile> entries;
+  const std::int64_t now = util::now_ns();
+  DIR* top = ::opendir(shard_dir.c_str());
+  if (top == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR) return entries;
+    throw_errno(errno, "opendir " + shard_dir);
+  }
+  std::vector<std::string> subdirs;
+  while (dirent* de = ::readdir(top)) {
+    std::string_view name = de->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(top), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      if (!name.starts_with('.')) subdirs.emplace_back(name);
+    } else if (clean_temps && is_temp_name(name)) {
+      remove_stale_temp(::dirfd(top), de->d_name, st, now);  // e.g. of the size counter
+    }
+  }
+  ::closedir(top);
+
+  for (const auto& sub : subdirs) {
+    std::string sub_path = util::join_path(shard_dir, sub);
+    DIR* d = ::opendir(sub_path.c_str());
+    if (d == nullptr) continue;
+    while (dirent* de = ::readdir(d)) {
+      std::string_view name = de->d_name;
+      if (name.starts_with('.')) {
+        if (clean_temps && is_temp_name(name)) {
+          struct stat st {};
+          if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            remove_stale_temp(::dirfd(d), de->d_name, st, now);
+        }
+        continue;
+      }
+      struct stat st {};
+      if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // raced away
+      if (!S_ISREG(st.st_mode)) continue;
+      entries.push_back({util::join_path(sub_path, name), mtime_ns(st), static_cast<std::uint64_t>(st.st_size)});
+    }
+    ::closedir(d);
+  }
+  return entries;
+}
+
+std::uint64_t sum_sizes(const std::vector<EntryFile>& entries) {
+  std::uint64_t total = 0;
+  for (const auto& e : entries) total += e.size;
+  return total;
+}
+
+std::optional<std::uint64_t> read_counter(const std::string& shard_dir) {
+  std::string text;
+  try {
+    text = util::read_file(util::join_path(shard_dir, "size"));
+  } catch (const std::system_error& e) {
+    if (e.code().value() == ENOENT || e.code().value() == ENOTDIR) return std::nullopt;
+    throw;
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+void write_counter(const std::string& shard_dir, std::uint64_t value) {
+  util::write_file_atomic(util::join_path(shard_dir, "size"), std::to_string(value) + "\n");
+}
+
+// The shard's counter; a missing or damaged one is rebuilt from the files. Caller holds the lock.
+std::uint64_t load_counter_locked(const std::string& shard_dir) {
+  if (auto v = read_counter(shard_dir)) return *v;
+  return sum_sizes(scan_shard(shard_dir, false));
+}
+
+// Evicts least recently used entries until the shard is within 90% of `share` (when limit is set), then
+// stores the real size of what remains. Caller holds the lock.
+void trim_locked(const std::string& shard_dir, bool limited, std::uint64_t share) {
+  std::vector<EntryFile> entries = scan_shard(shard_dir, true);
+  std::uint64_t total = sum_sizes(entries);
+  const std::uint64_t target = share / 10 * 9 + share % 10 * 9 / 10;
+  if (limited && total > share) {
+    std::sort(entries.begin(), entries.end(), [](const EntryFile& a, const EntryFile& b) {
+      return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.path < b.path;
+    });
+    for (const auto& e : entries) {
+      if (total <= target) break;
+      if (::unlink(e.path.c_str()) == 0 || errno == ENOENT) total = sub_sat(total, e.size);
+    }
+  }
+  write_counter(shard_dir, total);
+}
+
+// Parses and verifies one stored entry; nullopt on any inconsistency.
+std::optional<std::string> decode_entry(std::string_view data) {
+  if (data.size() < kHeaderLen) return std::nullopt;
+  if (std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
+  const std::uint64_t size = get_u64_le(data.data() + sizeof kMagic);
+  std::string_view checksum = data.substr(sizeof kMagic + 8, kChecksumLen);
+  std::string_view payload = data.substr(kHeaderLen);
+  if (util::xxh128_hex(payload) != checksum) return std::nullopt;
+  // The checksum does not cover the size field: cross-check it with the frame before allocating.
+  const unsigned long long frame_size = ZSTD_getFrameContentSize(payload.data(), payload.size());
+  if (frame_size == ZSTD_CONTENTSIZE_UNKNOWN || frame_size == ZSTD_CONTENTSIZE_ERROR || frame_size != size)
+    return std::nullopt;
+  if (ZSTD_findFrameCompressedSize(payload.data(), payload.size()) != payload.size()) return std::nullopt;
+  std::string out(static_cast<std::size_t>(size), '\0');
+  const std::size_t n = ZSTD_decompress(out.data(), out.size(), payload.data(), payload.size());
+  if (ZSTD_isError(n) || n != size) return std::nullopt;
+  return out;
+}
+
+std::string encode_entry(std::string_view value, int level) {
+  level = std::clamp(level, ZSTD_minCLevel(), ZSTD_maxCLevel());
+  std::string frame(ZSTD_compressBound(value.size()), '\0');
+  const std::size_t n = ZSTD_compress(frame.data(), frame.size(), value.data(), value.size(), level);
+  if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
+  frame.resize(n);
+  std::string out;
+  out.reserve(kHeaderLen + n);
+  out.append(kMagic, sizeof kMagic);
+  put_u64_le(out, value.size());
+  out += util::xxh128_hex(frame);
+  out += frame;
+  return out;
+}
+
+bool read_fd(int fd, std::string& out) {
+  char buf[64 * 1024];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) return true;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+LocalStorage::LocalStorage(LocalStorageOptions options) : opt_(std::move(options)) {}
+
+std::string LocalStorage::entry_path(std::string_view key) const {
+  std::string p = util::join_path(opt_.dir, key.substr(0, 1));
+  p = util::join_path(p, key.substr(1, 2));
+  return util::join_path(p, key);
+}
+
+namespace {
+
+std::string shard_of(const std::string& dir, std::string_view key) { return util::join_path(dir, key.substr(0, 1)); }
+
+std::string shard_at(const std::string& dir, int i) { return util::join_path(dir, std::string(1, kHexDigits[i])); }
+
+// Unlinks path under the shard lock and takes its size off the counter. With `expect` set, only if the
+// file is still that inode (a concurrent put may have replaced a corrupt entry by a good one).
+void unlink_entry(const std::string& shard_dir, const std::string& path,
+                  std::optional<std::pair<dev_t, ino_t>> expect) {
+  ShardLock lock(shard_dir);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;
+  if (expect && (st.st_dev != expect->first || st.st_ino != expect->second)) return;
+  const std::uint64_t counter = load_counter_locked(shard_dir);
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) return;
+    throw_errno(errno, "unlink " + path);
+  }
+  write_counter(shard_dir, sub_sat(counter, static_cast<std::uint64_t>(st.st_size)));
+}
+
+}  // namespace
+
+std::optional<std::string> LocalStorage::get(std::string_view key) {
+  check_key(key);
+  const std::string path = entry_path(key);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    throw_errno(errno, "open " + path);
+  }
+  struct stat st {};
+  std::string data;
+  if (::fstat(fd, &st) != 0 || !read_fd(fd, data)) {
+    int err = errno;
+    ::close(fd);
+    throw_errno(err, "read " + path);
+  }
+  std::optional<std::string> value;
+  try {
+    value = decode_entry(data);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (!value) {
+    ::close(fd);
+    ++corrupt_found_;
+    try {
+      unlink_entry(shard_of(opt_.dir, key), path, std::pair{st.st_dev, st.st_ino});
+    } catch (...) {
+      // Corruption is reported as a miss, never thrown; a read-only cache just keeps the bad file.
+    }
+    return std::nullopt;
+  }
+  // LRU: a hit makes the entry the most recently used. Failure (read-only cache) is harmless.
+  ::futimens(fd, nullptr);
+  ::close(fd);
+  return value;
+}
+
+void LocalStorage::put(std::string_view key, std::string_view value) {
+  check_key(key);
+  const std::string blob = encode_entry(value, opt_.compression_level);
+  const std::string path = entry_path(key);
+  const std::string dir = util::dirname(path);
+  const std::string shard = shard_of(opt_.dir, key);
+  util::create_directories(dir);
+  // The slow part (writing) happens outside the lock; only publish + accounting are serialized.
+  std::string tmp = util::write_temp_file(dir, key, blob);
+  try {
+    ShardLock lock(shard);
+    std::uint64_t counter = load_counter_locked(shard);
+    struct stat old {};
+    std::uint64_t old_size = 0;
+    if (::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode)) old_size = static_cast<std::uint64_t>(old.st_size);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno(errno, "rename " + tmp + " -> " + path);
+    tmp.clear();
+    counter = sub_sat(counter, old_size) + blob.size();
+    const bool limited = opt_.max_size > 0;
+    const std::uint64_t share = opt_.max_size / kShards;
+    if (limited && counter > share) {
+      trim_locked(shard, limited, share);
+    } else {
+      write_counter(shard, counter);
+    }
+  } catch (...) {
+    if (!tmp.empty()) ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+void LocalStorage::remove(std::string_view key) {
+  check_key(key);
+  const std::string shard = shard_of(opt_.dir, key);
+  if (!util::exists(shard)) return;
+  unlink_entry(shard, entry_path(key), std::nullopt);
+}
+
+std::uint64_t LocalStorage::total_size() const {
+  std::uint64_t total = 0;
+  for (int i = 0; i < kShards; ++i) {
+    const std::string shard = shard_at(opt_.dir, i);
+    if (auto v = read_counter(shard)) {
+      total += *v;
+    } else {
+      total += sum_sizes(scan_shard(shard, false));  // no counter yet: count the files
+    }
+  }
+  return total;
+}
+
+std::uint64_t LocalStorage::entry_count() const {
+  std::uint64_t n = 0;
+  for (int i = 0; i < kShards; ++i) n += scan_shard(shard_at(opt_.dir, i), false).size();
+  return n;
+}
+
+void LocalStorage::clear() {
+  for (int i = 0; i < kShards; ++i) {
+    const std::string shard = shard_at(opt_.dir, i);
+    if (!util::exists(shard)) continue;
+    ShardLock lock(shard);
+    std::uint64_t left = 0;
+    for (const auto& e : scan_shard(shard, true)) {
+      if (::unlink(e.path.c_str()) != 0 && errno != ENOENT) left += e.size;
+    }
+    write_counter(shard, left);
+  }
+}
+
+void LocalStorage::trim_all() {
+  const bool limited = opt_.max_size > 0;
+  const std::uint64_t share = opt_.max_size / kShards;
+  for (int i = 0; i < kShards; ++i) {
+    const std::string shard = shard_at(opt_.dir, i);
+    if (!util::exists(shard)) continue;
+    ShardLock lock(shard);
+    trim_locked(shard, limited, share);
+  }
+}
+
+}  // namespace kache::storage

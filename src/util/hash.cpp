@@ -1,0 +1,139 @@
+#include "util/hash.hpp"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+#include <vector>
+
+namespace kache::util {
+
+namespace {
+
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+EVP_MD_CTX* as_ctx(void* p) { return static_cast<EVP_MD_CTX*>(p); }
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Fixed little-endian encoding so keys do not depend on the host's byte order.
+void put_u64_le(char* out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+}  // namespace
+
+std::string Digest::hex() const {
+  std::string s;
+  s.reserve(bytes.size() * 2);
+  for (std::uint8_t b : bytes) {
+    s.push_back(kHexDigits[b >> 4]);
+    s.push_back(kHexDigits[b & 0xf]);
+  }
+  return s;
+}
+
+bool Digest::from_hex(std::string_view hex, Digest& out) {
+  if (hex.size() != out.bytes.size() * 2) return false;
+  Digest d;
+  for (std::size_t i = 0; i < d.bytes.size(); ++i) {
+    int hi = hex_value(hex[2 * i]);
+    int lo = hex_value(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    d.bytes[i] = static_cast<std::uint8_t>((hi << 4) | lo);
+  }
+  out = d;
+  return true;
+}
+
+Hasher::Hasher() : ctx_(EVP_MD_CTX_new()) {
+  if (ctx_ == nullptr) throw std::runtime_error("EVP_MD_CTX_new failed");
+  if (EVP_DigestInit_ex(as_ctx(ctx_), EVP_sha256(), nullptr) != 1) {
+    EVP_MD_CTX_free(as_ctx(ctx_));
+    throw std::runtime_error("EVP_DigestInit_ex(sha256) failed");
+  }
+}
+
+Hasher::~Hasher() { EVP_MD_CTX_free(as_ctx(ctx_)); }
+
+void Hasher::update(std::string_view data) {
+  if (data.empty()) return;
+  if (EVP_DigestUpdate(as_ctx(ctx_), data.data(), data.size()) != 1)
+    throw std::runtime_error("EVP_DigestUpdate failed");
+}
+
+void Hasher::add_field(std::string_view name, std::string_view value) {
+  char len[8];
+  put_u64_le(len, name.size());
+  update(std::string_view(len, sizeof len));
+  update(name);
+  put_u64_le(len, value.size());
+  update(std::string_view(len, sizeof len));
+  update(value);
+}
+
+Digest Hasher::finish() {
+  Digest d;
+  unsigned int n = 0;
+  if (EVP_DigestFinal_ex(as_ctx(ctx_), d.bytes.data(), &n) != 1 || n != d.bytes.size())
+    throw std::runtime_error("EVP_DigestFinal_ex failed");
+  // Re-arm so the object stays usable (and the destructor frees a valid context).
+  EVP_DigestInit_ex(as_ctx(ctx_), EVP_sha256(), nullptr);
+  return d;
+}
+
+Digest sha256(std::string_view data) {
+  Hasher h;
+  h.update(data);
+  return h.finish();
+}
+
+Digest hash_file(const std::string& path) {
+  Hasher h;
+  std::vector<char> buf(256 * 1024);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
+  try {
+    for (;;) {
+      ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw std::system_error(errno, std::generic_category(), "read " + path);
+      }
+      if (n == 0) break;
+      h.update(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return h.finish();
+}
+
+std::string xxh128_hex(std::string_view data) {
+  XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
+  std::string s(32, '0');
+  // Canonical order: high 64 bits first, like XXH128_canonicalFromHash.
+  for (int i = 0; i < 16; ++i) {
+    std::uint64_t half = i < 8 ? h.high64 : h.low64;
+    int shift = 8 * (7 - (i % 8));
+    auto b = static_cast<std::uint8_t>((half >> shift) & 0xff);
+    s[2 * i] = kHexDigits[b >> 4];
+    s[2 * i + 1] = kHexDigits[b & 0xf];
+  }
+  return s;
+}
+
+std::uint64_t xxh64(std::string_view data) { return XXH3_64bits(data.data(), data.size()); }
+
+}  // namespace kache::util

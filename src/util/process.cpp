@@ -1,0 +1,276 @@
+#include "util/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <stdexcept>
+#include <system_error>
+
+#include "util/fs.hpp"
+
+extern char** environ;
+
+namespace kache::util {
+
+namespace {
+
+[[noreturn]] void throw_errno(int err, const std::string& what) {
+  throw std::system_error(err, std::generic_category(), what);
+}
+
+// NULL-terminated char* array pointing into the strings (which must outlive it).
+std::vector<char*> c_array(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// A pipe whose ends are close-on-exec and above 2, so dup2 onto 1/2 in the child never meets the
+// same descriptor (which would leave close-on-exec set and the stream closed).
+void make_pipe(Fd& rd, Fd& wr) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) throw_errno(errno, "pipe2");
+  for (int& fd : p) {
+    if (fd <= 2) {
+      int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      int err = errno;
+      ::close(fd);
+      if (moved < 0) {
+        ::close(p[0] == fd ? p[1] : p[0]);
+        throw_errno(err, "fcntl(F_DUPFD_CLOEXEC)");
+      }
+      fd = moved;
+    }
+  }
+  rd.reset(p[0]);
+  wr.reset(p[1]);
+}
+
+ProcessResult wait_child(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw_errno(errno, "waitpid");
+  }
+  ProcessResult r;
+  if (WIFSIGNALED(status)) {
+    r.term_signal = WTERMSIG(status);
+  } else {
+    r.exit_code = WEXITSTATUS(status);
+  }
+  return r;
+}
+
+bool is_executable_file(const std::string& path, struct stat* st) {
+  return ::stat(path.c_str(), st) == 0 && S_ISREG(st->st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+Environment current_environment() {
+  Environment env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
+
+std::optional<std::string> env_get(const Environment& env, std::string_view name) {
+  for (const auto& entry : env) {
+    if (entry.size() > name.size() && entry[name.size()] == '=' && entry.starts_with(name))
+      return entry.substr(name.size() + 1);
+  }
+  return std::nullopt;
+}
+
+void env_set(Environment& env, std::string_view name, std::string_view value) {
+  if (name.empty() || name.find('=') != std::string_view::npos)
+    throw std::invalid_argument("invalid environment variable name");
+  std::string entry(name);
+  entry += '=';
+  entry.append(value);
+  bool replaced = false;
+  // Replace the first definition and drop duplicates so getenv() and env_get() agree.
+  for (auto it = env.begin(); it != env.end();) {
+    if (it->size() > name.size() && (*it)[name.size()] == '=' && it->starts_with(name)) {
+      if (!replaced) {
+        *it = entry;
+        replaced = true;
+        ++it;
+      } else {
+        it = env.erase(it);
+      }
+    } else {
+      ++it;
+    }
+  }
+  if (!replaced) env.push_back(std::move(entry));
+}
+
+ProcessResult run_capture(const std::string& exe, const std::vector<std::string>& argv,
+                          const Environment& env) {
+  Fd out_rd, out_wr, err_rd, err_wr;
+  make_pipe(out_rd, out_wr);
+  make_pipe(err_rd, err_wr);
+
+  posix_spawn_file_actions_t actions;
+  if (int rc = posix_spawn_file_actions_init(&actions); rc != 0)
+    throw_errno(rc, "posix_spawn_file_actions_init");
+  int rc = posix_spawn_file_actions_adddup2(&actions, out_wr.get(), STDOUT_FILENO);
+  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, err_wr.get(), STDERR_FILENO);
+  if (rc != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    throw_errno(rc, "posix_spawn_file_actions_adddup2");
+  }
+  std::vector<char*> cargv = c_array(argv);
+  std::vector<char*> cenv = c_array(env);
+  pid_t pid = -1;
+  rc = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw_errno(rc, "posix_spawn " + exe);
+  // Our copies of the write ends must go, or we would never see EOF.
+  out_wr.reset();
+  err_wr.reset();
+
+  ProcessResult result;
+  std::string out, err;
+  try {
+    // Drain both pipes together: a child blocked on a full stderr pipe while we wait on stdout
+    // would otherwise deadlock.
+    std::string buf(64 * 1024, '\0');
+    struct pollfd fds[2] = {{out_rd.get(), POLLIN, 0}, {err_rd.get(), POLLIN, 0}};
+    std::string* sinks[2] = {&out, &err};
+    Fd* owners[2] = {&out_rd, &err_rd};
+    int open_count = 2;
+    while (open_count > 0) {
+      int n = ::poll(fds, 2, -1);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw_errno(errno, "poll");
+      }
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+        ssize_t got = ::read(fds[i].fd, buf.data(), buf.size());
+        if (got < 0) {
+          if (errno == EINTR || errno == EAGAIN) continue;
+          throw_errno(errno, "read from child");
+        }
+        if (got == 0) {  // EOF (POLLHUP with nothing left to read ends up here too)
+          owners[i]->reset();
+          fds[i].fd = -1;
+          --open_count;
+        } else {
+          sinks[i]->append(buf.data(), static_cast<std::size_t>(got));
+        }
+      }
+    }
+  } catch (...) {
+    // Never leave a zombie behind: close our ends (the child gets SIGPIPE/EOF) and reap it.
+    out_rd.reset();
+    err_rd.reset();
+    try {
+      wait_child(pid);
+    } catch (...) {
+    }
+    throw;
+  }
+  result = wait_child(pid);
+  result.out = std::move(out);
+  result.err = std::move(err);
+  return result;
+}
+
+void exec_replace(const std::string& exe, const std::vector<std::string>& argv, const Environment& env) {
+  std::vector<char*> cargv = c_array(argv);
+  std::vector<char*> cenv = c_array(env);
+  std::fflush(nullptr);
+  ::execve(exe.c_str(), cargv.data(), cenv.data());
+}
+
+void exit_like(const ProcessResult& result) {
+  // Buffered output would be lost by a death by signal (and is by _exit-like paths): flush it now.
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  if (result.term_signal != 0) {
+    const int sig = result.term_signal;
+    // Die by the same signal so make/ninja/the shell see what they would have seen without kache.
+    std::signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    ::raise(sig);
+    ::kill(::getpid(), sig);  // second try should raise() have returned for a fatal signal
+    std::exit(128 + sig);     // the signal's default action does not terminate (e.g. SIGCHLD)
+  }
+  std::exit(result.exit_code);
+}
+
+std::optional<std::string> find_executable(const std::string& name, const std::string& path_var,
+                                           const std::string& skip) {
+  if (name.empty()) return std::nullopt;
+  struct stat skip_st {};
+  const bool have_skip = !skip.empty() && ::stat(skip.c_str(), &skip_st) == 0;
+  auto is_skipped = [&](const struct stat& st) {
+    return have_skip && st.st_dev == skip_st.st_dev && st.st_ino == skip_st.st_ino;
+  };
+
+  struct stat st {};
+  if (name.find('/') != std::string::npos) {
+    if (is_executable_file(name, &st) && !is_skipped(st)) return name;
+    return std::nullopt;
+  }
+  std::size_t i = 0;
+  for (;;) {
+    std::size_t j = path_var.find(':', i);
+    if (j == std::string::npos) j = path_var.size();
+    std::string dir = path_var.substr(i, j - i);
+    if (dir.empty()) dir = ".";  // POSIX: an empty PATH entry means the current directory
+    std::string candidate = join_path(dir, name);
+    if (is_executable_file(candidate, &st) && !is_skipped(st)) return candidate;
+    if (j == path_var.size()) break;
+    i = j + 1;
+  }
+  return std::nullopt;
+}
+
+std::string self_executable() {
+  std::string buf(4096, '\0');
+  for (;;) {
+    ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size());
+    if (n < 0) throw_errno(errno, "readlink /proc/self/exe");
+    if (static_cast<std::size_t>(n) < buf.size()) {
+      buf.resize(static_cast<std::size_t>(n));
+      return buf;
+    }
+    buf.resize(buf.size() * 2);
+  }
+}
+
+}  // namespace kache::util

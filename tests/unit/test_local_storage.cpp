@@ -1,0 +1,334 @@
+// Unit tests for the local disk store: format, corruption handling, LRU size bound, concurrency.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/stats.hpp"
+#include "storage/local/local_storage.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+
+namespace kache::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string test_root() { return (fs::temp_directory_path() / "kache-unit").string(); }
+
+// A 64-hex-digit key; with `shard` set, forced into that shard.
+std::string key_of(const std::string& seed, char shard = 0) {
+  std::string k = util::sha256(seed).hex();
+  if (shard != 0) k[0] = shard;
+  return k;
+}
+
+std::string random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+// Real bytes of all entry files (what the size counters must agree with).
+std::uint64_t disk_sum(const std::string& dir, std::uint64_t* files = nullptr) {
+  std::uint64_t sum = 0, n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    const fs::path& p = e.path();
+    // entries live at <dir>/<k0>/<k1k2>/<key>
+    if (p.parent_path().parent_path().parent_path() != fs::path(dir)) continue;
+    if (p.filename().string().front() == '.') continue;
+    sum += e.file_size();
+    ++n;
+  }
+  if (files) *files = n;
+  return sum;
+}
+
+void set_mtime(const std::string& path, std::int64_t sec) {
+  struct timespec t[2];
+  t[0].tv_sec = sec;
+  t[0].tv_nsec = 0;
+  t[1] = t[0];
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), t, 0), 0) << path;
+}
+
+class LocalStorageTest : public ::testing::Test {
+ protected:
+  std::string entry_file(const std::string& key) const {
+    return dir_.path() + "/" + key.substr(0, 1) + "/" + key.substr(1, 2) + "/" + key;
+  }
+  LocalStorage make(std::uint64_t max_size = 1ull << 30) {
+    return LocalStorage(LocalStorageOptions{dir_.path(), max_size, 3});
+  }
+  util::TempDir dir_{test_root()};
+};
+
+TEST_F(LocalStorageTest, RoundTripAndMiss) {
+  auto s = make();
+  const std::string k1 = key_of("one"), k2 = key_of("two"), k3 = key_of("three");
+  const std::string big(1 << 20, 'z');
+  EXPECT_EQ(s.get(k1), std::nullopt);
+  s.put(k1, "hello");
+  s.put(k2, "");
+  s.put(k3, big);
+  EXPECT_EQ(s.get(k1), "hello");
+  EXPECT_EQ(s.get(k2), "");
+  EXPECT_EQ(s.get(k3), big);
+  EXPECT_EQ(s.get(key_of("absent")), std::nullopt);
+  EXPECT_EQ(s.corrupt_found(), 0);
+  EXPECT_TRUE(util::exists(entry_file(k1)));
+  EXPECT_EQ(s.entry_count(), 3u);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+  EXPECT_LT(fs::file_size(entry_file(k3)), 10'000u);  // compressed
+  EXPECT_EQ(s.name(), "local");
+}
+
+TEST_F(LocalStorageTest, OnDiskFormat) {
+  auto s = make();
+  const std::string key = key_of("fmt");
+  const std::string value = "some value some value some value";
+  s.put(key, value);
+  const std::string raw = util::read_file(entry_file(key));
+  ASSERT_GT(raw.size(), 48u);
+  EXPECT_EQ(raw.substr(0, 8), std::string("KACHE\0E1", 8));
+  std::uint64_t size = 0;
+  for (int i = 7; i >= 0; --i) size = (size << 8) | static_cast<unsigned char>(raw[8 + i]);
+  EXPECT_EQ(size, value.size());
+  const std::string payload = raw.substr(48);
+  EXPECT_EQ(raw.substr(16, 32), util::xxh128_hex(payload));
+  std::string out(value.size(), '\0');
+  EXPECT_EQ(ZSTD_decompress(out.data(), out.size(), payload.data(), payload.size()), value.size());
+  EXPECT_EQ(out, value);
+}
+
+TEST_F(LocalStorageTest, OverwriteKeepsAccountingExact) {
+  auto s = make();
+  const std::string key = key_of("k");
+  s.put(key, random_bytes(5000, 1));
+  s.put(key, random_bytes(100, 2));
+  EXPECT_EQ(s.get(key), random_bytes(100, 2));
+  EXPECT_EQ(s.total_size(), fs::file_size(entry_file(key)));
+  EXPECT_EQ(s.entry_count(), 1u);
+}
+
+TEST_F(LocalStorageTest, CorruptPayloadIsRemovedAndCounted) {
+  auto s = make();
+  const std::string key = key_of("corrupt");
+  s.put(key, random_bytes(4096, 3));
+  s.put(key_of("other"), "other");
+  const std::string path = entry_file(key);
+  std::string raw = util::read_file(path);
+  raw[raw.size() - 10] ^= 0x01;  // inside the zstd frame
+  util::write_file(path, raw);
+  EXPECT_EQ(s.get(key), std::nullopt);
+  EXPECT_FALSE(util::exists(path));
+  EXPECT_EQ(s.corrupt_found(), 1);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+  EXPECT_EQ(s.get(key_of("other")), "other");
+  EXPECT_EQ(s.corrupt_found(), 1);
+}
+
+TEST_F(LocalStorageTest, TruncatedEntryIsRemovedAndCounted) {
+  auto s = make();
+  const std::string a = key_of("a"), b = key_of("b");
+  s.put(a, random_bytes(4096, 4));
+  s.put(b, random_bytes(4096, 5));
+  ASSERT_EQ(::truncate(entry_file(a).c_str(), 2000), 0);
+  ASSERT_EQ(::truncate(entry_file(b).c_str(), 10), 0);  // shorter than the header
+  EXPECT_EQ(s.get(a), std::nullopt);
+  EXPECT_EQ(s.get(b), std::nullopt);
+  EXPECT_FALSE(util::exists(entry_file(a)));
+  EXPECT_FALSE(util::exists(entry_file(b)));
+  EXPECT_EQ(s.corrupt_found(), 2);
+  EXPECT_EQ(s.entry_count(), 0u);
+  // The counters only saw the truncated sizes leave; a trim recounts from the real files.
+  s.trim_all();
+  EXPECT_EQ(s.total_size(), 0u);
+}
+
+TEST_F(LocalStorageTest, DamagedHeaderIsCorruption) {
+  auto s = make();
+  const std::string m = key_of("magic"), z = key_of("size"), c = key_of("sum");
+  for (const auto& k : {m, z, c}) s.put(k, "value of " + k);
+  auto flip = [&](const std::string& k, std::size_t at) {
+    std::string raw = util::read_file(entry_file(k));
+    raw[at] ^= 0x20;
+    util::write_file(entry_file(k), raw);
+  };
+  flip(m, 1);   // magic
+  flip(z, 8);   // uncompressed size (not covered by the checksum)
+  flip(c, 20);  // checksum text
+  EXPECT_EQ(s.get(m), std::nullopt);
+  EXPECT_EQ(s.get(z), std::nullopt);
+  EXPECT_EQ(s.get(c), std::nullopt);
+  EXPECT_EQ(s.corrupt_found(), 3);
+  EXPECT_EQ(s.entry_count(), 0u);
+}
+
+TEST_F(LocalStorageTest, TempFilesAreIgnoredAndStaleOnesCleaned) {
+  auto s = make();
+  const std::string key = key_of("tmp");
+  const std::string lonely = key_of("lonely", key[0]);
+  s.put(key, "real");
+  const std::string d = util::dirname(entry_file(key));
+  const std::string dl = util::dirname(entry_file(lonely));
+  util::create_directories(dl);
+  // What a writer killed mid-put leaves behind.
+  const std::string fresh = d + "/.tmp." + key + ".123.deadbeef";
+  const std::string stale = dl + "/.tmp." + lonely + ".456.cafe";
+  util::write_file(fresh, "KACHE partial");
+  util::write_file(stale, "KACHE partial");
+  set_mtime(stale, ::time(nullptr) - 2 * 3600);
+
+  EXPECT_EQ(s.get(key), "real");
+  EXPECT_EQ(s.get(lonely), std::nullopt);
+  EXPECT_EQ(s.corrupt_found(), 0);
+  EXPECT_EQ(s.entry_count(), 1u);
+  EXPECT_EQ(s.total_size(), fs::file_size(entry_file(key)));
+
+  s.trim_all();
+  EXPECT_TRUE(util::exists(fresh));  // may belong to a put in progress
+  EXPECT_FALSE(util::exists(stale));
+  EXPECT_EQ(s.get(key), "real");
+}
+
+TEST_F(LocalStorageTest, RemoveAndClear) {
+  auto s = make();
+  const std::string a = key_of("a"), b = key_of("b"), c = key_of("c");
+  s.put(a, "1");
+  s.put(b, "2");
+  s.put(c, "3");
+  s.remove(a);
+  s.remove(a);                 // absent: no-op
+  s.remove(key_of("never"));  // shard may not even exist
+  EXPECT_EQ(s.get(a), std::nullopt);
+  EXPECT_EQ(s.entry_count(), 2u);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+  s.clear();
+  EXPECT_EQ(s.entry_count(), 0u);
+  EXPECT_EQ(s.total_size(), 0u);
+  EXPECT_EQ(s.get(b), std::nullopt);
+  s.put(b, "again");
+  EXPECT_EQ(s.get(b), "again");
+}
+
+TEST_F(LocalStorageTest, RejectsKeysThatAreNotHex) {
+  auto s = make();
+  EXPECT_THROW(s.put("../../etc/passwd", "x"), std::invalid_argument);
+  EXPECT_THROW(s.get("ABCDEF"), std::invalid_argument);
+  EXPECT_THROW(s.get("ab"), std::invalid_argument);
+}
+
+TEST_F(LocalStorageTest, HitBumpsMtime) {
+  auto s = make();
+  const std::string key = key_of("lru");
+  s.put(key, "v");
+  set_mtime(entry_file(key), 1'000'000'000);
+  ASSERT_TRUE(s.get(key));
+  EXPECT_GT(fs::last_write_time(entry_file(key)).time_since_epoch(),
+            fs::file_time_type::clock::now().time_since_epoch() - std::chrono::minutes(5));
+}
+
+TEST_F(LocalStorageTest, SizeBoundHolds) {
+  const std::uint64_t max = 16 * 64 * 1024;
+  auto s = make(max);
+  for (int i = 0; i < 600; ++i) {
+    s.put(key_of("bound" + std::to_string(i)), random_bytes(3000 + (i % 7) * 500, static_cast<unsigned>(i)));
+    ASSERT_LE(s.total_size(), max) << "after put " << i;
+  }
+  std::uint64_t files = 0;
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path(), &files));
+  EXPECT_LE(disk_sum(dir_.path()), max);
+  EXPECT_GT(files, 100u);  // evicted some, not everything
+  EXPECT_LT(files, 600u);
+  s.trim_all();
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+}
+
+TEST_F(LocalStorageTest, RecentlyReadEntriesSurviveEviction) {
+  auto s = make(16 * 64 * 1024);  // 64 KiB per shard
+  std::vector<std::string> old_keys;
+  for (int i = 0; i < 10; ++i) {
+    old_keys.push_back(key_of("old" + std::to_string(i), 'a'));
+    s.put(old_keys.back(), random_bytes(4000, 100 + i));
+  }
+  // Give them distinct, clearly older times; entry 0 is the oldest.
+  const std::int64_t base = ::time(nullptr) - 1000;
+  for (int i = 0; i < 10; ++i) set_mtime(entry_file(old_keys[i]), base + i);
+  // Reading the three oldest makes them the most recently used of the old ones.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.get(old_keys[i]));
+
+  for (int i = 0; i < 8; ++i) s.put(key_of("new" + std::to_string(i), 'a'), random_bytes(4000, 200 + i));
+
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(util::exists(entry_file(old_keys[i]))) << "read entry " << i << " evicted";
+  EXPECT_FALSE(util::exists(entry_file(old_keys[3])));  // oldest unread goes first
+  EXPECT_LE(s.total_size(), 64u * 1024);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+}
+
+// Many processes at once: 16 forked children each put 100 distinct entries and count 100 stats.
+void run_children(const std::string& dir, std::uint64_t max_size, bool overlap) {
+  constexpr int kChildren = 16, kPerChild = 100;
+  std::vector<pid_t> pids;
+  for (int c = 0; c < kChildren; ++c) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        LocalStorage s(LocalStorageOptions{dir, max_size, 1});
+        core::StatsFile stats(dir);
+        for (int i = 0; i < kPerChild; ++i) {
+          // With overlap, children also rewrite each other's keys (old-size accounting under load).
+          const std::string seed = overlap ? "shared" + std::to_string(i % 40) + "-" + std::to_string((c + i) % 3)
+                                           : "c" + std::to_string(c) + "-" + std::to_string(i);
+          s.put(key_of(seed), random_bytes(200 + ((c * 31 + i * 17) % 3000), static_cast<unsigned>(c * 1000 + i)));
+          stats.add({{core::counter::kStored, 1}});
+        }
+      } catch (...) {
+        rc = 1;
+      }
+      ::_exit(rc);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int st = 0;
+    ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child failed";
+  }
+}
+
+TEST_F(LocalStorageTest, ConcurrentPuttersAndStats) {
+  run_children(dir_.path(), 1ull << 30, false);
+  auto s = make();
+  std::uint64_t files = 0;
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path(), &files));
+  EXPECT_EQ(files, 1600u);
+  EXPECT_EQ(s.entry_count(), 1600u);
+  EXPECT_EQ(core::StatsFile(dir_.path()).read().get(core::counter::kStored), 1600u);
+}
+
+TEST_F(LocalStorageTest, ConcurrentPuttersWithEvictionAndOverwrites) {
+  const std::uint64_t max = 16 * 16 * 1024;
+  run_children(dir_.path(), max, true);
+  auto s = make(max);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+  EXPECT_LE(s.total_size(), max);
+  EXPECT_EQ(core::StatsFile(dir_.path()).read().get(core::counter::kStored), 1600u);
+}
+
+}  // namespace
+}  // namespace kache::storage
