@@ -17,6 +17,7 @@
 // A bad key or value produces one sentence naming the key and where it came from; kache then keeps
 // going with the default for that key (the build must keep working).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct Config {
 
   std::string config_file;             // the file that was read (may not exist)
   std::vector<std::string> problems;   // one sentence each; printed as warnings
+  // "section.key" -> "file" or "env" for every key not left at its built-in default.
+  std::map<std::string, std::string> origins;
 };
 
 // Reads defaults, the file and the environment. Never throws.
@@ -47,6 +50,8 @@ std::string format_size(std::uint64_t bytes);
 // Writes key = value into the config file (used by --max-size); throws on failure.
 void set_config_value(const std::string& file, const std::string& section, const std::string& key,
                       const std::string& value);
+// Reads a boolean word: 1/0, true/false, yes/no, on/off (any case); false if it is none of them.
+bool parse_bool(const std::string& text, bool& value);
 // Human-readable listing of every effective setting and its origin.
 std::string describe_config(const Config& config);
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the build and test dependencies (Debian/Ubuntu) and builds kache into build/ (Release,
+# tests included). Idempotent: apt is skipped when every package is already installed.
+# Needs nvcc (the CUDA toolkit) on PATH for the tests and the demo; it is not installed here.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtomlplusplus-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libxxhash-dev libssl-dev
+  nlohmann-json3-dev libhiredis-dev libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  ccache sccache redis-server nginx hyperfine strace meson python3 python3-matplotlib binutils make
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}"
+  sudo=()
+  if [[ "$(id -u)" != 0 ]]; then sudo=(sudo); fi
+  "${sudo[@]}" apt-get update
+  # env inside sudo: sudo drops the caller's environment.
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+else
+  echo "setup: all ${#packages[@]} packages are already installed"
+fi
+
+if ! command -v nvcc >/dev/null 2>&1; then
+  echo "setup: warning: nvcc is not on PATH; kache builds, but the demo and integration tests need it" >&2
+fi
+
+# Release build with the tests enabled (scripts/test.sh uses its own Debug directory). Warnings do
+# not fail this build: GCC's -O3 flow warnings vary by version; scripts/test.sh keeps -Werror.
+cmake -S "$repo" -B "$repo/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKACHE_TESTS=ON -DKACHE_WERROR=OFF
+cmake --build "$repo/build" -j "${KACHE_JOBS:-$(nproc)}"
+echo "setup: built $repo/build/kache"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the test configuration and runs the test suite with CTest.
+#   bash scripts/test.sh                  Debug build in build-test/, warnings are errors
+#   KACHE_SANITIZE=1 bash scripts/test.sh  AddressSanitizer + UBSan build in build-asan/
+# Extra arguments go to ctest, e.g. `bash scripts/test.sh -L unit` or `-R integration.test_hit`.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+if [[ "${KACHE_SANITIZE:-0}" == 1 ]]; then
+  build=build-asan
+  extra=(-DKACHE_SANITIZE=ON)
+  # A stack trace makes a UBSan report from a CI log actionable.
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+else
+  build=build-test
+  extra=()
+fi
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKACHE_WERROR=ON -DKACHE_TESTS=ON "${extra[@]}"
+cmake --build "$build" -j "${KACHE_JOBS:-$(nproc)}"
+ctest --test-dir "$build" --output-on-failure -j2 "$@"

@@ -1,0 +1,230 @@
+#include "core/cli.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/stats.hpp"
+#include "storage/local/local_storage.hpp"
+
+namespace kache::core {
+namespace {
+
+constexpr std::string_view kOptionTokens[] = {
+    "-s", "--show-stats", "--json",  "-z",        "--zero-stats", "-C", "--clear", "-M",
+    "--max-size", "--show-config", "-V", "--version", "-h", "--help",
+};
+
+constexpr const char* kFooter = R"(Compiling through kache:
+  kache nvcc ARGS...                          cache one nvcc compile
+  CUDACXX="kache nvcc" cmake ...              CMake, kache as the CUDA compiler
+  cmake -DCMAKE_CUDA_COMPILER_LAUNCHER=kache  CMake, kache as a launcher
+  NVCC="kache nvcc" make                      Make and scripts that honour NVCC
+  [binaries] nvcc = ['kache', 'nvcc']         Meson native file, with find_program('nvcc')
+Compiles kache cannot prove safe to cache run the real nvcc unchanged.
+
+Environment (overrides the config file; see --show-config for every setting):
+  KACHE_DIR                       cache directory (default ~/.cache/kache)
+  KACHE_MAX_SIZE                  size limit, e.g. 10G or 500M
+  KACHE_DISABLE=1                 run every compile uncached
+  KACHE_LOG=kache=debug           log why a compile was not cached
+  KACHE_LOG_FILE=PATH             append the log to a file instead of stderr
+  KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra nvcc flags known to be safe to cache
+  KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml))";
+
+storage::LocalStorage open_storage(const Config& config) {
+  return storage::LocalStorage(
+      storage::LocalStorageOptions{config.cache_dir, config.max_size, config.compression_level});
+}
+
+// Reason counters "<prefix><reason>" sorted by count (largest first), then by name.
+std::vector<std::pair<std::string, std::uint64_t>> reasons(const StatsSnapshot& stats, std::string_view prefix) {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (const auto& [name, value] : stats.counters) {
+    if (name.size() > prefix.size() && name.starts_with(prefix) && value > 0) out.emplace_back(name, value);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+std::uint64_t sum(const std::vector<std::pair<std::string, std::uint64_t>>& items) {
+  std::uint64_t total = 0;
+  for (const auto& item : items) total += item.second;
+  return total;
+}
+
+void show_stats(const Config& config, bool json) {
+  const StatsSnapshot stats = StatsFile(config.cache_dir).read();
+  auto store = open_storage(config);
+  const std::uint64_t size = store.total_size();
+  const std::uint64_t entries = store.entry_count();
+  const auto passthrough = reasons(stats, "passthrough.");
+  const auto errors = reasons(stats, "error.");
+  const auto not_stored = reasons(stats, "not_stored.");
+  const std::uint64_t hits = stats.get(counter::kHits);
+  const std::uint64_t misses = stats.get(counter::kMisses);
+
+  if (json) {
+    auto reason_map = [](const std::vector<std::pair<std::string, std::uint64_t>>& items, std::size_t prefix) {
+      nlohmann::ordered_json object = nlohmann::ordered_json::object();
+      for (const auto& [name, value] : items) object[name.substr(prefix)] = value;
+      return object;
+    };
+    nlohmann::ordered_json out;
+    out["hits"] = hits;
+    out["misses"] = misses;
+    out["direct_hits"] = stats.get(counter::kDirectHits);
+    out["passthrough"] = stats.get(counter::kPassthrough);
+    out["errors"] = stats.get(counter::kErrors);
+    out["stored"] = stats.get(counter::kStored);
+    out["not_stored"] = sum(not_stored);
+    out["corrupt_entries"] = stats.get(counter::kCorrupt);
+    out["cache_size"] = size;
+    out["max_size"] = config.max_size;
+    out["entries"] = entries;
+    out["cache_dir"] = config.cache_dir;
+    out["passthrough_reasons"] = reason_map(passthrough, std::string_view("passthrough.").size());
+    out["error_reasons"] = reason_map(errors, std::string_view("error.").size());
+    out["not_stored_reasons"] = reason_map(not_stored, std::string_view("not_stored.").size());
+    fmt::print("{}\n", out.dump(2));
+    return;
+  }
+
+  std::size_t width = 20;
+  for (const auto* list : {&passthrough, &errors, &not_stored}) {
+    for (const auto& item : *list) width = std::max(width, item.first.size() + 4);
+  }
+  std::string text;
+  auto line = [&](std::string_view label, const std::string& value) {
+    text += fmt::format("{:<{}}{}\n", label, width, value);
+  };
+  auto details = [&](const std::vector<std::pair<std::string, std::uint64_t>>& items) {
+    for (const auto& [name, value] : items) line("  " + name, std::to_string(value));
+  };
+  const std::uint64_t lookups = hits + misses;
+  line("cache directory", config.cache_dir);
+  line("hits", std::to_string(hits));
+  if (const auto direct = stats.get(counter::kDirectHits); direct > 0) line("  direct hits", std::to_string(direct));
+  line("misses", std::to_string(misses));
+  line("hit rate", lookups ? fmt::format("{:.1f} %", 100.0 * static_cast<double>(hits) / lookups) : "n/a");
+  line("passthrough", std::to_string(stats.get(counter::kPassthrough)));
+  details(passthrough);
+  line("errors", std::to_string(stats.get(counter::kErrors)));
+  details(errors);
+  line("stored", std::to_string(stats.get(counter::kStored)));
+  line("not stored", std::to_string(sum(not_stored)));
+  details(not_stored);
+  line("corrupt entries", std::to_string(stats.get(counter::kCorrupt)));
+  line("cache size", fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
+                                 config.max_size ? 100.0 * static_cast<double>(size) / config.max_size : 0.0));
+  line("entries", std::to_string(entries));
+  fmt::print("{}", text);
+}
+
+void set_max_size(const Config& config, const std::string& text) {
+  std::uint64_t bytes = 0;
+  if (!parse_size(text, bytes) || bytes == 0) {
+    throw std::runtime_error(fmt::format("'{}' is not a size above 0 (examples: 10G, 500M, 1.5GiB)", text));
+  }
+  try {
+    set_config_value(config.config_file, "cache", "max_size", text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("cannot set cache.max_size: {}", e.what()));
+  }
+  fmt::print("Set cache.max_size to {} in {}.\n", format_size(bytes), config.config_file);
+  // Reload so the trim uses the limit that is really in force (KACHE_MAX_SIZE still wins).
+  const Config effective = load_config();
+  if (effective.origins.count("cache.max_size") && effective.origins.at("cache.max_size") == "env") {
+    fmt::print("Note: KACHE_MAX_SIZE is set in this environment and overrides it ({}).\n",
+               format_size(effective.max_size));
+  }
+  auto store = open_storage(effective);
+  store.trim_all();
+  fmt::print("Cache size is now {} of {}.\n", format_size(store.total_size()), format_size(effective.max_size));
+}
+
+}  // namespace
+
+bool is_kache_option(const std::string& arg) {
+  if (std::find(std::begin(kOptionTokens), std::end(kOptionTokens), arg) != std::end(kOptionTokens)) return true;
+  // "--max-size=10G" cannot be a compiler name either.
+  return arg.starts_with("--max-size=");
+}
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"kache: a compiler cache for nvcc.", "kache"};
+  app.set_help_flag("-h,--help", "Print this help and exit");
+  app.footer(kFooter);
+
+  bool show = false, json = false, zero = false, clear = false, show_config = false, version = false;
+  std::string max_size;
+  app.add_flag("-s,--show-stats", show, "Print statistics and the cache size");
+  app.add_flag("--json", json, "With --show-stats: print the statistics as JSON");
+  app.add_flag("-z,--zero-stats", zero, "Reset the statistics to zero");
+  app.add_flag("-C,--clear", clear, "Remove every cache entry (statistics and configuration are kept)");
+  auto* max_size_option = app.add_option("-M,--max-size", max_size, "Set cache.max_size in the config file (e.g. 10G) and trim the cache")
+      ->type_name("SIZE");
+  app.add_flag("--show-config", show_config, "Print every setting, its value and where it came from");
+  app.add_flag("-V,--version", version, "Print the version and exit");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    fmt::print(stderr, "kache: {}; run 'kache --help' for usage.\n", e.what());
+    return 1;
+  }
+
+  if (argc < 2) {
+    // Neither a compiler nor an option: say how kache is meant to be used, like a usage error.
+    fmt::print(stderr, "{}", app.help());
+    return 1;
+  }
+  if (version) {
+    fmt::print("kache {}\n", KACHE_VERSION);
+    return 0;
+  }
+  if (json && !show) {
+    fmt::print(stderr, "kache: --json only works together with --show-stats.\n");
+    return 1;
+  }
+
+  const Config config = load_config();
+  for (const auto& problem : config.problems) fmt::print(stderr, "{}\n", problem);
+
+  try {
+    if (show_config) fmt::print("{}", describe_config(config));
+    if (zero) {
+      StatsFile(config.cache_dir).zero();
+      fmt::print("Statistics zeroed in {}.\n", config.cache_dir);
+    }
+    if (clear) {
+      auto store = open_storage(config);
+      const std::uint64_t entries = store.entry_count();
+      store.clear();
+      fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
+                 config.cache_dir);
+    }
+    if (max_size_option->count() > 0) set_max_size(config, max_size);
+    if (show) show_stats(config, json);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    while (!message.empty() && (message.back() == '.' || message.back() == '\n')) message.pop_back();
+    fmt::print(stderr, "kache: {}.\n", message);
+    std::fflush(stdout);
+    return 1;
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace kache::core

@@ -1,0 +1,591 @@
+#include "core/config.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string_view>
+#include <system_error>
+#include <toml++/toml.h>
+
+#include "core/log.hpp"
+
+namespace kache::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+std::string trim(std::string_view text) {
+  const auto is_space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  return std::string(text);
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+// "~/x" in a path value means $HOME/x, as users expect from shell habits; TOML has no expansion.
+std::string expand_home(const std::string& path) {
+  if (path == "~" || path.starts_with("~/")) {
+    const std::string home = env_or_empty("HOME");
+    if (!home.empty()) return home + path.substr(1);
+  }
+  return path;
+}
+
+std::string default_cache_dir() {
+  if (std::string xdg = env_or_empty("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/kache";
+  if (std::string home = env_or_empty("HOME"); !home.empty()) return home + "/.cache/kache";
+  // No home at all (some CI sandboxes): a per-user directory still keeps users apart.
+  return fmt::format("/tmp/kache-{}", ::getuid());
+}
+
+std::string default_config_file() {
+  if (std::string explicit_file = env_or_empty("KACHE_CONFIG"); !explicit_file.empty()) {
+    return expand_home(explicit_file);
+  }
+  if (std::string xdg = env_or_empty("XDG_CONFIG_HOME"); !xdg.empty()) return xdg + "/kache/config.toml";
+  if (std::string home = env_or_empty("HOME"); !home.empty()) return home + "/.config/kache/config.toml";
+  return {};
+}
+
+// Splits on any of the separator characters and drops empty pieces, so "a,,b" and "a  b" both work.
+std::vector<std::string> split_any(std::string_view text, std::string_view separators) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find_first_of(separators, start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > start) out.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+bool parse_int(const std::string& text, long long& value) {
+  const std::string t = trim(text);
+  if (t.empty()) return false;
+  const char* first = t.data();
+  if (*first == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, t.data() + t.size(), value);
+  return ec == std::errc() && ptr == t.data() + t.size();
+}
+
+// ----- The key table ------------------------------------------------------------------------------
+// Each key knows how to take a value from a string (environment, or a TOML string) and from any other
+// TOML node. A setter returns "" on success, or the tail of a sentence saying what was wrong
+// ("is not a size"); on failure it must leave the config unchanged, so the lower layer's value stays.
+
+using StringSetter = std::string (*)(Config&, const std::string&);
+using NodeSetter = std::string (*)(Config&, const toml::node&);
+using Shower = std::string (*)(const Config&);
+
+struct KeySpec {
+  const char* section;
+  const char* name;
+  const char* env;
+  StringSetter from_string;
+  NodeSetter from_node;  // for non-string TOML values; nullptr: only strings are accepted
+  Shower show;
+  const char* not_a;     // used when a TOML value has the wrong type: "is not <not_a>"
+};
+
+std::string set_dir(Config& c, const std::string& v) {
+  if (trim(v).empty()) return "is empty";
+  c.cache_dir = expand_home(v);
+  return {};
+}
+
+std::string set_max_size(Config& c, const std::string& v) {
+  std::uint64_t bytes = 0;
+  if (!parse_size(v, bytes)) return "is not a size";
+  // A zero limit would make every store evict itself immediately.
+  if (bytes == 0) return "is not a usable size (it must be above 0)";
+  c.max_size = bytes;
+  return {};
+}
+
+std::string set_max_size_node(Config& c, const toml::node& n) {
+  if (auto i = n.value_exact<std::int64_t>()) {
+    if (*i <= 0) return "is not a usable size (it must be above 0)";
+    c.max_size = static_cast<std::uint64_t>(*i);
+    return {};
+  }
+  return "is not a size";
+}
+
+std::string set_level_value(Config& c, long long level) {
+  // zstd accepts more, but 1..19 is the range that makes sense for a cache (22 is very slow).
+  if (level < 1 || level > 19) return "is not a compression level from 1 to 19";
+  c.compression_level = static_cast<int>(level);
+  return {};
+}
+
+std::string set_level(Config& c, const std::string& v) {
+  long long level = 0;
+  if (!parse_int(v, level)) return "is not a compression level from 1 to 19";
+  return set_level_value(c, level);
+}
+
+std::string set_level_node(Config& c, const toml::node& n) {
+  if (auto i = n.value_exact<std::int64_t>()) return set_level_value(c, *i);
+  return "is not a compression level from 1 to 19";
+}
+
+template <bool Config::*Field>
+std::string set_bool(Config& c, const std::string& v) {
+  bool b = false;
+  if (!parse_bool(v, b)) return "is not a boolean (use 1/0, true/false, yes/no or on/off)";
+  c.*Field = b;
+  return {};
+}
+
+template <bool Config::*Field>
+std::string set_bool_node(Config& c, const toml::node& n) {
+  if (auto b = n.value_exact<bool>()) {
+    c.*Field = *b;
+    return {};
+  }
+  if (auto i = n.value_exact<std::int64_t>(); i && (*i == 0 || *i == 1)) {
+    c.*Field = *i == 1;
+    return {};
+  }
+  return "is not a boolean (use true or false)";
+}
+
+template <bool Config::*Field>
+std::string show_bool(const Config& c) {
+  return c.*Field ? "true" : "false";
+}
+
+// Allow-list entries are flags; the environment form separates them by commas or whitespace.
+std::string set_allowlist(Config& c, const std::string& v) {
+  c.extra_allowlist_flags = split_any(v, ", \t\n");
+  return {};
+}
+
+std::string strip_trailing_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+std::string set_base_dirs_list(Config& c, const std::vector<std::string>& dirs) {
+  std::vector<std::string> out;
+  for (const auto& d : dirs) {
+    const std::string expanded = expand_home(d);
+    // A relative root would depend on the directory kache happens to run in.
+    if (!expanded.starts_with('/')) return fmt::format("has the relative path '{}' (base dirs must be absolute)", d);
+    out.push_back(strip_trailing_slashes(expanded));
+  }
+  c.base_dirs = std::move(out);
+  return {};
+}
+
+std::string set_base_dirs(Config& c, const std::string& v) { return set_base_dirs_list(c, split_any(v, ":")); }
+
+// Both lists take a TOML array of strings.
+bool string_array(const toml::node& n, std::vector<std::string>& out) {
+  const toml::array* arr = n.as_array();
+  if (!arr) return false;
+  for (const auto& item : *arr) {
+    auto s = item.value_exact<std::string>();
+    if (!s) return false;
+    out.push_back(*s);
+  }
+  return true;
+}
+
+std::string set_allowlist_node(Config& c, const toml::node& n) {
+  std::vector<std::string> items;
+  if (!string_array(n, items)) return "is not a list of strings";
+  c.extra_allowlist_flags.clear();
+  for (auto& item : items) {
+    if (std::string t = trim(item); !t.empty()) c.extra_allowlist_flags.push_back(t);
+  }
+  return {};
+}
+
+std::string set_base_dirs_node(Config& c, const toml::node& n) {
+  std::vector<std::string> items;
+  if (!string_array(n, items)) return "is not a list of strings";
+  std::erase_if(items, [](const std::string& s) { return trim(s).empty(); });
+  return set_base_dirs_list(c, items);
+}
+
+std::string show_list(const std::vector<std::string>& items) { return items.empty() ? "(none)" : join(items, ", "); }
+
+std::string set_epoch(Config& c, const std::string& v) {
+  const std::string t = trim(v);
+  long long seconds = 0;
+  if (lower(t) == "passthrough") {
+    c.nvcc_source_date_epoch = "passthrough";
+  } else if (parse_int(t, seconds) && seconds >= 0) {
+    c.nvcc_source_date_epoch = std::to_string(seconds);
+  } else {
+    return "is neither a number of seconds nor 'passthrough'";
+  }
+  return {};
+}
+
+std::string set_epoch_node(Config& c, const toml::node& n) {
+  if (auto i = n.value_exact<std::int64_t>(); i && *i >= 0) {
+    c.nvcc_source_date_epoch = std::to_string(*i);
+    return {};
+  }
+  return "is neither a number of seconds nor 'passthrough'";
+}
+
+std::string set_log_filter(Config& c, const std::string& v) {
+  if (!parse_log_filter(v)) return "is not a log filter (try 'debug' or 'kache=debug')";
+  c.log_filter = trim(v);
+  return {};
+}
+
+std::string set_log_file(Config& c, const std::string& v) {
+  c.log_file = expand_home(trim(v));
+  return {};
+}
+
+const KeySpec kKeys[] = {
+    {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path"},
+    {"cache", "max_size", "KACHE_MAX_SIZE", set_max_size, set_max_size_node,
+     [](const Config& c) { return format_size(c.max_size); }, "a size"},
+    {"cache", "compression_level", "KACHE_COMPRESSION_LEVEL", set_level, set_level_node,
+     [](const Config& c) { return std::to_string(c.compression_level); }, "a compression level"},
+    {"cache", "direct_mode", "KACHE_DIRECT_MODE", set_bool<&Config::direct_mode>,
+     set_bool_node<&Config::direct_mode>, show_bool<&Config::direct_mode>, "a boolean"},
+    {"cache", "disable", "KACHE_DISABLE", set_bool<&Config::disable>, set_bool_node<&Config::disable>,
+     show_bool<&Config::disable>, "a boolean"},
+    {"cc", "extra_allowlist_flags", "KACHE_CC_EXTRA_ALLOWLIST_FLAGS", set_allowlist, set_allowlist_node,
+     [](const Config& c) { return show_list(c.extra_allowlist_flags); }, "a list of strings"},
+    {"paths", "base_dirs", "KACHE_PATHS_BASE_DIRS", set_base_dirs, set_base_dirs_node,
+     [](const Config& c) { return show_list(c.base_dirs); }, "a list of strings"},
+    {"nvcc", "path_normalize", "KACHE_NVCC_PATH_NORMALIZE", set_bool<&Config::nvcc_path_normalize>,
+     set_bool_node<&Config::nvcc_path_normalize>, show_bool<&Config::nvcc_path_normalize>, "a boolean"},
+    {"nvcc", "source_date_epoch", "KACHE_NVCC_SOURCE_DATE_EPOCH", set_epoch, set_epoch_node,
+     [](const Config& c) { return c.nvcc_source_date_epoch; }, "a number of seconds or 'passthrough'"},
+    {"log", "filter", "KACHE_LOG", set_log_filter, nullptr,
+     [](const Config& c) { return c.log_filter.empty() ? std::string("warn (default)") : c.log_filter; },
+     "a log filter string"},
+    {"log", "file", "KACHE_LOG_FILE", set_log_file, nullptr,
+     [](const Config& c) { return c.log_file.empty() ? std::string("(stderr)") : c.log_file; }, "a path"},
+};
+
+std::string full_name(const KeySpec& k) { return fmt::format("{}.{}", k.section, k.name); }
+
+const KeySpec* find_key(std::string_view section, std::string_view name) {
+  for (const auto& k : kKeys) {
+    if (section == k.section && name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+bool known_section(std::string_view section) {
+  return std::any_of(std::begin(kKeys), std::end(kKeys), [&](const KeySpec& k) { return section == k.section; });
+}
+
+// How a TOML value reads back to the user in a message: strings quoted, the rest as TOML.
+std::string render_node(const toml::node& n) {
+  if (auto s = n.value_exact<std::string>()) return fmt::format("'{}'", *s);
+  std::ostringstream out;
+  n.visit([&out](const auto& v) { out << v; });
+  return out.str();
+}
+
+std::string location(const std::string& file, const toml::node& n) {
+  const auto line = n.source().begin.line;
+  return line > 0 ? fmt::format("{} (line {})", file, line) : file;
+}
+
+void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::string& file) {
+  std::string error;
+  if (auto s = n.value_exact<std::string>()) {
+    error = k.from_string(c, *s);
+  } else if (k.from_node) {
+    error = k.from_node(c, n);
+  } else {
+    error = fmt::format("is not {}", k.not_a);
+  }
+  if (error.empty()) {
+    c.origins[full_name(k)] = "file";
+  } else {
+    c.problems.push_back(fmt::format("kache: {} = {} in {} {}; using {}.", full_name(k), render_node(n),
+                                     location(file, n), error, k.show(c)));
+  }
+}
+
+void read_file_layer(Config& c) {
+  const std::string& file = c.config_file;
+  if (file.empty()) return;
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return;  // no file is the normal case
+
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (!in) {
+    c.problems.push_back(fmt::format("kache: cannot read {}; using the built-in defaults for its settings.", file));
+    return;
+  }
+
+  toml::table root;
+  try {
+    root = toml::parse(buffer.str(), file);
+  } catch (const toml::parse_error& e) {
+    c.problems.push_back(fmt::format("kache: {} is not valid TOML ({} at line {}); ignoring the whole file.", file,
+                                     e.description(), e.source().begin.line));
+    return;
+  }
+
+  for (const auto& [section_key, section_node] : root) {
+    const std::string section(section_key.str());
+    const toml::table* table = section_node.as_table();
+    if (!table) {
+      c.problems.push_back(known_section(section)
+                               ? fmt::format("kache: '{}' in {} must be a [{}] table; ignoring it.", section,
+                                             location(file, section_node), section)
+                               : fmt::format("kache: ignoring unknown key '{}' in {}.", section, file));
+      continue;
+    }
+    if (!known_section(section)) {
+      c.problems.push_back(fmt::format("kache: ignoring unknown section '[{}]' in {}.", section, file));
+      continue;
+    }
+    for (const auto& [key, node] : *table) {
+      const KeySpec* spec = find_key(section, key.str());
+      if (!spec) {
+        c.problems.push_back(fmt::format("kache: ignoring unknown key '{}.{}' in {}.", section, key.str(), file));
+        continue;
+      }
+      apply_node(c, *spec, node, file);
+    }
+  }
+}
+
+void read_env_layer(Config& c) {
+  for (const auto& k : kKeys) {
+    const char* raw = std::getenv(k.env);
+    // An empty variable counts as unset: "KACHE_LOG= make" must not be an error.
+    if (!raw || !*raw) continue;
+    const std::string value(raw);
+    if (std::string error = k.from_string(c, value); error.empty()) {
+      c.origins[full_name(k)] = "env";
+    } else {
+      c.problems.push_back(fmt::format("kache: {}='{}' {}; using {}.", k.env, value, error, k.show(c)));
+    }
+  }
+}
+
+}  // namespace
+
+bool parse_bool(const std::string& text, bool& value) {
+  const std::string t = lower(trim(text));
+  if (t == "1" || t == "true" || t == "yes" || t == "on") {
+    value = true;
+    return true;
+  }
+  if (t == "0" || t == "false" || t == "no" || t == "off") {
+    value = false;
+    return true;
+  }
+  return false;
+}
+
+Config load_config() {
+  Config c;
+  // Nothing below is expected to throw, but a config problem must never break a build.
+  try {
+    c.cache_dir = default_cache_dir();
+    c.config_file = default_config_file();
+    read_file_layer(c);
+    read_env_layer(c);
+  } catch (const std::exception& e) {
+    c.problems.push_back(fmt::format("kache: unexpected error while reading the configuration ({}).", e.what()));
+  }
+  return c;
+}
+
+bool parse_size(const std::string& text, std::uint64_t& bytes) {
+  const std::string t = trim(text);
+  std::size_t i = 0;
+  std::uint64_t whole = 0;
+  std::size_t whole_digits = 0;
+  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
+  for (; i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); ++i, ++whole_digits) {
+    const unsigned digit = static_cast<unsigned>(t[i] - '0');
+    if (whole > (kMax - digit) / 10) return false;
+    whole = whole * 10 + digit;
+  }
+  // The fraction is kept as digits so that "1.5G" is exact instead of going through a double.
+  std::uint64_t frac = 0;
+  std::uint64_t frac_scale = 1;
+  bool has_point = false;
+  if (i < t.size() && t[i] == '.') {
+    has_point = true;
+    ++i;
+    for (; i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); ++i) {
+      if (frac_scale < 1'000'000'000'000ull) {  // more precision than this cannot matter for a size
+        frac = frac * 10 + static_cast<unsigned>(t[i] - '0');
+        frac_scale *= 10;
+      }
+    }
+    if (frac_scale == 1 && whole_digits == 0) return false;
+  }
+  if (whole_digits == 0 && !has_point) return false;
+  while (i < t.size() && t[i] == ' ') ++i;
+
+  std::string suffix = lower(t.substr(i));
+  std::uint64_t multiplier = 1;
+  if (!suffix.empty() && suffix != "b") {
+    // K, M, G and T are binary multiples whether or not they carry the "i" (like ccache's sizes).
+    switch (suffix[0]) {
+      case 'k': multiplier = 1ull << 10; break;
+      case 'm': multiplier = 1ull << 20; break;
+      case 'g': multiplier = 1ull << 30; break;
+      case 't': multiplier = 1ull << 40; break;
+      default: return false;
+    }
+    std::string_view rest = std::string_view(suffix).substr(1);
+    if (rest.starts_with('i')) rest.remove_prefix(1);
+    if (rest.starts_with('b')) rest.remove_prefix(1);
+    if (!rest.empty()) return false;
+  }
+  if (has_point && multiplier == 1 && frac != 0) return false;  // fractions of a byte make no sense
+
+  if (whole > kMax / multiplier) return false;
+  std::uint64_t result = whole * multiplier;
+  // frac < frac_scale <= 10^12 and multiplier <= 2^40: the product fits in 128 bits only, so divide first.
+  const unsigned __int128 fraction_bytes =
+      static_cast<unsigned __int128>(frac) * multiplier / static_cast<unsigned __int128>(frac_scale);
+  if (fraction_bytes > kMax - result) return false;
+  result += static_cast<std::uint64_t>(fraction_bytes);
+  bytes = result;
+  return true;
+}
+
+std::string format_size(std::uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double value = static_cast<double>(bytes) / 1024.0;
+  std::size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
+void set_config_value(const std::string& file, const std::string& section, const std::string& key,
+                      const std::string& value) {
+  if (file.empty()) throw std::runtime_error("there is no config file path (set KACHE_CONFIG or HOME)");
+  toml::table root;
+  std::error_code ec;
+  if (fs::exists(file, ec)) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (!in) throw std::runtime_error(fmt::format("cannot read {}", file));
+    try {
+      root = toml::parse(buffer.str(), file);
+    } catch (const toml::parse_error& e) {
+      // Rewriting a file we could not parse would throw the user's settings away.
+      throw std::runtime_error(fmt::format("{} is not valid TOML ({} at line {}), so it was left unchanged", file,
+                                           e.description(), e.source().begin.line));
+    }
+  }
+
+  toml::node* section_node = root.get(section);
+  if (!section_node) {
+    root.insert(section, toml::table{});
+    section_node = root.get(section);
+  }
+  toml::table* table = section_node->as_table();
+  if (!table) throw std::runtime_error(fmt::format("'{}' in {} is not a table", section, file));
+
+  // Keep the natural TOML type so the file reads well: numbers and booleans unquoted.
+  long long number = 0;
+  if (parse_int(value, number) && trim(value) == value) {
+    table->insert_or_assign(key, static_cast<std::int64_t>(number));
+  } else if (value == "true" || value == "false") {
+    table->insert_or_assign(key, value == "true");
+  } else {
+    table->insert_or_assign(key, value);
+  }
+
+  std::ostringstream out;
+  out << root << '\n';
+
+  // Write a sibling temp file and rename it, so a concurrent reader never sees half a file.
+  const fs::path target(file);
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", target.parent_path().string(), ec.message()));
+  }
+  const std::string tmp = fmt::format("{}.tmp.{}", file, ::getpid());
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    o << out.str();
+    o.close();
+    if (!o) {
+      fs::remove(tmp, ec);
+      throw std::runtime_error(fmt::format("cannot write {}", tmp));
+    }
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw std::runtime_error(fmt::format("cannot replace {}: {}", file, ec.message()));
+  }
+}
+
+std::string describe_config(const Config& config) {
+  std::error_code ec;
+  const bool exists = !config.config_file.empty() && fs::exists(config.config_file, ec);
+  std::string out = fmt::format("config file: {} ({})\n",
+                                config.config_file.empty() ? std::string("(none)") : config.config_file,
+                                exists ? "read" : "not present");
+  std::size_t key_width = 0;
+  std::size_t value_width = 0;
+  for (const auto& k : kKeys) {
+    key_width = std::max(key_width, full_name(k).size());
+    value_width = std::max(value_width, k.show(config).size());
+  }
+  for (const auto& k : kKeys) {
+    const std::string name = full_name(k);
+    const auto it = config.origins.find(name);
+    std::string origin = "default";
+    if (it != config.origins.end()) origin = it->second == "env" ? fmt::format("env {}", k.env) : it->second;
+    out += fmt::format("{:<{}}  {:<{}}  ({})\n", name, key_width, k.show(config), value_width, origin);
+  }
+  return out;
+}
+
+}  // namespace kache::core

@@ -1,0 +1,152 @@
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+namespace kache::core {
+namespace {
+
+constexpr const char* kLoggerName = "kache";
+constexpr const char* kPattern = "[kache %P] %l: %v";
+constexpr auto kDefaultLevel = spdlog::level::warn;
+
+std::string trim_lower(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::optional<spdlog::level::level_enum> level_from_name(const std::string& name) {
+  using spdlog::level::level_enum;
+  if (name == "trace") return level_enum::trace;
+  if (name == "debug") return level_enum::debug;
+  if (name == "info") return level_enum::info;
+  if (name == "warn" || name == "warning") return level_enum::warn;
+  if (name == "error" || name == "err") return level_enum::err;
+  if (name == "critical") return level_enum::critical;
+  if (name == "off") return level_enum::off;
+  return std::nullopt;
+}
+
+// "kache" and its sub-targets ("kache::storage") belong to us; any other target is someone else's.
+bool is_our_target(const std::string& target) { return target == "kache" || target.starts_with("kache::"); }
+
+struct State {
+  std::mutex mutex;
+  std::shared_ptr<spdlog::logger> current;
+  // Loggers replaced by a later init_logging stay alive: log() hands out plain references.
+  std::vector<std::shared_ptr<spdlog::logger>> retired;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+std::shared_ptr<spdlog::logger> make_logger(spdlog::sink_ptr sink, spdlog::level::level_enum level) {
+  auto logger = std::make_shared<spdlog::logger>(kLoggerName, std::move(sink));
+  logger->set_pattern(kPattern);
+  logger->set_level(level);
+  // Flush every message: several kache processes append to one file, and a message written in one
+  // write() (O_APPEND) never interleaves with another process's message.
+  logger->flush_on(spdlog::level::trace);
+  return logger;
+}
+
+void install(State& s, std::shared_ptr<spdlog::logger> logger) {
+  if (s.current) s.retired.push_back(s.current);
+  s.current = std::move(logger);
+  // Also make it reachable as spdlog::get("kache"); the registry is optional for us.
+  try {
+    spdlog::drop(kLoggerName);
+    spdlog::register_logger(s.current);
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace
+
+std::optional<spdlog::level::level_enum> parse_log_filter(const std::string& filter) {
+  spdlog::level::level_enum level = kDefaultLevel;
+  std::string_view rest(filter);
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string item = trim_lower(rest.substr(0, comma));
+    if (!item.empty()) {
+      const std::size_t eq = item.find('=');
+      if (eq == std::string::npos) {
+        if (auto l = level_from_name(item)) {
+          level = *l;  // a bare level applies to every target, kache included
+        } else if (is_our_target(item)) {
+          level = spdlog::level::trace;  // a bare target means "everything from it"
+        } else {
+          return std::nullopt;  // most likely a misspelt level: better to say so than to ignore it
+        }
+      } else {
+        const std::string target = trim_lower(item.substr(0, eq));
+        const auto l = level_from_name(trim_lower(item.substr(eq + 1)));
+        if (target.empty() || !l) return std::nullopt;
+        if (is_our_target(target)) level = *l;
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return level;
+}
+
+void init_logging(const std::string& filter, const std::string& file) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  const auto parsed = parse_log_filter(filter);
+  const auto level = parsed.value_or(kDefaultLevel);
+  std::string file_error;
+  try {
+    if (!file.empty()) {
+      // truncate=false: append, so concurrent compiles (and earlier runs) keep their lines.
+      auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, false);
+      install(s, make_logger(std::move(sink), level));
+    } else {
+      install(s, make_logger(std::make_shared<spdlog::sinks::stderr_sink_mt>(), level));
+    }
+  } catch (const std::exception& e) {
+    file_error = e.what();
+  }
+  if (!file_error.empty()) {
+    // Fall back to stderr rather than fail the compile because of a log file.
+    try {
+      install(s, make_logger(std::make_shared<spdlog::sinks::stderr_sink_mt>(), level));
+      s.current->warn("cannot open log file {} ({}); logging to stderr", file, file_error);
+    } catch (const std::exception&) {
+    }
+  }
+  if (!parsed && s.current) {
+    try {
+      s.current->warn("log filter '{}' is not valid; using warn", filter);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+spdlog::logger& log() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.current) {
+    // Used before init_logging (or without it, e.g. in tests): warnings to stderr.
+    s.current = make_logger(std::make_shared<spdlog::sinks::stderr_sink_mt>(), kDefaultLevel);
+  }
+  return *s.current;
+}
+
+}  // namespace kache::core

@@ -1,0 +1,389 @@
+// Configuration layering, value parsing, the config-file writer, the log filter and kache's own
+// command-line recognition.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "core/cli.hpp"
+#include "core/config.hpp"
+#include "core/log.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kache::core::Config;
+using kache::core::load_config;
+
+// Every variable load_config looks at; each test starts with all of them unset and restores them after.
+const char* const kEnvVars[] = {
+    "KACHE_CONFIG",          "XDG_CONFIG_HOME",        "XDG_CACHE_HOME",
+    "HOME",                  "KACHE_DIR",              "KACHE_MAX_SIZE",
+    "KACHE_COMPRESSION_LEVEL", "KACHE_DIRECT_MODE",    "KACHE_DISABLE",
+    "KACHE_CC_EXTRA_ALLOWLIST_FLAGS", "KACHE_PATHS_BASE_DIRS", "KACHE_NVCC_PATH_NORMALIZE",
+    "KACHE_NVCC_SOURCE_DATE_EPOCH", "KACHE_LOG",       "KACHE_LOG_FILE",
+};
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : kEnvVars) {
+      if (const char* value = std::getenv(name)) saved_[name] = value;
+      ::unsetenv(name);
+    }
+    dir_ = fs::temp_directory_path() /
+           ("kache-config-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    file_ = (dir_ / "config.toml").string();
+    ::setenv("KACHE_CONFIG", file_.c_str(), 1);
+    ::setenv("HOME", (dir_ / "home").c_str(), 1);
+  }
+  void TearDown() override {
+    for (const char* name : kEnvVars) ::unsetenv(name);
+    for (const auto& [name, value] : saved_) ::setenv(name.c_str(), value.c_str(), 1);
+    fs::remove_all(dir_);
+  }
+  void write(const std::string& text) {
+    std::ofstream(file_) << text;
+  }
+  static std::string all(const std::vector<std::string>& problems) {
+    std::string out;
+    for (const auto& p : problems) out += p + "\n";
+    return out;
+  }
+
+  fs::path dir_;
+  std::string file_;
+  std::map<std::string, std::string> saved_;
+};
+
+TEST_F(ConfigTest, DefaultsWithoutFileOrEnvironment) {
+  const Config c = load_config();
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+  EXPECT_EQ(c.config_file, file_);
+  EXPECT_EQ(c.cache_dir, (dir_ / "home/.cache/kache").string());
+  EXPECT_EQ(c.max_size, 10ull << 30);
+  EXPECT_EQ(c.compression_level, 3);
+  EXPECT_TRUE(c.direct_mode);
+  EXPECT_FALSE(c.disable);
+  EXPECT_TRUE(c.nvcc_path_normalize);
+  EXPECT_EQ(c.nvcc_source_date_epoch, "0");
+  EXPECT_TRUE(c.extra_allowlist_flags.empty());
+  EXPECT_TRUE(c.base_dirs.empty());
+  EXPECT_TRUE(c.origins.empty());
+}
+
+TEST_F(ConfigTest, XdgDirectoriesAreUsed) {
+  ::unsetenv("KACHE_CONFIG");
+  ::setenv("XDG_CACHE_HOME", "/xdg/cache", 1);
+  ::setenv("XDG_CONFIG_HOME", "/xdg/config", 1);
+  const Config c = load_config();
+  EXPECT_EQ(c.cache_dir, "/xdg/cache/kache");
+  EXPECT_EQ(c.config_file, "/xdg/config/kache/config.toml");
+  ::unsetenv("XDG_CONFIG_HOME");
+  EXPECT_EQ(load_config().config_file, (dir_ / "home/.config/kache/config.toml").string());
+}
+
+TEST_F(ConfigTest, FileOverridesDefaultsAndEnvironmentOverridesFile) {
+  write(R"(
+[cache]
+dir = "/from/file"
+max_size = "2G"
+compression_level = 7
+direct_mode = false
+
+[nvcc]
+source_date_epoch = "passthrough"
+
+[log]
+filter = "kache=debug"
+)");
+  Config c = load_config();
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+  EXPECT_EQ(c.cache_dir, "/from/file");
+  EXPECT_EQ(c.max_size, 2ull << 30);
+  EXPECT_EQ(c.compression_level, 7);
+  EXPECT_FALSE(c.direct_mode);
+  EXPECT_EQ(c.nvcc_source_date_epoch, "passthrough");
+  EXPECT_EQ(c.log_filter, "kache=debug");
+  EXPECT_EQ(c.origins["cache.dir"], "file");
+
+  ::setenv("KACHE_DIR", "/from/env", 1);
+  ::setenv("KACHE_MAX_SIZE", "500M", 1);
+  ::setenv("KACHE_DIRECT_MODE", "yes", 1);
+  c = load_config();
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+  EXPECT_EQ(c.cache_dir, "/from/env");
+  EXPECT_EQ(c.max_size, 500ull << 20);
+  EXPECT_TRUE(c.direct_mode);
+  EXPECT_EQ(c.compression_level, 7);  // still from the file
+  EXPECT_EQ(c.origins["cache.dir"], "env");
+  EXPECT_EQ(c.origins["cache.compression_level"], "file");
+
+  const std::string listing = kache::core::describe_config(c);
+  EXPECT_NE(listing.find(file_), std::string::npos) << listing;
+  EXPECT_NE(listing.find("cache.dir"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("/from/env"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("(env KACHE_DIR)"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("(file)"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("(default)"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("log.file"), std::string::npos) << listing;
+}
+
+TEST_F(ConfigTest, UnknownKeyNamesKeyAndFile) {
+  write("[cache]\nmaxsize = \"1G\"\n[bogus]\nx = 1\n");
+  const Config c = load_config();
+  ASSERT_EQ(c.problems.size(), 2u) << all(c.problems);
+  EXPECT_NE(std::find(c.problems.begin(), c.problems.end(),
+                      "kache: ignoring unknown key 'cache.maxsize' in " + file_ + "."),
+            c.problems.end())
+      << all(c.problems);
+  const std::string text = all(c.problems);
+  EXPECT_NE(text.find("'cache.maxsize'"), std::string::npos) << text;
+  EXPECT_NE(text.find("bogus"), std::string::npos) << text;
+  EXPECT_NE(text.find(file_), std::string::npos) << text;
+  EXPECT_EQ(c.max_size, 10ull << 30);
+}
+
+TEST_F(ConfigTest, BadSizeFallsBackWithMessage) {
+  ::setenv("KACHE_MAX_SIZE", "abc", 1);
+  Config c = load_config();
+  ASSERT_EQ(c.problems.size(), 1u) << all(c.problems);
+  EXPECT_EQ(c.problems[0], "kache: KACHE_MAX_SIZE='abc' is not a size; using 10.0 GiB.");
+  EXPECT_EQ(c.max_size, 10ull << 30);
+
+  // A bad variable leaves the file's valid value in force.
+  write("[cache]\nmax_size = \"1G\"\n");
+  c = load_config();
+  EXPECT_EQ(c.max_size, 1ull << 30);
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_NE(c.problems[0].find("using 1.0 GiB"), std::string::npos) << c.problems[0];
+
+  ::unsetenv("KACHE_MAX_SIZE");
+  write("[cache]\nmax_size = \"lots\"\n");
+  c = load_config();
+  EXPECT_EQ(c.max_size, 10ull << 30);
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_NE(c.problems[0].find("cache.max_size"), std::string::npos) << c.problems[0];
+  EXPECT_NE(c.problems[0].find(file_), std::string::npos) << c.problems[0];
+}
+
+TEST_F(ConfigTest, BadValuesOfOtherKindsFallBack) {
+  write("[cache]\ncompression_level = 40\ndisable = \"maybe\"\n[log]\nfilter = 3\n");
+  ::setenv("KACHE_NVCC_PATH_NORMALIZE", "sometimes", 1);
+  ::setenv("KACHE_NVCC_SOURCE_DATE_EPOCH", "-5", 1);
+  const Config c = load_config();
+  EXPECT_EQ(c.problems.size(), 5u) << all(c.problems);
+  EXPECT_EQ(c.compression_level, 3);
+  EXPECT_FALSE(c.disable);
+  EXPECT_TRUE(c.nvcc_path_normalize);
+  EXPECT_EQ(c.nvcc_source_date_epoch, "0");
+  EXPECT_TRUE(c.log_filter.empty());
+  EXPECT_NE(all(c.problems).find("KACHE_NVCC_PATH_NORMALIZE='sometimes'"), std::string::npos);
+}
+
+TEST_F(ConfigTest, InvalidTomlIsReportedAndIgnored) {
+  write("[cache\nmax_size = 1\n");
+  const Config c = load_config();
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_NE(c.problems[0].find(file_), std::string::npos) << c.problems[0];
+  EXPECT_EQ(c.max_size, 10ull << 30);
+}
+
+TEST_F(ConfigTest, BooleansFromEnvironment) {
+  const std::pair<const char*, bool> cases[] = {{"1", true},     {"0", false},  {"true", true}, {"FALSE", false},
+                                                {"yes", true},   {"no", false}, {"On", true},   {"off", false}};
+  for (const auto& [text, expected] : cases) {
+    ::setenv("KACHE_DISABLE", text, 1);
+    const Config c = load_config();
+    EXPECT_TRUE(c.problems.empty()) << text;
+    EXPECT_EQ(c.disable, expected) << text;
+  }
+  ::setenv("KACHE_DISABLE", "", 1);  // empty counts as unset
+  const Config c = load_config();
+  EXPECT_TRUE(c.problems.empty());
+  EXPECT_FALSE(c.disable);
+}
+
+TEST_F(ConfigTest, ListsFromEnvironment) {
+  ::setenv("KACHE_CC_EXTRA_ALLOWLIST_FLAGS", "--a,--b", 1);
+  EXPECT_EQ(load_config().extra_allowlist_flags, (std::vector<std::string>{"--a", "--b"}));
+  ::setenv("KACHE_CC_EXTRA_ALLOWLIST_FLAGS", "-lineinfo  --use_fast_math", 1);
+  EXPECT_EQ(load_config().extra_allowlist_flags, (std::vector<std::string>{"-lineinfo", "--use_fast_math"}));
+  ::setenv("KACHE_CC_EXTRA_ALLOWLIST_FLAGS", " --a, --b ,", 1);
+  EXPECT_EQ(load_config().extra_allowlist_flags, (std::vector<std::string>{"--a", "--b"}));
+
+  ::setenv("KACHE_PATHS_BASE_DIRS", "/a:/b/", 1);
+  Config c = load_config();
+  EXPECT_EQ(c.base_dirs, (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+
+  ::setenv("KACHE_PATHS_BASE_DIRS", "/a:relative", 1);
+  c = load_config();
+  EXPECT_TRUE(c.base_dirs.empty());
+  EXPECT_EQ(c.problems.size(), 1u);
+}
+
+TEST_F(ConfigTest, ListsFromFile) {
+  write("[cc]\nextra_allowlist_flags = [\"--maxrregcount\", \"-lineinfo\"]\n[paths]\nbase_dirs = [\"/src\"]\n");
+  Config c = load_config();
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+  EXPECT_EQ(c.extra_allowlist_flags, (std::vector<std::string>{"--maxrregcount", "-lineinfo"}));
+  EXPECT_EQ(c.base_dirs, (std::vector<std::string>{"/src"}));
+
+  write("[cc]\nextra_allowlist_flags = [1, 2]\n");
+  c = load_config();
+  EXPECT_EQ(c.problems.size(), 1u);
+  EXPECT_TRUE(c.extra_allowlist_flags.empty());
+}
+
+TEST(ConfigSize, ParseSize) {
+  using kache::core::parse_size;
+  const std::pair<const char*, std::uint64_t> good[] = {
+      {"123", 123},
+      {"0", 0},
+      {"1K", 1024},
+      {"1k", 1024},
+      {"1KiB", 1024},
+      {"1KB", 1024},
+      {"500M", 500ull << 20},
+      {"10G", 10ull << 30},
+      {"10 GiB", 10ull << 30},
+      {"1.5GiB", (3ull << 30) / 2},
+      {"0.5M", 512ull << 10},
+      {"2T", 2ull << 40},
+      {"  7B ", 7},
+  };
+  for (const auto& [text, expected] : good) {
+    std::uint64_t bytes = 1;
+    EXPECT_TRUE(parse_size(text, bytes)) << text;
+    EXPECT_EQ(bytes, expected) << text;
+  }
+  for (const char* text : {"", "abc", "G", "-1", "1X", "1GG", "1.5", "1..5G", "1 G i", "99999999999999999999",
+                           "20000000T"}) {
+    std::uint64_t bytes = 0;
+    EXPECT_FALSE(parse_size(text, bytes)) << text;
+  }
+}
+
+TEST(ConfigSize, FormatSize) {
+  using kache::core::format_size;
+  EXPECT_EQ(format_size(0), "0 B");
+  EXPECT_EQ(format_size(1023), "1023 B");
+  EXPECT_EQ(format_size(1024), "1.0 KiB");
+  EXPECT_EQ(format_size(10ull << 30), "10.0 GiB");
+  EXPECT_EQ(format_size(1536ull << 20), "1.5 GiB");
+}
+
+TEST_F(ConfigTest, SetConfigValueRoundtrip) {
+  write("# mine\n[cache]\ncompression_level = 5\n[cc]\nextra_allowlist_flags = [\"--x\"]\n");
+  kache::core::set_config_value(file_, "cache", "max_size", "3G");
+  Config c = load_config();
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+  EXPECT_EQ(c.max_size, 3ull << 30);
+  EXPECT_EQ(c.compression_level, 5);
+  EXPECT_EQ(c.extra_allowlist_flags, (std::vector<std::string>{"--x"}));
+
+  kache::core::set_config_value(file_, "cache", "max_size", "1048576");  // written as an integer
+  kache::core::set_config_value(file_, "nvcc", "path_normalize", "false");
+  c = load_config();
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+  EXPECT_EQ(c.max_size, 1ull << 20);
+  EXPECT_FALSE(c.nvcc_path_normalize);
+  EXPECT_EQ(c.compression_level, 5);
+
+  // A file that does not exist yet, in a directory that does not exist yet.
+  const std::string fresh = (dir_ / "new/dir/config.toml").string();
+  kache::core::set_config_value(fresh, "cache", "max_size", "2G");
+  ::setenv("KACHE_CONFIG", fresh.c_str(), 1);
+  EXPECT_EQ(load_config().max_size, 2ull << 30);
+
+  // An unparsable file is left alone.
+  write("[cache\n");
+  EXPECT_THROW(kache::core::set_config_value(file_, "cache", "max_size", "1G"), std::runtime_error);
+  std::ifstream in(file_);
+  std::stringstream content;
+  content << in.rdbuf();
+  EXPECT_EQ(content.str(), "[cache\n");
+}
+
+TEST(ConfigBool, ParseBool) {
+  bool b = false;
+  EXPECT_TRUE(kache::core::parse_bool("YES", b));
+  EXPECT_TRUE(b);
+  EXPECT_TRUE(kache::core::parse_bool(" off ", b));
+  EXPECT_FALSE(b);
+  EXPECT_FALSE(kache::core::parse_bool("2", b));
+  EXPECT_FALSE(kache::core::parse_bool("", b));
+}
+
+TEST(ConfigCli, RecognisesOnlyKacheOptions) {
+  using kache::core::is_kache_option;
+  for (const char* arg : {"-s", "--show-stats", "-z", "--zero-stats", "-C", "--clear", "-M", "--max-size",
+                          "--max-size=5G", "--show-config", "-V", "--version", "-h", "--help", "--json"}) {
+    EXPECT_TRUE(is_kache_option(arg)) << arg;
+  }
+  for (const char* arg : {"nvcc", "/usr/local/cuda/bin/nvcc", "-c", "-o", "--show", "-S", "-Mx", "", "-v"}) {
+    EXPECT_FALSE(is_kache_option(arg)) << arg;
+  }
+}
+
+TEST(LogFilter, Levels) {
+  using kache::core::parse_log_filter;
+  using spdlog::level::level_enum;
+  const std::pair<const char*, level_enum> cases[] = {
+      {"", level_enum::warn},
+      {"debug", level_enum::debug},
+      {"kache=debug", level_enum::debug},
+      {"kache=trace", level_enum::trace},
+      {"info", level_enum::info},
+      {"warn", level_enum::warn},
+      {"off", level_enum::off},
+      {"error", level_enum::err},
+      {"warn,kache=debug", level_enum::debug},
+      {"kache=debug,warn", level_enum::warn},  // the last matching item wins
+      {"other=debug", level_enum::warn},       // someone else's target
+      {"kache=info,other=trace", level_enum::info},
+      {"kache", level_enum::trace},
+      {" KACHE = Debug ", level_enum::debug},
+      {"kache::storage=debug", level_enum::debug},
+  };
+  for (const auto& [filter, expected] : cases) {
+    const auto level = parse_log_filter(filter);
+    ASSERT_TRUE(level.has_value()) << filter;
+    EXPECT_EQ(*level, expected) << filter;
+  }
+  for (const char* bad : {"debgu", "kache=loud", "=debug", "warn,kache="}) {
+    EXPECT_FALSE(parse_log_filter(bad).has_value()) << bad;
+  }
+}
+
+TEST(LogFile, AppendsWithPattern) {
+  const fs::path file = fs::temp_directory_path() / ("kache-log-test-" + std::to_string(::getpid()) + ".log");
+  fs::remove(file);
+  { std::ofstream(file) << "earlier line\n"; }
+  kache::core::init_logging("kache=debug", file.string());
+  kache::core::log().debug("hello {}", 42);
+  kache::core::log().trace("not shown");
+  std::ifstream in(file);
+  std::stringstream content;
+  content << in.rdbuf();
+  EXPECT_EQ(content.str(), "earlier line\n[kache " + std::to_string(::getpid()) + "] debug: hello 42\n");
+  fs::remove(file);
+
+  // An unusable file falls back to stderr instead of throwing.
+  EXPECT_NO_THROW(kache::core::init_logging("bogus-filter", "/proc/definitely/not/writable.log"));
+  EXPECT_EQ(kache::core::log().level(), spdlog::level::warn);
+  kache::core::init_logging("", "");
+}
+
+}  // namespace
