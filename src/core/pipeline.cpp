@@ -251,7 +251,8 @@ int Pipeline::miss() {
   paths.scratch_dir = scratch.path();
   paths.object = util::join_path(scratch.path(), util::basename(job_.output));
   paths.depfile = util::join_path(scratch.path(), "deps.d");
-  paths.seed = direct_.hex().substr(0, 16);
+  // Depends only on the (normalized) source, so the same file gives the same object wherever it is built.
+  paths.seed = util::sha256(job_.roots.key_form(job_.source)).hex().substr(0, 16);
   const std::vector<std::string> argv = adapter_.miss_command(inv_, job_, paths);
   util::Environment env = inv_.env;
   adapter_.miss_environment(env, cfg_);

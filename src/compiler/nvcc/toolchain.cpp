@@ -174,6 +174,10 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   h.add_field("nvcc-version", version.out);
   h.add_field("host-version", hv.out);
   h.add_field("host-dialect", host_version_token);
+  // The binaries' content, not only their version text: a wrapper script or a rebuilt compiler that
+  // reports the same version still keys apart.
+  h.add_field("nvcc-content", util::hash_file(nvcc_path).hex());
+  h.add_field("host-content", util::hash_file(m.tc.host_compiler).hex());
   h.add_field("nvcc-includes", includes);
   h.add_field("nvcc-system-includes", system_includes);
   m.tc.id = h.finish().hex();

@@ -1,0 +1,130 @@
+"""Shared helpers for kache's integration tests: the real kache binary, the real nvcc, real files.
+
+Each test gets a private workspace and cache directory; nothing reads the user's own config or cache.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+KACHE = os.environ.get("KACHE_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "kache")
+KACHE = os.path.abspath(KACHE)
+SOURCE_DIR = os.path.abspath(os.environ.get("KACHE_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", ".."))
+NVCC = shutil.which("nvcc")
+
+KERNEL = r"""
+#include <cstdio>
+__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }
+int host_entry() { std::printf("host\n"); return 1; }
+"""
+
+
+class KacheTestCase(unittest.TestCase):
+    """A workspace (self.ws), a cache (self.cache) and helpers to run kache and nvcc in it."""
+
+    def setUp(self):
+        if NVCC is None:
+            self.skipTest("nvcc is not on PATH")
+        self.ws = tempfile.mkdtemp(prefix="kache-it-")
+        self.cache = os.path.join(self.ws, ".cache")
+        self.env = dict(os.environ)
+        for k in list(self.env):
+            if k.startswith("KACHE_") or k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CPATH"):
+                del self.env[k]
+        self.env["KACHE_DIR"] = self.cache
+        self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
+
+    def tearDown(self):
+        if os.environ.get("KACHE_KEEP_TEST_DIRS") != "1":
+            shutil.rmtree(self.ws, ignore_errors=True)
+
+    # --- files -----------------------------------------------------------------------------------
+    def path(self, *parts):
+        return os.path.join(self.ws, *parts)
+
+    def write(self, rel, text, mtime_ns=None):
+        p = self.path(rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+        if mtime_ns is not None:
+            os.utime(p, ns=(mtime_ns, mtime_ns))
+        return p
+
+    def read(self, rel, mode="r"):
+        with open(self.path(rel), mode) as f:
+            return f.read()
+
+    # --- running ---------------------------------------------------------------------------------
+    def kache(self, args, cwd=None, env=None, check=True, input=None):
+        e = dict(self.env)
+        if env:
+            for k, v in env.items():
+                if v is None:
+                    e.pop(k, None)
+                else:
+                    e[k] = v
+        r = subprocess.run([KACHE] + list(args), cwd=cwd or self.ws, env=e, capture_output=True, text=True,
+                           input=input)
+        if check and r.returncode != 0:
+            self.fail(f"kache {' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def nvcc(self, args, cwd=None, env=None, check=True):
+        e = dict(self.env)
+        if env:
+            e.update({k: v for k, v in env.items() if v is not None})
+        r = subprocess.run([NVCC] + list(args), cwd=cwd or self.ws, env=e, capture_output=True, text=True)
+        if check and r.returncode != 0:
+            self.fail(f"nvcc {' '.join(args)} failed ({r.returncode}):\n{r.stderr}")
+        return r
+
+    def stats(self, env=None):
+        r = self.kache(["--show-stats", "--json"], env=env)
+        return json.loads(r.stdout)
+
+    def zero(self):
+        self.kache(["--zero-stats"])
+
+    def assert_counts(self, hits=None, misses=None, passthrough=None):
+        s = self.stats()
+        got = {"hits": s["hits"], "misses": s["misses"], "passthrough": s["passthrough"]}
+        want = {k: v for k, v in (("hits", hits), ("misses", misses), ("passthrough", passthrough)) if v is not None}
+        self.assertEqual({k: got[k] for k in want}, want, f"stats: {json.dumps(s, indent=1)}")
+        return s
+
+    def log_of(self, args, cwd=None, env=None):
+        """Runs kache with KACHE_LOG=kache=debug and returns (result, log text)."""
+        e = dict(env or {})
+        e["KACHE_LOG"] = "kache=debug"
+        r = self.kache(args, cwd=cwd, env=e, check=False)
+        return r, r.stderr
+
+    # --- objects ---------------------------------------------------------------------------------
+    def sections(self, obj):
+        """The sections that decide what an object does: .text .data .rodata .nv_fatbin."""
+        out = {}
+        for sec in (".text", ".data", ".rodata", ".nv_fatbin"):
+            dst = obj + sec.replace(".", "_") + ".bin"
+            subprocess.run(["objcopy", "-O", "binary", "--only-section=" + sec, obj, dst], check=True,
+                           capture_output=True)
+            with open(dst, "rb") as f:
+                out[sec] = f.read()
+            os.unlink(dst)
+        return out
+
+    def assert_same_object(self, a, b):
+        sa, sb = self.sections(a), self.sections(b)
+        for sec in sa:
+            self.assertEqual(sa[sec], sb[sec], f"section {sec} differs between {a} and {b}")
+
+    def assert_different_object(self, a, b):
+        self.assertNotEqual(self.sections(a), self.sections(b), f"{a} and {b} should differ")
+
+
+def main():
+    unittest.main(verbosity=2)
