@@ -25,6 +25,7 @@ struct CompileJob {
   std::string output;          // absolute, lexically normal
   std::string output_written;  // the output as the user spelled it
   std::string depfile;         // user's dependency file, absolute; empty when none was asked for
+  bool depfile_partial = false;  // the user's dependency file omits headers (nvcc -MMD)
   core::PathRoots roots;       // empty when paths are keyed literally
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
   std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch
@@ -49,6 +50,9 @@ class Adapter {
   virtual std::vector<std::string> miss_command(const core::Invocation& inv, const CompileJob& job,
                                                 const MissPaths& paths) const = 0;
   virtual void miss_environment(util::Environment& env, const core::Config& cfg) const = 0;
+  // A command that prints the full dependency list on stdout, for compiles whose own dependency
+  // file cannot serve as the closure (nvcc -MMD omits system headers). Empty: the miss's depfile is it.
+  virtual std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const = 0;
   // Substrings of an object that reveal it depends on the literal source path.
   virtual std::vector<std::string> path_specific_markers() const = 0;
 };

@@ -259,6 +259,13 @@ int Pipeline::miss() {
   if (log.should_log(spdlog::level::debug)) log.debug("miss: running {}", fmt::join(argv, " "));
 
   const std::int64_t start = util::now_ns();
+  std::string closure_text;
+  if (auto cmd = adapter_.closure_command(inv_, job_); !cmd.empty()) {
+    log.debug("miss: listing dependencies with {}", fmt::join(cmd, " "));
+    util::ProcessResult deps = util::run_capture(inv_.compiler_path, cmd, env);
+    if (!deps.ok()) throw std::runtime_error("the dependency listing failed");
+    closure_text = std::move(deps.out);
+  }
   util::ProcessResult r = util::run_capture(inv_.compiler_path, argv, env);
   if (!r.ok()) {
     // Let the compiler speak for itself: rerun the user's own command unchanged, so exit status,
@@ -273,7 +280,7 @@ int Pipeline::miss() {
 
   // Everything the compile read, as nvcc listed it.
   const std::string dep_text = util::read_file(paths.depfile);
-  const Depfile deps = parse_depfile(dep_text);
+  const Depfile deps = parse_depfile(closure_text.empty() ? dep_text : closure_text);
   const std::string cwd = util::lexically_normal(inv_.cwd);
 
   ManifestEntry entry;

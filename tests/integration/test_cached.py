@@ -55,6 +55,23 @@ class Cached(KacheTestCase):
         self.assertEqual(plain, self.read("out/k.d"))
         self.assertIn("inc/h.h", plain)
 
+    def test_mmd_depfile_and_system_header_edits(self):
+        # -MMD leaves out headers found through -isystem; the key must still cover them.
+        self.write("sys/s.h", "#define SYSVAL 1\n")
+        self.write("k.cu", '#include <s.h>\nint host_value() { return SYSVAL; }\n__global__ void k(int* x) { x[0] = SYSVAL; }\n')
+        args = ["-c", "k.cu", "-isystem", "sys", "-MMD", "-MF", "k.d"]
+        self.kache(["nvcc"] + args + ["-o", "k.o"])
+        self.kache(["nvcc"] + args + ["-o", "k.o"])
+        self.assert_counts(hits=1, misses=1)
+        self.nvcc(args[:-2] + ["-MF", "plain.d", "-o", "k.o"])
+        self.assertEqual(self.read("plain.d"), self.read("k.d"))
+        self.assertNotIn("sys/s.h", self.read("k.d"))
+        self.write("sys/s.h", "#define SYSVAL 2\n")
+        self.kache(["nvcc"] + args + ["-o", "k.o"])
+        self.nvcc(args[:-2] + ["-MF", "plain.d", "-o", "plain.o"])
+        self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+        self.assert_counts(hits=1, misses=2)
+
     def test_default_depfile_target_is_the_output(self):
         self.write("k.cu", KERNEL)
         os.makedirs(self.path("o"))

@@ -112,18 +112,14 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   Plan planned = plan(inv.args, opts);
   if (auto* p = std::get_if<nvcc::Passthrough>(&planned)) return compiler::Passthrough{p->reason, p->detail};
   const CompilePlan& plan = std::get<CompilePlan>(planned);
-  if (plan.depfile == Depfile::MMD) {
-    // -MMD lists only non-system headers; the key needs the full closure, which nvcc would have to
-    // compute in a second pass. Not modeled yet.
-    return compiler::Passthrough{"depfile-mmd", "-MMD"};
-  }
-
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
   job.source = util::absolute_path(plan.source, cwd);
   job.output = util::absolute_path(plan.output, cwd);
   job.output_written = plan.output;
   if (plan.depfile != Depfile::None) job.depfile = util::absolute_path(plan.depfile_path, cwd);
+  // -MMD leaves out system headers (and what they include), so it cannot be the key's closure.
+  job.depfile_partial = plan.depfile == Depfile::MMD;
 
   const bool literal = plan.path_literal || !cfg.nvcc_path_normalize;
   if (!literal) {
@@ -224,6 +220,37 @@ void NvccAdapter::miss_environment(util::Environment& env, const core::Config& c
   if (cfg.nvcc_source_date_epoch != "passthrough" && !util::env_get(env, "SOURCE_DATE_EPOCH")) {
     util::env_set(env, "SOURCE_DATE_EPOCH", cfg.nvcc_source_date_epoch);
   }
+}
+
+std::vector<std::string> NvccAdapter::closure_command(const core::Invocation& inv, const CompileJob& job) const {
+  if (!job.depfile_partial) return {};
+  // The same command as a dependency-only run: nvcc -M merges the host pass and every device pass
+  // for the same architectures, exactly the set -MD would have written.
+  std::vector<std::string> argv = {inv.compiler_arg};
+  const std::vector<std::string>& a = inv.args;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string& x = a[i];
+    if (x == "-c" || x == "--compile" || x == "-dc" || x == "--device-c" || x == "-MMD" ||
+        x == "--generate-nonsystem-dependencies-with-compile" || x == "-MD" ||
+        x == "--generate-dependencies-with-compile") {
+      continue;
+    }
+    bool dropped = false;
+    for (std::string_view n : {"-o", "--output-file", "-MF", "--dependency-output", "-MT", "--dependency-target-name"}) {
+      if (x == n) {
+        ++i;
+        dropped = true;
+        break;
+      }
+      if (x.starts_with(n) && x.size() > n.size() && x[n.size()] == '=') {
+        dropped = true;
+        break;
+      }
+    }
+    if (!dropped) argv.push_back(x);
+  }
+  argv.push_back("-M");
+  return argv;
 }
 
 std::vector<std::string> NvccAdapter::path_specific_markers() const {

@@ -10,6 +10,7 @@ class NvccAdapter final : public Adapter {
   std::vector<std::string> miss_command(const core::Invocation& inv, const CompileJob& job,
                                         const MissPaths& paths) const override;
   void miss_environment(util::Environment& env, const core::Config& cfg) const override;
+  std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::vector<std::string> path_specific_markers() const override;
 
   // Include directories named by -I/-isystem/--include-path/--system-include in args (as written).
