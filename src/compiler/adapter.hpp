@@ -30,8 +30,12 @@ struct CompileJob {
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
   std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch
   std::vector<std::string> system_dirs;  // toolchain-owned include directories
-  // The object always depends on the literal source path (e.g. nvcc -rdc module ids).
+  // The object always depends on the source's path (e.g. nvcc -rdc module ids).
   bool path_specific = false;
+  // The source's path as path-specific objects are keyed: relative to the build directory or a
+  // [paths] base_dirs root when it lies below one (so two files of one build never share a key, while a
+  // moved checkout still does), else the literal absolute path.
+  std::string source_identity;
   std::string description;     // toolchain, for logs
 };
 

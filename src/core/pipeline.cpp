@@ -132,8 +132,8 @@ util::Digest Pipeline::result_key(const std::vector<ManifestFile>& files, bool p
     h.add_field("file", job_.roots.key_form(f.path));
     h.add_field("content", f.hash.hex());
   }
-  // Objects that embed the literal source path (cudafe++'s internal-name hashes) key on it.
-  h.add_field("path-specific", path_specific ? job_.source : "");
+  // Objects whose symbol names hash the source path (cudafe++'s _INTERNAL_ names) key on its identity.
+  h.add_field("path-specific", path_specific ? job_.source_identity : "");
   return h.finish();
 }
 

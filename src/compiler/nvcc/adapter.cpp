@@ -131,7 +131,12 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     for (std::size_t i = 0; i < cfg.base_dirs.size(); ++i) {
       roots.push_back({util::absolute_path(cfg.base_dirs[i], cwd), "/kache/base" + std::to_string(i)});
     }
-    job.roots = core::PathRoots(std::move(roots));
+    job.roots = core::PathRoots(roots);
+    // Without the source's and output's own directories: those would map every TU to the same name.
+    std::erase_if(roots, [](const core::PathRoots::Root& r) { return r.name == "/kache/src" || r.name == "/kache/out"; });
+    job.source_identity = core::PathRoots(std::move(roots)).key_form(job.source);
+  } else {
+    job.source_identity = job.source;
   }
 
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, plan.ccbin,
@@ -155,9 +160,10 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     k.emplace_back(std::string("env:") + var, v ? "=" + *v : "unset");
   }
   // -rdc objects carry a module id hashed from the absolute source path (measured: two checkouts
-  // give different objects), so their key names the path literally.
+  // give different objects). The device link needs it unique per TU, so the key names the source's
+  // identity: two files of one build never share an object, a moved checkout under a base dir does.
   job.path_specific = plan.rdc();
-  if (job.path_specific) k.emplace_back("source-literal", job.source);
+  if (job.path_specific) k.emplace_back("source-identity", job.source_identity);
 
   // The include search path: the source's directory (quoted includes), -I/-isystem, the environment's
   // include variables, and the toolchain's own directories.
