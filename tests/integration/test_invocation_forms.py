@@ -1,0 +1,159 @@
+"""How kache is invoked (spec "Setup": the nvcc command with or without a path prefix, nvcc.exe, a
+symlink named nvcc) and fidelity: what the build sees through kache is what the compiler gives it
+(exit status, stdout, stderr, stdin, death by a signal)."""
+import os
+import signal
+import subprocess
+
+import kachetest
+from kachetest import KACHE, KERNEL, NVCC, KacheTestCase
+
+
+class InvocationForms(KacheTestCase):
+    def setUp(self):
+        super().setUp()
+        self.write("k.cu", KERNEL)
+
+    def miss_then_hit(self, run):
+        """run(): one compile of k.cu to k.o; checks miss, hit and the object against plain nvcc."""
+        r = run()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_counts(hits=0, misses=1, passthrough=0)
+        os.unlink(self.path("k.o"))
+        r = run()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_counts(hits=1, misses=1, passthrough=0)
+        self.nvcc(["-c", "k.cu", "-o", "plain.o"])
+        self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+
+    def bin_dir(self, name, target):
+        """A directory holding name -> target, to put first on PATH."""
+        d = self.path("bin-" + name)
+        os.makedirs(d)
+        os.symlink(target, os.path.join(d, name))
+        return d
+
+    # --- forms -----------------------------------------------------------------------------------
+    def test_bare_nvcc(self):
+        self.miss_then_hit(lambda: self.kache(["nvcc", "-c", "k.cu", "-o", "k.o"]))
+
+    def test_nvcc_with_path_prefix(self):
+        self.assertTrue(os.path.isabs(NVCC))
+        self.miss_then_hit(lambda: self.kache([NVCC, "-c", "k.cu", "-o", "k.o"]))
+
+    def run_through_link(self, args):
+        """Runs `nvcc args` with a link nvcc -> kache first on PATH."""
+        d = self.path("bin-nvcc")
+        if not os.path.isdir(d):
+            d = self.bin_dir("nvcc", KACHE)
+        env = dict(self.env)
+        env["PATH"] = d + os.pathsep + os.environ["PATH"]
+        return subprocess.run(["nvcc"] + args, cwd=self.ws, env=env, capture_output=True, text=True, timeout=120)
+
+    def test_symlink_named_nvcc_does_not_recurse(self):
+        # The link is found first on PATH; kache must skip itself and run the real nvcc.
+        r = self.run_through_link(["--version"])
+        plain = self.nvcc(["--version"])
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, plain.stdout, plain.stderr))
+        self.assertEqual(self.stats()["passthrough_reasons"], {"informational": 1})
+
+    def test_symlink_named_nvcc_compiles_and_caches(self):
+        self.miss_then_hit(lambda: self.run_through_link(["-c", "k.cu", "-o", "k.o"]))
+
+    def test_nvcc_exe_is_recognized(self):
+        # A script, not a symlink: nvcc finds its toolkit from argv[0] without resolving links, so even
+        # plain nvcc fails through a link named nvcc.exe in another directory.
+        d = self.path("bin-exe")
+        script = self.write("bin-exe/nvcc.exe", f'#!/bin/sh\nexec {os.path.realpath(NVCC)} "$@"\n')
+        os.chmod(script, 0o755)
+        env = {"PATH": d + os.pathsep + os.environ["PATH"]}
+        self.miss_then_hit(lambda: self.kache(["nvcc.exe", "-c", "k.cu", "-o", "k.o"], env=env))
+        # with a path prefix too
+        self.kache([os.path.join(d, "nvcc.exe"), "-c", "k.cu", "-o", "k.o"], env=env)
+        self.assertEqual(self.stats()["passthrough"], 0)
+
+    def test_unknown_compiler_runs_unchanged(self):
+        r = self.kache(["/bin/echo", "hello"])
+        self.assertEqual((r.returncode, r.stdout), (0, "hello\n"))
+        s = self.assert_counts(hits=0, misses=0, passthrough=1)
+        self.assertEqual(s["passthrough_reasons"], {"unsupported-compiler": 1})
+        r = self.kache(["sh", "-c", "exit 7"], check=False)
+        self.assertEqual(r.returncode, 7)
+        self.assertEqual(self.stats()["passthrough_reasons"], {"unsupported-compiler": 2})
+
+    def test_missing_compiler(self):
+        for name in ("no-such-compiler-kache-test", self.path("nowhere", "nvcc"), "nvcc.exe"):
+            r = self.kache([name, "-c", "k.cu", "-o", "k.o"], check=False,
+                           env={"PATH": "/usr/bin:/bin"} if name == "nvcc.exe" else None)
+            self.assertEqual(r.returncode, 127, name)
+            self.assertEqual(r.stdout, "")
+            lines = r.stderr.splitlines()
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertTrue(lines[0].startswith("kache:"), lines[0])
+            self.assertIn(name, lines[0])
+            self.assertTrue(lines[0].endswith("."), lines[0])
+            self.assertEqual(lines[0].count(". "), 0, "one sentence: " + lines[0])
+        self.assertFalse(os.path.exists(self.path("k.o")))
+
+    # --- fidelity --------------------------------------------------------------------------------
+    def test_failing_compile_reports_like_nvcc(self):
+        self.write("bad.cu", "__global__ void k(float* x) { x[0] = 1.0f }\nint f() { return undeclared_name; }\n")
+        args = ["-c", "bad.cu", "-o", "bad.o"]
+        plain = self.nvcc(args, check=False)
+        self.assertNotEqual(plain.returncode, 0)
+        self.assertIn("error", plain.stderr)
+        for attempt in (1, 2):
+            r = self.kache(["nvcc"] + args, check=False)
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (plain.returncode, plain.stdout, plain.stderr),
+                             f"attempt {attempt}")
+            self.assertFalse(os.path.exists(self.path("bad.o")))
+        s = self.assert_counts(hits=0, misses=0)
+        self.assertEqual(s["stored"], 0)
+
+    def test_passthrough_output_is_nvcc_output(self):
+        plain = self.nvcc(["--version"])
+        r = self.kache(["nvcc", "--version"])
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (plain.returncode, plain.stdout, plain.stderr))
+        self.assertIn("Cuda compilation tools", r.stdout)
+
+    def test_stdin_reaches_the_compiler(self):
+        # nvcc reads a "-" input from stdin; kache passes it through and never caches it.
+        for n, text in enumerate((KERNEL, KERNEL.replace("*= a", "+= a"))):
+            r = self.kache(["nvcc", "-x", "cu", "-c", "-", "-o", "k.o"], input=text)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            p = subprocess.run([NVCC, "-x", "cu", "-c", "-", "-o", "plain.o"], cwd=self.ws, input=text, text=True,
+                               capture_output=True, env=self.env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+            self.assert_counts(hits=0, misses=0, passthrough=n + 1)
+        r = self.kache(["/bin/cat"], input="through stdin\n")
+        self.assertEqual(r.stdout, "through stdin\n")
+
+    def test_host_compiler_killed_by_signal(self):
+        # The host compiler dies by SIGKILL at nvcc's final host compile; nvcc reports it itself.
+        wrapper = self.write("cc/g++", "#!/bin/sh\nfor a in \"$@\"; do\n  case \"$a\" in *cudafe1.cpp) "
+                                       "kill -KILL $$;; esac\ndone\nexec /usr/bin/g++ \"$@\"\n")
+        os.chmod(wrapper, 0o755)
+        args = ["-ccbin", wrapper, "-c", "k.cu", "-o", "k.o"]
+        plain = self.nvcc(args, check=False)
+        self.assertNotEqual(plain.returncode, 0)
+        r = self.kache(["nvcc"] + args, check=False)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (plain.returncode, plain.stdout, plain.stderr))
+        self.assertFalse(os.path.exists(self.path("k.o")))
+        self.assertEqual(self.stats()["stored"], 0)
+
+    def test_passthrough_dies_by_the_same_signal(self):
+        r = self.kache(["/bin/sh", "-c", "kill -TERM $$"], check=False)
+        self.assertEqual(r.returncode, -signal.SIGTERM)
+
+    def test_compiler_dying_by_signal_kills_kache_the_same_way(self):
+        # A compiler named nvcc that dies by SIGTERM on every run (its --version probe included).
+        wrapper = self.write("nv/nvcc", "#!/bin/sh\nkill -TERM $$\n")
+        os.chmod(wrapper, 0o755)
+        r = self.kache([wrapper, "-c", "k.cu", "-o", "k.o"], check=False)
+        self.assertEqual(r.returncode, -signal.SIGTERM, r.stderr)
+        self.assertFalse(os.path.exists(self.path("k.o")))
+
+
+if __name__ == "__main__":
+    kachetest.main()
