@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
     return 127;
   }
   inv.compiler_path = *resolved;
+  if (!named_kache(argv0)) {
+    // nvcc finds its toolkit from argv[0]; the bare name would lead it back to the link's directory.
+    inv.compiler_arg = inv.compiler_path;
+  }
   try {
     inv.cwd = util::current_dir();
   } catch (const std::exception&) {

@@ -30,6 +30,11 @@ struct CompileJob {
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
   std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch
   std::vector<std::string> system_dirs;  // toolchain-owned include directories
+  // Directories whose absolute paths are part of the key as written (toolchain directories, absolute
+  // -I/-isystem values, absolute include-path variables): a file below one is the same file in any
+  // checkout with this key. A dependency anywhere else outside the roots ties the entry to this
+  // checkout.
+  std::vector<std::string> literal_dirs;
   // The object always depends on the source's path (e.g. nvcc -rdc module ids).
   bool path_specific = false;
   // The source's path as path-specific objects are keyed: relative to the build directory or a

@@ -7,7 +7,7 @@
 namespace kache::core {
 
 namespace {
-constexpr std::uint32_t kManifestMagic = 0x4b4d4e32;  // "KMN2"
+constexpr std::uint32_t kManifestMagic = 0x4b4d4e33;  // "KMN3"
 
 void write_path(util::Writer& w, const RootedPath& p) {
   w.u32(static_cast<std::uint32_t>(p.root + 1));
@@ -28,6 +28,7 @@ std::string serialize_manifest(const Manifest& m) {
   for (const auto& e : m.entries) {
     w.bytes(e.result_key.bytes.data(), 32);
     w.u8(e.path_specific ? 1 : 0);
+    w.u8(e.checkout_specific ? 1 : 0);
     w.i64(e.created_ns);
     w.u32(static_cast<std::uint32_t>(e.files.size()));
     for (const auto& f : e.files) {
@@ -56,6 +57,7 @@ Manifest deserialize_manifest(std::string_view data) {
   for (auto& e : m.entries) {
     r.bytes(e.result_key.bytes.data(), 32);
     e.path_specific = r.u8() != 0;
+    e.checkout_specific = r.u8() != 0;
     e.created_ns = r.i64();
     const std::uint32_t nf = r.u32();
     e.files.resize(nf);

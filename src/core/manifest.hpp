@@ -31,6 +31,10 @@ struct ManifestEntry {
   // The object depends on the literal source path (e.g. rdc module ids, internal-linkage name hashes):
   // the result key then includes it.
   bool path_specific = false;
+  // A dependency lies outside every root and every directory keyed as written (e.g. ../include
+  // reached from the source directory): the paths recorded are this checkout's own, so the result is
+  // stored per checkout (keyed by the roots' literal paths).
+  bool checkout_specific = false;
   std::int64_t created_ns = 0;
 };
 

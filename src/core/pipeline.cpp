@@ -77,7 +77,9 @@ class Pipeline {
   util::Digest direct_key();
   std::optional<int> try_hit();
   bool verify(ManifestEntry& entry, bool& refreshed);
-  util::Digest result_key(const std::vector<ManifestFile>& files, bool path_specific) const;
+  util::Digest result_key(const std::vector<ManifestFile>& files) const;
+  util::Digest storage_key(const ManifestEntry& entry) const;
+  bool outside_roots(const std::string& path) const;
   int miss();
   void restore(const CacheEntry& entry);
 
@@ -124,7 +126,7 @@ util::Digest Pipeline::direct_key() {
   return d;
 }
 
-util::Digest Pipeline::result_key(const std::vector<ManifestFile>& files, bool path_specific) const {
+util::Digest Pipeline::result_key(const std::vector<ManifestFile>& files) const {
   util::Hasher h;
   h.add_field("kache-key", "result-v1");
   h.add_field("direct", direct_.hex());
@@ -132,9 +134,30 @@ util::Digest Pipeline::result_key(const std::vector<ManifestFile>& files, bool p
     h.add_field("file", job_.roots.key_form(f.path));
     h.add_field("content", f.hash.hex());
   }
-  // Objects whose symbol names hash the source path (cudafe++'s _INTERNAL_ names) key on its identity.
-  h.add_field("path-specific", path_specific ? job_.source_identity : "");
   return h.finish();
+}
+
+util::Digest Pipeline::storage_key(const ManifestEntry& entry) const {
+  if (!entry.path_specific && !entry.checkout_specific) return entry.result_key;
+  util::Hasher h;
+  h.add_field("kache-key", "specific-v1");
+  h.add_field("result", entry.result_key.hex());
+  // Objects whose symbol names hash the source path (cudafe++'s _INTERNAL_ names, rdc module ids)
+  // are stored per source identity.
+  if (entry.path_specific) h.add_field("source-identity", job_.source_identity);
+  if (entry.checkout_specific) {
+    for (const auto& root : job_.roots.roots()) h.add_field("root", root.path);
+  }
+  return h.finish();
+}
+
+bool Pipeline::outside_roots(const std::string& path) const {
+  if (!job_.roots.enabled()) return false;  // literal keys already name this checkout's paths
+  if (job_.roots.split(path).root >= 0) return false;
+  for (const auto& d : job_.literal_dirs) {
+    if (util::path_has_prefix(path, d)) return false;
+  }
+  return true;
 }
 
 bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
@@ -201,7 +224,9 @@ std::optional<int> Pipeline::try_hit() {
   for (auto& entry : manifest.entries) {
     bool refreshed = false;
     if (!verify(entry, refreshed)) continue;
-    const util::Digest rk = result_key(entry.files, entry.path_specific);
+    // The recorded result key holds for any checkout (it names files by their fixed root names);
+    // path-specific objects are stored under it combined with this build's source identity.
+    const util::Digest rk = storage_key(entry);
     std::optional<std::string> blob;
     try {
       blob = store_.get(rk.hex());
@@ -348,15 +373,26 @@ int Pipeline::miss() {
     for (const auto& marker : adapter_.path_specific_markers()) {
       if (object.find(marker) != std::string::npos) entry.path_specific = true;
     }
-    entry.result_key = result_key(entry.files, entry.path_specific);
+    entry.result_key = result_key(entry.files);
+    for (const auto& c : closure) {
+      if (outside_roots(util::lexically_normal(c))) {
+        entry.checkout_specific = true;
+        log.debug("{} lies outside the path roots: the entry is specific to this checkout", c);
+        break;
+      }
+    }
     entry.created_ns = util::now_ns();
     if (opaque) {
       log.debug("a __has_include with a computed argument: no direct-mode record for this compile");
     } else {
       std::vector<std::string> normal;
       normal.reserve(closure.size());
-      for (const auto& c : closure) normal.push_back(util::lexically_normal(c));
+      // The source is named on the command line, not searched for: nothing can shadow it.
+      for (const auto& c : closure) {
+        if (c != job_.source) normal.push_back(util::lexically_normal(c));
+      }
       for (const auto& a : absent_paths(normal, job_.search_dirs, job_.system_dirs, has_include)) {
+        if (outside_roots(a)) entry.checkout_specific = true;
         entry.absent.push_back(job_.roots.split(a));
       }
     }
@@ -366,7 +402,7 @@ int Pipeline::miss() {
     ce.stdout_text = out_text;
     ce.stderr_text = err_text;
     try {
-      store_.put(entry.result_key.hex(), serialize_entry(ce));
+      store_.put(storage_key(entry).hex(), serialize_entry(ce));
       if (!opaque) {
         Manifest manifest;
         if (auto current = store_.get(manifest_key_)) {

@@ -1,5 +1,5 @@
 #pragma once
-// Hashing: SHA-256 through OpenSSL EVP (keys and content; collision resistance is what makes
+// Hashing: SHA-256 through OpenSSL (keys and content; collision resistance is what makes
 // "same key => same object" hold), XXH3 for integrity checksums of stored entries.
 #include <array>
 #include <cstdint>
@@ -28,7 +28,7 @@ class Hasher {
   Digest finish();
 
  private:
-  void* ctx_;  // EVP_MD_CTX*
+  void* ctx_;  // SHA256_CTX*
 };
 
 Digest sha256(std::string_view data);

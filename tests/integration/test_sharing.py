@@ -49,6 +49,9 @@ class Sharing(KacheTestCase):
                 os.path.join(root, "src", "k.cu"), "-o", obj] + list(extra)
         return self.run_in(root, args, env, tool)
 
+    def base(self, root):
+        return {"KACHE_PATHS_BASE_DIRS": root}
+
     def run_in(self, root, args, env, tool):
         build = os.path.join(root, "build")
         if tool == "kache":
@@ -72,9 +75,11 @@ class Sharing(KacheTestCase):
 
     # --- sharing between checkouts ------------------------------------------------------------
     def test_second_checkout_with_relative_paths_hits(self):
+        # include/ is neither the build, the source nor the output directory: [paths] base_dirs
+        # names the checkout root so its headers are keyed by a fixed name.
         one, two = self.checkout("one"), self.checkout("two")
-        self.relative(one)
-        self.relative(two)
+        self.relative(one, env=self.base(one))
+        self.relative(two, env=self.base(two))
         self.assert_counts(hits=1, misses=1)
         obj, dep = self.keep(two, "k.o", "kache.o"), self.keep(two, "k.o.d", "kache.o.d")
         self.relative(two, tool="nvcc")  # the same command, plainly, in the second checkout
@@ -87,13 +92,25 @@ class Sharing(KacheTestCase):
         # Remote sharing proper: the entry was made elsewhere (the first checkout no longer exists
         # here); the relative command must still find it through the build dir's fixed name.
         one, two = self.checkout("one"), self.checkout("two")
-        self.relative(one)
+        self.relative(one, env=self.base(one))
         shutil.rmtree(one)
-        self.relative(two)
+        self.relative(two, env=self.base(two))
         self.assert_counts(hits=1, misses=1)
         obj = self.keep(two, "k.o", "kache.o")
         self.relative(two, tool="nvcc")
         self.assert_same_object(obj, os.path.join(two, "build", "k.o"))
+
+    def test_header_outside_every_root_ties_the_entry_to_its_checkout(self):
+        # Without base_dirs, ../include lies outside the mapped roots: its recorded path is the first
+        # checkout's own, so the second checkout must not be served that entry even though the first
+        # checkout's files are still there and unchanged.
+        one, two = self.checkout("one"), self.checkout("two")
+        self.relative(one)
+        self.relative(two)
+        self.assert_counts(hits=0, misses=2)
+        self.relative(two)
+        self.relative(one)
+        self.assert_counts(hits=2, misses=2)
 
     def test_second_checkout_with_a_different_header_is_not_served_the_first(self):
         # Same relative commands, same source, but the second checkout's header differs: its build
@@ -142,8 +159,8 @@ class Sharing(KacheTestCase):
         self.relative(one, ["-I" + os.path.join(one, "include")])
         self.relative(two, ["-I" + os.path.join(two, "include")])
         self.assert_counts(hits=0, misses=2)
-        self.relative(one, ["-I../include"])
-        self.relative(two, ["-I../include"])
+        self.relative(one, ["-I../include"], env=self.base(one))
+        self.relative(two, ["-I../include"], env=self.base(two))
         self.assert_counts(hits=1, misses=3)
         obj = self.keep(two, "k.o", "kache.o")
         self.relative(two, ["-I../include"], tool="nvcc")

@@ -743,7 +743,7 @@ TEST(NvccPlanAllowlist, MatchesTheFlagOrTheFlagWithEqualsValue) {
 
 TEST(NvccPlanAllowlist, SeparateValueIsAnotherArgument) {
   PlanOptions o = with_allowlist({"--maxrregcount"});
-  EXPECT_TRUE(passes(compile({"--maxrregcount", "64"}), "multiple-sources", o, "64"));
+  EXPECT_TRUE(passes(compile({"--maxrregcount", "64"}), "unknown-flag", o, "64"));
   PlanOptions u = with_allowlist({"--my-flag"});
   EXPECT_TRUE(passes(compile({"--my-flag", "64"}), "multiple-sources", u, "64"));
   EXPECT_TRUE(passes(compile({"--my-flag", "-v"}), "informational", u));

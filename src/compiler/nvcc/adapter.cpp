@@ -1,5 +1,8 @@
 #include "compiler/nvcc/adapter.hpp"
 
+#include <climits>
+#include <cstdlib>
+
 #include <algorithm>
 
 #include "compiler/nvcc/plan.hpp"
@@ -178,7 +181,10 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   std::vector<std::string> all_args = split_env_flags(opts.prepend_flags);
   all_args.insert(all_args.end(), plan.args.begin(), plan.args.end());
   for (const auto& f : split_env_flags(opts.append_flags)) all_args.push_back(f);
-  for (const auto& d : include_dirs_in(all_args)) add_dir(d);
+  for (const auto& d : include_dirs_in(all_args)) {
+    add_dir(d);
+    if (!d.empty() && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
+  }
   for (const char* var : {"CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"}) {
     std::string v = util::env_get(inv.env, var).value_or("");
     std::size_t start = 0;
@@ -186,11 +192,27 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
       std::size_t colon = v.find(':', start);
       std::string d = v.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
       add_dir(d.empty() ? "." : d);
+      if (!d.empty() && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
       if (colon == std::string::npos) break;
       start = colon + 1;
     }
   }
   for (const auto& d : tc.include_dirs) add_dir(d);
+  // GCC names headers by resolved paths in places (the toolkit's include/ is reached through a
+  // symlink and ".."), so each directory is also known by its real path.
+  auto with_real_paths = [](std::vector<std::string>& dirs) {
+    const std::size_t n = dirs.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      char buf[PATH_MAX];
+      if (::realpath(dirs[i].c_str(), buf) == nullptr) continue;
+      std::string real = buf;
+      if (std::find(dirs.begin(), dirs.end(), real) == dirs.end()) dirs.push_back(real);
+    }
+  };
+  with_real_paths(job.search_dirs);
+  with_real_paths(job.system_dirs);
+  job.literal_dirs.insert(job.literal_dirs.end(), job.system_dirs.begin(), job.system_dirs.end());
+  with_real_paths(job.literal_dirs);
   return job;
 }
 

@@ -132,6 +132,14 @@ class Planner {
       }
     }
 
+    if (!spec.builtin && spec.arity == Arity::Value && m->form == kSeparate && i + 1 < all_.size() &&
+        !all_[i + 1].text.empty() && all_[i + 1].text[0] != '-') {
+      // Spec: an allow-list entry covers the flag and flag=value; a value given as the next argument
+      // counts as another unknown argument.
+      refuse(from_env ? "env-flag" : "unknown-flag", std::string(all_[i + 1].text));
+      return i + 1;
+    }
+
     std::optional<std::string_view> value = m->inline_value;
     std::size_t last = i;
     std::optional<std::size_t> value_index;  // user index of a separate value

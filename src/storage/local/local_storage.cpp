@@ -331,17 +331,69 @@ void LocalStorage::put(std::string_view key, std::string_view value) {
     if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno(errno, "rename " + tmp + " -> " + path);
     tmp.clear();
     counter = sub_sat(counter, old_size) + blob.size();
-    const bool limited = opt_.max_size > 0;
-    const std::uint64_t share = opt_.max_size / kShards;
-    if (limited && counter > share) {
-      trim_locked(shard, limited, share);
-    } else {
-      write_counter(shard, counter);
-    }
+    write_counter(shard, counter);
   } catch (...) {
     if (!tmp.empty()) ::unlink(tmp.c_str());
     throw;
   }
+  if (opt_.max_size > 0 && total_size() > opt_.max_size) evict(path);
+}
+
+// Least-recently-used eviction over the whole store, down to 90% of max_size. One process at a
+// time (flock on <dir>/cleanup.lock); the others go on storing and reading meanwhile. Each shard's
+// files are removed and its counter recomputed under that shard's lock; a file whose mtime moved
+// since the scan (a hit refreshed it) is spared. `keep` (the entry just stored) is never evicted, so
+// an entry larger than the share a smaller bound would leave it still gets used once.
+void LocalStorage::evict(const std::string& keep) {
+  const std::string lock_path = util::join_path(opt_.dir, "cleanup.lock");
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) throw_errno(errno, "open " + lock_path);
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      int err = errno;
+      ::close(fd);
+      throw_errno(err, "flock " + lock_path);
+    }
+  }
+  try {
+    std::uint64_t total = total_size();
+    if (total > opt_.max_size) {
+      struct Victim {
+        EntryFile file;
+        int shard;
+      };
+      std::vector<Victim> all;
+      for (int i = 0; i < kShards; ++i) {
+        for (auto& e : scan_shard(shard_at(opt_.dir, i), true)) all.push_back({std::move(e), i});
+      }
+      std::sort(all.begin(), all.end(), [](const Victim& a, const Victim& b) {
+        return a.file.mtime_ns != b.file.mtime_ns ? a.file.mtime_ns < b.file.mtime_ns : a.file.path < b.file.path;
+      });
+      const std::uint64_t target = opt_.max_size / 10 * 9;
+      std::vector<std::vector<EntryFile>> by_shard(kShards);
+      for (auto& v : all) {
+        if (total <= target) break;
+        if (v.file.path == keep) continue;
+        total = sub_sat(total, v.file.size);
+        by_shard[v.shard].push_back(std::move(v.file));
+      }
+      for (int i = 0; i < kShards; ++i) {
+        if (by_shard[i].empty()) continue;
+        const std::string shard = shard_at(opt_.dir, i);
+        ShardLock lock(shard);
+        for (const auto& e : by_shard[i]) {
+          struct stat st {};
+          if (::lstat(e.path.c_str(), &st) != 0 || mtime_ns(st) != e.mtime_ns) continue;
+          ::unlink(e.path.c_str());
+        }
+        trim_locked(shard, false, 0);  // recount from the files that remain
+      }
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
 }
 
 void LocalStorage::remove(std::string_view key) {
@@ -384,14 +436,13 @@ void LocalStorage::clear() {
 }
 
 void LocalStorage::trim_all() {
-  const bool limited = opt_.max_size > 0;
-  const std::uint64_t share = opt_.max_size / kShards;
   for (int i = 0; i < kShards; ++i) {
     const std::string shard = shard_at(opt_.dir, i);
     if (!util::exists(shard)) continue;
     ShardLock lock(shard);
-    trim_locked(shard, limited, share);
+    trim_locked(shard, false, 0);  // true sizes first
   }
+  if (opt_.max_size > 0 && total_size() > opt_.max_size) evict("");
 }
 
 }  // namespace kache::storage

@@ -10,8 +10,9 @@
 // and the lookup is a miss.
 //
 // Size bound: the 16 top-level shards each keep a size counter (<shard>/size, updated under an flock on
-// <shard>/lock); when a shard grows past max_size/16 it is trimmed, least recently used first (a hit
-// bumps the entry's mtime), down to 90% of its share. Many kache processes can do this at once.
+// <shard>/lock). When the sum passes max_size after a put, one process (flock on <dir>/cleanup.lock)
+// evicts least recently used entries across all shards (a hit bumps the entry's mtime) down to 90% of
+// max_size. Many kache processes can do this at once.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -44,6 +45,7 @@ class LocalStorage final : public Storage {
 
  private:
   std::string entry_path(std::string_view key) const;
+  void evict(const std::string& keep);
   LocalStorageOptions opt_;
   int corrupt_found_ = 0;
 };
