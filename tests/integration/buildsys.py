@@ -1,0 +1,155 @@
+"""Helpers for the build-system integration tests (CMake, Make, Meson, the device axis, the GPU run).
+
+The launcher under test is KACHE_UNDER_TEST when set, else kachetest's KACHE (KACHE_BIN). Pointing
+KACHE_UNDER_TEST at tests/integration/stale_wrapper.py (a cache that serves the first object it stored
+for an output path) must make test_meson_adr1320 and test_device_axis fail: that is how they show
+they can fail.
+"""
+import json
+import os
+import shlex
+import shutil
+import struct
+import subprocess
+import tempfile
+
+import kachetest
+
+LAUNCHER = os.path.abspath(os.environ["KACHE_UNDER_TEST"]) if os.environ.get("KACHE_UNDER_TEST") else kachetest.KACHE
+kachetest.KACHE = LAUNCHER  # KacheTestCase.kache() and .stats() then talk to the launcher under test
+NVCC = kachetest.NVCC
+EXAMPLES = os.path.join(kachetest.SOURCE_DIR, "examples")
+JOBS = os.environ.get("KACHE_TEST_JOBS", "2")
+
+# What decides what an object or a program does. .nv_fatbin holds whole-program device code,
+# __nv_relfatbin the relocatable (-dc / -rdc) device code, __nv_module_id the name nvcc derives from
+# the source's absolute path for -rdc objects (so it differs between two checkouts even for plain
+# nvcc, and is compared only where the source path is the same).
+SECTIONS = (".text", ".data", ".rodata", ".nv_fatbin", "__nv_relfatbin", "__nv_module_id")
+PATH_FREE_SECTIONS = tuple(s for s in SECTIONS if s != "__nv_module_id")
+
+
+def clean_env(cache, home):
+    """The caller's environment without any KACHE_* setting or nvcc driver flags, with a private
+    cache and config."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("KACHE_") and k not in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CPATH",
+                                                       "CUDACXX", "CUDAARCHS", "CUDAFLAGS", "NVCC", "MAKEFLAGS")}
+    env["KACHE_DIR"] = cache
+    env["KACHE_CONFIG"] = os.path.join(home, ".kache.toml")
+    env["XDG_CONFIG_HOME"] = os.path.join(home, ".config")
+    return env
+
+
+def run(cmd, cwd, env, check=True):
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError(f"command failed ({r.returncode}) in {cwd}:\n{shlex.join(cmd)}\n"
+                             f"--- stdout\n{r.stdout[-6000:]}\n--- stderr\n{r.stderr[-6000:]}")
+    return r
+
+
+def stats(env):
+    return json.loads(run([LAUNCHER, "--show-stats", "--json"], cwd="/", env=env).stdout)
+
+
+def zero_stats(env):
+    run([LAUNCHER, "--zero-stats"], cwd="/", env=env)
+
+
+def copy_example(name, dst):
+    """Copies examples/NAME to dst without build outputs a developer may have left there."""
+    shutil.copytree(os.path.join(EXAMPLES, name), dst,
+                    ignore=shutil.ignore_patterns("build*", "__pycache__", "*.o", "*.d", "*.a"))
+    return dst
+
+
+def sections(path, names=SECTIONS):
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="kache-sec-") as tmp:
+        for sec in names:
+            dst = os.path.join(tmp, sec.strip(".") + ".bin")
+            subprocess.run(["objcopy", "-O", "binary", "--only-section=" + sec, path, dst], check=True,
+                           capture_output=True)
+            with open(dst, "rb") as f:
+                out[sec] = f.read()
+    return out
+
+
+def section_diff(a, b, names=SECTIONS):
+    """The names of the sections that differ between two objects or programs."""
+    sa, sb = sections(a, names), sections(b, names)
+    return [s for s in names if sa[s] != sb[s]]
+
+
+def module_id(path):
+    return sections(path, ("__nv_module_id",))["__nv_module_id"]
+
+
+def device_code(path):
+    """The device code entries of an object or program: a sorted list of ("elf" | "ptx", "sm_XX"), read
+    from the fatbinary headers in .nv_fatbin and __nv_relfatbin (no cuobjdump needed)."""
+    entries = []
+    for data in sections(path, (".nv_fatbin", "__nv_relfatbin")).values():
+        pos = 0
+        while pos + 16 <= len(data):
+            magic, _version, header_size, fat_size = struct.unpack_from("<IHHQ", data, pos)
+            if magic != 0xBA55ED50:
+                break
+            entry, end = pos + header_size, pos + header_size + fat_size
+            while entry + 32 <= end:
+                kind, _v, entry_header, payload = struct.unpack_from("<HHIQ", data, entry)
+                sm = struct.unpack_from("<I", data, entry + 28)[0]
+                entries.append(({1: "ptx", 2: "elf"}.get(kind, f"kind{kind}"), f"sm_{sm}"))
+                entry += entry_header + payload
+            pos = end
+    return sorted(entries)
+
+
+def elf_archs(path):
+    """The sm_XX of every device ELF (cubin) in an object."""
+    return {sm for kind, sm in device_code(path) if kind == "elf"}
+
+
+def ninja_log_entries(build_dir):
+    """The (output, command hash) lines of .ninja_log, in order."""
+    p = os.path.join(build_dir, ".ninja_log")
+    if not os.path.exists(p):
+        return []
+    with open(p) as f:
+        return [line.rstrip("\n").split("\t") for line in f if not line.startswith("#")]
+
+
+def ninja_rebuilt(build_dir, env, extra=()):
+    """Runs ninja and returns (set of outputs it ran a command for, explain text)."""
+    before = len(ninja_log_entries(build_dir))
+    r = run(["ninja", "-C", build_dir, "-j", JOBS, "-d", "explain"] + list(extra), cwd=build_dir, env=env)
+    after = ninja_log_entries(build_dir)
+    return {fields[3] for fields in after[before:]}, r.stdout + r.stderr
+
+
+def ninja_dry_run_is_empty(build_dir, env):
+    r = run(["ninja", "-C", build_dir, "-n"], cwd=build_dir, env=env)
+    return "no work to do" in r.stdout, r.stdout
+
+
+def ninja_command(build_dir, target, env):
+    """The command ninja runs for target, split."""
+    lines = run(["ninja", "-C", build_dir, "-t", "commands", target], cwd=build_dir, env=env).stdout.splitlines()
+    return shlex.split(lines[-1])
+
+
+def plain_nvcc_command(cmd, out, depfile=None):
+    """Turns a build's `LAUNCHER nvcc ARGS` (or `nvcc ARGS`) compile command into plain nvcc's, writing
+    the object to out (and the -MF file to depfile)."""
+    args = list(cmd)
+    if os.path.basename(args[0]) != "nvcc":
+        args = args[1:]  # the launcher
+    assert os.path.basename(args[0]) == "nvcc", cmd
+    args[0] = NVCC
+    for i, a in enumerate(args):
+        if a == "-o":
+            args[i + 1] = out
+        elif a == "-MF":
+            args[i + 1] = depfile or out + ".d"
+    return args
