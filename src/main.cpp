@@ -28,8 +28,16 @@ int main(int argc, char** argv) {
   int first_arg;
   if (named_kache(argv0)) {
     if (argc < 2 || core::is_kache_option(argv[1])) return core::run_cli(argc, argv);
-    inv.compiler_arg = argv[1];
-    first_arg = 2;
+    if (argv[1][0] == '-') {
+      // CUDACXX="kache nvcc": CMake 3.25 runs some of its compiler checks without the "nvcc" part,
+      // i.e. `kache -forward-unknown-to-host-compiler ...`. A compiler flag where the compiler name
+      // belongs means nvcc, the compiler kache fronts.
+      inv.compiler_arg = "nvcc";
+      first_arg = 1;
+    } else {
+      inv.compiler_arg = argv[1];
+      first_arg = 2;
+    }
   } else {
     // Invoked through a link named like the compiler (e.g. nvcc -> kache).
     inv.compiler_arg = util::basename(argv0);

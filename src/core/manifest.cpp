@@ -7,7 +7,7 @@
 namespace kache::core {
 
 namespace {
-constexpr std::uint32_t kManifestMagic = 0x4b4d4e33;  // "KMN3"
+constexpr std::uint32_t kManifestMagic = 0x4b4d4e34;  // "KMN4"
 
 void write_path(util::Writer& w, const RootedPath& p) {
   w.u32(static_cast<std::uint32_t>(p.root + 1));
@@ -18,6 +18,30 @@ RootedPath read_path(util::Reader& r) {
   p.root = static_cast<int>(r.u32()) - 1;
   p.rest = r.str();
   return p;
+}
+void write_file(util::Writer& w, const ManifestFile& f) {
+  write_path(w, f.path);
+  w.bytes(f.hash.bytes.data(), 32);
+  w.u64(f.identity.dev);
+  w.u64(f.identity.ino);
+  w.i64(f.identity.size);
+  w.i64(f.identity.mtime_ns);
+  w.i64(f.identity.ctime_ns);
+  w.u8(static_cast<std::uint8_t>((f.racy ? 1 : 0) | (f.identity.is_dir ? 2 : 0)));
+}
+ManifestFile read_file(util::Reader& r) {
+  ManifestFile f;
+  f.path = read_path(r);
+  r.bytes(f.hash.bytes.data(), 32);
+  f.identity.dev = r.u64();
+  f.identity.ino = r.u64();
+  f.identity.size = r.i64();
+  f.identity.mtime_ns = r.i64();
+  f.identity.ctime_ns = r.i64();
+  const std::uint8_t flags = r.u8();
+  f.racy = (flags & 1) != 0;
+  f.identity.is_dir = (flags & 2) != 0;
+  return f;
 }
 }  // namespace
 
@@ -31,18 +55,11 @@ std::string serialize_manifest(const Manifest& m) {
     w.u8(e.checkout_specific ? 1 : 0);
     w.i64(e.created_ns);
     w.u32(static_cast<std::uint32_t>(e.files.size()));
-    for (const auto& f : e.files) {
-      write_path(w, f.path);
-      w.bytes(f.hash.bytes.data(), 32);
-      w.u64(f.identity.dev);
-      w.u64(f.identity.ino);
-      w.i64(f.identity.size);
-      w.i64(f.identity.mtime_ns);
-      w.i64(f.identity.ctime_ns);
-      w.u8(f.racy ? 1 : 0);
-    }
+    for (const auto& f : e.files) write_file(w, f);
     w.u32(static_cast<std::uint32_t>(e.absent.size()));
     for (const auto& a : e.absent) write_path(w, a);
+    w.u32(static_cast<std::uint32_t>(e.dirs.size()));
+    for (const auto& d : e.dirs) write_file(w, d);
   }
   return w.take();
 }
@@ -59,21 +76,12 @@ Manifest deserialize_manifest(std::string_view data) {
     e.path_specific = r.u8() != 0;
     e.checkout_specific = r.u8() != 0;
     e.created_ns = r.i64();
-    const std::uint32_t nf = r.u32();
-    e.files.resize(nf);
-    for (auto& f : e.files) {
-      f.path = read_path(r);
-      r.bytes(f.hash.bytes.data(), 32);
-      f.identity.dev = r.u64();
-      f.identity.ino = r.u64();
-      f.identity.size = r.i64();
-      f.identity.mtime_ns = r.i64();
-      f.identity.ctime_ns = r.i64();
-      f.racy = r.u8() != 0;
-    }
-    const std::uint32_t na = r.u32();
-    e.absent.resize(na);
+    e.files.resize(r.u32());
+    for (auto& f : e.files) f = read_file(r);
+    e.absent.resize(r.u32());
     for (auto& a : e.absent) a = read_path(r);
+    e.dirs.resize(r.u32());
+    for (auto& d : e.dirs) d = read_file(r);
   }
   if (!r.done()) throw std::runtime_error("trailing bytes in manifest");
   return m;

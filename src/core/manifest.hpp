@@ -27,13 +27,15 @@ struct ManifestEntry {
   // Paths that did not exist when the entry was made and would change what the compiler reads if they
   // appeared (a header earlier in the search path, a __has_include target, a missing directory).
   std::vector<RootedPath> absent;
+  // Toolchain directories that must keep their identity (see core/watch.hpp); hash unused.
+  std::vector<ManifestFile> dirs;
   util::Digest result_key;
   // The object depends on the literal source path (e.g. rdc module ids, internal-linkage name hashes):
   // the result key then includes it.
   bool path_specific = false;
-  // A dependency lies outside every root and every directory keyed as written (e.g. ../include
-  // reached from the source directory): the paths recorded are this checkout's own, so the result is
-  // stored per checkout (keyed by the roots' literal paths).
+  // A dependency's absolute path lies outside every root and every directory keyed as written (e.g.
+  // GCC printed a canonical path for a header found through a relative -isystem): the path recorded is
+  // this checkout's own, so the result is stored per checkout (keyed by the roots' literal paths).
   bool checkout_specific = false;
   std::int64_t created_ns = 0;
 };

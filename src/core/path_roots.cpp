@@ -43,7 +43,7 @@ PathRoots::PathRoots(std::vector<Root> roots) {
 
 RootedPath PathRoots::split(const std::string& abs) const {
   for (std::size_t i : by_length_) {
-    if (util::path_has_prefix(abs, roots_[i].path)) {
+    if (util::path_starts_with(abs, roots_[i].path)) {
       return RootedPath{static_cast<int>(i), abs.substr(roots_[i].path.size())};
     }
   }

@@ -30,7 +30,8 @@ class PathRoots {
   bool enabled() const { return !roots_.empty(); }
   const std::vector<Root>& roots() const { return roots_; }
 
-  // abs: an absolute path (spelled as the compiler spelled it, not resolved).
+  // abs: an absolute path, spelled as the compiler spelled it (not normalized: "/b/../include/h.h"
+  // stays below the root "/b", so in another checkout it resolves the way the compiler resolves it).
   RootedPath split(const std::string& abs) const;
   std::string join(const RootedPath& p) const;        // back to this checkout's path
   std::string key_form(const RootedPath& p) const;    // with the fixed name, for hashing

@@ -155,7 +155,7 @@ bool Pipeline::outside_roots(const std::string& path) const {
   if (!job_.roots.enabled()) return false;  // literal keys already name this checkout's paths
   if (job_.roots.split(path).root >= 0) return false;
   for (const auto& d : job_.literal_dirs) {
-    if (util::path_has_prefix(path, d)) return false;
+    if (util::path_starts_with(path, d)) return false;
   }
   return true;
 }
@@ -188,6 +188,15 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
     f.identity = *id;
     f.racy = id->mtime_ns >= now - margin || id->ctime_ns >= now - margin;
     refreshed = true;
+  }
+  for (const auto& d : entry.dirs) {
+    if (d.path.root >= static_cast<int>(roots.size())) return false;
+    const std::string path = job_.roots.join(d.path);
+    auto id = util::stat_identity(path);
+    if (!id || !(*id == d.identity)) {
+      log.debug("direct lookup: directory {} changed", path);
+      return false;
+    }
   }
   for (const auto& a : entry.absent) {
     if (a.root >= static_cast<int>(roots.size())) return false;
@@ -313,7 +322,9 @@ int Pipeline::miss() {
   std::vector<std::string> closure, has_include;
   bool opaque = false;
   for (const auto& dep : deps.deps) {
-    const std::string path = util::absolute_path(dep, cwd);
+    // Kept as nvcc spelled it (only made absolute): "../src/../include/h.cuh" stays below the build
+    // directory's root, so another checkout resolves it to its own header, as nvcc would there.
+    const std::string path = util::join_path(cwd, dep);
     closure.push_back(path);
     auto before = util::stat_identity(path);
     if (!before) {
@@ -375,7 +386,7 @@ int Pipeline::miss() {
     }
     entry.result_key = result_key(entry.files);
     for (const auto& c : closure) {
-      if (outside_roots(util::lexically_normal(c))) {
+      if (outside_roots(c)) {
         entry.checkout_specific = true;
         log.debug("{} lies outside the path roots: the entry is specific to this checkout", c);
         break;
@@ -385,15 +396,26 @@ int Pipeline::miss() {
     if (opaque) {
       log.debug("a __has_include with a computed argument: no direct-mode record for this compile");
     } else {
-      std::vector<std::string> normal;
-      normal.reserve(closure.size());
+      std::vector<std::string> searched;
+      searched.reserve(closure.size());
       // The source is named on the command line, not searched for: nothing can shadow it.
       for (const auto& c : closure) {
-        if (c != job_.source) normal.push_back(util::lexically_normal(c));
+        if (util::lexically_normal(c) != job_.source) searched.push_back(c);
       }
-      for (const auto& a : absent_paths(normal, job_.search_dirs, job_.system_dirs, has_include)) {
+      // Directory times are trusted only when older than the coarsest file-time granularity (2 s).
+      const std::int64_t not_before = util::now_ns() - 2'000'000'000;
+      WatchSet watch = watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, not_before);
+      for (const auto& a : watch.absent) {
         if (outside_roots(a)) entry.checkout_specific = true;
         entry.absent.push_back(job_.roots.split(a));
+      }
+      for (const auto& d : watch.dirs) {
+        auto id = util::stat_identity(d);
+        if (!id) continue;
+        ManifestFile f;
+        f.path = job_.roots.split(d);
+        f.identity = *id;
+        entry.dirs.push_back(std::move(f));
       }
     }
     CacheEntry ce;

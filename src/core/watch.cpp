@@ -1,6 +1,7 @@
 #include "core/watch.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -50,17 +51,20 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
   }
 }
 
-std::vector<std::string> absent_paths(const std::vector<std::string>& closure,
-                                      const std::vector<std::string>& search_dirs,
-                                      const std::vector<std::string>& system_dirs,
-                                      const std::vector<std::string>& has_include_names) {
-  std::unordered_map<std::string, bool> exists_memo;
-  auto exists = [&](const std::string& p) {
-    auto it = exists_memo.find(p);
-    if (it != exists_memo.end()) return it->second;
-    bool e = util::exists(p);
-    exists_memo.emplace(p, e);
-    return e;
+WatchSet watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
+                   const std::vector<std::string>& system_dirs, const std::vector<std::string>& has_include_names,
+                   std::int64_t not_before_ns) {
+  // stat results, memoized: nullopt = missing.
+  std::unordered_map<std::string, std::optional<util::FileIdentity>> stat_memo;
+  auto identity = [&](const std::string& p) -> const std::optional<util::FileIdentity>& {
+    auto it = stat_memo.find(p);
+    if (it == stat_memo.end()) it = stat_memo.emplace(p, util::stat_identity(p)).first;
+    return it->second;
+  };
+  auto exists = [&](const std::string& p) { return identity(p).has_value(); };
+  auto is_system = [&](const std::string& p) {
+    return std::any_of(system_dirs.begin(), system_dirs.end(),
+                       [&](const std::string& s) { return util::path_starts_with(p, s); });
   };
 
   // Directories consulted: the search path plus the directories of project files (quoted includes
@@ -68,38 +72,45 @@ std::vector<std::string> absent_paths(const std::vector<std::string>& closure,
   std::vector<std::string> consulted = search_dirs;
   std::unordered_set<std::string> consulted_set(search_dirs.begin(), search_dirs.end());
   for (const auto& f : closure) {
-    bool system = std::any_of(system_dirs.begin(), system_dirs.end(),
-                              [&](const std::string& s) { return util::path_has_prefix(f, s); });
-    if (system) continue;
+    if (is_system(f)) continue;
     std::string d = util::dirname(f);
     if (consulted_set.insert(d).second) consulted.push_back(d);
   }
 
   std::unordered_set<std::string> closure_set(closure.begin(), closure.end());
-  std::unordered_set<std::string> absent_set;
-  std::vector<std::string> absent;
-  auto record = [&](const std::string& p) {
-    if (absent_set.insert(p).second) absent.push_back(p);
+  std::unordered_set<std::string> seen;
+  WatchSet out;
+  // A missing `path` whose deepest existing ancestor is `dir`.
+  auto record = [&](const std::string& path, const std::string& dir) {
+    if (is_system(dir)) {
+      const auto& id = identity(dir);
+      if (id && id->mtime_ns < not_before_ns && id->ctime_ns < not_before_ns) {
+        if (seen.insert("d" + dir).second) out.dirs.push_back(dir);
+        return;
+      }
+    }
+    if (seen.insert("a" + path).second) out.absent.push_back(path);
   };
-  // Records the nearest missing ancestor of dir/rel, walking down from dir.
+  // Records what guarantees dir/rel keeps not existing, walking down from dir.
   auto candidate = [&](const std::string& dir, std::string_view rel) {
     if (!exists(dir)) {
-      record(dir);
+      record(dir, util::dirname(dir));
       return;
     }
     std::string cur = dir;
     std::size_t start = 0;
     while (true) {
+      const std::string parent = cur;
       std::size_t slash = rel.find('/', start);
       std::string_view comp = rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
       cur += '/';
       cur += comp;
       if (slash == std::string_view::npos) {
-        if (!closure_set.count(cur) && !exists(cur)) record(cur);
+        if (!closure_set.count(cur) && !exists(cur)) record(cur, parent);
         return;
       }
       if (!exists(cur)) {
-        record(cur);
+        record(cur, parent);
         return;
       }
       start = slash + 1;
@@ -108,7 +119,7 @@ std::vector<std::string> absent_paths(const std::vector<std::string>& closure,
 
   for (const auto& f : closure) {
     for (const auto& s : search_dirs) {
-      if (f.size() <= s.size() + 1 || !util::path_has_prefix(f, s)) continue;
+      if (f.size() <= s.size() + 1 || !util::path_starts_with(f, s)) continue;
       std::string_view rel = std::string_view(f).substr(s == "/" ? 1 : s.size() + 1);
       for (const auto& t : consulted) {
         if (t != s) candidate(t, rel);
@@ -119,7 +130,7 @@ std::vector<std::string> absent_paths(const std::vector<std::string>& closure,
     if (name.empty() || name.front() == '/') continue;
     for (const auto& t : consulted) candidate(t, util::lexically_normal(name));
   }
-  return absent;
+  return out;
 }
 
 }  // namespace kache::core

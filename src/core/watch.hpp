@@ -7,6 +7,7 @@
 // missing ancestor is recorded (a missing directory stands for everything below it); a lookup then only
 // has to confirm those paths still do not exist. Candidates in every other search directory are taken,
 // not only earlier ones: that over-approximates (a harmless extra miss), never under-approximates.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,13 +19,23 @@ namespace kache::core {
 // argument outside a #define: then no finite watch list is known to be complete.
 void scan_has_include(std::string_view text, std::vector<std::string>& names, bool& opaque);
 
-// closure: absolute paths (lexically normal) of every file the compile read.
-// search_dirs: absolute, lexically normal directories of the include search path, in order.
+// closure: absolute paths of every file the compile read, as the compiler spelled them.
+// search_dirs: absolute directories of the include search path, spelled as given (cwd-joined).
 // system_dirs: directories whose content belongs to the toolchain (their files' own directories are
 // not added as quote-include directories).
-std::vector<std::string> absent_paths(const std::vector<std::string>& closure,
-                                      const std::vector<std::string>& search_dirs,
-                                      const std::vector<std::string>& system_dirs,
-                                      const std::vector<std::string>& has_include_names);
+struct WatchSet {
+  std::vector<std::string> absent;  // must still not exist
+  // Toolchain directories whose identity (mtime/ctime/inode) must be unchanged: adding any entry to a
+  // directory changes it, so one stat stands for every candidate below it that does not exist. Used
+  // only for system directories, which no build writes into (a build directory's mtime moves with every
+  // object written, so project directories get per-path absent checks instead).
+  std::vector<std::string> dirs;
+};
+
+// not_before_ns: a directory whose mtime or ctime is at or after this moment may still change within
+// the same clock tick, so its candidates are recorded as absent paths instead.
+WatchSet watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
+                   const std::vector<std::string>& system_dirs, const std::vector<std::string>& has_include_names,
+                   std::int64_t not_before_ns);
 
 }  // namespace kache::core

@@ -323,6 +323,13 @@ std::string join_path(std::string_view a, std::string_view b) {
   return out;
 }
 
+bool path_starts_with(std::string_view path, std::string_view root) {
+  while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
+  if (root == "/") return !path.empty() && path.front() == '/';
+  if (!path.starts_with(root)) return false;
+  return path.size() == root.size() || path[root.size()] == '/';
+}
+
 bool path_has_prefix(std::string_view path, std::string_view root) {
   const std::string p = lexically_normal(path);
   const std::string r = lexically_normal(root);

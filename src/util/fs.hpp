@@ -51,8 +51,11 @@ std::string lexically_normal(std::string_view path);
 std::string dirname(std::string_view path);
 std::string basename(std::string_view path);
 std::string join_path(std::string_view a, std::string_view b);
-// True if path equals root or lies below it (component-wise).
+// True if path equals root or lies below it (component-wise, after lexical normalization).
 bool path_has_prefix(std::string_view path, std::string_view root);
+// The same test on the paths as spelled, without normalizing: "/a/b/../c" starts with "/a/b". Cheap
+// (no allocation); used where a path's spelling is kept because the compiler resolves it that way.
+bool path_starts_with(std::string_view path, std::string_view root);
 
 std::string current_dir();
 

@@ -100,17 +100,31 @@ class Sharing(KacheTestCase):
         self.relative(two, tool="nvcc")
         self.assert_same_object(obj, os.path.join(two, "build", "k.o"))
 
-    def test_header_outside_every_root_ties_the_entry_to_its_checkout(self):
-        # Without base_dirs, ../include lies outside the mapped roots: its recorded path is the first
-        # checkout's own, so the second checkout must not be served that entry even though the first
-        # checkout's files are still there and unchanged.
+    def test_header_reached_through_a_root_shares_without_base_dirs(self):
+        # nvcc spells the header "../src/../include/h.cuh": below the build directory as spelled, so it
+        # is keyed by the fixed name and resolves to each checkout's own file.
         one, two = self.checkout("one"), self.checkout("two")
         self.relative(one)
+        shutil.rmtree(one)
         self.relative(two)
+        self.assert_counts(hits=1, misses=1)
+        obj = self.keep(two, "k.o", "kache.o")
+        self.relative(two, tool="nvcc")
+        self.assert_same_object(obj, os.path.join(two, "build", "k.o"))
+
+    def test_canonical_system_header_path_ties_the_entry_to_its_checkout(self):
+        # GCC prints headers found through -isystem by their canonical absolute path: outside every
+        # root and not keyed as written, so such an entry is only reused from the same checkout.
+        one = self.checkout("one", source=SOURCE_I)
+        two = self.checkout("two", source=SOURCE_I, header=HEADER.replace("2.0f", "7.0f").replace("* 3", "* 9"))
+        self.relative(one, ["-isystem", "../include"])
+        self.relative(two, ["-isystem", "../include"])
         self.assert_counts(hits=0, misses=2)
-        self.relative(two)
-        self.relative(one)
-        self.assert_counts(hits=2, misses=2)
+        obj = self.keep(two, "k.o", "kache.o")
+        self.relative(two, ["-isystem", "../include"], tool="nvcc")
+        self.assert_same_object(obj, os.path.join(two, "build", "k.o"))
+        self.relative(one, ["-isystem", "../include"])
+        self.assert_counts(hits=1, misses=2)
 
     def test_second_checkout_with_a_different_header_is_not_served_the_first(self):
         # Same relative commands, same source, but the second checkout's header differs: its build
@@ -140,13 +154,13 @@ class Sharing(KacheTestCase):
         self.assertNotIn(one, dep)
         self.assertTrue(dep.startswith(obj + ":") or dep.startswith(obj + " :"), dep[:200])
 
-    def test_header_outside_the_roots_keys_literally(self):
-        # Without base_dirs the include dir is under none of build/, src/ or the output dir, and the
-        # CMake form names it absolutely: the second checkout has its own key (a miss), same object.
+    def test_cmake_form_shares_headers_reached_from_the_source_dir(self):
+        # The CMake form names the source absolutely; its header is spelled "<src>/../include/h.cuh",
+        # below the source directory's root, so the second checkout hits with its own files.
         one, two = self.checkout("one"), self.checkout("two")
         self.cmake_like(one)
         self.cmake_like(two)
-        self.assert_counts(hits=0, misses=2)
+        self.assert_counts(hits=1, misses=1)
         obj = "CMakeFiles/x.dir/src/k.cu.o"
         kobj = self.keep(two, obj, "kache.o")
         self.cmake_like(two, tool="nvcc")

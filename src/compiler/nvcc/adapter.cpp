@@ -170,13 +170,17 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
 
   // The include search path: the source's directory (quoted includes), -I/-isystem, the environment's
   // include variables, and the toolchain's own directories.
+  // Spelled as given (joined to the cwd, not normalized): the compiler names headers found there as
+  // dir + "/" + name, and the path roots must see the same spelling.
   auto add_dir = [&](const std::string& d) {
     if (d.empty()) return;
-    std::string abs = util::absolute_path(d, cwd);
+    std::string abs = util::join_path(cwd, d);
+    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
     if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
       job.search_dirs.push_back(abs);
     }
   };
+  add_dir(util::dirname(plan.source));  // quoted includes: the source's directory, as nvcc spells it
   add_dir(util::dirname(job.source));
   std::vector<std::string> all_args = split_env_flags(opts.prepend_flags);
   all_args.insert(all_args.end(), plan.args.begin(), plan.args.end());
