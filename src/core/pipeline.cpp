@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +48,16 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
   if (from.empty()) return;
   for (std::size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
     text.replace(pos, from.size(), to);
+  }
+}
+
+void add_real_paths(std::vector<std::string>& dirs) {
+  const std::size_t n = dirs.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    char buf[PATH_MAX];
+    if (::realpath(dirs[i].c_str(), buf) == nullptr) continue;
+    std::string real = buf;
+    if (std::find(dirs.begin(), dirs.end(), real) == dirs.end()) dirs.push_back(std::move(real));
   }
 }
 
@@ -316,6 +330,10 @@ int Pipeline::miss() {
   const std::string dep_text = util::read_file(paths.depfile);
   const Depfile deps = parse_depfile(closure_text.empty() ? dep_text : closure_text);
   const std::string cwd = util::lexically_normal(inv_.cwd);
+
+  // GCC names some headers by resolved paths (the toolkit's include/ is reached through a symlink and
+  // ".."), so each directory is also known by its real path. Only a miss needs these.
+  for (auto* dirs : {&job_.search_dirs, &job_.system_dirs, &job_.literal_dirs}) add_real_paths(*dirs);
 
   ManifestEntry entry;
   std::string not_stored;

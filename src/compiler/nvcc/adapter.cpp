@@ -1,8 +1,5 @@
 #include "compiler/nvcc/adapter.hpp"
 
-#include <climits>
-#include <cstdlib>
-
 #include <algorithm>
 
 #include "compiler/nvcc/plan.hpp"
@@ -202,21 +199,7 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     }
   }
   for (const auto& d : tc.include_dirs) add_dir(d);
-  // GCC names headers by resolved paths in places (the toolkit's include/ is reached through a
-  // symlink and ".."), so each directory is also known by its real path.
-  auto with_real_paths = [](std::vector<std::string>& dirs) {
-    const std::size_t n = dirs.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      char buf[PATH_MAX];
-      if (::realpath(dirs[i].c_str(), buf) == nullptr) continue;
-      std::string real = buf;
-      if (std::find(dirs.begin(), dirs.end(), real) == dirs.end()) dirs.push_back(real);
-    }
-  };
-  with_real_paths(job.search_dirs);
-  with_real_paths(job.system_dirs);
   job.literal_dirs.insert(job.literal_dirs.end(), job.system_dirs.begin(), job.system_dirs.end());
-  with_real_paths(job.literal_dirs);
   return job;
 }
 
