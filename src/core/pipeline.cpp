@@ -197,7 +197,7 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
       log.debug("direct lookup: {} changed", path);
       return false;
     }
-    const std::int64_t now = util::now_ns();
+    const std::int64_t now = util::file_clock_now_ns();
     const std::int64_t margin = margins_.for_file(path, id->dev);
     f.identity = *id;
     f.racy = id->mtime_ns >= now - margin || id->ctime_ns >= now - margin;
@@ -306,7 +306,8 @@ int Pipeline::miss() {
   adapter_.miss_environment(env, cfg_);
   if (log.should_log(spdlog::level::debug)) log.debug("miss: running {}", fmt::join(argv, " "));
 
-  const std::int64_t start = util::now_ns();
+  // Read from the clock file times come from: a file modified from here on has a time >= start.
+  const std::int64_t start = util::file_clock_now_ns();
   std::string closure_text;
   if (auto cmd = adapter_.closure_command(inv_, job_); !cmd.empty()) {
     log.debug("miss: listing dependencies with {}", fmt::join(cmd, " "));

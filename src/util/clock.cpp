@@ -57,24 +57,27 @@ std::int64_t file_time_margin_ns(const std::string& path) {
   }
   if (have_fs && coarse_time_fs(static_cast<std::uint64_t>(sfs.f_type))) return kTwoSeconds;
 
-  // Linux stamps mtime/ctime from the coarse realtime clock (current_time() uses the tick-updated
-  // timekeeper), so a file time trails the true moment by less than one coarse tick, and that tick is
-  // what clock_getres(CLOCK_REALTIME_COARSE) reports. That is already the exact bound, so it is not
-  // inflated: a larger margin would only make kache distrust recently written files for no gain.
-  // Multigrain timestamps (Linux 6.13+) only make file times finer, so the tick stays an upper bound.
-  struct timespec res {};
-  if (::clock_getres(CLOCK_REALTIME_COARSE, &res) != 0) return 20'000'000;
-  std::int64_t ns = static_cast<std::int64_t>(res.tv_sec) * 1'000'000'000 + res.tv_nsec;
-  return ns > 0 ? ns : 1;
+  // Linux stamps mtime/ctime from the coarse realtime clock, and file_clock_now_ns() reads that same
+  // clock: a file time is never behind it, so no margin is needed. (Multigrain timestamps, Linux 6.13+,
+  // only make file times finer, i.e. later, which keeps the comparison safe.)
+  return 0;
+}
+
+std::int64_t file_clock_now_ns() {
+  struct timespec ts {};
+  if (::clock_gettime(CLOCK_REALTIME_COARSE, &ts) != 0) return now_ns();
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 #elif defined(__APPLE__)
 
 std::int64_t file_time_margin_ns(const std::string&) { return 1'000'000; }
+std::int64_t file_clock_now_ns() { return now_ns(); }
 
 #else
 
 std::int64_t file_time_margin_ns(const std::string&) { return 20'000'000; }
+std::int64_t file_clock_now_ns() { return now_ns(); }
 
 #endif
 

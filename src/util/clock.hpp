@@ -8,8 +8,14 @@ namespace kache::util {
 
 std::int64_t now_ns();  // CLOCK_REALTIME, nanoseconds since the epoch
 
-// How far a file time on the filesystem holding `path` can trail the clock: the kernel's coarse clock
-// tick on Linux (file times come from it), 2 s on filesystems that keep whole/even seconds
+// The clock file times are stamped from, read now: on Linux the coarse realtime clock (the kernel's
+// current_time() takes the tick-updated timekeeper), elsewhere CLOCK_REALTIME. A file modified at or
+// after this moment gets a time >= this value, so comparing file times against it is exact on Linux:
+// "modified in the current tick or later" is `file_time >= file_clock_now_ns() - margin` with margin 0.
+std::int64_t file_clock_now_ns();
+
+// How far a file time on the filesystem holding `path` can trail file_clock_now_ns(): 0 on Linux (the
+// file clock is the coarse clock file times come from), 2 s on filesystems that keep whole/even seconds
 // (FAT, exFAT, HFS+), 1 ms on macOS and Windows, 20 ms elsewhere.
 std::int64_t file_time_margin_ns(const std::string& path);
 

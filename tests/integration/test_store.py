@@ -731,7 +731,7 @@ class Eviction(StoreTestCase):
     def test_max_size_option_writes_the_config_and_trims(self):
         self.write("k.cu", KERNEL)
         self.build()
-        self.assertGreater(self.stats()["cache_size"], 16 * 1024)
+        self.assertGreater(self.stats()["cache_size"], 8 * 1024)
         r = self.kache(["-M", "1M"])
         self.assertIn("1.0 MiB", r.stdout)
         config = self.env["KACHE_CONFIG"]
@@ -745,11 +745,11 @@ class Eviction(StoreTestCase):
         self.assertIn("file", line[0], "the origin of cache.max_size should be the config file")
         self.assertEqual(self.stats()["max_size"], 1 << 20)
         # The long form, and a limit below what is stored: the store is trimmed at once.
-        self.kache(["--max-size=16K"])
+        self.kache(["--max-size=8K"])
         s = self.stats()
-        self.assertEqual(s["max_size"], 16 << 10)
-        self.assertLessEqual(s["cache_size"], 16 << 10)
-        self.assertLessEqual(self.entry_bytes(), 16 << 10)
+        self.assertEqual(s["max_size"], 8 << 10)
+        self.assertLessEqual(s["cache_size"], 8 << 10)
+        self.assertLessEqual(self.entry_bytes(), 8 << 10)
         # A malformed size is refused and leaves the file alone.
         with open(config) as f:
             before = f.read()
