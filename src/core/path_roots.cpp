@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/fs.hpp"
+#include "util/text.hpp"
 
 namespace kache::core {
 
@@ -19,14 +20,6 @@ std::string escape_make(const std::string& path) {
   return out;
 }
 
-void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  if (from.empty()) return;
-  std::size_t pos = 0;
-  while ((pos = text.find(from, pos)) != std::string::npos) {
-    text.replace(pos, from.size(), to);
-    pos += to.size();
-  }
-}
 }  // namespace
 
 PathRoots::PathRoots(std::vector<Root> roots) {
@@ -71,14 +64,14 @@ std::vector<std::string> PathRoots::prefix_map_flags() const {
 std::string PathRoots::templatize(const std::string& text) const {
   std::string out = text;
   for (std::size_t i : by_length_) {
-    replace_all(out, escape_make(roots_[i].path), placeholder(i));
+    util::replace_all(out, escape_make(roots_[i].path), placeholder(i));
   }
   return out;
 }
 
 std::string PathRoots::instantiate(const std::string& text) const {
   std::string out = text;
-  for (std::size_t i = 0; i < roots_.size(); ++i) replace_all(out, placeholder(i), escape_make(roots_[i].path));
+  for (std::size_t i = 0; i < roots_.size(); ++i) util::replace_all(out, placeholder(i), escape_make(roots_[i].path));
   return out;
 }
 

@@ -24,6 +24,7 @@
 #include "storage/local/local_storage.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
+#include "util/text.hpp"
 #include "util/hash.hpp"
 
 namespace kache::core {
@@ -44,12 +45,6 @@ void write_all(int fd, const std::string& data) {
   }
 }
 
-void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  if (from.empty()) return;
-  for (std::size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
-    text.replace(pos, from.size(), to);
-  }
-}
 
 void add_real_paths(std::vector<std::string>& dirs) {
   const std::size_t n = dirs.size();
@@ -382,8 +377,8 @@ int Pipeline::miss() {
   std::string object = util::read_file(paths.object);
   // Install the outputs first: the build goes on even if storing fails.
   std::string out_text = r.out, err_text = r.err;
-  replace_all(out_text, scratch.path(), util::dirname(job_.output));
-  replace_all(err_text, scratch.path(), util::dirname(job_.output));
+  util::replace_all(out_text, scratch.path(), util::dirname(job_.output));
+  util::replace_all(err_text, scratch.path(), util::dirname(job_.output));
   if (::rename(paths.object.c_str(), job_.output.c_str()) != 0) util::copy_file(paths.object, job_.output);
   if (!job_.depfile.empty()) util::write_file_atomic(job_.depfile, dep_text);
 
