@@ -46,6 +46,13 @@ struct Manifest {
 
 inline constexpr std::size_t kMaxManifestEntries = 16;
 
+// Whether a file seen with `id` at file-clock time `now` may still change without its identity
+// changing: its mtime or ctime lies in the current clock tick (within `margin` of `now`), or in the
+// future (clock skew). Such a record is checked by content on every lookup.
+inline bool is_racy(const util::FileIdentity& id, std::int64_t now, std::int64_t margin) {
+  return id.mtime_ns >= now - margin || id.ctime_ns >= now - margin;
+}
+
 std::string serialize_manifest(const Manifest& m);
 Manifest deserialize_manifest(std::string_view data);  // throws std::runtime_error when malformed
 // Puts e first, dropping an older entry with the same result key and the oldest beyond the cap.

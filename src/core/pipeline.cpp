@@ -195,7 +195,7 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
     const std::int64_t now = util::file_clock_now_ns();
     const std::int64_t margin = margins_.for_file(path, id->dev);
     f.identity = *id;
-    f.racy = id->mtime_ns >= now - margin || id->ctime_ns >= now - margin;
+    f.racy = is_racy(*id, now, margin);
     refreshed = true;
   }
   for (const auto& d : entry.dirs) {

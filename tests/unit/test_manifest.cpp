@@ -1,0 +1,103 @@
+// The direct-mode manifest: its encoding, its bound, and the racy-clean rule.
+#include <gtest/gtest.h>
+
+#include "core/manifest.hpp"
+#include "util/clock.hpp"
+#include "util/fs.hpp"
+
+namespace kache::core {
+namespace {
+
+ManifestEntry entry(char tag, std::size_t files) {
+  ManifestEntry e;
+  e.result_key = util::sha256(std::string(1, tag));
+  for (std::size_t i = 0; i < files; ++i) {
+    ManifestFile f;
+    f.path = {static_cast<int>(i % 3) - 1, "/dir/file" + std::to_string(i) + ".h"};
+    f.hash = util::sha256(std::to_string(i));
+    f.identity = {1, 100 + i, 42, 1'000'000'000 + static_cast<std::int64_t>(i), 2'000'000'000, false};
+    f.racy = i % 2 == 0;
+    e.files.push_back(f);
+  }
+  e.absent = {{-1, "/usr/include/x.h"}, {0, "/../include/y.h"}};
+  ManifestFile d;
+  d.path = {-1, "/usr/include"};
+  d.identity = {1, 7, 4096, 5, 6, true};
+  e.dirs.push_back(d);
+  e.path_specific = tag == 'p';
+  e.checkout_specific = tag == 'c';
+  return e;
+}
+
+TEST(Manifest, RoundTripKeepsEveryField) {
+  Manifest m;
+  manifest_add(m, entry('a', 5));
+  manifest_add(m, entry('p', 2));
+  manifest_add(m, entry('c', 0));
+  const Manifest back = deserialize_manifest(serialize_manifest(m));
+  ASSERT_EQ(back.entries.size(), 3u);
+  EXPECT_EQ(back.entries[0].result_key, entry('c', 0).result_key);  // most recent first
+  EXPECT_TRUE(back.entries[0].checkout_specific);
+  EXPECT_TRUE(back.entries[1].path_specific);
+  const auto& a = back.entries[2];
+  ASSERT_EQ(a.files.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(a.files[i].path, entry('a', 5).files[i].path);
+    EXPECT_EQ(a.files[i].hash, entry('a', 5).files[i].hash);
+    EXPECT_EQ(a.files[i].identity, entry('a', 5).files[i].identity);
+    EXPECT_EQ(a.files[i].racy, i % 2 == 0);
+  }
+  EXPECT_EQ(a.absent, entry('a', 5).absent);
+  ASSERT_EQ(a.dirs.size(), 1u);
+  EXPECT_TRUE(a.dirs[0].identity.is_dir);  // a directory compares equal to a fresh stat of itself
+}
+
+TEST(Manifest, TruncatedOrForeignDataIsRejected) {
+  Manifest m;
+  manifest_add(m, entry('a', 3));
+  const std::string data = serialize_manifest(m);
+  for (std::size_t cut : {std::size_t{0}, std::size_t{3}, data.size() / 2, data.size() - 1}) {
+    EXPECT_THROW(deserialize_manifest(data.substr(0, cut)), std::runtime_error) << cut;
+  }
+  EXPECT_THROW(deserialize_manifest(data + "x"), std::runtime_error);
+  EXPECT_THROW(deserialize_manifest(std::string(64, 'z')), std::runtime_error);
+}
+
+TEST(Manifest, AddReplacesTheSameResultAndKeepsTheBound) {
+  Manifest m;
+  for (int i = 0; i < 40; ++i) manifest_add(m, entry(static_cast<char>('A' + i), 1));
+  EXPECT_EQ(m.entries.size(), kMaxManifestEntries);
+  EXPECT_EQ(m.entries[0].result_key, entry(static_cast<char>('A' + 39), 1).result_key);
+  manifest_add(m, entry(static_cast<char>('A' + 30), 2));
+  EXPECT_EQ(m.entries.size(), kMaxManifestEntries);
+  EXPECT_EQ(m.entries[0].files.size(), 2u);
+}
+
+TEST(Manifest, RacyCleanRule) {
+  util::FileIdentity id{1, 2, 3, 1'000, 1'000, false};
+  // Seen in a later tick: the identity is trustworthy.
+  EXPECT_FALSE(is_racy(id, 5'000, 0));
+  // Seen in the tick it was modified in (or with a margin covering it): a later edit in the same tick
+  // could keep every field of the identity, so the record must be checked by content.
+  EXPECT_TRUE(is_racy(id, 1'000, 0));
+  EXPECT_TRUE(is_racy(id, 2'500, 2'000));
+  // A time in the future is clock skew: never trusted by identity.
+  EXPECT_TRUE(is_racy(id, 500, 0));
+  // ctime counts too: touch -r restores mtime, not ctime.
+  util::FileIdentity touched{1, 2, 3, 1'000, 9'000, false};
+  EXPECT_TRUE(is_racy(touched, 9'000, 0));
+}
+
+TEST(Manifest, FreshlyWrittenFileIsRacyByTheFileClock) {
+  util::TempDir dir("/tmp");
+  const std::string p = util::join_path(dir.path(), "h.h");
+  const std::int64_t before = util::file_clock_now_ns();
+  util::write_file(p, "x");
+  auto id = util::stat_identity(p);
+  ASSERT_TRUE(id);
+  // Read right away, the file clock has not left the file's tick (or has, by at most the time taken).
+  EXPECT_TRUE(is_racy(*id, before, util::file_time_margin_ns(p)));
+}
+
+}  // namespace
+}  // namespace kache::core

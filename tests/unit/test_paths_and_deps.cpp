@@ -1,0 +1,115 @@
+// Path roots (normalization for sharing), dependency-file parsing and the absent-path watch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/depfile.hpp"
+#include "core/path_roots.hpp"
+#include "core/watch.hpp"
+#include "util/fs.hpp"
+
+namespace kache::core {
+namespace {
+
+PathRoots roots() {
+  return PathRoots({{"/p/build", "/kache/build"}, {"/p/src", "/kache/src"}, {"/p/build/obj", "/kache/out"}});
+}
+
+TEST(PathRoots, LongestRootWinsAndSpellingIsKept) {
+  const PathRoots r = roots();
+  EXPECT_EQ(r.split("/p/build/obj/k.o"), (RootedPath{2, "/k.o"}));
+  EXPECT_EQ(r.split("/p/build/x.h"), (RootedPath{0, "/x.h"}));
+  // As spelled: "../src/../include" stays below the build root and resolves per checkout.
+  EXPECT_EQ(r.split("/p/build/../include/h.h"), (RootedPath{0, "/../include/h.h"}));
+  EXPECT_EQ(r.split("/p/buildx/y.h"), (RootedPath{-1, "/p/buildx/y.h"}));  // component-wise
+  EXPECT_EQ(r.key_form("/p/src/k.cu"), "/kache/src/k.cu");
+  const PathRoots other({{"/q/b", "/kache/build"}, {"/q/s", "/kache/src"}, {"/q/b/obj", "/kache/out"}});
+  EXPECT_EQ(other.join(r.split("/p/build/../include/h.h")), "/q/b/../include/h.h");
+}
+
+TEST(PathRoots, DuplicatesAndTheFilesystemRootAreDropped) {
+  const PathRoots r({{"/p", "/kache/build"}, {"/p", "/kache/src"}, {"/", "/kache/base0"}});
+  ASSERT_EQ(r.roots().size(), 1u);
+  EXPECT_EQ(r.key_form("/p/k.cu"), "/kache/build/k.cu");
+  EXPECT_FALSE(PathRoots().enabled());
+}
+
+TEST(PathRoots, PrefixMapsPutTheLongestRootLast) {
+  // GCC applies the last matching -ffile-prefix-map first.
+  const auto flags = roots().prefix_map_flags();
+  ASSERT_EQ(flags.size(), 3u);
+  EXPECT_EQ(flags.back(), "-ffile-prefix-map=/p/build/obj=/kache/out");
+}
+
+TEST(PathRoots, DepfileTemplatesRoundTripIntoAnotherCheckout) {
+  const std::string dep = "obj/k.o : /p/src/k.cu \\\n    /p/build/../inc/a\\ b.h /usr/include/stdio.h\n";
+  const std::string tmpl = roots().templatize(dep);
+  EXPECT_EQ(tmpl.find("/p/"), std::string::npos);
+  const PathRoots other({{"/q/b", "/kache/build"}, {"/q/s", "/kache/src"}, {"/q/b/obj", "/kache/out"}});
+  EXPECT_EQ(other.instantiate(tmpl), "obj/k.o : /q/s/k.cu \\\n    /q/b/../inc/a\\ b.h /usr/include/stdio.h\n");
+  EXPECT_EQ(roots().instantiate(tmpl), dep);
+}
+
+TEST(Depfile, ParsesNvccOutput) {
+  const Depfile d = parse_depfile(
+      "out/k.o : k.cu \\\n    /usr/include/stdc-predef.h \\\n    sp\\ ace/h.h \\\n    k.cu \\\n    a$$b.h\n");
+  EXPECT_EQ(d.targets, std::vector<std::string>{"out/k.o"});
+  EXPECT_EQ(d.deps, (std::vector<std::string>{"k.cu", "/usr/include/stdc-predef.h", "sp ace/h.h", "a$b.h"}));
+}
+
+TEST(Depfile, TargetWithSpacesAndPhonyRules) {
+  const Depfile d = parse_depfile("a b.o : x.cu y.h\n\ny.h:\n");
+  EXPECT_EQ(d.deps, (std::vector<std::string>{"x.cu", "y.h"}));
+  EXPECT_THROW(parse_depfile("no colon here\n"), std::runtime_error);
+}
+
+TEST(Watch, HasIncludeScan) {
+  std::vector<std::string> names;
+  bool opaque = false;
+  scan_has_include(
+      "#if __has_include(<opt/x.h>)\n#elif __has_include_next(\"y.h\")\n#if _CCCL_HAS_INCLUDE(<nv/target>)\n"
+      "#define _CCCL_HAS_INCLUDE(_X) __has_include(_X)\n#ifdef __has_include\n#endif",
+      names, opaque);
+  EXPECT_EQ(names, (std::vector<std::string>{"opt/x.h", "y.h", "nv/target"}));
+  EXPECT_FALSE(opaque);
+  scan_has_include("#if __has_include(HEADER)\n#endif\n", names, opaque);
+  EXPECT_TRUE(opaque);
+}
+
+TEST(Watch, ShadowingCandidatesAndHasIncludeTargets) {
+  util::TempDir dir("/tmp");
+  const std::string a = util::join_path(dir.path(), "a"), b = util::join_path(dir.path(), "b");
+  util::create_directories(a);
+  util::create_directories(util::join_path(b, "sub"));
+  util::write_file(util::join_path(b, "sub/h.h"), "");
+  const std::string src_dir = util::join_path(dir.path(), "src");
+  util::create_directories(src_dir);
+  const WatchSet w = watch_set({util::join_path(b, "sub/h.h")}, {src_dir, a, b}, {}, {"opt.h"}, 0);
+  auto has = [&](const std::string& p) { return std::find(w.absent.begin(), w.absent.end(), p) != w.absent.end(); };
+  // a/sub is missing: one absent path stands for a/sub/h.h and everything else below it.
+  EXPECT_TRUE(has(util::join_path(a, "sub")));
+  EXPECT_TRUE(has(util::join_path(src_dir, "sub")));
+  EXPECT_FALSE(has(util::join_path(b, "sub/h.h")));  // the recorded file itself
+  EXPECT_TRUE(has(util::join_path(src_dir, "opt.h")));
+  EXPECT_TRUE(has(util::join_path(a, "opt.h")));
+  EXPECT_TRUE(w.dirs.empty());
+}
+
+TEST(Watch, ToolchainDirectoriesAreWatchedByIdentity) {
+  util::TempDir dir("/tmp");
+  const std::string sys = util::join_path(dir.path(), "sys"), proj = util::join_path(dir.path(), "proj");
+  util::create_directories(sys);
+  util::create_directories(proj);
+  util::write_file(util::join_path(proj, "h.h"), "");
+  // A directory whose times are older than not_before stands for its missing entries.
+  const WatchSet w = watch_set({util::join_path(proj, "h.h")}, {sys, proj}, {sys}, {}, util::stat_identity(sys)->mtime_ns + 1);
+  EXPECT_EQ(w.dirs, std::vector<std::string>{sys});
+  EXPECT_TRUE(w.absent.empty());
+  // A directory changed too recently to trust keeps per-path absent checks.
+  const WatchSet racy = watch_set({util::join_path(proj, "h.h")}, {sys, proj}, {sys}, {}, 0);
+  EXPECT_TRUE(racy.dirs.empty());
+  EXPECT_EQ(racy.absent, std::vector<std::string>{util::join_path(sys, "h.h")});
+}
+
+}  // namespace
+}  // namespace kache::core
