@@ -301,7 +301,9 @@ class StoreTestCase(KacheTestCase):
         return lib
 
     def shim_env(self, lib, op, at=0):
-        return {"LD_PRELOAD": lib, "SHIM_DIR": self.cache, "SHIM_OP": op, "SHIM_AT": str(at)}
+        # Under the sanitizer build the hook precedes ASan's runtime in the load order; allow that.
+        asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if o)
+        return {"LD_PRELOAD": lib, "SHIM_DIR": self.cache, "SHIM_OP": op, "SHIM_AT": str(at), "ASAN_OPTIONS": asan}
 
     def mount_tmpfs(self, size):
         """A fresh tmpfs of `size` (e.g. '64k'), unmounted when the test ends; skips if mounting is not allowed."""
