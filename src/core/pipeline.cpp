@@ -269,7 +269,7 @@ std::optional<int> Pipeline::try_hit() {
     if (refreshed) {
       // Remember the new identities so the next lookup needs no hashing.
       try {
-        store_.put(manifest_key_, serialize_manifest(manifest));
+        store_.put_uncompressed(manifest_key_, serialize_manifest(manifest));
       } catch (const std::exception&) {
       }
     }
@@ -448,7 +448,7 @@ int Pipeline::miss() {
           }
         }
         manifest_add(manifest, std::move(entry));
-        store_.put(manifest_key_, serialize_manifest(manifest));
+        store_.put_uncompressed(manifest_key_, serialize_manifest(manifest));
       }
       counts_[counter::kStored]++;
       log.debug("miss: stored {}", job_.output);

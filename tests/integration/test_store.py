@@ -25,6 +25,7 @@ import kachetest
 from kachetest import KACHE, KERNEL, NVCC, KacheTestCase
 
 MAGIC = b"KACHE\0E1"
+RAW_MAGIC = b"KACHE\0R1"  # the same layout, payload stored as is
 HEADER_LEN = 8 + 8 + 32
 
 # Prints warnings on stderr (twice from the host preprocessor, once from cudafe++) and compiles.
@@ -59,7 +60,7 @@ def decode_entry(data):
     """The payload of a stored entry; raises ValueError when the file is not a complete, intact entry."""
     if len(data) < HEADER_LEN:
         raise ValueError(f"{len(data)} bytes, shorter than the {HEADER_LEN}-byte header")
-    if data[:8] != MAGIC:
+    if data[:8] not in (MAGIC, RAW_MAGIC):
         raise ValueError(f"bad magic {data[:8]!r}")
     size = struct.unpack_from("<Q", data, 8)[0]
     checksum = data[16:48]
@@ -70,6 +71,10 @@ def decode_entry(data):
     h = xxh.XXH3_128bits(payload, len(payload))
     if f"{h.high64:016x}{h.low64:016x}".encode() != checksum:
         raise ValueError("checksum mismatch")
+    if data[:8] == RAW_MAGIC:  # stored uncompressed (manifests)
+        if size != len(payload):
+            raise ValueError(f"raw payload of {len(payload)} bytes, header says {size}")
+        return payload
     if size > 1 << 31:
         raise ValueError(f"implausible size {size}")
     out = ctypes.create_string_buffer(max(size, 1))

@@ -140,6 +140,28 @@ TEST_F(LocalStorageTest, CorruptPayloadIsRemovedAndCounted) {
   EXPECT_EQ(s.corrupt_found(), 1);
 }
 
+TEST_F(LocalStorageTest, UncompressedEntriesRoundTripAndAreChecked) {
+  auto s = make();
+  const std::string key = key_of("raw");
+  const std::string value = std::string(50'000, 'm') + random_bytes(100, 9);
+  s.put_uncompressed(key, value);
+  const std::string path = entry_file(key);
+  EXPECT_EQ(util::read_file(path).substr(0, 8), std::string("KACHE\0R1", 8));
+  EXPECT_GT(fs::file_size(path), value.size());  // stored as is, not compressed
+  EXPECT_EQ(s.get(key), value);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+  std::string raw = util::read_file(path);
+  raw[raw.size() / 2] ^= 0x20;
+  util::write_file(path, raw);
+  EXPECT_EQ(s.get(key), std::nullopt);
+  EXPECT_FALSE(util::exists(path));
+  EXPECT_EQ(s.corrupt_found(), 1);
+  s.put_uncompressed(key, value);
+  ASSERT_EQ(::truncate(path.c_str(), 1000), 0);
+  EXPECT_EQ(s.get(key), std::nullopt);
+  EXPECT_EQ(s.corrupt_found(), 2);
+}
+
 TEST_F(LocalStorageTest, TruncatedEntryIsRemovedAndCounted) {
   auto s = make();
   const std::string a = key_of("a"), b = key_of("b");

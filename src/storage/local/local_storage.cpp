@@ -25,6 +25,8 @@ namespace kache::storage {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'A', 'C', 'H', 'E', '\0', 'E', '1'};
+// The same layout with the payload stored as is (no zstd frame); the size is the payload's length.
+constexpr char kRawMagic[8] = {'K', 'A', 'C', 'H', 'E', '\0', 'R', '1'};
 constexpr std::size_t kChecksumLen = 32;
 constexpr std::size_t kHeaderLen = sizeof kMagic + 8 + kChecksumLen;
 constexpr int kShards = 16;
@@ -197,6 +199,13 @@ void trim_locked(const std::string& shard_dir, bool limited, std::uint64_t share
 // Parses and verifies one stored entry; nullopt on any inconsistency.
 std::optional<std::string> decode_entry(std::string_view data) {
   if (data.size() < kHeaderLen) return std::nullopt;
+  if (std::memcmp(data.data(), kRawMagic, sizeof kRawMagic) == 0) {
+    const std::uint64_t size = get_u64_le(data.data() + sizeof kRawMagic);
+    std::string_view payload = data.substr(kHeaderLen);
+    if (payload.size() != size || util::xxh128_hex(payload) != data.substr(sizeof kRawMagic + 8, kChecksumLen))
+      return std::nullopt;
+    return std::string(payload);
+  }
   if (std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
   const std::uint64_t size = get_u64_le(data.data() + sizeof kMagic);
   std::string_view checksum = data.substr(sizeof kMagic + 8, kChecksumLen);
@@ -210,6 +219,16 @@ std::optional<std::string> decode_entry(std::string_view data) {
   std::string out(static_cast<std::size_t>(size), '\0');
   const std::size_t n = ZSTD_decompress(out.data(), out.size(), payload.data(), payload.size());
   if (ZSTD_isError(n) || n != size) return std::nullopt;
+  return out;
+}
+
+std::string encode_raw(std::string_view value) {
+  std::string out;
+  out.reserve(kHeaderLen + value.size());
+  out.append(kRawMagic, sizeof kRawMagic);
+  put_u64_le(out, value.size());
+  out += util::xxh128_hex(value);
+  out += value;
   return out;
 }
 
@@ -314,8 +333,13 @@ std::optional<std::string> LocalStorage::get(std::string_view key) {
 }
 
 void LocalStorage::put(std::string_view key, std::string_view value) {
+  put_blob(key, encode_entry(value, opt_.compression_level));
+}
+
+void LocalStorage::put_uncompressed(std::string_view key, std::string_view value) { put_blob(key, encode_raw(value)); }
+
+void LocalStorage::put_blob(std::string_view key, const std::string& blob) {
   check_key(key);
-  const std::string blob = encode_entry(value, opt_.compression_level);
   const std::string path = entry_path(key);
   const std::string dir = util::dirname(path);
   const std::string shard = shard_of(opt_.dir, key);

@@ -34,6 +34,9 @@ class LocalStorage final : public Storage {
   std::optional<std::string> get(std::string_view key) override;
   void put(std::string_view key, std::string_view value) override;
   void remove(std::string_view key) override;
+  // Same as put, without compression: for records read on every hit (manifests), where decompressing
+  // costs more than reading the bytes. Format "KACHE\0R1", size, XXH3-128 of the payload, payload.
+  void put_uncompressed(std::string_view key, std::string_view value);
 
   // Housekeeping used by the CLI.
   std::uint64_t total_size() const;          // bytes on disk, from the shard counters
@@ -46,6 +49,7 @@ class LocalStorage final : public Storage {
  private:
   std::string entry_path(std::string_view key) const;
   void evict(const std::string& keep);
+  void put_blob(std::string_view key, const std::string& blob);
   LocalStorageOptions opt_;
   int corrupt_found_ = 0;
 };
