@@ -62,13 +62,13 @@ std::int64_t mtime_ns(const struct stat& st) {
 
 std::uint64_t sub_sat(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
 
-// Exclusive flock on <shard>/lock for the lifetime of the object. flock locks belong to the open file
+// Exclusive flock on <dir>/<name> for the lifetime of the object. flock locks belong to the open file
 // description, so this excludes other processes and other LocalStorage objects alike.
 class ShardLock {
  public:
-  explicit ShardLock(const std::string& shard_dir) {
+  explicit ShardLock(const std::string& shard_dir, const char* name = "lock") {
     util::create_directories(shard_dir);
-    std::string path = util::join_path(shard_dir, "lock");
+    std::string path = util::join_path(shard_dir, name);
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd_ < 0) throw_errno(errno, "open " + path);
     while (::flock(fd_, LOCK_EX) != 0) {
@@ -369,17 +369,8 @@ void LocalStorage::put_blob(std::string_view key, const std::string& blob) {
 // since the scan (a hit refreshed it) is spared. `keep` (the entry just stored) is never evicted, so
 // an entry larger than the share a smaller bound would leave it still gets used once.
 void LocalStorage::evict(const std::string& keep) {
-  const std::string lock_path = util::join_path(opt_.dir, "cleanup.lock");
-  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) throw_errno(errno, "open " + lock_path);
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      int err = errno;
-      ::close(fd);
-      throw_errno(err, "flock " + lock_path);
-    }
-  }
-  try {
+  ShardLock cleanup(opt_.dir, "cleanup.lock");
+  {
     std::uint64_t total = total_size();
     if (total > opt_.max_size) {
       struct Victim {
@@ -413,11 +404,7 @@ void LocalStorage::evict(const std::string& keep) {
         trim_locked(shard, false, 0);  // recount from the files that remain
       }
     }
-  } catch (...) {
-    ::close(fd);
-    throw;
   }
-  ::close(fd);
 }
 
 void LocalStorage::remove(std::string_view key) {
