@@ -43,7 +43,7 @@ Environment (overrides the config file; see --show-config for every setting):
 
 storage::LocalStorage open_storage(const Config& config) {
   return storage::LocalStorage(
-      storage::LocalStorageOptions{config.cache_dir, config.max_size, config.compression_level});
+      storage::LocalStorageOptions{config.cache_dir, config.max_size, config.compression_level, config.compression});
 }
 
 // Reason counters "<prefix><reason>" sorted by count (largest first), then by name.

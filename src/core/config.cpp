@@ -277,6 +277,8 @@ const KeySpec kKeys[] = {
     {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path"},
     {"cache", "max_size", "KACHE_MAX_SIZE", set_max_size, set_max_size_node,
      [](const Config& c) { return format_size(c.max_size); }, "a size"},
+    {"cache", "compression", "KACHE_COMPRESSION", set_bool<&Config::compression>,
+     set_bool_node<&Config::compression>, show_bool<&Config::compression>, "a boolean"},
     {"cache", "compression_level", "KACHE_COMPRESSION_LEVEL", set_level, set_level_node,
      [](const Config& c) { return std::to_string(c.compression_level); }, "a compression level"},
     {"cache", "direct_mode", "KACHE_DIRECT_MODE", set_bool<&Config::direct_mode>,

@@ -5,6 +5,7 @@
 // Keys (section.key -> environment variable):
 //   cache.dir                    KACHE_DIR
 //   cache.max_size               KACHE_MAX_SIZE            ("10G", "500M", bytes)
+//   cache.compression            KACHE_COMPRESSION         (bool: false stores objects so hits can clone them)
 //   cache.compression_level      KACHE_COMPRESSION_LEVEL   (zstd level, 1..19)
 //   cache.direct_mode            KACHE_DIRECT_MODE         (bool)
 //   cache.disable                KACHE_DISABLE             (bool: run every compile uncached)
@@ -26,6 +27,7 @@ namespace kache::core {
 struct Config {
   std::string cache_dir;
   std::uint64_t max_size = 10ull << 30;
+  bool compression = true;
   int compression_level = 3;
   bool direct_mode = true;
   bool disable = false;

@@ -7,7 +7,7 @@
 namespace kache::core {
 
 namespace {
-constexpr std::uint32_t kManifestMagic = 0x4b4d4e34;  // "KMN4"
+constexpr std::uint32_t kManifestMagic = 0x4b4d4e35;  // "KMN5"
 
 void write_path(util::Writer& w, const RootedPath& p) {
   w.u32(static_cast<std::uint32_t>(p.root + 1));
@@ -19,28 +19,36 @@ RootedPath read_path(util::Reader& r) {
   p.rest = r.str();
   return p;
 }
+void write_identity(util::Writer& w, const util::FileIdentity& id) {
+  w.u64(id.dev);
+  w.u64(id.ino);
+  w.i64(id.size);
+  w.i64(id.mtime_ns);
+  w.i64(id.ctime_ns);
+  w.u8(id.is_dir ? 1 : 0);
+}
+util::FileIdentity read_identity(util::Reader& r) {
+  util::FileIdentity id;
+  id.dev = r.u64();
+  id.ino = r.u64();
+  id.size = r.i64();
+  id.mtime_ns = r.i64();
+  id.ctime_ns = r.i64();
+  id.is_dir = r.u8() != 0;
+  return id;
+}
 void write_file(util::Writer& w, const ManifestFile& f) {
   write_path(w, f.path);
   w.bytes(f.hash.bytes.data(), 32);
-  w.u64(f.identity.dev);
-  w.u64(f.identity.ino);
-  w.i64(f.identity.size);
-  w.i64(f.identity.mtime_ns);
-  w.i64(f.identity.ctime_ns);
-  w.u8(static_cast<std::uint8_t>((f.racy ? 1 : 0) | (f.identity.is_dir ? 2 : 0)));
+  write_identity(w, f.identity);
+  w.u8(f.racy ? 1 : 0);
 }
 ManifestFile read_file(util::Reader& r) {
   ManifestFile f;
   f.path = read_path(r);
   r.bytes(f.hash.bytes.data(), 32);
-  f.identity.dev = r.u64();
-  f.identity.ino = r.u64();
-  f.identity.size = r.i64();
-  f.identity.mtime_ns = r.i64();
-  f.identity.ctime_ns = r.i64();
-  const std::uint8_t flags = r.u8();
-  f.racy = (flags & 1) != 0;
-  f.identity.is_dir = (flags & 2) != 0;
+  f.identity = read_identity(r);
+  f.racy = r.u8() != 0;
   return f;
 }
 }  // namespace
@@ -57,9 +65,13 @@ std::string serialize_manifest(const Manifest& m) {
     w.u32(static_cast<std::uint32_t>(e.files.size()));
     for (const auto& f : e.files) write_file(w, f);
     w.u32(static_cast<std::uint32_t>(e.absent.size()));
-    for (const auto& a : e.absent) write_path(w, a);
-    w.u32(static_cast<std::uint32_t>(e.dirs.size()));
-    for (const auto& d : e.dirs) write_file(w, d);
+    for (const auto& a : e.absent) {
+      write_path(w, a.dir);
+      w.u8(a.guarded ? 1 : 0);
+      write_identity(w, a.identity);
+      w.u32(static_cast<std::uint32_t>(a.names.size()));
+      for (const auto& n : a.names) w.str(n);
+    }
   }
   return w.take();
 }
@@ -79,9 +91,13 @@ Manifest deserialize_manifest(std::string_view data) {
     e.files.resize(r.u32());
     for (auto& f : e.files) f = read_file(r);
     e.absent.resize(r.u32());
-    for (auto& a : e.absent) a = read_path(r);
-    e.dirs.resize(r.u32());
-    for (auto& d : e.dirs) d = read_file(r);
+    for (auto& a : e.absent) {
+      a.dir = read_path(r);
+      a.guarded = r.u8() != 0;
+      a.identity = read_identity(r);
+      a.names.resize(r.u32());
+      for (auto& n : a.names) n = r.str();
+    }
   }
   if (!r.done()) throw std::runtime_error("trailing bytes in manifest");
   return m;

@@ -22,13 +22,22 @@ struct ManifestFile {
   bool racy = false;
 };
 
+// Names that must still be missing in one directory. When `guarded`, an unchanged directory identity
+// proves them all missing with one stat (see AbsentGroup in core/watch.hpp); else, or when it moved,
+// each name is checked. Guarded with no names (a toolchain directory): the identity must hold.
+struct AbsentDir {
+  RootedPath dir;
+  bool guarded = false;
+  util::FileIdentity identity;
+  std::vector<std::string> names;
+  bool operator==(const AbsentDir&) const = default;
+};
+
 struct ManifestEntry {
   std::vector<ManifestFile> files;
   // Paths that did not exist when the entry was made and would change what the compiler reads if they
   // appeared (a header earlier in the search path, a __has_include target, a missing directory).
-  std::vector<RootedPath> absent;
-  // Toolchain directories that must keep their identity (see core/watch.hpp); hash unused.
-  std::vector<ManifestFile> dirs;
+  std::vector<AbsentDir> absent;
   util::Digest result_key;
   // The object depends on the literal source path (e.g. rdc module ids, internal-linkage name hashes):
   // the result key then includes it.

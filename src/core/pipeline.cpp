@@ -31,9 +31,26 @@ namespace kache::core {
 
 namespace {
 
+// Unlinks a temporary file on scope exit unless release() was called; an empty path guards nothing.
+class TempFileGuard {
+ public:
+  explicit TempFileGuard(std::string path) : path_(std::move(path)) {}
+  ~TempFileGuard() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  TempFileGuard(const TempFileGuard&) = delete;
+  TempFileGuard& operator=(const TempFileGuard&) = delete;
+  bool empty() const { return path_.empty(); }
+  const std::string& path() const { return path_; }
+  void release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
 using Counts = std::map<std::string, std::uint64_t>;
 
-void write_all(int fd, const std::string& data) {
+void write_all(int fd, std::string_view data) {
   std::size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::write(fd, data.data() + off, data.size() - off);
@@ -75,7 +92,7 @@ class Pipeline {
  public:
   Pipeline(const Invocation& inv, const Config& cfg, compiler::Adapter& adapter, Counts& counts)
       : inv_(inv), cfg_(cfg), adapter_(adapter), counts_(counts),
-        store_({cfg.cache_dir, cfg.max_size, cfg.compression_level}) {}
+        store_({cfg.cache_dir, cfg.max_size, cfg.compression_level, cfg.compression}) {}
 
   // Returns the exit code, or nullopt when the invocation must run unchanged (passthrough_ is set).
   std::optional<int> run();
@@ -90,7 +107,6 @@ class Pipeline {
   util::Digest storage_key(const ManifestEntry& entry) const;
   bool outside_roots(const std::string& path) const;
   int miss();
-  void restore(const CacheEntry& entry);
 
   const Invocation& inv_;
   const Config& cfg_;
@@ -169,13 +185,23 @@ bool Pipeline::outside_roots(const std::string& path) const {
   return true;
 }
 
+// Threads for the stat calls of a large closure (see util::stat_identities).
+constexpr unsigned kStatThreads = 4;
+
 bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
   auto& log = core::log();
   const auto& roots = job_.roots.roots();
-  for (auto& f : entry.files) {
+  std::vector<std::string> paths;
+  paths.reserve(entry.files.size());
+  for (const auto& f : entry.files) {
     if (f.path.root >= static_cast<int>(roots.size())) return false;
-    const std::string path = job_.roots.join(f.path);
-    auto id = util::stat_identity(path);
+    paths.push_back(job_.roots.join(f.path));
+  }
+  const auto ids = util::stat_identities(paths, kStatThreads);
+  for (std::size_t i = 0; i < entry.files.size(); ++i) {
+    auto& f = entry.files[i];
+    const std::string& path = paths[i];
+    const auto& id = ids[i];
     if (!id) {
       log.debug("direct lookup: {} is gone", path);
       return false;
@@ -198,21 +224,23 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
     f.racy = is_racy(*id, now, margin);
     refreshed = true;
   }
-  for (const auto& d : entry.dirs) {
-    if (d.path.root >= static_cast<int>(roots.size())) return false;
-    const std::string path = job_.roots.join(d.path);
-    auto id = util::stat_identity(path);
-    if (!id || !(*id == d.identity)) {
-      log.debug("direct lookup: directory {} changed", path);
-      return false;
-    }
-  }
   for (const auto& a : entry.absent) {
-    if (a.root >= static_cast<int>(roots.size())) return false;
-    const std::string path = job_.roots.join(a);
-    if (util::exists(path)) {
-      log.debug("direct lookup: {} appeared", path);
-      return false;
+    if (a.dir.root >= static_cast<int>(roots.size())) return false;
+    const std::string dir = job_.roots.join(a.dir);
+    if (a.guarded) {
+      auto id = util::stat_identity(dir);
+      if (id && *id == a.identity) continue;  // no entry created, removed or renamed in it since
+      if (a.names.empty()) {
+        log.debug("direct lookup: toolchain directory {} changed", dir);
+        return false;
+      }
+    }
+    for (const auto& name : a.names) {
+      const std::string path = dir == "/" ? "/" + name : dir + "/" + name;
+      if (util::exists(path)) {
+        log.debug("direct lookup: {} appeared", path);
+        return false;
+      }
     }
   }
   return true;
@@ -245,24 +273,37 @@ std::optional<int> Pipeline::try_hit() {
     // The recorded result key holds for any checkout (it names files by their fixed root names);
     // path-specific objects are stored under it combined with this build's source identity.
     const util::Digest rk = storage_key(entry);
-    std::optional<std::string> blob;
+    std::optional<storage::Storage::Parts> parts;
     try {
-      blob = store_.get(rk.hex());
+      parts = store_.get_parts(rk.hex(), util::dirname(job_.output));
     } catch (const std::exception& e) {
       log.info("cannot read entry: {}", e.what());
       return std::nullopt;
     }
-    if (!blob) continue;
-    CacheEntry ce;
+    if (!parts) continue;
+    // The object, when the store already wrote it next to the output; removed unless it is used.
+    TempFileGuard body(parts->body_file);
+    CacheEntryView ce;
     try {
-      ce = deserialize_entry(*blob);
+      ce = body.empty() ? view_entry(parts->value) : view_entry_head(parts->value, parts->body_size);
     } catch (const std::exception&) {
       counts_[counter::kCorrupt]++;
       store_.remove(rk.hex());
       continue;
     }
     if (!job_.depfile.empty() && !ce.depfile_template) continue;
-    restore(ce);
+    if (body.empty()) {
+      util::write_file_replacing(job_.output, ce.object);
+    } else {
+      if (!util::rename_replacing(body.path(), job_.output)) {
+        throw std::system_error(errno, std::generic_category(), "rename to " + job_.output);
+      }
+      body.release();
+      log.debug("restored the object by {}", parts->body_copied_by ? parts->body_copied_by : "?");
+    }
+    if (!job_.depfile.empty()) {
+      util::write_file_replacing(job_.depfile, job_.roots.instantiate(std::string(*ce.depfile_template)));
+    }
     counts_[counter::kHits]++;
     counts_[counter::kDirectHits]++;
     log.debug("hit: {} (result {})", job_.output, rk.hex().substr(0, 16));
@@ -278,13 +319,6 @@ std::optional<int> Pipeline::try_hit() {
     return 0;
   }
   return std::nullopt;
-}
-
-void Pipeline::restore(const CacheEntry& entry) {
-  util::write_file_atomic(job_.output, entry.object);
-  if (!job_.depfile.empty()) {
-    util::write_file_atomic(job_.depfile, job_.roots.instantiate(*entry.depfile_template));
-  }
 }
 
 int Pipeline::miss() {
@@ -379,8 +413,8 @@ int Pipeline::miss() {
   std::string out_text = r.out, err_text = r.err;
   util::replace_all(out_text, scratch.path(), util::dirname(job_.output));
   util::replace_all(err_text, scratch.path(), util::dirname(job_.output));
-  if (::rename(paths.object.c_str(), job_.output.c_str()) != 0) util::copy_file(paths.object, job_.output);
-  if (!job_.depfile.empty()) util::write_file_atomic(job_.depfile, dep_text);
+  if (!util::rename_replacing(paths.object, job_.output)) util::copy_file(paths.object, job_.output);
+  if (!job_.depfile.empty()) util::write_file_replacing(job_.depfile, dep_text);
 
   if (not_stored.empty() && job_.roots.enabled()) {
     for (const auto& root : job_.roots.roots()) {
@@ -416,20 +450,28 @@ int Pipeline::miss() {
       for (const auto& c : closure) {
         if (util::lexically_normal(c) != job_.source) searched.push_back(c);
       }
-      // Directory times are trusted only when older than the coarsest file-time granularity (2 s).
-      const std::int64_t not_before = util::now_ns() - 2'000'000'000;
-      WatchSet watch = watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, not_before);
-      for (const auto& a : watch.absent) {
-        if (outside_roots(a)) entry.checkout_specific = true;
-        entry.absent.push_back(job_.roots.split(a));
-      }
-      for (const auto& d : watch.dirs) {
-        auto id = util::stat_identity(d);
-        if (!id) continue;
-        ManifestFile f;
-        f.path = job_.roots.split(d);
-        f.identity = *id;
-        entry.dirs.push_back(std::move(f));
+      const std::vector<std::string> absent = watch_set(searched, job_.search_dirs, job_.system_dirs, has_include);
+      auto trusted = [&](const std::string& dir, const util::FileIdentity& id) {
+        return !is_racy(id, util::file_clock_now_ns(), margins_.for_file(dir, id.dev));
+      };
+      auto groups = group_absent(absent, job_.system_dirs, trusted);
+      if (!groups) {
+        // A watched path appeared while this ran: no record can claim it missing. The result itself
+        // is still right for the closure nvcc read (its key names those files' contents).
+        log.debug("a watched path appeared during the compile: no direct-mode record for this compile");
+        opaque = true;
+      } else {
+        for (auto& g : *groups) {
+          AbsentDir a;
+          a.dir = job_.roots.split(g.dir);
+          a.guarded = g.guard.has_value();
+          if (g.guard) a.identity = *g.guard;
+          for (auto& name : g.names) {
+            if (outside_roots(g.dir + "/" + name)) entry.checkout_specific = true;
+            a.names.push_back(std::move(name));
+          }
+          entry.absent.push_back(std::move(a));
+        }
       }
     }
     CacheEntry ce;
@@ -438,7 +480,7 @@ int Pipeline::miss() {
     ce.stdout_text = out_text;
     ce.stderr_text = err_text;
     try {
-      store_.put(storage_key(entry).hex(), serialize_entry(ce));
+      store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), ce.object);
       if (!opaque) {
         Manifest manifest;
         if (auto current = store_.get(manifest_key_)) {

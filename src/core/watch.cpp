@@ -57,17 +57,16 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
   }
 }
 
-WatchSet watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
-                   const std::vector<std::string>& system_dirs, const std::vector<std::string>& has_include_names,
-                   std::int64_t not_before_ns) {
-  // stat results, memoized: nullopt = missing.
-  std::unordered_map<std::string, std::optional<util::FileIdentity>> stat_memo;
-  auto identity = [&](const std::string& p) -> const std::optional<util::FileIdentity>& {
-    auto it = stat_memo.find(p);
-    if (it == stat_memo.end()) it = stat_memo.emplace(p, util::stat_identity(p)).first;
+std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
+                                   const std::vector<std::string>& system_dirs,
+                                   const std::vector<std::string>& has_include_names) {
+  // Existence, memoized.
+  std::unordered_map<std::string, bool> exists_memo;
+  auto exists = [&](const std::string& p) {
+    auto it = exists_memo.find(p);
+    if (it == exists_memo.end()) it = exists_memo.emplace(p, util::exists(p)).first;
     return it->second;
   };
-  auto exists = [&](const std::string& p) { return identity(p).has_value(); };
   auto is_system = [&](const std::string& p) {
     return std::any_of(system_dirs.begin(), system_dirs.end(),
                        [&](const std::string& s) { return util::path_starts_with(p, s); });
@@ -85,38 +84,29 @@ WatchSet watch_set(const std::vector<std::string>& closure, const std::vector<st
 
   std::unordered_set<std::string> closure_set(closure.begin(), closure.end());
   std::unordered_set<std::string> seen;
-  WatchSet out;
-  // A missing `path` whose deepest existing ancestor is `dir`.
-  auto record = [&](const std::string& path, const std::string& dir) {
-    if (is_system(dir)) {
-      const auto& id = identity(dir);
-      if (id && id->mtime_ns < not_before_ns && id->ctime_ns < not_before_ns) {
-        if (seen.insert("d" + dir).second) out.dirs.push_back(dir);
-        return;
-      }
-    }
-    if (seen.insert("a" + path).second) out.absent.push_back(path);
+  std::vector<std::string> out;
+  auto record = [&](const std::string& path) {
+    if (seen.insert(path).second) out.push_back(path);
   };
   // Records what guarantees dir/rel keeps not existing, walking down from dir.
   auto candidate = [&](const std::string& dir, std::string_view rel) {
     if (!exists(dir)) {
-      record(dir, util::dirname(dir));
+      record(dir);
       return;
     }
     std::string cur = dir;
     std::size_t start = 0;
     while (true) {
-      const std::string parent = cur;
       std::size_t slash = rel.find('/', start);
       std::string_view comp = rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
       cur += '/';
       cur += comp;
       if (slash == std::string_view::npos) {
-        if (!closure_set.count(cur) && !exists(cur)) record(cur, parent);
+        if (!closure_set.count(cur) && !exists(cur)) record(cur);
         return;
       }
       if (!exists(cur)) {
-        record(cur, parent);
+        record(cur);
         return;
       }
       start = slash + 1;
@@ -137,6 +127,41 @@ WatchSet watch_set(const std::vector<std::string>& closure, const std::vector<st
     for (const auto& t : consulted) candidate(t, util::lexically_normal(name));
   }
   return out;
+}
+
+std::pair<std::string, std::string> split_last(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+std::optional<std::vector<AbsentGroup>> group_absent(
+    const std::vector<std::string>& absent, const std::vector<std::string>& system_dirs,
+    const std::function<bool(const std::string&, const util::FileIdentity&)>& trusted) {
+  std::vector<AbsentGroup> groups;
+  std::unordered_map<std::string, std::size_t> index;
+  for (const auto& path : absent) {
+    auto [dir, name] = split_last(path);
+    auto it = index.find(dir);
+    if (it == index.end()) {
+      it = index.emplace(dir, groups.size()).first;
+      groups.push_back({dir, std::nullopt, {}});
+    }
+    groups[it->second].names.push_back(std::move(name));
+  }
+  for (auto& g : groups) {
+    // The directory first, its names after: an entry created in between moves the recorded identity
+    // past what a lookup will see, never the other way round.
+    auto id = util::stat_identity(g.dir);
+    if (id && id->is_dir && trusted(g.dir, *id)) g.guard = id;
+    for (const auto& name : g.names) {
+      if (util::exists(g.dir == "/" ? "/" + name : g.dir + "/" + name)) return std::nullopt;
+    }
+    const bool in_toolchain = std::any_of(system_dirs.begin(), system_dirs.end(),
+                                          [&](const std::string& s) { return util::path_starts_with(g.dir, s); });
+    if (g.guard && in_toolchain) g.names.clear();
+  }
+  return groups;
 }
 
 }  // namespace kache::core

@@ -5,12 +5,18 @@
 // search directory S as S/rel would be shadowed if T/rel appeared in another search directory T, or if
 // a header named by a __has_include appeared anywhere on the path. For each such candidate the nearest
 // missing ancestor is recorded (a missing directory stands for everything below it); a lookup then only
-// has to confirm those paths still do not exist. Candidates in every other search directory are taken,
-// not only earlier ones: that over-approximates (a harmless extra miss), never under-approximates.
+// has to confirm those paths still do not exist, mostly with one stat per directory (AbsentGroup).
+// Candidates in every other search directory are taken, not only earlier ones: that over-approximates
+// (a harmless extra miss), never under-approximates.
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "util/fs.hpp"
 
 namespace kache::core {
 
@@ -23,19 +29,33 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
 // search_dirs: absolute directories of the include search path, spelled as given (cwd-joined).
 // system_dirs: directories whose content belongs to the toolchain (their files' own directories are
 // not added as quote-include directories).
-struct WatchSet {
-  std::vector<std::string> absent;  // must still not exist
-  // Toolchain directories whose identity (mtime/ctime/inode) must be unchanged: adding any entry to a
-  // directory changes it, so one stat stands for every candidate below it that does not exist. Used
-  // only for system directories, which no build writes into (a build directory's mtime moves with every
-  // object written, so project directories get per-path absent checks instead).
-  std::vector<std::string> dirs;
+// Returns the paths that must stay absent: for each candidate its nearest missing ancestor (a missing
+// directory stands for everything below it).
+std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
+                                   const std::vector<std::string>& system_dirs,
+                                   const std::vector<std::string>& has_include_names);
+
+// Absent paths grouped by their directory. A directory's mtime and ctime change whenever an entry is
+// created, removed or renamed in it, so an unchanged identity of `dir` proves every name in `names` is
+// still missing with one stat instead of one per name. `guard` is set only when that identity was taken
+// before the names were confirmed missing and lies outside the current clock tick (else a same-tick
+// change could keep it); without a guard, or when it no longer matches, each name is checked. In a
+// toolchain directory (which builds do not write into) a guarded group keeps no names: the identity
+// alone must hold, which keeps manifests small (a thrust+cub TU has thousands of such candidates).
+struct AbsentGroup {
+  std::string dir;
+  std::optional<util::FileIdentity> guard;
+  std::vector<std::string> names;
 };
 
-// not_before_ns: a directory whose mtime or ctime is at or after this moment may still change within
-// the same clock tick, so its candidates are recorded as absent paths instead.
-WatchSet watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
-                   const std::vector<std::string>& system_dirs, const std::vector<std::string>& has_include_names,
-                   std::int64_t not_before_ns);
+// Groups `absent` by directory: stats each directory first, then confirms each path is still missing.
+// trusted(dir, identity) says whether the directory's times lie outside the clock-tick margin.
+// Returns nullopt when a path appeared meanwhile (the caller must not record the closure).
+std::optional<std::vector<AbsentGroup>> group_absent(
+    const std::vector<std::string>& absent, const std::vector<std::string>& system_dirs,
+    const std::function<bool(const std::string&, const util::FileIdentity&)>& trusted);
+
+// Splits "dir/name" at its last slash (no normalization: "a/b/.." stays dir "a/b", name "..").
+std::pair<std::string, std::string> split_last(const std::string& path);
 
 }  // namespace kache::core

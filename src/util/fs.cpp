@@ -7,11 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 namespace kache::util {
 
@@ -132,6 +134,33 @@ std::optional<FileIdentity> stat_identity(const std::string& path) {
   return id;
 }
 
+std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<std::string>& paths, unsigned max_threads) {
+  std::vector<std::optional<FileIdentity>> out(paths.size());
+  auto run = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) out[i] = stat_identity(paths[i]);
+  };
+  // Below a few hundred paths a thread costs more than it saves.
+  constexpr std::size_t kPerThread = 256;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t n = std::min<std::size_t>({max_threads, cores, std::max<std::size_t>(1, paths.size() / kPerThread)});
+  std::vector<std::thread> helpers;
+  std::size_t done_by_helpers = 0;
+  try {
+    for (std::size_t t = 1; t < n; ++t) {
+      const std::size_t begin = paths.size() * t / n, end = paths.size() * (t + 1) / n;
+      helpers.emplace_back(run, begin, end);
+      done_by_helpers = end;
+    }
+  } catch (const std::system_error&) {
+    // No thread could start (resource limits): this thread stats what is left below.
+  }
+  const std::size_t first_end = n > 1 ? paths.size() / n : paths.size();
+  run(0, first_end);
+  if (helpers.size() + 1 < n) run(helpers.empty() ? first_end : done_by_helpers, paths.size());
+  for (auto& h : helpers) h.join();
+  return out;
+}
+
 bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
@@ -191,6 +220,20 @@ void write_file_atomic(const std::string& path, std::string_view data) {
   }
 }
 
+bool rename_replacing(const std::string& from, const std::string& to) {
+  ::unlink(to.c_str());  // ENOENT is the common case; any other failure shows up in rename
+  return ::rename(from.c_str(), to.c_str()) == 0;
+}
+
+void write_file_replacing(const std::string& path, std::string_view data) {
+  std::string tmp = write_temp_file(dirname(path), basename(path), data);
+  if (!rename_replacing(tmp, path)) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw_errno(err, "rename " + tmp + " -> " + path);
+  }
+}
+
 void write_file(const std::string& path, std::string_view data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw_errno(errno, "open " + path);
@@ -224,6 +267,68 @@ void copy_file(const std::string& src, const std::string& dst) {
     throw;
   }
   ::close(in);
+}
+
+const char* copy_method_name(CopyMethod m) {
+  switch (m) {
+    case CopyMethod::reflink: return "reflink";
+    case CopyMethod::kernel_copy: return "copy_file_range";
+    case CopyMethod::read_write: return "read/write";
+  }
+  return "?";
+}
+
+std::string copy_range_to_temp(int in, std::uint64_t offset, std::uint64_t length, const std::string& dir,
+                               std::string_view stem, CopyMethod* method) {
+  std::string tmp;
+  int out = open_temp(dir, stem, 0666, &tmp);
+  try {
+    struct file_clone_range range {};
+    range.src_fd = in;
+    range.src_offset = offset;
+    range.src_length = length;
+    range.dest_offset = 0;
+    CopyMethod used = CopyMethod::reflink;
+    if (length == 0 || ::ioctl(out, FICLONERANGE, &range) != 0) {
+      used = CopyMethod::kernel_copy;
+      loff_t in_off = static_cast<loff_t>(offset);
+      std::uint64_t done = 0;
+      while (done < length) {
+        ssize_t n = ::copy_file_range(in, &in_off, out, nullptr, length - done, 0);
+        if (n > 0) {
+          done += static_cast<std::uint64_t>(n);
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0 || errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP ||
+            errno == EPERM || errno == EBADF) {
+          used = CopyMethod::read_write;
+          break;
+        }
+        throw_errno(errno, "copy to " + tmp);
+      }
+      if (used == CopyMethod::read_write) {
+        std::string buf(256 * 1024, '\0');
+        while (done < length) {
+          const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), length - done));
+          ssize_t n = ::pread(in, buf.data(), want, static_cast<off_t>(offset + done));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) throw_errno(n < 0 ? errno : EIO, "read for " + tmp);
+          write_all(out, std::string_view(buf.data(), static_cast<std::size_t>(n)), tmp);
+          done += static_cast<std::uint64_t>(n);
+        }
+      }
+    }
+    int fd = out;
+    out = -1;
+    close_checked(fd, tmp);
+    if (method) *method = used;
+    return tmp;
+  } catch (...) {
+    if (out >= 0) ::close(out);
+    ::unlink(tmp.c_str());
+    throw;
+  }
 }
 
 void create_directories(const std::string& path) {

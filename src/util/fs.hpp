@@ -25,12 +25,23 @@ struct FileIdentity {
 // stat() following symlinks; nullopt if the path does not exist or cannot be stat'ed.
 std::optional<FileIdentity> stat_identity(const std::string& path);
 bool exists(const std::string& path);
+// stat_identity of every path, spread over up to `max_threads` threads when there are many paths
+// (a thrust+cub compile reads ~1600 headers: their stat calls are most of a cache hit's time, and
+// they are independent, like git's preloaded index). Falls back to one thread if none can start.
+std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<std::string>& paths, unsigned max_threads);
 
 std::string read_file(const std::string& path);
 // Writes data to a temporary file in the same directory and renames it over path, so a reader sees
 // either the old or the new content, never a partial one (also after kill -9 of the writer).
 void write_file_atomic(const std::string& path, std::string_view data);
 void write_file(const std::string& path, std::string_view data);
+// Writes data to a temporary file beside path, unlinks path, then renames the temporary file into
+// place: a reader sees the old content, none, or the new one, never a partial file. For build outputs,
+// where the "none" window is harmless: renaming over an existing file makes ext4 (auto_da_alloc)
+// start writeback of the new data at once, measured 1.19 ms against 0.36 ms for a 738 KB object.
+void write_file_replacing(const std::string& path, std::string_view data);
+// Moves the finished file `from` to `to` the same way (unlink, then rename); false if rename fails.
+bool rename_replacing(const std::string& from, const std::string& to);
 // Writes data to a new file "<dir>/.tmp.<stem>.<pid>.<random>" (mode 0666 & ~umask) and returns its
 // path; the caller renames it into place or removes it. The ".tmp." prefix keeps it from ever looking
 // like a cache key. Throws std::system_error (and leaves no file behind) on failure.
@@ -39,6 +50,16 @@ std::string write_temp_file(const std::string& dir, std::string_view stem, std::
 // Copies src to dst (replacing dst atomically): a reflink (FICLONE) where the filesystem supports it,
 // else an in-kernel copy. Never a hard link: a later build writing through dst would corrupt src.
 void copy_file(const std::string& src, const std::string& dst);
+
+// How copy_range_to_temp moved the bytes.
+enum class CopyMethod { reflink, kernel_copy, read_write };
+const char* copy_method_name(CopyMethod m);
+// Writes bytes [offset, offset + length) of the open file `in` to a new file "<dir>/.tmp.<stem>.…"
+// (mode 0666 & ~umask) and returns its path: a reflink of the range (FICLONERANGE; needs offset
+// aligned to the filesystem block and the range to end at in's end or on a block), else an in-kernel
+// copy (copy_file_range), else read/write. Throws std::system_error (leaving no file) on failure.
+std::string copy_range_to_temp(int in, std::uint64_t offset, std::uint64_t length, const std::string& dir,
+                               std::string_view stem, CopyMethod* method);
 
 void create_directories(const std::string& path);
 void remove_file(const std::string& path) noexcept;

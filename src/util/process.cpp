@@ -16,6 +16,7 @@
 #include <system_error>
 
 #include "util/fs.hpp"
+#include "util/unique_fd.hpp"
 
 extern char** environ;
 
@@ -36,22 +37,7 @@ std::vector<char*> c_array(const std::vector<std::string>& v) {
   return out;
 }
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
+using Fd = UniqueFd;
 
 // A pipe whose ends are close-on-exec and above 2, so dup2 onto 1/2 in the child never meets the
 // same descriptor (which would leave close-on-exec set and the stream closed).

@@ -36,13 +36,16 @@ class Reader {
   std::uint32_t u32() { return pod<std::uint32_t>(); }
   std::uint64_t u64() { return pod<std::uint64_t>(); }
   std::int64_t i64() { return pod<std::int64_t>(); }
-  std::string str() {
+  std::string str() { return std::string(str_view()); }
+  // A view into the data being read (valid as long as that data is).
+  std::string_view str_view() {
     const std::uint64_t n = u64();
     if (n > data_.size() - pos_) throw std::runtime_error("truncated record");
-    return std::string(take(n), n);
+    return std::string_view(take(n), n);
   }
   void bytes(void* p, std::size_t n) { std::memcpy(p, take(n), n); }
   bool done() const { return pos_ == data_.size(); }
+  std::size_t remaining() const { return data_.size() - pos_; }
 
  private:
   template <typename T>

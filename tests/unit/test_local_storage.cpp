@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -69,8 +70,8 @@ class LocalStorageTest : public ::testing::Test {
   std::string entry_file(const std::string& key) const {
     return dir_.path() + "/" + key.substr(0, 1) + "/" + key.substr(1, 2) + "/" + key;
   }
-  LocalStorage make(std::uint64_t max_size = 1ull << 30) {
-    return LocalStorage(LocalStorageOptions{dir_.path(), max_size, 3});
+  LocalStorage make(std::uint64_t max_size = 1ull << 30, bool compress = true) {
+    return LocalStorage(LocalStorageOptions{dir_.path(), max_size, 3, compress});
   }
   util::TempDir dir_{test_root()};
 };
@@ -350,6 +351,79 @@ TEST_F(LocalStorageTest, ConcurrentPuttersWithEvictionAndOverwrites) {
   EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
   EXPECT_LE(s.total_size(), max);
   EXPECT_EQ(core::StatsFile(dir_.path()).read().get(core::counter::kStored), 1600u);
+}
+
+// Uncompressed results keep the object apart, on a block boundary, so a hit can clone it.
+TEST_F(LocalStorageTest, SplitEntriesRestoreTheBodyIntoAFile) {
+  auto s = make(1ull << 30, false);
+  const std::string key = key_of("split");
+  const std::string head = "head bytes", body = random_bytes(10'000, 3);
+  s.put_parts(key, head, body);
+  const std::string file = entry_file(key);
+  const std::string raw = util::read_file(file);
+  EXPECT_EQ(raw.substr(0, 8), std::string("KACHE\0B1", 8));
+  EXPECT_EQ(raw.size(), 4096 + body.size());      // head padded to one block, body to the end
+  EXPECT_EQ(raw.substr(4096), body);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+
+  util::TempDir out(test_root());
+  auto parts = s.get_parts(key, out.path());
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(parts->value, head);
+  EXPECT_EQ(parts->body_size, body.size());
+  ASSERT_FALSE(parts->body_file.empty());
+  EXPECT_EQ(util::dirname(parts->body_file), out.path());
+  EXPECT_EQ(util::read_file(parts->body_file), body);
+  ASSERT_NE(parts->body_copied_by, nullptr);
+  // Writing through the restored file must not reach the cache (a copy or a reflink, never a link).
+  util::write_file(parts->body_file, "overwritten");
+  EXPECT_EQ(util::read_file(file).substr(4096), body);
+  // A plain get returns head + body, as put(key, head + body) would have.
+  EXPECT_EQ(s.get(key), head + body);
+  EXPECT_EQ(s.corrupt_found(), 0);
+}
+
+TEST_F(LocalStorageTest, CompressedStoresGiveTheWholeValueToGetParts) {
+  auto s = make(1ull << 30, true);
+  const std::string key = key_of("whole");
+  s.put_parts(key, "head", "body");
+  EXPECT_EQ(util::read_file(entry_file(key)).substr(0, 8), std::string("KACHE\0E1", 8));
+  util::TempDir out(test_root());
+  auto parts = s.get_parts(key, out.path());
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(parts->value, "headbody");
+  EXPECT_TRUE(parts->body_file.empty());
+  // A store switched to split entries still reads what was stored compressed, and vice versa.
+  auto split = make(1ull << 30, false);
+  EXPECT_EQ(split.get_parts(key, out.path())->value, "headbody");
+  split.put_parts(key_of("s"), "h", "b");
+  EXPECT_EQ(s.get(key_of("s")), "hb");
+}
+
+TEST_F(LocalStorageTest, CorruptSplitEntriesAreMisses) {
+  auto s = make(1ull << 30, false);
+  util::TempDir out(test_root());
+  const std::string body = random_bytes(9000, 5);
+  // A flipped bit in the body, in the head, in the header; a truncated file; a grown file.
+  std::vector<std::function<void(std::string&)>> damage = {
+      [](std::string& f) { f[4096 + 100] ^= 1; },
+      [](std::string& f) { f[90] ^= 1; },
+      [](std::string& f) { f[9] ^= 1; },
+      [](std::string& f) { f.resize(f.size() - 1); },
+      [](std::string& f) { f += "x"; },
+  };
+  for (std::size_t i = 0; i < damage.size(); ++i) {
+    const std::string key = key_of("bad" + std::to_string(i));
+    s.put_parts(key, "the head", body);
+    std::string raw = util::read_file(entry_file(key));
+    damage[i](raw);
+    util::write_file(entry_file(key), raw);
+    EXPECT_FALSE(s.get_parts(key, out.path()).has_value()) << i;
+    EXPECT_FALSE(util::exists(entry_file(key))) << i;  // removed
+  }
+  EXPECT_EQ(s.corrupt_found(), static_cast<int>(damage.size()));
+  // No restored body is left behind by a failed lookup.
+  EXPECT_TRUE(fs::is_empty(out.path()));
 }
 
 }  // namespace

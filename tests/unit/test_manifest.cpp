@@ -19,11 +19,15 @@ ManifestEntry entry(char tag, std::size_t files) {
     f.racy = i % 2 == 0;
     e.files.push_back(f);
   }
-  e.absent = {{-1, "/usr/include/x.h"}, {0, "/../include/y.h"}};
-  ManifestFile d;
-  d.path = {-1, "/usr/include"};
-  d.identity = {1, 7, 4096, 5, 6, true};
-  e.dirs.push_back(d);
+  AbsentDir guarded;
+  guarded.dir = {-1, "/usr/include"};
+  guarded.guarded = true;
+  guarded.identity = {1, 7, 4096, 5, 6, true};
+  guarded.names = {"x.h", "thrust"};
+  AbsentDir plain;
+  plain.dir = {0, "/../include"};
+  plain.names = {"y.h"};
+  e.absent = {guarded, plain};
   e.path_specific = tag == 'p';
   e.checkout_specific = tag == 'c';
   return e;
@@ -48,8 +52,10 @@ TEST(Manifest, RoundTripKeepsEveryField) {
     EXPECT_EQ(a.files[i].racy, i % 2 == 0);
   }
   EXPECT_EQ(a.absent, entry('a', 5).absent);
-  ASSERT_EQ(a.dirs.size(), 1u);
-  EXPECT_TRUE(a.dirs[0].identity.is_dir);  // a directory compares equal to a fresh stat of itself
+  ASSERT_EQ(a.absent.size(), 2u);
+  EXPECT_TRUE(a.absent[0].guarded);
+  EXPECT_TRUE(a.absent[0].identity.is_dir);  // a directory compares equal to a fresh stat of itself
+  EXPECT_FALSE(a.absent[1].guarded);
 }
 
 TEST(Manifest, TruncatedOrForeignDataIsRejected) {

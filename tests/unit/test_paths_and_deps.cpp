@@ -84,31 +84,61 @@ TEST(Watch, ShadowingCandidatesAndHasIncludeTargets) {
   util::write_file(util::join_path(b, "sub/h.h"), "");
   const std::string src_dir = util::join_path(dir.path(), "src");
   util::create_directories(src_dir);
-  const WatchSet w = watch_set({util::join_path(b, "sub/h.h")}, {src_dir, a, b}, {}, {"opt.h"}, 0);
-  auto has = [&](const std::string& p) { return std::find(w.absent.begin(), w.absent.end(), p) != w.absent.end(); };
+  const std::vector<std::string> w = watch_set({util::join_path(b, "sub/h.h")}, {src_dir, a, b}, {}, {"opt.h"});
+  auto has = [&](const std::string& p) { return std::find(w.begin(), w.end(), p) != w.end(); };
   // a/sub is missing: one absent path stands for a/sub/h.h and everything else below it.
   EXPECT_TRUE(has(util::join_path(a, "sub")));
   EXPECT_TRUE(has(util::join_path(src_dir, "sub")));
   EXPECT_FALSE(has(util::join_path(b, "sub/h.h")));  // the recorded file itself
   EXPECT_TRUE(has(util::join_path(src_dir, "opt.h")));
   EXPECT_TRUE(has(util::join_path(a, "opt.h")));
-  EXPECT_TRUE(w.dirs.empty());
 }
 
-TEST(Watch, ToolchainDirectoriesAreWatchedByIdentity) {
+TEST(Watch, AbsentPathsAreGroupedUnderTheirDirectorysIdentity) {
   util::TempDir dir("/tmp");
-  const std::string sys = util::join_path(dir.path(), "sys"), proj = util::join_path(dir.path(), "proj");
-  util::create_directories(sys);
-  util::create_directories(proj);
-  util::write_file(util::join_path(proj, "h.h"), "");
-  // A directory whose times are older than not_before stands for its missing entries.
-  const WatchSet w = watch_set({util::join_path(proj, "h.h")}, {sys, proj}, {sys}, {}, util::stat_identity(sys)->mtime_ns + 1);
-  EXPECT_EQ(w.dirs, std::vector<std::string>{sys});
-  EXPECT_TRUE(w.absent.empty());
-  // A directory changed too recently to trust keeps per-path absent checks.
-  const WatchSet racy = watch_set({util::join_path(proj, "h.h")}, {sys, proj}, {sys}, {}, 0);
-  EXPECT_TRUE(racy.dirs.empty());
-  EXPECT_EQ(racy.absent, std::vector<std::string>{util::join_path(sys, "h.h")});
+  const std::string inc = util::join_path(dir.path(), "inc");
+  util::create_directories(inc);
+  const std::vector<std::string> absent = {util::join_path(inc, "x.h"), util::join_path(inc, "thrust"),
+                                           util::join_path(dir.path(), "gone/..")};
+  auto always = [](const std::string&, const util::FileIdentity&) { return true; };
+  auto groups = group_absent(absent, {}, always);
+  ASSERT_TRUE(groups);
+  ASSERT_EQ(groups->size(), 2u);
+  EXPECT_EQ((*groups)[0].dir, inc);
+  EXPECT_EQ((*groups)[0].names, (std::vector<std::string>{"x.h", "thrust"}));
+  ASSERT_TRUE((*groups)[0].guard);
+  EXPECT_EQ(*(*groups)[0].guard, *util::stat_identity(inc));
+  // "gone/.." is kept as spelled: its directory "gone" does not exist, so nothing guards it.
+  EXPECT_EQ((*groups)[1].dir, util::join_path(dir.path(), "gone"));
+  EXPECT_EQ((*groups)[1].names, std::vector<std::string>{".."});
+  EXPECT_FALSE((*groups)[1].guard);
+
+  // A directory changed within the clock tick gets no guard: its names are checked one by one.
+  auto never = [](const std::string&, const util::FileIdentity&) { return false; };
+  auto racy = group_absent(absent, {}, never);
+  ASSERT_TRUE(racy);
+  EXPECT_FALSE((*racy)[0].guard);
+
+  // In a toolchain directory a guarded group keeps no names (its identity alone must hold); an
+  // unguarded one keeps them.
+  auto sys = group_absent(absent, {inc}, always);
+  ASSERT_TRUE(sys);
+  EXPECT_TRUE((*sys)[0].guard);
+  EXPECT_TRUE((*sys)[0].names.empty());
+  EXPECT_EQ(group_absent(absent, {inc}, never)->at(0).names.size(), 2u);
+
+  // Creating a name moves the directory's identity (what a lookup relies on) ...
+  const auto before = *util::stat_identity(inc);
+  util::write_file(util::join_path(inc, "x.h"), "");
+  EXPECT_FALSE(*util::stat_identity(inc) == before);
+  // ... and a name that exists by the time it is grouped means no record at all.
+  EXPECT_FALSE(group_absent(absent, {}, always));
+}
+
+TEST(Watch, SplitLastKeepsTheSpelling) {
+  EXPECT_EQ(split_last("/a/b/.."), (std::pair<std::string, std::string>{"/a/b", ".."}));
+  EXPECT_EQ(split_last("/x"), (std::pair<std::string, std::string>{"/", "x"}));
+  EXPECT_EQ(split_last("/a/./h.h"), (std::pair<std::string, std::string>{"/a/.", "h.h"}));
 }
 
 }  // namespace

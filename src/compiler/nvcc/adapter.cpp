@@ -187,7 +187,9 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     if (!d.empty() && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
   }
   for (const char* var : {"CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"}) {
+    // As GCC reads them: unset or empty adds nothing; an empty element (":x", "x:", "a::b") is the cwd.
     std::string v = util::env_get(inv.env, var).value_or("");
+    if (v.empty()) continue;
     std::size_t start = 0;
     while (start <= v.size()) {
       std::size_t colon = v.find(':', start);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -19,6 +20,7 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/unique_fd.hpp"
 
 namespace kache::storage {
 
@@ -29,6 +31,13 @@ constexpr char kMagic[8] = {'K', 'A', 'C', 'H', 'E', '\0', 'E', '1'};
 constexpr char kRawMagic[8] = {'K', 'A', 'C', 'H', 'E', '\0', 'R', '1'};
 constexpr std::size_t kChecksumLen = 32;
 constexpr std::size_t kHeaderLen = sizeof kMagic + 8 + kChecksumLen;
+// A value stored as head + body, uncompressed, with the body on a block boundary so that a restore
+// can clone it into place (see LocalStorage::get_parts):
+//   "KACHE\0B1", u64 head size, u64 body size, XXH3-128 of the head (hex), of the body (hex),
+//   head, zero padding, body (from the first multiple of kBodyAlign on, to the end of the file).
+constexpr char kSplitMagic[8] = {'K', 'A', 'C', 'H', 'E', '\0', 'B', '1'};
+constexpr std::size_t kSplitHeaderLen = sizeof kSplitMagic + 8 + 8 + 2 * kChecksumLen;
+constexpr std::uint64_t kBodyAlign = 4096;  // FICLONERANGE wants block-aligned offsets
 constexpr int kShards = 16;
 constexpr char kHexDigits[] = "0123456789abcdef";
 // A temp file this old belongs to a writer that died (kill -9, power loss); a live put takes far less.
@@ -197,14 +206,65 @@ void trim_locked(const std::string& shard_dir, bool limited, std::uint64_t share
 }
 
 // Parses and verifies one stored entry; nullopt on any inconsistency.
-std::optional<std::string> decode_entry(std::string_view data) {
+std::uint64_t split_body_offset(std::uint64_t head_size) {
+  return (kSplitHeaderLen + head_size + kBodyAlign - 1) / kBodyAlign * kBodyAlign;
+}
+
+struct SplitHeader {
+  std::uint64_t head_size = 0, body_size = 0, body_offset = 0;
+  std::string_view head_checksum, body_checksum;
+};
+
+// Parses the fixed header of a split entry of file_size bytes; nullopt when inconsistent.
+std::optional<SplitHeader> parse_split_header(std::string_view data, std::uint64_t file_size) {
+  if (data.size() < kSplitHeaderLen || std::memcmp(data.data(), kSplitMagic, sizeof kSplitMagic) != 0)
+    return std::nullopt;
+  SplitHeader h;
+  h.head_size = get_u64_le(data.data() + sizeof kSplitMagic);
+  h.body_size = get_u64_le(data.data() + sizeof kSplitMagic + 8);
+  h.head_checksum = data.substr(sizeof kSplitMagic + 16, kChecksumLen);
+  h.body_checksum = data.substr(sizeof kSplitMagic + 16 + kChecksumLen, kChecksumLen);
+  if (h.head_size > file_size || h.body_size > file_size) return std::nullopt;
+  h.body_offset = split_body_offset(h.head_size);
+  if (h.body_offset + h.body_size != file_size) return std::nullopt;
+  return h;
+}
+
+std::string encode_split(std::string_view head, std::string_view body) {
+  std::string out;
+  const std::uint64_t body_offset = split_body_offset(head.size());
+  out.reserve(body_offset + body.size());
+  out.append(kSplitMagic, sizeof kSplitMagic);
+  put_u64_le(out, head.size());
+  put_u64_le(out, body.size());
+  out += util::xxh128_hex(head);
+  out += util::xxh128_hex(body);
+  out += head;
+  out.resize(body_offset, '\0');
+  out += body;
+  return out;
+}
+
+std::optional<std::string> decode_entry(std::string&& blob) {
+  std::string_view data = blob;
+  if (auto h = parse_split_header(data, data.size())) {
+    std::string_view head = data.substr(kSplitHeaderLen, h->head_size);
+    std::string_view body = data.substr(h->body_offset);
+    if (util::xxh128_hex(head) != h->head_checksum || util::xxh128_hex(body) != h->body_checksum) return std::nullopt;
+    std::string value;
+    value.reserve(head.size() + body.size());
+    value.append(head);
+    value.append(body);
+    return value;
+  }
   if (data.size() < kHeaderLen) return std::nullopt;
   if (std::memcmp(data.data(), kRawMagic, sizeof kRawMagic) == 0) {
     const std::uint64_t size = get_u64_le(data.data() + sizeof kRawMagic);
     std::string_view payload = data.substr(kHeaderLen);
     if (payload.size() != size || util::xxh128_hex(payload) != data.substr(sizeof kRawMagic + 8, kChecksumLen))
       return std::nullopt;
-    return std::string(payload);
+    blob.erase(0, kHeaderLen);  // in place: no second buffer for a manifest read on every hit
+    return std::move(blob);
   }
   if (std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
   const std::uint64_t size = get_u64_le(data.data() + sizeof kMagic);
@@ -247,17 +307,23 @@ std::string encode_entry(std::string_view value, int level) {
   return out;
 }
 
-bool read_fd(int fd, std::string& out) {
-  char buf[64 * 1024];
+// Reads the whole file into out, sized once from `size_hint` (its fstat size) so that a large entry is
+// not copied through a chain of growing buffers.
+bool read_fd(int fd, std::string& out, std::size_t size_hint) {
+  out.resize(size_hint + 1);  // one spare byte detects a file that grew since fstat
+  std::size_t have = 0;
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (have == out.size()) out.resize(out.size() * 2);
+    ssize_t n = ::read(fd, out.data() + have, out.size() - have);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
     }
-    if (n == 0) return true;
-    out.append(buf, static_cast<std::size_t>(n));
+    if (n == 0) break;
+    have += static_cast<std::size_t>(n);
   }
+  out.resize(have);
+  return true;
 }
 
 }  // namespace
@@ -294,6 +360,15 @@ void unlink_entry(const std::string& shard_dir, const std::string& path,
 
 }  // namespace
 
+void LocalStorage::drop_corrupt(std::string_view key, const std::string& path, const struct stat& st) {
+  ++corrupt_found_;
+  try {
+    unlink_entry(shard_of(opt_.dir, key), path, std::pair{st.st_dev, st.st_ino});
+  } catch (...) {
+    // Corruption is reported as a miss, never thrown; a read-only cache just keeps the bad file.
+  }
+}
+
 std::optional<std::string> LocalStorage::get(std::string_view key) {
   check_key(key);
   const std::string path = entry_path(key);
@@ -302,34 +377,76 @@ std::optional<std::string> LocalStorage::get(std::string_view key) {
     if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
     throw_errno(errno, "open " + path);
   }
+  util::UniqueFd guard(fd);
   struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno(errno, "stat " + path);
+  return read_and_decode(key, path, fd, st);
+}
+
+std::optional<std::string> LocalStorage::read_and_decode(std::string_view key, const std::string& path, int fd,
+                                                         const struct stat& st) {
   std::string data;
-  if (::fstat(fd, &st) != 0 || !read_fd(fd, data)) {
-    int err = errno;
-    ::close(fd);
-    throw_errno(err, "read " + path);
-  }
-  std::optional<std::string> value;
-  try {
-    value = decode_entry(data);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  if (!read_fd(fd, data, static_cast<std::size_t>(st.st_size))) throw_errno(errno, "read " + path);
+  std::optional<std::string> value = decode_entry(std::move(data));
   if (!value) {
-    ::close(fd);
-    ++corrupt_found_;
-    try {
-      unlink_entry(shard_of(opt_.dir, key), path, std::pair{st.st_dev, st.st_ino});
-    } catch (...) {
-      // Corruption is reported as a miss, never thrown; a read-only cache just keeps the bad file.
-    }
+    drop_corrupt(key, path, st);
     return std::nullopt;
   }
   // LRU: a hit makes the entry the most recently used. Failure (read-only cache) is harmless.
   ::futimens(fd, nullptr);
-  ::close(fd);
   return value;
+}
+
+std::optional<Storage::Parts> LocalStorage::get_parts(std::string_view key, const std::string& body_dir) {
+  check_key(key);
+  const std::string path = entry_path(key);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    throw_errno(errno, "open " + path);
+  }
+  util::UniqueFd guard(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno(errno, "stat " + path);
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  char fixed[kSplitHeaderLen];
+  const ssize_t got = ::pread(fd, fixed, sizeof fixed, 0);
+  if (got < 0) throw_errno(errno, "read " + path);
+  auto h = parse_split_header(std::string_view(fixed, static_cast<std::size_t>(got)), file_size);
+  if (!h) {
+    if (got >= static_cast<ssize_t>(sizeof kSplitMagic) && std::memcmp(fixed, kSplitMagic, sizeof kSplitMagic) == 0) {
+      drop_corrupt(key, path, st);  // a split entry with a broken header
+      return std::nullopt;
+    }
+    // Stored whole (compressed, or by an older kache): the caller gets the value and writes the body.
+    auto value = read_and_decode(key, path, fd, st);
+    if (!value) return std::nullopt;
+    return Parts{std::move(*value), "", 0, nullptr};
+  }
+  std::string head(static_cast<std::size_t>(h->head_size), '\0');
+  if (::pread(fd, head.data(), head.size(), kSplitHeaderLen) != static_cast<ssize_t>(head.size()) ||
+      util::xxh128_hex(head) != h->head_checksum) {
+    drop_corrupt(key, path, st);
+    return std::nullopt;
+  }
+  // The body is checked through a mapping of the page cache (no copy), then cloned or copied by the
+  // kernel into a new file beside its destination.
+  if (h->body_size > 0) {
+    void* map = ::mmap(nullptr, h->body_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
+                       static_cast<off_t>(h->body_offset));
+    if (map == MAP_FAILED) throw_errno(errno, "mmap " + path);
+    const bool intact = util::xxh128_hex(std::string_view(static_cast<const char*>(map), h->body_size)) ==
+                        h->body_checksum;
+    ::munmap(map, h->body_size);
+    if (!intact) {
+      drop_corrupt(key, path, st);
+      return std::nullopt;
+    }
+  }
+  util::CopyMethod method = util::CopyMethod::read_write;
+  std::string body_file = util::copy_range_to_temp(fd, h->body_offset, h->body_size, body_dir, "restore", &method);
+  ::futimens(fd, nullptr);
+  return Parts{std::move(head), std::move(body_file), h->body_size, util::copy_method_name(method)};
 }
 
 void LocalStorage::put(std::string_view key, std::string_view value) {
@@ -337,6 +454,14 @@ void LocalStorage::put(std::string_view key, std::string_view value) {
 }
 
 void LocalStorage::put_uncompressed(std::string_view key, std::string_view value) { put_blob(key, encode_raw(value)); }
+
+void LocalStorage::put_parts(std::string_view key, std::string_view head, std::string_view body) {
+  if (opt_.compress) {
+    Storage::put_parts(key, head, body);
+    return;
+  }
+  put_blob(key, encode_split(head, body));
+}
 
 void LocalStorage::put_blob(std::string_view key, const std::string& blob) {
   check_key(key);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <sys/stat.h>
 
 #include "storage/storage.hpp"
 
@@ -25,6 +26,10 @@ struct LocalStorageOptions {
   std::string dir;
   std::uint64_t max_size = 10ull << 30;
   int compression_level = 3;
+  // false: results are stored uncompressed in the split layout ("KACHE\0B1": head, then the object
+  // from a 4096-byte boundary to the end of the file), so a hit clones the object into place
+  // (FICLONERANGE on XFS, Btrfs, bcachefs…) or lets the kernel copy it; more disk, cheaper hits.
+  bool compress = true;
 };
 
 class LocalStorage final : public Storage {
@@ -37,6 +42,8 @@ class LocalStorage final : public Storage {
   // Same as put, without compression: for records read on every hit (manifests), where decompressing
   // costs more than reading the bytes. Format "KACHE\0R1", size, XXH3-128 of the payload, payload.
   void put_uncompressed(std::string_view key, std::string_view value);
+  void put_parts(std::string_view key, std::string_view head, std::string_view body) override;
+  std::optional<Parts> get_parts(std::string_view key, const std::string& body_dir) override;
 
   // Housekeeping used by the CLI.
   std::uint64_t total_size() const;          // bytes on disk, from the shard counters
@@ -50,6 +57,9 @@ class LocalStorage final : public Storage {
   std::string entry_path(std::string_view key) const;
   void evict(const std::string& keep);
   void put_blob(std::string_view key, const std::string& blob);
+  std::optional<std::string> read_and_decode(std::string_view key, const std::string& path, int fd,
+                                             const struct stat& st);
+  void drop_corrupt(std::string_view key, const std::string& path, const struct stat& st);
   LocalStorageOptions opt_;
   int corrupt_found_ = 0;
 };
