@@ -626,6 +626,43 @@ class Bench:
                     f"(min {res[tool]['min_ms']:.2f}, cpu {res[tool]['cpu_ms']:.2f}, hits {stats.get('hits')}/{expected}, "
                     f"load {loadavg()[:1]})")
             self.results["hit_latency"][kind] = res
+            if "kache" in self.tools:
+                self.run_kache_uncompressed_hit(kind, tu, runs)
+
+    def run_kache_uncompressed_hit(self, kind: str, tu, runs: int) -> None:
+        """kache with cache.compression = false (objects stored apart and cloned or kernel-copied into
+        place): the same hit, its own cache directory. Reported beside the main table, not in it."""
+        a = self.args
+        env = dict(self.env)
+        env.update({"KACHE_DIR": os.path.join(self.work, "cache-kache-uncompressed"), "KACHE_COMPRESSION": "0"})
+        outdir = os.path.join(self.proj, "lat", "kache-uncompressed")
+        os.makedirs(outdir, exist_ok=True)
+        out = os.path.relpath(os.path.join(outdir, f"{kind}.o"), self.proj)
+        cmd = self.compile_cmd("kache", tu.src, tu.arch, out)
+        p = subprocess.run(cmd, cwd=self.proj, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            self.anomaly(f"kache (compression off): warm-up compile failed: {p.stderr[-500:]}")
+            return
+        jf = os.path.join(self.work, "logs", f"hit-{kind}-kache-uncompressed.json")
+        hp = subprocess.run(["hyperfine", "-N", "--style", "none", "--warmup", str(a.hit_warmup),
+                             "--runs", str(runs), "--export-json", jf, shlex.join(cmd)],
+                            cwd=self.proj, env=env, capture_output=True, text=True)
+        if hp.returncode != 0:
+            self.anomaly(f"kache (compression off): hyperfine failed for {kind} hit: {hp.stderr[-500:]}")
+            return
+        with open(jf) as f:
+            h = json.load(f)["results"][0]
+        times = [x * 1000 for x in h["times"]]
+        st = json.loads(subprocess.run([self.tools["kache"].launcher[0], "--show-stats", "--json"], env=env,
+                                       capture_output=True, text=True).stdout)
+        res = {"median_ms": round(statistics.median(times), 3), "min_ms": round(min(times), 3),
+               "cpu_ms": round(((h.get("user") or 0) + (h.get("system") or 0)) * 1000, 3),
+               "runs": len(times), "hits": st.get("hits"), "misses": st.get("misses"),
+               "command": "KACHE_COMPRESSION=0 " + shlex.join(cmd)}
+        if st.get("hits") != runs + a.hit_warmup:
+            self.anomaly(f"kache (compression off): {kind}: {st.get('hits')} hits of {runs + a.hit_warmup}")
+        self.results.setdefault("hit_latency_kache_uncompressed", {})[kind] = res
+        log(f"  hit {kind:6s} kache, compression off: median {res['median_ms']:.2f} ms (cpu {res['cpu_ms']:.2f})")
 
     def run_miss(self) -> None:
         """Cold per-invocation compile: every (tool, rep) compiles its own copy of the TU (only a trailing
@@ -948,6 +985,19 @@ def report_md(r: dict) -> str:
             for a in tools:
                 L.append(f"| {a} | " + " | ".join(ratio(vals.get(a), vals.get(b)) if a != b else "1" for b in tools) + " |")
             L.append("\n</details>\n")
+
+    unc = r.get("hit_latency_kache_uncompressed", {})
+    if unc:
+        L.append("## kache with `cache.compression = false` (hit latency)\n")
+        L.append("Objects stored uncompressed, apart from the entry's head, and cloned (FICLONERANGE) or "
+                 "kernel-copied (copy_file_range) into place; same TUs, own cache directory.\n")
+        L.append("| TU | median | min | CPU (user+sys) | kache default (compressed) |")
+        L.append("|---|---:|---:|---:|---:|")
+        for kind, v in unc.items():
+            L.append(f"| {kind} | {fmt_num(v['median_ms'], 'ms')} | {fmt_num(v['min_ms'], 'ms')} | "
+                     f"{fmt_num(v['cpu_ms'], 'ms')} | "
+                     f"{fmt_num(r['hit_latency'].get(kind, {}).get('kache', {}).get('median_ms'), 'ms')} |")
+        L.append("")
 
     L.append("## Targets (kache; peers for reference)\n")
     L.append("| target | goal | kache | ccache | sccache | result |")

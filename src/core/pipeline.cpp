@@ -24,29 +24,13 @@
 #include "storage/local/local_storage.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
-#include "util/text.hpp"
 #include "util/hash.hpp"
+#include "util/scoped_file.hpp"
+#include "util/text.hpp"
 
 namespace kache::core {
 
 namespace {
-
-// Unlinks a temporary file on scope exit unless release() was called; an empty path guards nothing.
-class TempFileGuard {
- public:
-  explicit TempFileGuard(std::string path) : path_(std::move(path)) {}
-  ~TempFileGuard() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  TempFileGuard(const TempFileGuard&) = delete;
-  TempFileGuard& operator=(const TempFileGuard&) = delete;
-  bool empty() const { return path_.empty(); }
-  const std::string& path() const { return path_; }
-  void release() { path_.clear(); }
-
- private:
-  std::string path_;
-};
 
 using Counts = std::map<std::string, std::uint64_t>;
 
@@ -282,7 +266,7 @@ std::optional<int> Pipeline::try_hit() {
     }
     if (!parts) continue;
     // The object, when the store already wrote it next to the output; removed unless it is used.
-    TempFileGuard body(parts->body_file);
+    util::UnlinkOnExit body(parts->body_file);
     CacheEntryView ce;
     try {
       ce = body.empty() ? view_entry(parts->value) : view_entry_head(parts->value, parts->body_size);

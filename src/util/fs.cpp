@@ -269,6 +269,12 @@ void copy_file(const std::string& src, const std::string& dst) {
   ::close(in);
 }
 
+int create_temp_file(const std::string& dir, std::string_view stem, std::string* path) {
+  return open_temp(dir, stem, 0666, path);
+}
+
+void write_fully(int fd, std::string_view data, const std::string& what) { write_all(fd, data, what); }
+
 const char* copy_method_name(CopyMethod m) {
   switch (m) {
     case CopyMethod::reflink: return "reflink";

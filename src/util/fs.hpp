@@ -51,6 +51,12 @@ std::string write_temp_file(const std::string& dir, std::string_view stem, std::
 // else an in-kernel copy. Never a hard link: a later build writing through dst would corrupt src.
 void copy_file(const std::string& src, const std::string& dst);
 
+// A new file "<dir>/.tmp.<stem>.<pid>.<random>" (O_EXCL, mode 0666 & ~umask) open for writing: returns
+// its descriptor and sets *path. Throws std::system_error.
+int create_temp_file(const std::string& dir, std::string_view stem, std::string* path);
+// Writes all of data to fd (retrying short writes); throws std::system_error naming `what`.
+void write_fully(int fd, std::string_view data, const std::string& what);
+
 // How copy_range_to_temp moved the bytes.
 enum class CopyMethod { reflink, kernel_copy, read_write };
 const char* copy_method_name(CopyMethod m);

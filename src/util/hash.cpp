@@ -122,8 +122,10 @@ Digest hash_file(const std::string& path) {
   return h.finish();
 }
 
-std::string xxh128_hex(std::string_view data) {
-  XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
+std::string xxh128_hex(std::string_view data) { return xxh128_hex(data, 0); }
+
+std::string xxh128_hex(std::string_view data, std::uint64_t seed) {
+  XXH128_hash_t h = XXH3_128bits_withSeed(data.data(), data.size(), seed);
   std::string s(32, '0');
   // Canonical order: high 64 bits first, like XXH128_canonicalFromHash.
   for (int i = 0; i < 16; ++i) {

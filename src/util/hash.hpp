@@ -37,6 +37,8 @@ Digest hash_file(const std::string& path);
 
 // 128-bit XXH3 of data, as 32 hex characters (stored-entry checksums).
 std::string xxh128_hex(std::string_view data);
+// The same with a seed (a record's header fields folded in, so the checksum covers them too).
+std::string xxh128_hex(std::string_view data, std::uint64_t seed);
 std::uint64_t xxh64(std::string_view data);
 
 }  // namespace kache::util

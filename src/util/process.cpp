@@ -16,7 +16,7 @@
 #include <system_error>
 
 #include "util/fs.hpp"
-#include "util/unique_fd.hpp"
+#include "util/scoped_file.hpp"
 
 extern char** environ;
 

@@ -12,7 +12,7 @@ import kachetest
 from kachetest import KERNEL, KacheTestCase
 
 SPLIT_MAGIC = b"KACHE\0B1"
-COMPRESSED_MAGIC = b"KACHE\0E1"
+COMPRESSED_MAGIC = b"KACHE\0E2"
 
 
 class CloneRestore(KacheTestCase):

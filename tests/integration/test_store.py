@@ -4,7 +4,9 @@ that manages the store. Whatever happens to the cache, the build must succeed wi
 
 Store layout (src/storage/local/local_storage.hpp): entries are files <KACHE_DIR>/<k0>/<k1k2>/<key>;
 names starting with '.' (".tmp.*") are temp files of writers, never entries. An entry file is
-"KACHE\\0E1", u64 uncompressed size, 32 hex chars XXH3-128 of the payload, then a zstd frame. One
+"KACHE\\0E1", u64 uncompressed size, 32 hex chars XXH3-128 of the payload, then a zstd frame ("R1": the
+payload stored as is, for manifests; "E2": a u64 head size after the size and the checksum seeded with
+both sizes, for results; "B1": uncompressed results split into head and block-aligned object). One
 cached compile stores a result entry (holding the object) and a manifest (direct-mode record).
 """
 import ctypes
@@ -26,6 +28,8 @@ from kachetest import KACHE, KERNEL, NVCC, KacheTestCase
 
 MAGIC = b"KACHE\0E1"
 RAW_MAGIC = b"KACHE\0R1"  # the same layout, payload stored as is
+SPLIT_ZSTD_MAGIC = b"KACHE\0E2"  # results: + u64 head size, checksum seeded with the sizes
+SPLIT_MAGIC = b"KACHE\0B1"  # results with cache.compression = false
 HEADER_LEN = 8 + 8 + 32
 
 # Prints warnings on stderr (twice from the host preprocessor, once from cudafe++) and compiles.
@@ -44,6 +48,10 @@ def _load_codec():
         zstd = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
         xxh.XXH3_128bits.restype = _XXH128
         xxh.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        xxh.XXH3_128bits_withSeed.restype = _XXH128
+        xxh.XXH3_128bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+        xxh.XXH3_64bits.restype = ctypes.c_uint64
+        xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         zstd.ZSTD_decompress.restype = ctypes.c_size_t
         zstd.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
         zstd.ZSTD_isError.restype = ctypes.c_uint
@@ -56,20 +64,38 @@ def _load_codec():
 _CODEC = _load_codec()
 
 
+def _hex128(h):
+    return f"{h.high64:016x}{h.low64:016x}".encode()
+
+
 def decode_entry(data):
     """The payload of a stored entry; raises ValueError when the file is not a complete, intact entry."""
     if len(data) < HEADER_LEN:
         raise ValueError(f"{len(data)} bytes, shorter than the {HEADER_LEN}-byte header")
-    if data[:8] not in (MAGIC, RAW_MAGIC):
+    if data[:8] not in (MAGIC, RAW_MAGIC, SPLIT_ZSTD_MAGIC, SPLIT_MAGIC):
         raise ValueError(f"bad magic {data[:8]!r}")
-    size = struct.unpack_from("<Q", data, 8)[0]
-    checksum = data[16:48]
-    payload = data[48:]
     if _CODEC is None:
         return None  # header looks fine; no way to check more here
     xxh, zstd = _CODEC
-    h = xxh.XXH3_128bits(payload, len(payload))
-    if f"{h.high64:016x}{h.low64:016x}".encode() != checksum:
+    if data[:8] == SPLIT_MAGIC:
+        head_size, body_size = struct.unpack_from("<QQ", data, 8)
+        body_offset = (8 + 16 + 64 + head_size + 4095) // 4096 * 4096
+        if body_offset + body_size != len(data):
+            raise ValueError("split entry of the wrong length")
+        head, body = data[88:88 + head_size], data[body_offset:]
+        if (_hex128(xxh.XXH3_128bits(head, len(head))) != data[24:56]
+                or _hex128(xxh.XXH3_128bits(body, len(body))) != data[56:88]):
+            raise ValueError("checksum mismatch")
+        return head + body
+    size = struct.unpack_from("<Q", data, 8)[0]
+    if data[:8] == SPLIT_ZSTD_MAGIC:
+        sizes = data[8:24]
+        checksum, payload = data[24:56], data[56:]
+        h = xxh.XXH3_128bits_withSeed(payload, len(payload), xxh.XXH3_64bits(sizes, len(sizes)))
+    else:
+        checksum, payload = data[16:48], data[48:]
+        h = xxh.XXH3_128bits(payload, len(payload))
+    if _hex128(h) != checksum:
         raise ValueError("checksum mismatch")
     if data[:8] == RAW_MAGIC:  # stored uncompressed (manifests)
         if size != len(payload):

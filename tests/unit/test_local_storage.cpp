@@ -383,21 +383,57 @@ TEST_F(LocalStorageTest, SplitEntriesRestoreTheBodyIntoAFile) {
   EXPECT_EQ(s.corrupt_found(), 0);
 }
 
-TEST_F(LocalStorageTest, CompressedStoresGiveTheWholeValueToGetParts) {
+TEST_F(LocalStorageTest, CompressedPartsStreamTheBodyIntoAFile) {
   auto s = make(1ull << 30, true);
-  const std::string key = key_of("whole");
-  s.put_parts(key, "head", "body");
-  EXPECT_EQ(util::read_file(entry_file(key)).substr(0, 8), std::string("KACHE\0E1", 8));
+  const std::string key = key_of("zstd parts");
+  const std::string head = "the head", body = random_bytes(700'000, 9) + std::string(300'000, 'a');
+  s.put_parts(key, head, body);
+  EXPECT_EQ(util::read_file(entry_file(key)).substr(0, 8), std::string("KACHE\0E2", 8));
+  EXPECT_LT(fs::file_size(entry_file(key)), 760'000u);  // compressed
   util::TempDir out(test_root());
   auto parts = s.get_parts(key, out.path());
   ASSERT_TRUE(parts);
-  EXPECT_EQ(parts->value, "headbody");
-  EXPECT_TRUE(parts->body_file.empty());
-  // A store switched to split entries still reads what was stored compressed, and vice versa.
+  EXPECT_EQ(parts->value, head);
+  EXPECT_EQ(parts->body_size, body.size());
+  EXPECT_EQ(util::read_file(parts->body_file), body);
+  EXPECT_STREQ(parts->body_copied_by, "zstd stream");
+  EXPECT_EQ(s.get(key), head + body);  // a plain get decodes it whole
+  // A whole value stored compressed the old way (no head size) comes back whole.
+  s.put(key_of("whole"), "headbody");
+  auto whole = s.get_parts(key_of("whole"), out.path());
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->value, "headbody");
+  EXPECT_TRUE(whole->body_file.empty());
+  // A store switched between compressed and split entries reads both.
   auto split = make(1ull << 30, false);
-  EXPECT_EQ(split.get_parts(key, out.path())->value, "headbody");
+  EXPECT_EQ(split.get_parts(key, out.path())->value, head);
   split.put_parts(key_of("s"), "h", "b");
   EXPECT_EQ(s.get(key_of("s")), "hb");
+  EXPECT_EQ(s.corrupt_found(), 0);
+}
+
+TEST_F(LocalStorageTest, CorruptCompressedPartsAreMisses) {
+  auto s = make(1ull << 30, true);
+  util::TempDir out(test_root());
+  const std::string body = random_bytes(200'000, 11);
+  std::vector<std::function<void(std::string&)>> damage = {
+      [](std::string& f) { f[f.size() / 2] ^= 1; },  // frame byte
+      [](std::string& f) { f[12] ^= 1; },            // value size
+      [](std::string& f) { f[17] ^= 0x40; },         // head size beyond the value
+      [](std::string& f) { f.resize(f.size() - 1); },
+      [](std::string& f) { f.resize(30); },
+  };
+  for (std::size_t i = 0; i < damage.size(); ++i) {
+    const std::string key = key_of("zbad" + std::to_string(i));
+    s.put_parts(key, "head", body);
+    std::string raw = util::read_file(entry_file(key));
+    damage[i](raw);
+    util::write_file(entry_file(key), raw);
+    EXPECT_FALSE(s.get_parts(key, out.path()).has_value()) << i;
+    EXPECT_FALSE(util::exists(entry_file(key))) << i;
+  }
+  EXPECT_EQ(s.corrupt_found(), static_cast<int>(damage.size()));
+  EXPECT_TRUE(fs::is_empty(out.path()));
 }
 
 TEST_F(LocalStorageTest, CorruptSplitEntriesAreMisses) {

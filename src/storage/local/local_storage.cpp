@@ -9,6 +9,8 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <memory>
+#include <new>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -20,7 +22,7 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
-#include "util/unique_fd.hpp"
+#include "util/scoped_file.hpp"
 
 namespace kache::storage {
 
@@ -38,6 +40,12 @@ constexpr std::size_t kHeaderLen = sizeof kMagic + 8 + kChecksumLen;
 constexpr char kSplitMagic[8] = {'K', 'A', 'C', 'H', 'E', '\0', 'B', '1'};
 constexpr std::size_t kSplitHeaderLen = sizeof kSplitMagic + 8 + 8 + 2 * kChecksumLen;
 constexpr std::uint64_t kBodyAlign = 4096;  // FICLONERANGE wants block-aligned offsets
+// A compressed value that names where its head ends, so a hit can decompress the body straight into
+// its file through a small buffer (no buffer of the object's size, no copy of it):
+//   "KACHE\0E2", u64 value size, u64 head size, XXH3-128 of the zstd frame (hex; seeded with the two
+//   sizes, so a damaged size field fails the check too), zstd frame.
+constexpr char kSplitZstdMagic[8] = {'K', 'A', 'C', 'H', 'E', '\0', 'E', '2'};
+constexpr std::size_t kSplitZstdHeaderLen = sizeof kSplitZstdMagic + 8 + 8 + kChecksumLen;
 constexpr int kShards = 16;
 constexpr char kHexDigits[] = "0123456789abcdef";
 // A temp file this old belongs to a writer that died (kill -9, power loss); a live put takes far less.
@@ -245,6 +253,33 @@ std::string encode_split(std::string_view head, std::string_view body) {
   return out;
 }
 
+// The checksum seed of an E2 entry: its two size fields.
+std::uint64_t sizes_seed(std::uint64_t value_size, std::uint64_t head_size) {
+  std::string fields;
+  put_u64_le(fields, value_size);
+  put_u64_le(fields, head_size);
+  return util::xxh64(fields);
+}
+
+// A zstd frame matches its checksum, holds exactly `size` bytes and nothing follows it.
+bool frame_ok(std::string_view frame, std::string_view checksum, std::uint64_t size, std::uint64_t seed = 0) {
+  if (util::xxh128_hex(frame, seed) != checksum) return false;
+  // The checksum does not cover the size field: cross-check it with the frame before allocating.
+  const unsigned long long frame_size = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (frame_size == ZSTD_CONTENTSIZE_UNKNOWN || frame_size == ZSTD_CONTENTSIZE_ERROR || frame_size != size)
+    return false;
+  return ZSTD_findFrameCompressedSize(frame.data(), frame.size()) == frame.size();
+}
+
+std::string compress_frame(std::string_view value, int level) {
+  level = std::clamp(level, ZSTD_minCLevel(), ZSTD_maxCLevel());
+  std::string frame(ZSTD_compressBound(value.size()), '\0');
+  const std::size_t n = ZSTD_compress(frame.data(), frame.size(), value.data(), value.size(), level);
+  if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
+  frame.resize(n);
+  return frame;
+}
+
 std::optional<std::string> decode_entry(std::string&& blob) {
   std::string_view data = blob;
   if (auto h = parse_split_header(data, data.size())) {
@@ -266,16 +301,23 @@ std::optional<std::string> decode_entry(std::string&& blob) {
     blob.erase(0, kHeaderLen);  // in place: no second buffer for a manifest read on every hit
     return std::move(blob);
   }
-  if (std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
-  const std::uint64_t size = get_u64_le(data.data() + sizeof kMagic);
-  std::string_view checksum = data.substr(sizeof kMagic + 8, kChecksumLen);
-  std::string_view payload = data.substr(kHeaderLen);
-  if (util::xxh128_hex(payload) != checksum) return std::nullopt;
-  // The checksum does not cover the size field: cross-check it with the frame before allocating.
-  const unsigned long long frame_size = ZSTD_getFrameContentSize(payload.data(), payload.size());
-  if (frame_size == ZSTD_CONTENTSIZE_UNKNOWN || frame_size == ZSTD_CONTENTSIZE_ERROR || frame_size != size)
+  std::string_view checksum, payload;
+  std::uint64_t size = 0, seed = 0;
+  if (std::memcmp(data.data(), kMagic, sizeof kMagic) == 0) {
+    size = get_u64_le(data.data() + sizeof kMagic);
+    checksum = data.substr(sizeof kMagic + 8, kChecksumLen);
+    payload = data.substr(kHeaderLen);
+  } else if (data.size() >= kSplitZstdHeaderLen && std::memcmp(data.data(), kSplitZstdMagic, sizeof kMagic) == 0) {
+    size = get_u64_le(data.data() + sizeof kMagic);
+    const std::uint64_t head_size = get_u64_le(data.data() + sizeof kMagic + 8);
+    if (head_size > size) return std::nullopt;
+    seed = sizes_seed(size, head_size);
+    checksum = data.substr(sizeof kMagic + 16, kChecksumLen);
+    payload = data.substr(kSplitZstdHeaderLen);
+  } else {
     return std::nullopt;
-  if (ZSTD_findFrameCompressedSize(payload.data(), payload.size()) != payload.size()) return std::nullopt;
+  }
+  if (!frame_ok(payload, checksum, size, seed)) return std::nullopt;
   std::string out(static_cast<std::size_t>(size), '\0');
   const std::size_t n = ZSTD_decompress(out.data(), out.size(), payload.data(), payload.size());
   if (ZSTD_isError(n) || n != size) return std::nullopt;
@@ -293,19 +335,52 @@ std::string encode_raw(std::string_view value) {
 }
 
 std::string encode_entry(std::string_view value, int level) {
-  level = std::clamp(level, ZSTD_minCLevel(), ZSTD_maxCLevel());
-  std::string frame(ZSTD_compressBound(value.size()), '\0');
-  const std::size_t n = ZSTD_compress(frame.data(), frame.size(), value.data(), value.size(), level);
-  if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
-  frame.resize(n);
+  const std::string frame = compress_frame(value, level);
   std::string out;
-  out.reserve(kHeaderLen + n);
+  out.reserve(kHeaderLen + frame.size());
   out.append(kMagic, sizeof kMagic);
   put_u64_le(out, value.size());
   out += util::xxh128_hex(frame);
   out += frame;
   return out;
 }
+
+std::string encode_split_zstd(std::string_view head, std::string_view body, int level) {
+  std::string value;
+  value.reserve(head.size() + body.size());
+  value.append(head);
+  value.append(body);
+  const std::string frame = compress_frame(value, level);
+  std::string out;
+  out.reserve(kSplitZstdHeaderLen + frame.size());
+  out.append(kSplitZstdMagic, sizeof kSplitZstdMagic);
+  put_u64_le(out, value.size());
+  put_u64_le(out, head.size());
+  out += util::xxh128_hex(frame, sizes_seed(value.size(), head.size()));
+  out += frame;
+  return out;
+}
+
+// A read-only mapping of a whole file, populated at once (one call instead of a fault per page).
+class Mapping {
+ public:
+  Mapping(int fd, std::size_t size) : size_(size) {
+    if (size_ == 0) return;
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+    data_ = static_cast<const char*>(p);
+  }
+  ~Mapping() {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  std::string_view view() const { return {data_ ? data_ : "", size_}; }
+
+ private:
+  const char* data_ = nullptr;
+  std::size_t size_;
+};
 
 // Reads the whole file into out, sized once from `size_hint` (its fstat size) so that a large entry is
 // not copied through a chain of growing buffers.
@@ -413,6 +488,10 @@ std::optional<Storage::Parts> LocalStorage::get_parts(std::string_view key, cons
   const ssize_t got = ::pread(fd, fixed, sizeof fixed, 0);
   if (got < 0) throw_errno(errno, "read " + path);
   auto h = parse_split_header(std::string_view(fixed, static_cast<std::size_t>(got)), file_size);
+  if (!h && got >= static_cast<ssize_t>(sizeof kSplitZstdMagic) &&
+      std::memcmp(fixed, kSplitZstdMagic, sizeof kSplitZstdMagic) == 0) {
+    return stream_split_zstd(key, path, fd, st, body_dir);
+  }
   if (!h) {
     if (got >= static_cast<ssize_t>(sizeof kSplitMagic) && std::memcmp(fixed, kSplitMagic, sizeof kSplitMagic) == 0) {
       drop_corrupt(key, path, st);  // a split entry with a broken header
@@ -456,11 +535,68 @@ void LocalStorage::put(std::string_view key, std::string_view value) {
 void LocalStorage::put_uncompressed(std::string_view key, std::string_view value) { put_blob(key, encode_raw(value)); }
 
 void LocalStorage::put_parts(std::string_view key, std::string_view head, std::string_view body) {
-  if (opt_.compress) {
-    Storage::put_parts(key, head, body);
-    return;
+  put_blob(key, opt_.compress ? encode_split_zstd(head, body, opt_.compression_level) : encode_split(head, body));
+}
+
+// Decompresses an E2 entry through a small buffer: the head into memory, the body into a new file
+// in body_dir. Only the compressed bytes (mapped) and one buffer are touched, never the object whole.
+std::optional<Storage::Parts> LocalStorage::stream_split_zstd(std::string_view key, const std::string& path, int fd,
+                                                              const struct stat& st, const std::string& body_dir) {
+  const Mapping map(fd, static_cast<std::size_t>(st.st_size));
+  const std::string_view data = map.view();
+  if (data.size() < kSplitZstdHeaderLen) {
+    drop_corrupt(key, path, st);
+    return std::nullopt;
   }
-  put_blob(key, encode_split(head, body));
+  const std::uint64_t size = get_u64_le(data.data() + sizeof kSplitZstdMagic);
+  const std::uint64_t head_size = get_u64_le(data.data() + sizeof kSplitZstdMagic + 8);
+  const std::string_view checksum = data.substr(sizeof kSplitZstdMagic + 16, kChecksumLen);
+  const std::string_view frame = data.substr(kSplitZstdHeaderLen);
+  if (head_size > size || !frame_ok(frame, checksum, size, sizes_seed(size, head_size))) {
+    drop_corrupt(key, path, st);
+    return std::nullopt;
+  }
+  std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (!dctx) throw std::bad_alloc();
+  std::string head;
+  head.reserve(static_cast<std::size_t>(head_size));
+  std::string body_file;
+  util::UniqueFd out(util::create_temp_file(body_dir, "restore", &body_file));
+  util::UnlinkOnExit cleanup(body_file);
+  std::string buf(std::min<std::size_t>(ZSTD_DStreamOutSize() * 2, 256 * 1024), '\0');
+  ZSTD_inBuffer in{frame.data(), frame.size(), 0};
+  std::uint64_t produced = 0;
+  bool corrupt = false;
+  while (true) {
+    ZSTD_outBuffer ob{buf.data(), buf.size(), 0};
+    const std::size_t ret = ZSTD_decompressStream(dctx.get(), &ob, &in);
+    if (ZSTD_isError(ret) || produced + ob.pos > size) {
+      corrupt = true;
+      break;
+    }
+    std::string_view chunk(buf.data(), ob.pos);
+    if (head.size() < head_size) {
+      const std::size_t take = std::min<std::size_t>(chunk.size(), static_cast<std::size_t>(head_size) - head.size());
+      head.append(chunk.substr(0, take));
+      chunk.remove_prefix(take);
+    }
+    if (!chunk.empty()) util::write_fully(out.get(), chunk, body_file);
+    produced += ob.pos;
+    if (ret == 0) break;  // the frame is complete
+    if (in.pos == in.size && ob.pos < ob.size) {
+      corrupt = true;  // input exhausted before the frame ended
+      break;
+    }
+  }
+  if (corrupt || produced != size) {
+    drop_corrupt(key, path, st);
+    return std::nullopt;
+  }
+  const int done = out.release();
+  if (::close(done) != 0) throw std::system_error(errno, std::generic_category(), "close " + body_file);
+  cleanup.release();
+  ::futimens(fd, nullptr);
+  return Parts{std::move(head), std::move(body_file), size - head_size, "zstd stream"};
 }
 
 void LocalStorage::put_blob(std::string_view key, const std::string& blob) {

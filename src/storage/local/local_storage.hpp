@@ -60,6 +60,8 @@ class LocalStorage final : public Storage {
   std::optional<std::string> read_and_decode(std::string_view key, const std::string& path, int fd,
                                              const struct stat& st);
   void drop_corrupt(std::string_view key, const std::string& path, const struct stat& st);
+  std::optional<Parts> stream_split_zstd(std::string_view key, const std::string& path, int fd,
+                                         const struct stat& st, const std::string& body_dir);
   LocalStorageOptions opt_;
   int corrupt_found_ = 0;
 };
