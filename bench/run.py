@@ -643,6 +643,7 @@ class Bench:
         if p.returncode != 0:
             self.anomaly(f"kache (compression off): warm-up compile failed: {p.stderr[-500:]}")
             return
+        subprocess.run([self.tools["kache"].launcher[0], "--zero-stats"], env=env, capture_output=True)
         jf = os.path.join(self.work, "logs", f"hit-{kind}-kache-uncompressed.json")
         hp = subprocess.run(["hyperfine", "-N", "--style", "none", "--warmup", str(a.hit_warmup),
                              "--runs", str(runs), "--export-json", jf, shlex.join(cmd)],
