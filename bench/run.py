@@ -665,6 +665,44 @@ class Bench:
         self.results.setdefault("hit_latency_kache_uncompressed", {})[kind] = res
         log(f"  hit {kind:6s} kache, compression off: median {res['median_ms']:.2f} ms (cpu {res['cpu_ms']:.2f})")
 
+    def run_kache_own_cpu(self, reps: int) -> None:
+        """kache's own share of a miss: the CPU time of the kache process itself, without nvcc and the
+        host compiler it runs (`perf stat --no-inherit`), on fresh copies of the same TUs. The wall-time
+        overhead of a few repetitions is dominated by nvcc's own run-to-run spread; this is the part kache adds."""
+        if not shutil.which("perf"):
+            log("perf not found: kache's own CPU per miss not measured")
+            return
+        t = self.tools["kache"]
+        out = {}
+        for kind, tu in self.lat_tus.items():
+            with open(os.path.join(self.proj, tu.src)) as f:
+                base = f.read()
+            vals = []
+            for r in range(reps):
+                src = f"src/own_{kind}_{r}.cu"
+                with open(os.path.join(self.proj, src), "w") as f:
+                    f.write(base + f"\nnamespace kb_bench_own_{kind}_{r}_{time.time_ns()} {{}}\n")
+                os.utime(os.path.join(self.proj, src), (time.time() - 5, time.time() - 5))
+                t.clear()
+                pf = os.path.join(self.work, "logs", f"perf-own-{kind}-{r}.csv")
+                cmd = ["perf", "stat", "--no-inherit", "-x,", "-e", "task-clock", "-o", pf, "--"] + \
+                    self.compile_cmd("kache", src, tu.arch, f"miss/own_{kind}_{r}.o")
+                p = subprocess.run(cmd, cwd=self.proj, env=self.env, capture_output=True, text=True)
+                if p.returncode != 0:
+                    self.anomaly(f"kache own-CPU run failed: {p.stderr[-300:]}")
+                    continue
+                with open(pf) as f:
+                    for line in f:
+                        fields = line.split(",")
+                        if len(fields) > 2 and fields[2].startswith("task-clock"):
+                            vals.append(float(fields[0]))
+            ref = self.results["miss"].get(kind, {}).get("nvcc", {}).get("median_ms")
+            m = median(vals)
+            out[kind] = {"runs_ms": [round(v, 1) for v in vals], "median_ms": round(m, 1) if m else None,
+                         "pct_of_nvcc_compile": round(m / ref * 100, 2) if (m and ref) else None}
+            log(f"  kache's own CPU per {kind} miss: {out[kind]['runs_ms']} ms")
+        self.results["kache_own_cpu_per_miss"] = out
+
     def run_miss(self) -> None:
         """Cold per-invocation compile: every (tool, rep) compiles its own copy of the TU (only a trailing
         empty namespace with a unique name differs), so it is a miss for every tool; ccache and kache also get their cache emptied
@@ -733,6 +771,8 @@ class Bench:
                              "cpu_overhead_pct": (round((cm / cref - 1) * 100, 2) if (cm and cref) else None),
                              "details": details[kind][tool]}
             self.results["miss"][kind] = res
+        if "kache" in self.tools:
+            self.run_kache_own_cpu(2 if a.quick else 3)
         # plain nvcc's "hit" is simply its compile time
         for kind in self.lat_tus:
             if "nvcc" in self.tools and kind in self.results["hit_latency"]:
@@ -987,6 +1027,21 @@ def report_md(r: dict) -> str:
                 L.append(f"| {a} | " + " | ".join(ratio(vals.get(a), vals.get(b)) if a != b else "1" for b in tools) + " |")
             L.append("\n</details>\n")
 
+    own = r.get("kache_own_cpu_per_miss", {})
+    if own:
+        L.append("## kache's own CPU time per miss\n")
+        L.append("The kache process alone (`perf stat --no-inherit -e task-clock`), without the nvcc and host "
+                 "compiler processes it runs: what kache adds to a miss (key, spawning nvcc, hashing the "
+                 "closure nvcc read, recording the watch set, compressing and storing). Fresh copies of "
+                 "the same TUs, cache emptied before each.\n")
+        L.append("| TU | kache process CPU (median) | runs | share of plain nvcc's compile |")
+        L.append("|---|---:|---|---:|")
+        for kind, v in own.items():
+            pct = v.get("pct_of_nvcc_compile")
+            L.append(f"| {kind} | {fmt_num(v['median_ms'], 'ms')} | {', '.join(f'{x:g}' for x in v['runs_ms'])} | "
+                     f"{'–' if pct is None else f'{pct:.2f} %'} |")
+        L.append("")
+
     unc = r.get("hit_latency_kache_uncompressed", {})
     if unc:
         L.append("## kache with `cache.compression = false` (hit latency)\n")
@@ -1173,7 +1228,7 @@ def main() -> None:
     args.build_reps = 2 if q else 3
     args.hit_runs_tiny, args.hit_runs_thrust = (10, 5) if q else (20, 10)
     args.hit_warmup = 2
-    args.miss_reps_tiny, args.miss_reps_thrust = (3, 1) if q else (5, 3)
+    args.miss_reps_tiny, args.miss_reps_thrust = (3, 1) if q else (7, 5)
     args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     bad = [t for t in args.tools if t not in ALL_TOOLS]
     if bad or not args.tools:

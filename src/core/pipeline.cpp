@@ -351,6 +351,7 @@ int Pipeline::miss() {
 
   ManifestEntry entry;
   std::string not_stored;
+  util::ReadBuffer buffer;  // one buffer for every file hashed below
   std::vector<std::string> closure, has_include;
   bool opaque = false;
   for (const auto& dep : deps.deps) {
@@ -363,7 +364,7 @@ int Pipeline::miss() {
       not_stored = "closure-unreadable";
       break;
     }
-    const std::string content = util::read_file(path);
+    const std::string_view content = buffer.read(path);
     auto after = util::stat_identity(path);
     if (!after || !(*after == *before)) {
       not_stored = "input-changed";
@@ -434,11 +435,13 @@ int Pipeline::miss() {
       for (const auto& c : closure) {
         if (util::lexically_normal(c) != job_.source) searched.push_back(c);
       }
-      const std::vector<std::string> absent = watch_set(searched, job_.search_dirs, job_.system_dirs, has_include);
-      auto trusted = [&](const std::string& dir, const util::FileIdentity& id) {
-        return !is_racy(id, util::file_clock_now_ns(), margins_.for_file(dir, id.dev));
+      Observations observed;
+      const std::vector<std::string> absent =
+          watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, &observed);
+      auto trusted = [&](const std::string& dir, const util::FileIdentity& id, std::int64_t clock) {
+        return !is_racy(id, clock, margins_.for_file(dir, id.dev));
       };
-      auto groups = group_absent(absent, job_.system_dirs, trusted);
+      auto groups = group_absent(absent, job_.system_dirs, trusted, &observed);
       if (!groups) {
         // A watched path appeared while this ran: no record can claim it missing. The result itself
         // is still right for the closure nvcc read (its key names those files' contents).

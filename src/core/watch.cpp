@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "util/clock.hpp"
 #include "util/fs.hpp"
 
 namespace kache::core {
@@ -59,13 +60,18 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
 
 std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
                                    const std::vector<std::string>& system_dirs,
-                                   const std::vector<std::string>& has_include_names) {
-  // Existence, memoized.
-  std::unordered_map<std::string, bool> exists_memo;
+                                   const std::vector<std::string>& has_include_names, Observations* observed) {
+  // stat results, memoized, numbered in the order they were taken.
+  Observations local;
+  Observations& memo = observed ? *observed : local;
+  std::uint64_t next_order = memo.size();
   auto exists = [&](const std::string& p) {
-    auto it = exists_memo.find(p);
-    if (it == exists_memo.end()) it = exists_memo.emplace(p, util::exists(p)).first;
-    return it->second;
+    auto it = memo.find(p);
+    if (it == memo.end()) {
+      auto id = util::stat_identity(p);
+      it = memo.emplace(p, Observed{id, next_order++, util::file_clock_now_ns()}).first;
+    }
+    return it->second.id.has_value();
   };
   auto is_system = [&](const std::string& p) {
     return std::any_of(system_dirs.begin(), system_dirs.end(),
@@ -137,7 +143,8 @@ std::pair<std::string, std::string> split_last(const std::string& path) {
 
 std::optional<std::vector<AbsentGroup>> group_absent(
     const std::vector<std::string>& absent, const std::vector<std::string>& system_dirs,
-    const std::function<bool(const std::string&, const util::FileIdentity&)>& trusted) {
+    const std::function<bool(const std::string&, const util::FileIdentity&, std::int64_t)>& trusted,
+    const Observations* observed) {
   std::vector<AbsentGroup> groups;
   std::unordered_map<std::string, std::size_t> index;
   for (const auto& path : absent) {
@@ -149,13 +156,30 @@ std::optional<std::vector<AbsentGroup>> group_absent(
     }
     groups[it->second].names.push_back(std::move(name));
   }
+  auto seen = [&](const std::string& p) -> const Observed* {
+    if (!observed) return nullptr;
+    auto it = observed->find(p);
+    return it == observed->end() ? nullptr : &it->second;
+  };
+  auto join = [](const std::string& dir, const std::string& name) { return dir == "/" ? "/" + name : dir + "/" + name; };
   for (auto& g : groups) {
     // The directory first, its names after: an entry created in between moves the recorded identity
     // past what a lookup will see, never the other way round.
-    auto id = util::stat_identity(g.dir);
-    if (id && id->is_dir && trusted(g.dir, *id)) g.guard = id;
-    for (const auto& name : g.names) {
-      if (util::exists(g.dir == "/" ? "/" + name : g.dir + "/" + name)) return std::nullopt;
+    const Observed* d = seen(g.dir);
+    const bool seen_first =
+        d && d->id && std::all_of(g.names.begin(), g.names.end(), [&](const std::string& name) {
+          const Observed* n = seen(join(g.dir, name));
+          return n && !n->id && n->order > d->order;
+        });
+    if (seen_first) {
+      if (d->id->is_dir && trusted(g.dir, *d->id, d->clock_ns)) g.guard = d->id;
+    } else {
+      auto id = util::stat_identity(g.dir);
+      const std::int64_t clock = util::file_clock_now_ns();
+      if (id && id->is_dir && trusted(g.dir, *id, clock)) g.guard = id;
+      for (const auto& name : g.names) {
+        if (util::exists(join(g.dir, name))) return std::nullopt;
+      }
     }
     const bool in_toolchain = std::any_of(system_dirs.begin(), system_dirs.end(),
                                           [&](const std::string& s) { return util::path_starts_with(g.dir, s); });

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -31,9 +32,18 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
 // not added as quote-include directories).
 // Returns the paths that must stay absent: for each candidate its nearest missing ancestor (a missing
 // directory stands for everything below it).
+// What watch_set saw of each path it stat'ed, in the order it first did (`order` counts up): a
+// directory's identity can guard the names below it only if it was taken before they were checked.
+struct Observed {
+  std::optional<util::FileIdentity> id;  // nullopt: missing
+  std::uint64_t order = 0;
+  std::int64_t clock_ns = 0;  // util::file_clock_now_ns() right after the stat (for the racy rule)
+};
+using Observations = std::unordered_map<std::string, Observed>;
+
 std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
                                    const std::vector<std::string>& system_dirs,
-                                   const std::vector<std::string>& has_include_names);
+                                   const std::vector<std::string>& has_include_names, Observations* observed = nullptr);
 
 // Absent paths grouped by their directory. A directory's mtime and ctime change whenever an entry is
 // created, removed or renamed in it, so an unchanged identity of `dir` proves every name in `names` is
@@ -48,12 +58,15 @@ struct AbsentGroup {
   std::vector<std::string> names;
 };
 
-// Groups `absent` by directory: stats each directory first, then confirms each path is still missing.
-// trusted(dir, identity) says whether the directory's times lie outside the clock-tick margin.
-// Returns nullopt when a path appeared meanwhile (the caller must not record the closure).
+// Groups `absent` by directory. A directory watch_set stat'ed before every one of its names (see
+// `observed`) is guarded by that identity as is; any other is stat'ed now and its names confirmed
+// missing again after that. trusted(dir, identity, clock) says whether the directory's times lie
+// outside the clock-tick margin of `clock`, the file clock read right after that identity was taken. Returns nullopt when a path appeared meanwhile (the caller must not record the
+// closure).
 std::optional<std::vector<AbsentGroup>> group_absent(
     const std::vector<std::string>& absent, const std::vector<std::string>& system_dirs,
-    const std::function<bool(const std::string&, const util::FileIdentity&)>& trusted);
+    const std::function<bool(const std::string&, const util::FileIdentity&, std::int64_t)>& trusted,
+    const Observations* observed = nullptr);
 
 // Splits "dir/name" at its last slash (no normalization: "a/b/.." stays dir "a/b", name "..").
 std::pair<std::string, std::string> split_last(const std::string& path);

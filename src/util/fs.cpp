@@ -10,10 +10,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <memory>
 #include <filesystem>
 #include <system_error>
 #include <thread>
+
+#include "util/scoped_file.hpp"
 
 namespace kache::util {
 
@@ -166,30 +170,40 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string read_file(const std::string& path) {
+std::string_view ReadBuffer::read(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw_errno(errno, "open " + path);
-  std::string out;
-  try {
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-      out.reserve(static_cast<std::size_t>(st.st_size));
-    char buf[64 * 1024];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw_errno(errno, "read " + path);
-      }
-      if (n == 0) break;
-      out.append(buf, static_cast<std::size_t>(n));
+  UniqueFd guard(fd);
+  struct stat st {};
+  std::size_t want = 64 * 1024;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) want = static_cast<std::size_t>(st.st_size) + 1;
+  reserve(want);
+  std::size_t have = 0;
+  for (;;) {
+    if (have == capacity_) reserve(capacity_ * 2);
+    ssize_t n = ::read(fd, data_.get() + have, capacity_ - have);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(errno, "read " + path);
     }
-  } catch (...) {
-    ::close(fd);
-    throw;
+    if (n == 0) break;
+    have += static_cast<std::size_t>(n);
   }
-  ::close(fd);
-  return out;
+  return {data_.get(), have};
+}
+
+void ReadBuffer::reserve(std::size_t n) {
+  if (n <= capacity_) return;
+  // Not zero-filled (std::string would clear every byte it grows by): read() overwrites what is used.
+  std::unique_ptr<char[]> bigger(new char[n]);
+  if (capacity_ > 0) std::memcpy(bigger.get(), data_.get(), capacity_);
+  data_ = std::move(bigger);
+  capacity_ = n;
+}
+
+std::string read_file(const std::string& path) {
+  ReadBuffer buffer;
+  return std::string(buffer.read(path));
 }
 
 std::string write_temp_file(const std::string& dir, std::string_view stem, std::string_view data) {

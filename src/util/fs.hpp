@@ -2,6 +2,7 @@
 // Small filesystem helpers. All paths are std::string; errors are reported by exceptions
 // (std::system_error) unless the function returns an optional/bool.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,18 @@ bool exists(const std::string& path);
 std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<std::string>& paths, unsigned max_threads);
 
 std::string read_file(const std::string& path);
+
+// Reads files one after another into one buffer that only grows (hashing a compile's closure:
+// no new pages and no zero-filling per file). A view stays valid until the next read.
+class ReadBuffer {
+ public:
+  std::string_view read(const std::string& path);
+
+ private:
+  void reserve(std::size_t n);
+  std::unique_ptr<char[]> data_;
+  std::size_t capacity_ = 0;
+};
 // Writes data to a temporary file in the same directory and renames it over path, so a reader sees
 // either the old or the new content, never a partial one (also after kill -9 of the writer).
 void write_file_atomic(const std::string& path, std::string_view data);

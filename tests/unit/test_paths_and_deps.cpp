@@ -100,7 +100,7 @@ TEST(Watch, AbsentPathsAreGroupedUnderTheirDirectorysIdentity) {
   util::create_directories(inc);
   const std::vector<std::string> absent = {util::join_path(inc, "x.h"), util::join_path(inc, "thrust"),
                                            util::join_path(dir.path(), "gone/..")};
-  auto always = [](const std::string&, const util::FileIdentity&) { return true; };
+  auto always = [](const std::string&, const util::FileIdentity&, std::int64_t) { return true; };
   auto groups = group_absent(absent, {}, always);
   ASSERT_TRUE(groups);
   ASSERT_EQ(groups->size(), 2u);
@@ -114,7 +114,7 @@ TEST(Watch, AbsentPathsAreGroupedUnderTheirDirectorysIdentity) {
   EXPECT_FALSE((*groups)[1].guard);
 
   // A directory changed within the clock tick gets no guard: its names are checked one by one.
-  auto never = [](const std::string&, const util::FileIdentity&) { return false; };
+  auto never = [](const std::string&, const util::FileIdentity&, std::int64_t) { return false; };
   auto racy = group_absent(absent, {}, never);
   ASSERT_TRUE(racy);
   EXPECT_FALSE((*racy)[0].guard);
@@ -133,6 +133,43 @@ TEST(Watch, AbsentPathsAreGroupedUnderTheirDirectorysIdentity) {
   EXPECT_FALSE(*util::stat_identity(inc) == before);
   // ... and a name that exists by the time it is grouped means no record at all.
   EXPECT_FALSE(group_absent(absent, {}, always));
+}
+
+TEST(Watch, ObservedDirectoryGuardsOnlyNamesCheckedAfterIt) {
+  util::TempDir dir("/tmp");
+  const std::string inc = util::join_path(dir.path(), "inc");
+  util::create_directories(inc);
+  const std::string x = util::join_path(inc, "x.h");
+  util::FileIdentity fake = *util::stat_identity(inc);
+  fake.mtime_ns = 1;  // tells the observed identity apart from a fresh stat
+  std::int64_t clock_seen = -1;
+  auto trusted = [&](const std::string&, const util::FileIdentity&, std::int64_t clock) {
+    clock_seen = clock;
+    return true;
+  };
+  // The directory was stat'ed (order 1, clock 42) before its name (order 2): that identity is the guard,
+  // judged by the clock of that moment.
+  Observations before{{inc, {fake, 1, 42}}, {x, {std::nullopt, 2, 43}}};
+  auto g = group_absent({x}, {}, trusted, &before);
+  ASSERT_TRUE(g);
+  EXPECT_EQ((*g)[0].guard, fake);
+  EXPECT_EQ(clock_seen, 42);
+  // Stat'ed after its name was found missing: a creation in between would be inside that identity, so
+  // the directory is stat'ed again and the name re-checked.
+  Observations after{{inc, {fake, 2, 42}}, {x, {std::nullopt, 1, 43}}};
+  g = group_absent({x}, {}, trusted, &after);
+  ASSERT_TRUE(g);
+  EXPECT_EQ((*g)[0].guard, util::stat_identity(inc));
+  EXPECT_NE(clock_seen, 42);
+  // watch_set records its stats in order: a search directory before the names below it.
+  const std::string b = util::join_path(dir.path(), "b");
+  util::create_directories(b);
+  util::write_file(util::join_path(b, "h.h"), "");
+  Observations seen;
+  const auto absent = watch_set({util::join_path(b, "h.h")}, {inc, b}, {}, {}, &seen);
+  ASSERT_EQ(absent, std::vector<std::string>{util::join_path(inc, "h.h")});
+  EXPECT_LT(seen.at(inc).order, seen.at(util::join_path(inc, "h.h")).order);
+  EXPECT_FALSE(seen.at(util::join_path(inc, "h.h")).id);
 }
 
 TEST(Watch, SplitLastKeepsTheSpelling) {
