@@ -11,7 +11,7 @@ packages=(
   libtomlplusplus-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libxxhash-dev libssl-dev
   nlohmann-json3-dev libhiredis-dev libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   ccache sccache redis-server nginx hyperfine strace meson python3 python3-matplotlib binutils make
-  xfsprogs e2fsprogs linux-perf
+  xfsprogs e2fsprogs
 )
 
 missing=()
