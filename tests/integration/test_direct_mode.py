@@ -81,6 +81,21 @@ class DirectMode(KacheTestCase):
         self.check_current(["-Iinc"])
         self.assert_counts(hits=0, misses=2)
 
+    def test_unrelated_file_next_to_the_headers_still_hits(self):
+        """A new file in an include directory moves the directory's identity; the recorded names are
+        then checked one by one, and none of them appeared: still a hit. A name that matters does miss."""
+        self.write("inc/cfg.h", "#define DEVVAL 1.0f\n#define HOSTVAL 1\n")
+        self.write("k.cu", "#include <cstdio>\n" + SRC.replace('"cfg.h"', "<cfg.h>"))
+        self.build(["-Iinc"])
+        self.write("inc/notes.txt", "unrelated\n")
+        r, log = self.log_of(["nvcc", "-c", "k.cu", "-o", "k.o", "-Iinc"])
+        self.assertEqual(r.returncode, 0, log)
+        self.assert_counts(hits=1, misses=1)
+        # <cstdio> would now be found in inc/ first: that must not hit.
+        self.write("inc/cstdio", "#include_next <cstdio>\n#define HOSTVAL_SHADOW 1\n")
+        self.check_current(["-Iinc"])
+        self.assert_counts(hits=1, misses=2)
+
     def test_has_include_target_appears(self):
         self.write("k.cu", textwrap.dedent("""
             #if __has_include("extra.h")
