@@ -580,6 +580,19 @@ class Bench:
         return (self.tools[tool].launcher + [self.nvcc] + genproject.CFLAGS.split() + ["-Iinclude"]
                 + arch.split() + ["-c", src, "-o", out, "-MD", "-MF", out + ".d", "-MT", out])
 
+    def hyperfine(self, cmd: list[str], env: dict, runs: int, name: str, what: str) -> dict | None:
+        """hyperfine's result for cmd (warm-ups first, JSON kept under logs/NAME.json), or None after
+        reporting an anomaly."""
+        jf = os.path.join(self.work, "logs", f"{name}.json")
+        hp = subprocess.run(["hyperfine", "-N", "--style", "none", "--warmup", str(self.args.hit_warmup),
+                             "--runs", str(runs), "--export-json", jf, shlex.join(cmd)],
+                            cwd=self.proj, env=env, capture_output=True, text=True)
+        if hp.returncode != 0:
+            self.anomaly(f"{what}: hyperfine failed: {hp.stderr[-500:]}")
+            return None
+        with open(jf) as f:
+            return json.load(f)["results"][0]
+
     def run_hit_latency(self) -> None:
         a = self.args
         for kind, runs in (("tiny", a.hit_runs_tiny), ("thrust", a.hit_runs_thrust)):
@@ -601,15 +614,9 @@ class Bench:
                     continue
                 t.zero()
                 server0 = t.cpu_s()
-                jf = os.path.join(self.work, "logs", f"hit-{kind}-{tool}.json")
-                hp = subprocess.run(["hyperfine", "-N", "--style", "none", "--warmup", str(a.hit_warmup),
-                                     "--runs", str(runs), "--export-json", jf, shlex.join(cmd)],
-                                    cwd=self.proj, env=self.env, capture_output=True, text=True)
-                if hp.returncode != 0:
-                    self.anomaly(f"{tool}: hyperfine failed for {kind} hit: {hp.stderr[-500:]}")
+                h = self.hyperfine(cmd, self.env, runs, f"hit-{kind}-{tool}", f"{tool}: {kind} hit")
+                if h is None:
                     continue
-                with open(jf) as f:
-                    h = json.load(f)["results"][0]
                 times = [x * 1000 for x in h["times"]]
                 stats = t.stats()
                 expected = runs + a.hit_warmup
@@ -644,15 +651,9 @@ class Bench:
             self.anomaly(f"kache (compression off): warm-up compile failed: {p.stderr[-500:]}")
             return
         subprocess.run([self.tools["kache"].launcher[0], "--zero-stats"], env=env, capture_output=True)
-        jf = os.path.join(self.work, "logs", f"hit-{kind}-kache-uncompressed.json")
-        hp = subprocess.run(["hyperfine", "-N", "--style", "none", "--warmup", str(a.hit_warmup),
-                             "--runs", str(runs), "--export-json", jf, shlex.join(cmd)],
-                            cwd=self.proj, env=env, capture_output=True, text=True)
-        if hp.returncode != 0:
-            self.anomaly(f"kache (compression off): hyperfine failed for {kind} hit: {hp.stderr[-500:]}")
+        h = self.hyperfine(cmd, env, runs, f"hit-{kind}-kache-uncompressed", f"kache (compression off): {kind} hit")
+        if h is None:
             return
-        with open(jf) as f:
-            h = json.load(f)["results"][0]
         times = [x * 1000 for x in h["times"]]
         st = json.loads(subprocess.run([self.tools["kache"].launcher[0], "--show-stats", "--json"], env=env,
                                        capture_output=True, text=True).stdout)

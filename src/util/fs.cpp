@@ -31,19 +31,6 @@ std::int64_t to_ns(const struct timespec& ts) {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-void write_all(int fd, std::string_view data, const std::string& what) {
-  const char* p = data.data();
-  std::size_t left = data.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno(errno, "write " + what);
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-}
 
 // 64 random bits for temp names; several processes (and forks of one) must not collide.
 std::string random_hex() {
@@ -83,44 +70,6 @@ int open_temp(const std::string& dir, std::string_view stem, mode_t mode, std::s
 void close_checked(int fd, const std::string& what) {
   // close() may report a deferred write error (NFS, quota); do not retry on EINTR (fd is gone).
   if (::close(fd) != 0 && errno != EINTR) throw_errno(errno, "close " + what);
-}
-
-// Plain read/write copy from the current offsets of both descriptors.
-void copy_read_write(int in, int out, const std::string& what) {
-  std::string buf(256 * 1024, '\0');
-  for (;;) {
-    ssize_t n = ::read(in, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno(errno, "read " + what);
-    }
-    if (n == 0) return;
-    write_all(out, std::string_view(buf.data(), static_cast<std::size_t>(n)), what);
-  }
-}
-
-void copy_fd(int in, int out, std::int64_t src_size, const std::string& what) {
-  if (::ioctl(out, FICLONE, in) == 0) return;
-  // In-kernel copy; it advances both file offsets, so the fallback continues where it stopped.
-  std::int64_t copied = 0;
-  for (;;) {
-    ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
-    if (n > 0) {
-      copied += n;
-      continue;
-    }
-    if (n == 0) {
-      // Some pseudo filesystems report 0 bytes although there is data: let read() decide.
-      if (copied == 0 && src_size > 0) break;
-      return;
-    }
-    if (errno == EINTR) continue;
-    if (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP ||
-        errno == EPERM || errno == EBADF)
-      break;
-    throw_errno(errno, "copy " + what);
-  }
-  copy_read_write(in, out, what);
 }
 
 }  // namespace
@@ -210,7 +159,7 @@ std::string write_temp_file(const std::string& dir, std::string_view stem, std::
   std::string tmp;
   int fd = open_temp(dir, stem, 0666, &tmp);
   try {
-    write_all(fd, data, tmp);
+    write_fully(fd, data, tmp);
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -252,7 +201,7 @@ void write_file(const std::string& path, std::string_view data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw_errno(errno, "open " + path);
   try {
-    write_all(fd, data, path);
+    write_fully(fd, data, path);
   } catch (...) {
     ::close(fd);
     throw;
@@ -263,31 +212,35 @@ void write_file(const std::string& path, std::string_view data) {
 void copy_file(const std::string& src, const std::string& dst) {
   int in = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) throw_errno(errno, "open " + src);
-  std::string tmp;
-  int out = -1;
-  try {
-    struct stat st {};
-    if (::fstat(in, &st) != 0) throw_errno(errno, "stat " + src);
-    out = open_temp(dirname(dst), basename(dst), 0644, &tmp);
-    copy_fd(in, out, static_cast<std::int64_t>(st.st_size), src + " -> " + tmp);
-    int fd = out;
-    out = -1;
-    close_checked(fd, tmp);
-    if (::rename(tmp.c_str(), dst.c_str()) != 0) throw_errno(errno, "rename " + tmp + " -> " + dst);
-  } catch (...) {
-    if (out >= 0) ::close(out);
-    if (!tmp.empty()) ::unlink(tmp.c_str());
-    ::close(in);
-    throw;
+  UniqueFd guard(in);
+  struct stat st {};
+  if (::fstat(in, &st) != 0) throw_errno(errno, "stat " + src);
+  const std::string tmp =
+      copy_range_to_temp(in, 0, static_cast<std::uint64_t>(st.st_size), dirname(dst), basename(dst), nullptr, 0644);
+  if (::rename(tmp.c_str(), dst.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw_errno(err, "rename " + tmp + " -> " + dst);
   }
-  ::close(in);
+}
+
+void write_fully(int fd, std::string_view data, const std::string& what) {
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(errno, "write " + what);
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
 }
 
 int create_temp_file(const std::string& dir, std::string_view stem, std::string* path) {
   return open_temp(dir, stem, 0666, path);
 }
-
-void write_fully(int fd, std::string_view data, const std::string& what) { write_all(fd, data, what); }
 
 const char* copy_method_name(CopyMethod m) {
   switch (m) {
@@ -299,9 +252,9 @@ const char* copy_method_name(CopyMethod m) {
 }
 
 std::string copy_range_to_temp(int in, std::uint64_t offset, std::uint64_t length, const std::string& dir,
-                               std::string_view stem, CopyMethod* method) {
+                               std::string_view stem, CopyMethod* method, mode_t mode) {
   std::string tmp;
-  int out = open_temp(dir, stem, 0666, &tmp);
+  int out = open_temp(dir, stem, mode, &tmp);
   try {
     struct file_clone_range range {};
     range.src_fd = in;
@@ -334,7 +287,7 @@ std::string copy_range_to_temp(int in, std::uint64_t offset, std::uint64_t lengt
           ssize_t n = ::pread(in, buf.data(), want, static_cast<off_t>(offset + done));
           if (n < 0 && errno == EINTR) continue;
           if (n <= 0) throw_errno(n < 0 ? errno : EIO, "read for " + tmp);
-          write_all(out, std::string_view(buf.data(), static_cast<std::size_t>(n)), tmp);
+          write_fully(out, std::string_view(buf.data(), static_cast<std::size_t>(n)), tmp);
           done += static_cast<std::uint64_t>(n);
         }
       }

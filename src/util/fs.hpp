@@ -1,6 +1,8 @@
 #pragma once
 // Small filesystem helpers. All paths are std::string; errors are reported by exceptions
 // (std::system_error) unless the function returns an optional/bool.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -60,8 +62,9 @@ bool rename_replacing(const std::string& from, const std::string& to);
 // like a cache key. Throws std::system_error (and leaves no file behind) on failure.
 std::string write_temp_file(const std::string& dir, std::string_view stem, std::string_view data);
 
-// Copies src to dst (replacing dst atomically): a reflink (FICLONE) where the filesystem supports it,
-// else an in-kernel copy. Never a hard link: a later build writing through dst would corrupt src.
+// Copies src to dst (mode 0644 & ~umask, replacing dst atomically) through copy_range_to_temp: a
+// reflink where the filesystem supports it, else an in-kernel copy. Never a hard link: a later build
+// writing through dst would corrupt src.
 void copy_file(const std::string& src, const std::string& dst);
 
 // A new file "<dir>/.tmp.<stem>.<pid>.<random>" (O_EXCL, mode 0666 & ~umask) open for writing: returns
@@ -74,11 +77,11 @@ void write_fully(int fd, std::string_view data, const std::string& what);
 enum class CopyMethod { reflink, kernel_copy, read_write };
 const char* copy_method_name(CopyMethod m);
 // Writes bytes [offset, offset + length) of the open file `in` to a new file "<dir>/.tmp.<stem>.…"
-// (mode 0666 & ~umask) and returns its path: a reflink of the range (FICLONERANGE; needs offset
+// (mode & ~umask) and returns its path: a reflink of the range (FICLONERANGE; needs offset
 // aligned to the filesystem block and the range to end at in's end or on a block), else an in-kernel
 // copy (copy_file_range), else read/write. Throws std::system_error (leaving no file) on failure.
 std::string copy_range_to_temp(int in, std::uint64_t offset, std::uint64_t length, const std::string& dir,
-                               std::string_view stem, CopyMethod* method);
+                               std::string_view stem, CopyMethod* method, mode_t mode = 0666);
 
 void create_directories(const std::string& path);
 void remove_file(const std::string& path) noexcept;

@@ -444,18 +444,30 @@ void LocalStorage::drop_corrupt(std::string_view key, const std::string& path, c
   }
 }
 
-std::optional<std::string> LocalStorage::get(std::string_view key) {
-  check_key(key);
-  const std::string path = entry_path(key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-    throw_errno(errno, "open " + path);
-  }
-  util::UniqueFd guard(fd);
+// The entry file of a key, open for reading, with its stat; nullopt when there is none.
+struct OpenEntry {
+  std::string path;
+  util::UniqueFd fd;
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw_errno(errno, "stat " + path);
-  return read_and_decode(key, path, fd, st);
+};
+
+std::optional<OpenEntry> LocalStorage::open_entry(std::string_view key) const {
+  check_key(key);
+  std::optional<OpenEntry> e(std::in_place);
+  e->path = entry_path(key);
+  e->fd.reset(::open(e->path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (e->fd.get() < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    throw_errno(errno, "open " + e->path);
+  }
+  if (::fstat(e->fd.get(), &e->st) != 0) throw_errno(errno, "stat " + e->path);
+  return e;
+}
+
+std::optional<std::string> LocalStorage::get(std::string_view key) {
+  auto e = open_entry(key);
+  if (!e) return std::nullopt;
+  return read_and_decode(key, e->path, e->fd.get(), e->st);
 }
 
 std::optional<std::string> LocalStorage::read_and_decode(std::string_view key, const std::string& path, int fd,
@@ -473,16 +485,11 @@ std::optional<std::string> LocalStorage::read_and_decode(std::string_view key, c
 }
 
 std::optional<Storage::Parts> LocalStorage::get_parts(std::string_view key, const std::string& body_dir) {
-  check_key(key);
-  const std::string path = entry_path(key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-    throw_errno(errno, "open " + path);
-  }
-  util::UniqueFd guard(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) throw_errno(errno, "stat " + path);
+  auto e = open_entry(key);
+  if (!e) return std::nullopt;
+  const std::string& path = e->path;
+  const int fd = e->fd.get();
+  const struct stat& st = e->st;
   const auto file_size = static_cast<std::uint64_t>(st.st_size);
   char fixed[kSplitHeaderLen];
   const ssize_t got = ::pread(fd, fixed, sizeof fixed, 0);

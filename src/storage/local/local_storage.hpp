@@ -22,6 +22,8 @@
 
 namespace kache::storage {
 
+struct OpenEntry;
+
 struct LocalStorageOptions {
   std::string dir;
   std::uint64_t max_size = 10ull << 30;
@@ -57,6 +59,7 @@ class LocalStorage final : public Storage {
   std::string entry_path(std::string_view key) const;
   void evict(const std::string& keep);
   void put_blob(std::string_view key, const std::string& blob);
+  std::optional<OpenEntry> open_entry(std::string_view key) const;
   std::optional<std::string> read_and_decode(std::string_view key, const std::string& path, int fd,
                                              const struct stat& st);
   void drop_corrupt(std::string_view key, const std::string& path, const struct stat& st);
