@@ -15,7 +15,6 @@
 #include <map>
 #include <mutex>
 #include <system_error>
-#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -31,6 +30,7 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/parallel.hpp"
 #include "util/scoped_file.hpp"
 #include "util/text.hpp"
 
@@ -413,25 +413,10 @@ int Pipeline::miss() {
   };
   {
     constexpr std::size_t kFilesPerThread = 64;
-    const std::size_t n = std::max<std::size_t>(
-        1, std::min<std::size_t>({kHashThreads, std::max(1u, std::thread::hardware_concurrency()),
-                                  closure.size() / kFilesPerThread}));
-    std::vector<Slice> slices(n);
-    std::vector<std::thread> helpers;
-    std::size_t started = 1;
-    try {
-      for (; started < n; ++started) {
-        helpers.emplace_back(hash_slice, closure.size() * started / n, closure.size() * (started + 1) / n,
-                             std::ref(slices[started]));
-      }
-    } catch (const std::system_error&) {
-      // No more threads: this one hashes the slices that did not start.
-    }
-    hash_slice(0, closure.size() / n, slices[0]);
-    for (std::size_t t = started; t < n; ++t) {
-      hash_slice(closure.size() * t / n, closure.size() * (t + 1) / n, slices[t]);
-    }
-    for (auto& h : helpers) h.join();
+    std::vector<Slice> slices(util::slice_count(closure.size(), kHashThreads, kFilesPerThread));
+    util::for_each_slice(closure.size(), slices.size(), [&](std::size_t slice, std::size_t begin, std::size_t end) {
+      hash_slice(begin, end, slices[slice]);
+    });
     for (auto& sl : slices) {
       if (sl.failed_at != SIZE_MAX) {
         not_stored = sl.reason;

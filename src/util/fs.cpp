@@ -15,8 +15,8 @@
 #include <memory>
 #include <filesystem>
 #include <system_error>
-#include <thread>
 
+#include "util/parallel.hpp"
 #include "util/scoped_file.hpp"
 
 namespace kache::util {
@@ -89,28 +89,11 @@ std::optional<FileIdentity> stat_identity(const std::string& path) {
 
 std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<std::string>& paths, unsigned max_threads) {
   std::vector<std::optional<FileIdentity>> out(paths.size());
-  auto run = [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) out[i] = stat_identity(paths[i]);
-  };
-  // Below a few hundred paths a thread costs more than it saves.
-  constexpr std::size_t kPerThread = 256;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t n = std::min<std::size_t>({max_threads, cores, std::max<std::size_t>(1, paths.size() / kPerThread)});
-  std::vector<std::thread> helpers;
-  std::size_t done_by_helpers = 0;
-  try {
-    for (std::size_t t = 1; t < n; ++t) {
-      const std::size_t begin = paths.size() * t / n, end = paths.size() * (t + 1) / n;
-      helpers.emplace_back(run, begin, end);
-      done_by_helpers = end;
-    }
-  } catch (const std::system_error&) {
-    // No thread could start (resource limits): this thread stats what is left below.
-  }
-  const std::size_t first_end = n > 1 ? paths.size() / n : paths.size();
-  run(0, first_end);
-  if (helpers.size() + 1 < n) run(helpers.empty() ? first_end : done_by_helpers, paths.size());
-  for (auto& h : helpers) h.join();
+  constexpr std::size_t kPerThread = 256;  // below a few hundred paths a thread costs more than it saves
+  for_each_slice(paths.size(), slice_count(paths.size(), max_threads, kPerThread),
+                 [&](std::size_t, std::size_t begin, std::size_t end) {
+                   for (std::size_t i = begin; i < end; ++i) out[i] = stat_identity(paths[i]);
+                 });
   return out;
 }
 

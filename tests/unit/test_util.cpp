@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -24,6 +25,7 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/parallel.hpp"
 #include "util/process.hpp"
 
 namespace kache::util {
@@ -499,6 +501,31 @@ TEST(UtilProcess, SelfExecutable) {
   EXPECT_EQ(self.front(), '/');
   EXPECT_EQ(basename(self), "kache_unit_tests");
   EXPECT_EQ(stat_identity(self), stat_identity("/proc/self/exe"));
+}
+
+}  // namespace
+}  // namespace kache::util
+
+namespace kache::util {
+namespace {
+
+TEST(UtilParallel, SlicesCoverEveryItemOnce) {
+  EXPECT_EQ(slice_count(0, 4, 64), 1u);
+  EXPECT_EQ(slice_count(100, 4, 64), 1u);  // too few items for a second thread
+  EXPECT_LE(slice_count(10'000, 4, 64), 4u);
+  EXPECT_EQ(slice_count(10'000, 1, 64), 1u);
+  for (std::size_t count : {0u, 1u, 7u, 1000u}) {
+    for (std::size_t slices : {1u, 2u, 3u, 4u}) {
+      std::vector<std::atomic<int>> seen(count);
+      std::vector<std::atomic<int>> per_slice(slices);
+      for_each_slice(count, slices, [&](std::size_t slice, std::size_t begin, std::size_t end) {
+        per_slice[slice]++;
+        for (std::size_t i = begin; i < end; ++i) seen[i]++;
+      });
+      for (std::size_t i = 0; i < count; ++i) EXPECT_EQ(seen[i].load(), 1) << count << "/" << slices << " item " << i;
+      for (std::size_t s = 0; s < slices; ++s) EXPECT_EQ(per_slice[s].load(), 1) << s;
+    }
+  }
 }
 
 }  // namespace
