@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compiler/env_table.hpp"
 #include "compiler/nvcc/plan.hpp"
 #include "compiler/nvcc/toolchain.hpp"
 #include "util/fs.hpp"
@@ -16,11 +17,6 @@ std::unique_ptr<Adapter> find_adapter(const std::string& compiler_arg) {
 namespace nvcc {
 
 namespace {
-
-// Environment variables that change what nvcc or its host compiler reads or runs; keyed verbatim
-// (an unset variable keys apart from an empty one).
-constexpr const char* kKeyedEnvironment[] = {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "NVCC_CCBIN",
-                                             "GCC_EXEC_PREFIX", "COMPILER_PATH"};
 
 const char* mode_name(Mode m) {
   switch (m) {
@@ -112,6 +108,8 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   Plan planned = plan(inv.args, opts);
   if (auto* p = std::get_if<nvcc::Passthrough>(&planned)) return compiler::Passthrough{p->reason, p->detail};
   const CompilePlan& plan = std::get<CompilePlan>(planned);
+  // Environment the tools read that kache cannot model (env_table.cpp says which and why).
+  if (auto r = env_refusal(inv.env, true)) return compiler::Passthrough{r->reason, r->variable + " is set"};
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
   job.source = util::absolute_path(plan.source, cwd);
@@ -155,10 +153,8 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   for (const auto& a : plan.keyed_args) k.emplace_back("arg", a);
   k.emplace_back("NVCC_PREPEND_FLAGS", opts.prepend_flags);
   k.emplace_back("NVCC_APPEND_FLAGS", opts.append_flags);
-  for (const char* var : kKeyedEnvironment) {
-    auto v = util::env_get(inv.env, var);
-    k.emplace_back(std::string("env:") + var, v ? "=" + *v : "unset");
-  }
+  // Every variable the table keys, an unset one apart from an empty one.
+  add_env_key_fields(inv.env, true, k);
   // -rdc objects carry a module id hashed from the absolute source path (measured: two checkouts
   // give different objects). The device link needs it unique per TU, so the key names the source's
   // identity: two files of one build never share an object, a moved checkout under a base dir does.

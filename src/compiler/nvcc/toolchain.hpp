@@ -20,10 +20,14 @@ struct Toolchain {
 // nvcc_path: the resolved nvcc executable. memo_dir: where probe results are kept ("" = no memo).
 // Throws std::runtime_error when nvcc or the host compiler cannot be probed.
 //
-// The memo is keyed by everything that decides the probe's answer: nvcc's path and file identity,
-// its nvcc.profile's identity (it sets nvcc's include paths), PATH (nvcc resolves a bare host
-// compiler through it), -ccbin and NVCC_CCBIN. Its content is trusted only while the host compiler
-// file it names has the same identity and a bare host compiler name still resolves to it.
+// The toolchain id hashes nvcc's and the host compiler's versions, the content of every program a
+// representative `nvcc --dryrun -c` runs (cudafe++, cicc, ptxas, fatbinary, the host compiler and its
+// cc1plus/as), libdevice, nvcc.profile, and the profile's expansion as nvcc prints it.
+// The memo is keyed by nvcc's path and file identity, its nvcc.profile's identity, -ccbin and every
+// environment variable the table (compiler/env_table.cpp) marks as read by the probe (PATH,
+// NVCC_CCBIN, INCLUDES, GCC_EXEC_PREFIX, ...). Its content is trusted only while every hashed file
+// keeps its identity, every bare program name still resolves to the same file over nvcc's PATH, and
+// the variables nvcc.profile references keep their values: a hit costs a handful of stats.
 Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment& env,
                           const std::optional<std::string>& ccbin, const std::string& memo_dir);
 
