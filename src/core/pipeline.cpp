@@ -377,37 +377,60 @@ int Pipeline::miss() {
     std::size_t failed_at = SIZE_MAX;
     std::string reason, why;
   };
+  // Hashes one input into f and returns its bytes (valid until buffer's next read), or sets
+  // reason/why: a file missing, changing while read, or modified during the compile is not recorded.
+  auto hash_input = [&](const std::string& path, util::ReadBuffer& buffer, ManifestFile& f, std::string& reason,
+                        std::string& why) -> std::optional<std::string_view> {
+    auto before = util::stat_identity(path);
+    if (!before || before->is_dir) {
+      reason = "closure-unreadable";
+      why = path + " cannot be read";
+      return std::nullopt;
+    }
+    const std::string_view content = buffer.read(path);
+    auto after = util::stat_identity(path);
+    if (!after || !(*after == *before)) {
+      reason = "input-changed";
+      why = path + " changed while it was hashed";
+      return std::nullopt;
+    }
+    f.path = job_.roots.split(path);
+    f.hash = util::sha256(content);
+    f.identity = *after;
+    // Modified during the compile, or just before it by less than file times can trail the clock:
+    // the object may come from another version than the one hashed. A time in the future is clock
+    // skew, not a change; such a file is only trusted by content later on.
+    const std::int64_t now = util::now_ns();
+    const std::int64_t margin = margins_.for_file(path, after->dev);
+    for (std::int64_t t : {after->mtime_ns, after->ctime_ns}) {
+      if (t > now) {
+        f.racy = true;
+      } else if (t >= start - margin) {
+        reason = "input-changed";
+        why = path + " was modified during the compile";
+        return std::nullopt;
+      }
+    }
+    return content;
+  };
   auto hash_slice = [&](std::size_t begin, std::size_t end, Slice& out) {
     util::ReadBuffer buffer;  // one buffer for every file of the slice
     for (std::size_t i = begin; i < end; ++i) {
       const std::string& path = closure[i];
-      auto fail = [&](const char* reason, std::string why) {
-        out.failed_at = i;
-        out.reason = reason;
-        out.why = std::move(why);
-      };
-      auto before = util::stat_identity(path);
-      if (!before) return fail("closure-unreadable", path + " cannot be read");
-      const std::string_view content = buffer.read(path);
-      auto after = util::stat_identity(path);
-      if (!after || !(*after == *before)) return fail("input-changed", path + " changed while it was hashed");
       ManifestFile f;
-      f.path = job_.roots.split(path);
-      f.hash = util::sha256(content);
-      f.identity = *after;
-      // Modified during the compile, or just before it by less than file times can trail the clock:
-      // the object may come from another version than the one hashed. A time in the future is clock
-      // skew, not a change; such a file is only trusted by content later on.
-      const std::int64_t now = util::now_ns();
-      const std::int64_t margin = margins_.for_file(path, after->dev);
-      for (std::int64_t t : {after->mtime_ns, after->ctime_ns}) {
-        if (t > now) {
-          f.racy = true;
-        } else if (t >= start - margin) {
-          return fail("input-changed", path + " was modified during the compile");
-        }
+      auto content = hash_input(path, buffer, f, out.reason, out.why);
+      if (!content) {
+        out.failed_at = i;
+        return;
       }
-      scan_has_include(content, out.has_include, out.opaque);
+      scan_has_include(*content, out.has_include, out.opaque);
+      // Inputs no dependency list names (.incbin, __TIMESTAMP__): never stored, so never served.
+      if (std::string_view hidden = scan_hidden_inputs(*content); !hidden.empty()) {
+        out.failed_at = i;
+        out.reason = hidden;
+        out.why = path + " names an input outside the dependency list (" + std::string(hidden) + ")";
+        return;
+      }
       out.files.push_back(std::move(f));
     }
   };
@@ -427,6 +450,11 @@ int Pipeline::miss() {
       has_include.insert(has_include.end(), sl.has_include.begin(), sl.has_include.end());
       opaque = opaque || sl.opaque;
     }
+  }
+
+  // What the input audit (tests/integration/test_input_audit.py) checks every file a miss opened against.
+  if (log.should_log(spdlog::level::trace)) {
+    for (const auto& c : closure) log.trace("closure file {}", c);
   }
 
   std::string object = util::read_file(paths.object);
@@ -472,13 +500,32 @@ int Pipeline::miss() {
         if (util::lexically_normal(c) != job_.source) searched.push_back(c);
       }
       Observations observed;
+      std::vector<std::string> present;
       const std::vector<std::string> absent =
-          watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, &observed);
+          watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, &observed, &present);
+      // A __has_include target that exists but was never #included: its existence decides the
+      // test, so it is recorded like a closure file (deleted or edited: the entry no longer
+      // verifies). Not part of the result key: the object does not depend on its content.
+      util::ReadBuffer buffer;
+      for (const auto& p : present) {
+        ManifestFile f;
+        std::string reason, why;
+        if (!hash_input(p, buffer, f, reason, why)) {
+          log.debug("a __has_include target cannot be recorded ({}): no direct-mode record for this compile", why);
+          opaque = true;
+          break;
+        }
+        log.trace("closure file {} (__has_include target)", p);
+        if (outside_roots(p)) entry.checkout_specific = true;
+        entry.files.push_back(std::move(f));
+      }
       auto trusted = [&](const std::string& dir, const util::FileIdentity& id, std::int64_t clock) {
         return !is_racy(id, clock, margins_.for_file(dir, id.dev));
       };
-      auto groups = group_absent(absent, job_.system_dirs, trusted, &observed);
-      if (!groups) {
+      auto groups = opaque ? std::nullopt : group_absent(absent, job_.system_dirs, trusted, &observed);
+      if (opaque) {
+        // Logged above: a __has_include target could not be recorded.
+      } else if (!groups) {
         // A watched path appeared while this ran: no record can claim it missing. The result itself
         // is still right for the closure nvcc read (its key names those files' contents).
         log.debug("a watched path appeared during the compile: no direct-mode record for this compile");

@@ -15,21 +15,58 @@ namespace kache::core {
 namespace {
 bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-bool line_is_define(std::string_view text, std::size_t pos) {
+// The macro name a `#define` on pos's line defines (nullopt when that line is no #define).
+std::optional<std::string_view> defined_name(std::string_view text, std::size_t pos) {
   std::size_t start = text.rfind('\n', pos);
   start = start == std::string_view::npos ? 0 : start + 1;
   std::string_view line = text.substr(start, pos - start);
   std::size_t i = line.find_first_not_of(" \t");
-  if (i == std::string_view::npos || line[i] != '#') return false;
+  if (i == std::string_view::npos || line[i] != '#') return std::nullopt;
   i = line.find_first_not_of(" \t", i + 1);
-  return i != std::string_view::npos && line.substr(i).starts_with("define");
+  if (i == std::string_view::npos || !line.substr(i).starts_with("define")) return std::nullopt;
+  // The name may run past pos (the occurrence itself can be the name being defined).
+  std::size_t b = text.find_first_not_of(" \t", start + i + 6);
+  std::size_t e = b;
+  while (e < text.size() && is_ident(text[e])) ++e;
+  return text.substr(b == std::string_view::npos ? text.size() : b, e - b);
 }
+
+// The identifiers this scan matches as a use (see scan_has_include).
+constexpr std::string_view kHasIncludeWords[] = {"has_include", "HAS_INCLUDE"};
+
+bool matched_by_scan(std::string_view name) {
+  for (std::string_view suffix : {"_next", "_NEXT", ""}) {
+    if (!name.ends_with(suffix)) continue;
+    std::string_view stem = name.substr(0, name.size() - suffix.size());
+    for (std::string_view w : kHasIncludeWords) {
+      if (stem.ends_with(w)) return true;
+    }
+  }
+  return false;
+}
+
+struct HiddenInputMarker {
+  std::string_view text;
+  std::string_view reason;  // counted as not_stored.<reason>
+};
+
+// Spellings of inputs that a tool of the compile reads but no -MD list names. Matched as whole
+// tokens (no identifier character on either side), anywhere, comments included: a false match only
+// costs a store, a missed one would serve a stale object.
+constexpr HiddenInputMarker kHiddenInputMarkers[] = {
+    // asm(".incbin \"blob\"") in host code: the assembler copies the file into the object, resolving
+    // it against its cwd and its own -I; the preprocessor never sees it as a file.
+    {".incbin", "incbin"},
+    // asm(".include \"x.s\"") in host code: the assembler reads x.s as source, same resolution.
+    {".include", "asm-include"},
+    // The preprocessed file's mtime, formatted in local time (TZ): neither is in the closure's content,
+    // and SOURCE_DATE_EPOCH does not pin it (measured with GCC 12 and cudafe++ 13).
+    {"__TIMESTAMP__", "timestamp"},
+};
 }  // namespace
 
 void scan_has_include(std::string_view text, std::vector<std::string>& names, bool& opaque) {
-  constexpr std::string_view kWord = "has_include";
-  constexpr std::string_view kWordUpper = "HAS_INCLUDE";
-  for (std::string_view word : {kWord, kWordUpper}) {
+  for (std::string_view word : kHasIncludeWords) {
     std::size_t pos = 0;
     while (true) {
       // memmem (glibc's vectorized search): this runs over every byte of every header a miss read.
@@ -42,7 +79,14 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
       if (pos < text.size() && is_ident(text[pos])) continue;  // part of a longer identifier
       std::size_t i = pos;
       while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-      if (i >= text.size() || text[i] != '(') continue;  // `#ifdef __has_include`, `defined(__has_include)`
+      const bool call = i < text.size() && text[i] == '(';
+      if (!call) {
+        // `#ifdef __has_include`, `defined(__has_include)` test for it; `#define HAVE __has_include`
+        // renames it, and HAVE(<x>) is then a use this scan cannot see.
+        auto def = defined_name(text, at);
+        if (def && !matched_by_scan(*def)) opaque = true;
+        continue;
+      }
       ++i;
       while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
       if (i < text.size() && (text[i] == '<' || text[i] == '"')) {
@@ -53,14 +97,34 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
         }
         continue;
       }
-      if (!line_is_define(text, at)) opaque = true;
+      // A computed argument: only a #define of a name this scan matches (the wrapper's own uses then
+      // carry the literal names, or are themselves opaque) keeps the list complete.
+      auto def = defined_name(text, at);
+      if (!def || !matched_by_scan(*def)) opaque = true;
     }
   }
 }
 
+std::string_view scan_hidden_inputs(std::string_view text) {
+  for (const auto& m : kHiddenInputMarkers) {
+    std::size_t pos = 0;
+    while (true) {
+      const void* hit = ::memmem(text.data() + pos, text.size() - pos, m.text.data(), m.text.size());
+      if (hit == nullptr) break;
+      const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+      pos = at + m.text.size();
+      if (at > 0 && is_ident(text[at - 1]) && is_ident(m.text.front())) continue;
+      if (pos < text.size() && is_ident(text[pos])) continue;
+      return m.reason;
+    }
+  }
+  return {};
+}
+
 std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
                                    const std::vector<std::string>& system_dirs,
-                                   const std::vector<std::string>& has_include_names, Observations* observed) {
+                                   const std::vector<std::string>& has_include_names, Observations* observed,
+                                   std::vector<std::string>* present) {
   // stat results, memoized, numbered in the order they were taken.
   Observations local;
   Observations& memo = observed ? *observed : local;
@@ -95,7 +159,8 @@ std::vector<std::string> watch_set(const std::vector<std::string>& closure, cons
     if (seen.insert(path).second) out.push_back(path);
   };
   // Records what guarantees dir/rel keeps not existing, walking down from dir.
-  auto candidate = [&](const std::string& dir, std::string_view rel) {
+  std::unordered_set<std::string> present_seen;
+  auto candidate = [&](const std::string& dir, std::string_view rel, bool tested) {
     if (!exists(dir)) {
       record(dir);
       return;
@@ -108,7 +173,12 @@ std::vector<std::string> watch_set(const std::vector<std::string>& closure, cons
       cur += '/';
       cur += comp;
       if (slash == std::string_view::npos) {
-        if (!closure_set.count(cur) && !exists(cur)) record(cur);
+        if (closure_set.count(cur)) return;
+        if (!exists(cur)) {
+          record(cur);
+        } else if (tested && present && present_seen.insert(cur).second) {
+          present->push_back(cur);
+        }
         return;
       }
       if (!exists(cur)) {
@@ -124,13 +194,13 @@ std::vector<std::string> watch_set(const std::vector<std::string>& closure, cons
       if (f.size() <= s.size() + 1 || !util::path_starts_with(f, s)) continue;
       std::string_view rel = std::string_view(f).substr(s == "/" ? 1 : s.size() + 1);
       for (const auto& t : consulted) {
-        if (t != s) candidate(t, rel);
+        if (t != s) candidate(t, rel, false);
       }
     }
   }
   for (const auto& name : has_include_names) {
     if (name.empty() || name.front() == '/') continue;
-    for (const auto& t : consulted) candidate(t, util::lexically_normal(name));
+    for (const auto& t : consulted) candidate(t, util::lexically_normal(name), true);
   }
   return out;
 }

@@ -22,16 +22,26 @@
 namespace kache::core {
 
 // Targets of literal __has_include(<x>) / __has_include("x") (and _next, and macro wrappers such as
-// _CCCL_HAS_INCLUDE(<x>)) in a file's text. Sets `opaque` when a __has_include takes a computed
-// argument outside a #define: then no finite watch list is known to be complete.
+// _CCCL_HAS_INCLUDE(<x>)) in a file's text. Sets `opaque` when no finite watch list is known to be
+// complete: a __has_include with a computed argument outside a #define, or a #define that wraps
+// __has_include under a name this scan does not search for (`#define HAVE(h) __has_include(h)`: its
+// uses `HAVE(<x>)` name headers the scan never sees). A wrapper whose own name ends in has_include /
+// HAS_INCLUDE (optionally _next) is fine: its uses are matched like __has_include itself.
 void scan_has_include(std::string_view text, std::vector<std::string>& names, bool& opaque);
+
+// Inputs some tool reads that no dependency list names, found by their spelling in a file the compile
+// read (see kHiddenInputMarkers in watch.cpp). Returns the not-stored reason of the first one found,
+// or an empty view. Such a compile is not stored: neither the file nor its identity is keyed.
+std::string_view scan_hidden_inputs(std::string_view text);
 
 // closure: absolute paths of every file the compile read, as the compiler spelled them.
 // search_dirs: absolute directories of the include search path, spelled as given (cwd-joined).
 // system_dirs: directories whose content belongs to the toolchain (their files' own directories are
 // not added as quote-include directories).
 // Returns the paths that must stay absent: for each candidate its nearest missing ancestor (a missing
-// directory stands for everything below it).
+// directory stands for everything below it). `present` (when given) receives the __has_include
+// targets that exist on the search path but are not in the closure: the compiler tested them without
+// reading them, so their deletion flips the test; the caller must record them as inputs.
 // What watch_set saw of each path it stat'ed, in the order it first did (`order` counts up): a
 // directory's identity can guard the names below it only if it was taken before they were checked.
 struct Observed {
@@ -43,7 +53,8 @@ using Observations = std::unordered_map<std::string, Observed>;
 
 std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
                                    const std::vector<std::string>& system_dirs,
-                                   const std::vector<std::string>& has_include_names, Observations* observed = nullptr);
+                                   const std::vector<std::string>& has_include_names, Observations* observed = nullptr,
+                                   std::vector<std::string>* present = nullptr);
 
 // Absent paths grouped by their directory. A directory's mtime and ctime change whenever an entry is
 // created, removed or renamed in it, so an unchanged identity of `dir` proves every name in `names` is

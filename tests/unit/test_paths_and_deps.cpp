@@ -76,6 +76,43 @@ TEST(Watch, HasIncludeScan) {
   EXPECT_TRUE(opaque);
 }
 
+TEST(Watch, HasIncludeWrappersUnderOtherNamesAreOpaque) {
+  auto opaque_of = [](std::string_view text) {
+    std::vector<std::string> names;
+    bool opaque = false;
+    scan_has_include(text, names, opaque);
+    return opaque;
+  };
+  // Uses of HAVE(<x>) name headers the scan never sees.
+  EXPECT_TRUE(opaque_of("#define HAVE(h) __has_include(h)\n#if HAVE(<x.h>)\n#endif\n"));
+  EXPECT_TRUE(opaque_of("#  define HAVE __has_include\n"));
+  EXPECT_TRUE(opaque_of("#define HAVE2(h) _CCCL_HAS_INCLUDE(h)\n"));
+  // Wrappers the scan matches by name, and the fallback definition of __has_include itself.
+  EXPECT_FALSE(opaque_of("#  define _CCCL_HAS_INCLUDE(_X) __has_include(_X)\n"));
+  EXPECT_FALSE(opaque_of("#define MY_HAS_INCLUDE_NEXT(x) __has_include_next(x)\n"));
+  EXPECT_FALSE(opaque_of("#ifndef __has_include\n#define __has_include(x) 0\n#endif\n"));
+  EXPECT_FALSE(opaque_of("#define HAVE_TBB __has_include(<tbb/tbb.h>)\n#if defined(__has_include)\n#endif\n"));
+}
+
+TEST(Watch, HiddenInputMarkers) {
+  EXPECT_EQ(scan_hidden_inputs("asm(\".incbin \\\"blob.bin\\\"\");"), "incbin");
+  EXPECT_EQ(scan_hidden_inputs("asm(\".include \\\"x.s\\\"\");"), "asm-include");
+  EXPECT_EQ(scan_hidden_inputs("const char* t = __TIMESTAMP__;"), "timestamp");
+  EXPECT_EQ(scan_hidden_inputs("#include <x.h>\nint incbin_count; int MY__TIMESTAMP__X;\n.includes"), "");
+}
+
+TEST(Watch, ExistingHasIncludeTargetsOutsideTheClosureAreReported) {
+  util::TempDir dir("/tmp");
+  const std::string a = util::join_path(dir.path(), "a");
+  util::create_directories(a);
+  util::write_file(util::join_path(a, "h.h"), "");
+  util::write_file(util::join_path(a, "opt.h"), "");
+  std::vector<std::string> present;
+  const auto absent = watch_set({util::join_path(a, "h.h")}, {a}, {}, {"opt.h", "h.h", "none.h"}, nullptr, &present);
+  EXPECT_EQ(present, std::vector<std::string>{util::join_path(a, "opt.h")});  // h.h is in the closure
+  EXPECT_EQ(absent, std::vector<std::string>{util::join_path(a, "none.h")});
+}
+
 TEST(Watch, ShadowingCandidatesAndHasIncludeTargets) {
   util::TempDir dir("/tmp");
   const std::string a = util::join_path(dir.path(), "a"), b = util::join_path(dir.path(), "b");

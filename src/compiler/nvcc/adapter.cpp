@@ -182,6 +182,10 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     add_dir(d);
     if (!d.empty() && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
   }
+  // A pre-included file (-include / --pre-include) is looked up in the working directory first (GCC:
+  // "the first directory searched for file is the preprocessor's working directory"), then along the
+  // chain: one that appears in the cwd would shadow the one the closure names, so the cwd is watched.
+  if (has_option(all_args, {"-include", "--pre-include", "-pre-include"})) add_dir(cwd);
   for (const char* var : {"CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"}) {
     // As GCC reads them: unset or empty adds nothing; an empty element (":x", "x:", "a::b") is the cwd.
     std::string v = util::env_get(inv.env, var).value_or("");
