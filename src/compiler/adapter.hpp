@@ -26,6 +26,10 @@ struct CompileJob {
   std::string output_written;  // the output as the user spelled it
   std::string depfile;         // user's dependency file, absolute; empty when none was asked for
   bool depfile_partial = false;  // the user's dependency file omits headers (nvcc -MMD)
+  // The depfile's target when the user gave no -MT: the output as written (nvcc's default, and the -MT
+  // a miss passes). Stored depfiles hold a placeholder there, so "-o o1/x.o" and "-o o2/x.o" share an
+  // entry and each gets its own target. Empty when the user's -MT (keyed) names it.
+  std::string depfile_target;
   core::PathRoots roots;       // empty when paths are keyed literally
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
   std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch
@@ -37,9 +41,9 @@ struct CompileJob {
   std::vector<std::string> literal_dirs;
   // The object always depends on the source's path (e.g. nvcc -rdc module ids).
   bool path_specific = false;
-  // The source's path as path-specific objects are keyed: relative to the build directory or a
-  // [paths] base_dirs root when it lies below one (so two files of one build never share a key, while a
-  // moved checkout still does), else the literal absolute path.
+  // The source's path as path-specific objects are keyed: relative to a [paths] base_dirs root when it
+  // lies below one (so two files of one build never share a key, while a moved checkout still does),
+  // else the literal absolute path.
   std::string source_identity;
   std::string description;     // toolchain, for logs
 };

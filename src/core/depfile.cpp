@@ -5,6 +5,12 @@
 
 namespace kache::core {
 
+namespace {
+// Cannot occur in a dependency file (make syntax has no control characters), nor clash with the path
+// roots' numbered placeholders.
+constexpr std::string_view kTargetPlaceholder = "\x01t\x01";
+}  // namespace
+
 Depfile parse_depfile(const std::string& text) {
   Depfile out;
   std::unordered_set<std::string> seen;
@@ -51,6 +57,19 @@ Depfile parse_depfile(const std::string& text) {
   flush();
   if (!saw_colon) throw std::runtime_error("not a dependency file");
   return out;
+}
+
+std::string templatize_target(const std::string& text, const std::string& target) {
+  if (target.empty() || !text.starts_with(target)) return text;
+  const std::size_t end = target.size();
+  // "o1/x.o : deps" or "o1/x.o: deps"; a longer target that merely starts alike is left alone.
+  if (end < text.size() && text[end] != ' ' && text[end] != ':' && text[end] != '\t') return text;
+  return std::string(kTargetPlaceholder) + text.substr(end);
+}
+
+std::string instantiate_target(const std::string& text, const std::string& target) {
+  if (!text.starts_with(kTargetPlaceholder)) return text;
+  return target + text.substr(kTargetPlaceholder.size());
 }
 
 }  // namespace kache::core

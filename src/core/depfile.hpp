@@ -13,4 +13,10 @@ struct Depfile {
 // Throws std::runtime_error if the text is not a dependency file.
 Depfile parse_depfile(const std::string& text);
 
+// The first rule's target, as the compiler wrote it (verbatim, as -MT gives it), replaced by a
+// placeholder, and the placeholder by another build's target: the target follows the output path,
+// which a shared entry must not fix. Text not starting with the target is returned unchanged.
+std::string templatize_target(const std::string& text, const std::string& target);
+std::string instantiate_target(const std::string& text, const std::string& target);
+
 }  // namespace kache::core

@@ -56,7 +56,9 @@ std::string PathRoots::key_form(const RootedPath& p) const {
 std::vector<std::string> PathRoots::prefix_map_flags() const {
   std::vector<std::string> flags;
   for (auto it = by_length_.rbegin(); it != by_length_.rend(); ++it) {
-    flags.push_back("-ffile-prefix-map=" + roots_[*it].path + "=" + roots_[*it].name);
+    for (const char* kind : {"-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
+      flags.push_back(kind + roots_[*it].path + "=" + roots_[*it].name);
+    }
   }
   return flags;
 }

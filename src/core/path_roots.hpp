@@ -37,8 +37,11 @@ class PathRoots {
   std::string key_form(const RootedPath& p) const;    // with the fixed name, for hashing
   std::string key_form(const std::string& abs) const { return key_form(split(abs)); }
 
-  // -ffile-prefix-map=<root>=<name> rules, ordered so GCC (which lets the last matching rule win)
-  // applies the longest root first.
+  // -fmacro-prefix-map=<root>=<name> and -fdebug-prefix-map=<root>=<name> rules, ordered so GCC (which
+  // lets the last matching rule win) applies the longest root first. Not -ffile-prefix-map: GCC 12
+  // lets any -ffile-prefix-map beat every -fmacro-prefix-map whatever the order, so a user's own
+  // -fmacro-prefix-map could never win over kache's rules; separate rules put before the user's lose
+  // to each of the user's.
   std::vector<std::string> prefix_map_flags() const;
 
   // Replaces root spellings in text by placeholders / placeholders by roots (dependency files).

@@ -296,7 +296,8 @@ std::optional<int> Pipeline::try_hit() {
       log.debug("restored the object by {}", parts->body_copied_by ? parts->body_copied_by : "?");
     }
     if (!job_.depfile.empty()) {
-      util::write_file_replacing(job_.depfile, job_.roots.instantiate(std::string(*ce.depfile_template)));
+      util::write_file_replacing(
+          job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.depfile_template)), job_.depfile_target));
     }
     counts_[counter::kHits]++;
     counts_[counter::kDirectHits]++;
@@ -546,7 +547,9 @@ int Pipeline::miss() {
     }
     CacheEntry ce;
     ce.object = std::move(object);
-    if (!job_.depfile.empty()) ce.depfile_template = job_.roots.templatize(dep_text);
+    if (!job_.depfile.empty()) {
+      ce.depfile_template = job_.roots.templatize(templatize_target(dep_text, job_.depfile_target));
+    }
     ce.stdout_text = out_text;
     ce.stderr_text = err_text;
     try {

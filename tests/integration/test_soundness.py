@@ -1,6 +1,7 @@
 """Stale-hit traps: each builds through kache, changes one input, rebuilds, and compares with a plain
 nvcc build of the current files. Peers (ccache 4.7, sccache 0.4) serve stale objects in these cases."""
 import os
+import shutil
 import stat
 import textwrap
 
@@ -102,6 +103,104 @@ class Traps(KacheTestCase):
         self.kache(["nvcc", "-c", "k.cu", "-o", "k.o"])
         self.nvcc(["-c", "k.cu", "-o", "plain.o"])
         self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+
+
+# __FILE__ on the host and in a kernel's assert() message, in the source and in a header found next to it.
+NAMED = textwrap.dedent("""
+    #include <cassert>
+    #include "h.cuh"
+    __global__ void k(float* x) { assert(x != nullptr); x[threadIdx.x] = V; }
+    const char* source_name() { return __FILE__; }
+    """)
+NAMED_HEADER = '#define V 1.0f\ninline const char* header_name() { return __FILE__; }\n'
+# Internal-linkage device code only: two identical copies link together under plain nvcc.
+INTERNAL = textwrap.dedent("""
+    namespace { __device__ int counter; __global__ void bump() { counter += 1; } }
+    void (*keep_bump)() = nullptr;
+    """)
+
+
+class PathsAsWritten(KacheTestCase):
+    """Issue 12 (classes 4-7): paths the compiler writes into the object or the depfile as spelled,
+    the user's own prefix maps, the depfile's target, and the identity of path-specific objects."""
+
+    def keep(self, rel, as_rel):
+        shutil.copy(self.path(rel), self.path(as_rel))
+        return self.path(as_rel)
+
+    def test_moved_relative_source_misses_and_names_the_new_files(self):
+        # Makefile style: `nvcc -c src/old/x.cu` writes "src/old/x.cu" into the object and the depfile
+        # as spelled; after moving src/old to src/new nothing may still name src/old.
+        self.write("src/old/x.cu", NAMED)
+        self.write("src/old/h.cuh", NAMED_HEADER)
+        os.makedirs(self.path("build"))
+        args = lambda d: ["-c", f"src/{d}/x.cu", "-o", "build/x.o", "-MD", "-MF", "build/x.d"]
+        self.kache(["nvcc"] + args("old"))
+        os.rename(self.path("src/old"), self.path("src/new"))
+        self.kache(["nvcc"] + args("new"))
+        self.assert_counts(hits=0, misses=2)
+        self.kache(["nvcc"] + args("new"))  # the same place again still hits
+        self.assert_counts(hits=1, misses=2)
+        obj, dep = self.keep("build/x.o", "kache.o"), self.read("build/x.d")
+        self.assertTrue(b"src/new/x.cu" in self.read("kache.o", "rb"))
+        self.assertNotIn("src/old", dep)
+        self.assertIn("src/new/h.cuh", dep)
+        self.nvcc(args("new"))
+        self.assert_same_object(obj, self.path("build/x.o"))
+        self.assertEqual(dep, self.read("build/x.d"))
+
+    def test_user_prefix_maps_win_on_a_miss(self):
+        # kache maps the source's directory to /kache/src; the user's own (later) rule must win, as it
+        # does under plain nvcc, in host code and in device code (the assert message).
+        self.write("src/f.cu", NAMED)
+        self.write("src/h.cuh", NAMED_HEADER)
+        for flag in ("-fmacro-prefix-map", "-ffile-prefix-map"):
+            args = ["-c", self.path("src/f.cu"), "-Xcompiler", f"{flag}={self.path('src')}=/user"]
+            self.kache(["nvcc"] + args + ["-o", "k.o"])
+            self.nvcc(args + ["-o", "plain.o"])
+            self.assertTrue(b"/user/f.cu" in self.read("k.o", "rb"), flag)
+            self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+        # Debug info: the line table names the source's directory as the user's -fdebug-prefix-map says
+        # (plain nvcc writes "/dbg" and "f.cu"), not kache's /kache/src.
+        args = ["-c", "-g", self.path("src/f.cu"), "-Xcompiler", f"-fdebug-prefix-map={self.path('src')}=/dbg"]
+        self.kache(["nvcc"] + args + ["-o", "g.o"])
+        self.nvcc(args + ["-o", "plain-g.o"])
+        for obj in ("plain-g.o", "g.o"):
+            self.assertTrue(b"\x00/dbg\x00" in self.read(obj, "rb"), obj)
+
+    def test_depfile_target_follows_the_output(self):
+        # One -MF path, two outputs: the entry is shared, each depfile names its own output.
+        self.write("x.cu", NAMED.replace('#include "h.cuh"\n', "#define V 2.0f\n"))
+        os.makedirs(self.path("o1"))
+        os.makedirs(self.path("o2"))
+        args = lambda o: ["-c", "x.cu", "-o", f"{o}/x.o", "-MD", "-MF", "x.d"]
+        self.kache(["nvcc"] + args("o1"))
+        self.kache(["nvcc"] + args("o2"))
+        self.assert_counts(hits=1, misses=1)
+        dep = self.read("x.d")
+        self.assertTrue(dep.startswith("o2/x.o "), dep[:100])
+        self.nvcc(args("o2"))
+        self.assertEqual(dep, self.read("x.d"))
+
+    def test_identical_rdc_files_of_one_link_get_their_own_objects(self):
+        # libA/kernel.cu and libB/kernel.cu, identical, each compiled from its own directory: the
+        # module ids (and internal names) hash the absolute path, so one object for both breaks the
+        # device link where plain nvcc links.
+        for lib in ("libA", "libB"):
+            self.write(f"{lib}/kernel.cu", INTERNAL)
+            self.kache(["nvcc", "-dc", "kernel.cu", "-o", "kernel.o"], cwd=self.path(lib))
+        self.assert_counts(hits=0, misses=2)
+        r = self.nvcc(["-dlink", "libA/kernel.o", "libB/kernel.o", "-o", "dlink.o"], check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Whole-program objects: cudafe++'s _INTERNAL_ names hash the path too.
+        for lib in ("libA", "libB"):
+            self.kache(["nvcc", "-c", "kernel.cu", "-o", "whole.o"], cwd=self.path(lib))
+        self.assert_counts(hits=0, misses=4)
+        self.nvcc(["-c", "kernel.cu", "-o", "plain.o"], cwd=self.path("libB"))
+        self.assert_same_object(self.path("libB/whole.o"), self.path("libB/plain.o"))
+        # The same file again still hits.
+        self.kache(["nvcc", "-dc", "kernel.cu", "-o", "kernel.o"], cwd=self.path("libB"))
+        self.assert_counts(hits=1, misses=4)
 
 
 if __name__ == "__main__":

@@ -35,10 +35,12 @@ TEST(PathRoots, DuplicatesAndTheFilesystemRootAreDropped) {
 }
 
 TEST(PathRoots, PrefixMapsPutTheLongestRootLast) {
-  // GCC applies the last matching -ffile-prefix-map first.
+  // GCC applies the last matching rule first; macro and debug rules separately (not -ffile-prefix-map,
+  // which would beat a user's -fmacro-prefix-map in any order).
   const auto flags = roots().prefix_map_flags();
-  ASSERT_EQ(flags.size(), 3u);
-  EXPECT_EQ(flags.back(), "-ffile-prefix-map=/p/build/obj=/kache/out");
+  ASSERT_EQ(flags.size(), 6u);
+  EXPECT_EQ(flags[4], "-fmacro-prefix-map=/p/build/obj=/kache/out");
+  EXPECT_EQ(flags[5], "-fdebug-prefix-map=/p/build/obj=/kache/out");
 }
 
 TEST(PathRoots, DepfileTemplatesRoundTripIntoAnotherCheckout) {
@@ -61,6 +63,21 @@ TEST(Depfile, TargetWithSpacesAndPhonyRules) {
   const Depfile d = parse_depfile("a b.o : x.cu y.h\n\ny.h:\n");
   EXPECT_EQ(d.deps, (std::vector<std::string>{"x.cu", "y.h"}));
   EXPECT_THROW(parse_depfile("no colon here\n"), std::runtime_error);
+}
+
+TEST(Depfile, TargetIsTemplatedForAnotherOutput) {
+  const std::string dep = "o1/x.o : x.cu \\\n    h.h\n";
+  const std::string tmpl = templatize_target(dep, "o1/x.o");
+  EXPECT_EQ(tmpl.find("o1/x.o"), std::string::npos);
+  EXPECT_EQ(instantiate_target(tmpl, "o2/x.o"), "o2/x.o : x.cu \\\n    h.h\n");
+  EXPECT_EQ(instantiate_target(tmpl, "o1/x.o"), dep);
+  // Through the path roots too (an absolute target below the output root), in either order.
+  EXPECT_EQ(instantiate_target(roots().instantiate(roots().templatize(tmpl)), "o2/x.o"), "o2/x.o : x.cu \\\n    h.h\n");
+  // Only the whole first token: a target that merely starts like it, or other text, stays as it is.
+  EXPECT_EQ(templatize_target("o1/x.oo : x.cu\n", "o1/x.o"), "o1/x.oo : x.cu\n");
+  EXPECT_EQ(templatize_target("o1/x.o: x.cu\n", "o1/x.o").substr(3), ": x.cu\n");
+  EXPECT_EQ(templatize_target(dep, ""), dep);
+  EXPECT_EQ(instantiate_target(dep, "o2/x.o"), dep);
 }
 
 TEST(Watch, HasIncludeScan) {

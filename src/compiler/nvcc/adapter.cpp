@@ -119,22 +119,32 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // -MMD leaves out system headers (and what they include), so it cannot be the key's closure.
   job.depfile_partial = plan.depfile == Depfile::MMD;
 
-  const bool literal = plan.path_literal || !cfg.nvcc_path_normalize;
+  // The user's own prefix maps in NVCC_PREPEND_FLAGS would come before kache's rules, which would then
+  // win (GCC applies the last matching rule): no rules of kache's at all, paths keyed literally.
+  const bool literal = plan.path_literal || !cfg.nvcc_path_normalize ||
+                       opts.prepend_flags.find("-prefix-map") != std::string::npos;
   if (!literal) {
+    std::vector<core::PathRoots::Root> bases;
+    for (std::size_t i = 0; i < cfg.base_dirs.size(); ++i) {
+      bases.push_back({util::absolute_path(cfg.base_dirs[i], cwd), "/kache/base" + std::to_string(i)});
+    }
     std::vector<core::PathRoots::Root> roots = {
         {cwd, "/kache/build"},
         {util::dirname(job.source), "/kache/src"},
         {util::dirname(job.output), "/kache/out"},
     };
-    for (std::size_t i = 0; i < cfg.base_dirs.size(); ++i) {
-      roots.push_back({util::absolute_path(cfg.base_dirs[i], cwd), "/kache/base" + std::to_string(i)});
-    }
-    job.roots = core::PathRoots(roots);
-    // Without the source's and output's own directories: those would map every TU to the same name.
-    std::erase_if(roots, [](const core::PathRoots::Root& r) { return r.name == "/kache/src" || r.name == "/kache/out"; });
-    job.source_identity = core::PathRoots(std::move(roots)).key_form(job.source);
+    roots.insert(roots.end(), bases.begin(), bases.end());
+    job.roots = core::PathRoots(std::move(roots));
+    // Only the base dirs: the build, source and output directories would give two files of one build
+    // the same name (libA/kernel.cu and libB/kernel.cu, each compiled from its own directory).
+    job.source_identity = core::PathRoots(std::move(bases)).key_form(job.source);
   } else {
     job.source_identity = job.source;
+  }
+  // Without -MT, nvcc names the rule after -o as written; a stored depfile holds a placeholder there.
+  if (plan.depfile != Depfile::None &&
+      !has_option(inv.args, {"-MT", "--dependency-target-name", "-dependency-target-name"})) {
+    job.depfile_target = plan.output;
   }
 
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, plan.ccbin,
@@ -148,13 +158,18 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   k.emplace_back("mode", mode_name(plan.mode));
   k.emplace_back("normalize", job.roots.enabled() ? "roots" : "literal");
   k.emplace_back("cwd", job.roots.key_form(cwd));
-  k.emplace_back("source", job.roots.key_form(job.source));
+  // A relative source path reaches __FILE__, device assert() messages and the depfile as spelled, where
+  // no prefix map reaches it: keyed as spelled (src/old/x.cu moved to src/new/x.cu misses; headers
+  // found next to it are spelled after it). An absolute one is keyed as the prefix maps rewrite it.
+  k.emplace_back("source", plan.source.starts_with("/") ? job.roots.key_form(plan.source) : plan.source);
   k.emplace_back("output", job.roots.key_form(job.output));
   for (const auto& a : plan.keyed_args) k.emplace_back("arg", a);
   k.emplace_back("NVCC_PREPEND_FLAGS", opts.prepend_flags);
   k.emplace_back("NVCC_APPEND_FLAGS", opts.append_flags);
   // Every variable the table keys, an unset one apart from an empty one.
   add_env_key_fields(inv.env, true, k);
+  // Stored depfiles template the target (see depfile_target); entries from before named it literally.
+  k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   // -rdc objects carry a module id hashed from the absolute source path (measured: two checkouts
   // give different objects). The device link needs it unique per TU, so the key names the source's
   // identity: two files of one build never share an object, a moved checkout under a base dir does.
@@ -208,6 +223,13 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
 std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, const CompileJob& job,
                                                    const MissPaths& paths) const {
   std::vector<std::string> argv = {inv.compiler_arg};
+  // kache's host flags come before the user's: GCC lets the last -frandom-seed and the last matching
+  // prefix-map rule win (and any -ffile-prefix-map beat every -fmacro-prefix-map, see
+  // PathRoots::prefix_map_flags), so a user's own -fmacro-prefix-map/-ffile-prefix-map/
+  // -fdebug-prefix-map (or seed) gives what it gives under plain nvcc. A fixed random seed fixes anonymous-namespace names,
+  // so two misses give byte-identical objects; each root becomes its fixed name.
+  argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
+  for (const auto& f : job.roots.prefix_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
   std::vector<std::string> args = rewrite_outputs(inv.args, paths.object, job.depfile.empty() ? "" : paths.depfile);
   argv.insert(argv.end(), args.begin(), args.end());
   if (job.depfile.empty()) {
@@ -218,13 +240,10 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
     argv.insert(argv.end(), {"-MT", job.output_written});
   }
   // Intermediate files next to the object, named after it, instead of /tmp/tmpxft_<pid>...: the
-  // pid no longer lands in the symbol table, and a fixed random seed fixes anonymous-namespace names,
-  // so two misses give byte-identical objects.
+  // pid no longer lands in the symbol table.
   if (!has_option(inv.args, {"-objtemp", "--objdir-as-tempdir"})) argv.push_back("-objtemp");
-  argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
-  // Each root becomes its fixed name, and the scratch directory stands in for the output directory.
-  // GCC applies the last matching rule first, so the scratch rule (below the output root) comes last.
-  for (const auto& f : job.roots.prefix_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
+  // The scratch directory stands in for the output directory. It is kache's own, no user rule names
+  // it, and it lies below the output root, so its rule comes last (GCC tries the last rule first).
   const std::string out_dir = util::dirname(job.output);
   const std::string scratch_as = job.roots.enabled() ? job.roots.key_form(out_dir) : out_dir;
   argv.insert(argv.end(), {"-Xcompiler", "-ffile-prefix-map=" + paths.scratch_dir + "=" + scratch_as});
