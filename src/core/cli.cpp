@@ -85,6 +85,7 @@ void show_stats(const Config& config, bool json) {
     out["direct_hits"] = stats.get(counter::kDirectHits);
     out["passthrough"] = stats.get(counter::kPassthrough);
     out["errors"] = stats.get(counter::kErrors);
+    out["compile_failed"] = stats.get(counter::kCompileFailed);
     out["stored"] = stats.get(counter::kStored);
     out["not_stored"] = sum(not_stored);
     out["corrupt_entries"] = stats.get(counter::kCorrupt);
@@ -120,6 +121,7 @@ void show_stats(const Config& config, bool json) {
   details(passthrough);
   line("errors", std::to_string(stats.get(counter::kErrors)));
   details(errors);
+  line("compile failed", std::to_string(stats.get(counter::kCompileFailed)));
   line("stored", std::to_string(stats.get(counter::kStored)));
   line("not stored", std::to_string(sum(not_stored)));
   details(not_stored);

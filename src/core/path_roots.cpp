@@ -77,4 +77,16 @@ std::string PathRoots::instantiate(const std::string& text) const {
   return out;
 }
 
+std::string PathRoots::templatize_text(const std::string& text) const {
+  std::string out = text;
+  for (std::size_t i : by_length_) util::replace_all(out, roots_[i].path, placeholder(i));
+  return out;
+}
+
+std::string PathRoots::instantiate_text(const std::string& text) const {
+  std::string out = text;
+  for (std::size_t i = 0; i < roots_.size(); ++i) util::replace_all(out, placeholder(i), roots_[i].path);
+  return out;
+}
+
 }  // namespace kache::core

@@ -47,6 +47,9 @@ class PathRoots {
   // Replaces root spellings in text by placeholders / placeholders by roots (dependency files).
   std::string templatize(const std::string& text) const;
   std::string instantiate(const std::string& text) const;
+  // The same for plain text (the compiler's diagnostics): paths as written, without make's escaping.
+  std::string templatize_text(const std::string& text) const;
+  std::string instantiate_text(const std::string& text) const;
 
  private:
   std::vector<Root> roots_;            // priority order, deduplicated

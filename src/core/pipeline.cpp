@@ -31,6 +31,7 @@
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/parallel.hpp"
+#include "util/process.hpp"
 #include "util/scoped_file.hpp"
 #include "util/text.hpp"
 
@@ -98,6 +99,8 @@ class Pipeline {
   util::Digest result_key(const std::vector<ManifestFile>& files) const;
   util::Digest storage_key(const ManifestEntry& entry) const;
   bool outside_roots(const std::string& path) const;
+  std::optional<compiler::Passthrough> unwritable_destination() const;
+  int compile_failed(const util::ProcessResult& r, const char* what);
   int miss();
 
   const Invocation& inv_;
@@ -286,19 +289,42 @@ std::optional<int> Pipeline::try_hit() {
       continue;
     }
     if (!job_.depfile.empty() && !ce.depfile_template) continue;
-    if (body.empty()) {
-      util::write_file_replacing(job_.output, ce.object);
-    } else {
-      if (!util::rename_replacing(body.path(), job_.output)) {
-        throw std::system_error(errno, std::generic_category(), "rename to " + job_.output);
+    // Every output is staged beside its destination before any is replaced, so a destination nvcc
+    // could not write (a missing or read-only directory) fails here with nothing of the user's
+    // touched; the miss path then passes the command through and nvcc reports it. Staging is what
+    // writing needed anyway: the check costs no extra system call.
+    std::string unwritable;
+    auto stage = [&](const std::string& dest, std::string_view data) {
+      try {
+        return util::write_temp_file(util::dirname(dest), util::basename(dest), data);
+      } catch (const std::exception& e) {
+        unwritable = e.what();
+        return std::string();
       }
-      body.release();
-      log.debug("restored the object by {}", parts->body_copied_by ? parts->body_copied_by : "?");
+    };
+    util::UnlinkOnExit object_tmp(body.empty() ? stage(job_.output, ce.object) : std::string());
+    util::UnlinkOnExit depfile_tmp(job_.depfile.empty() || !unwritable.empty()
+                                       ? std::string()
+                                       : stage(job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.depfile_template)),
+                                                                  job_.depfile_target)));
+    if (!unwritable.empty()) {
+      log.debug("cannot restore here ({}): no hit", unwritable);
+      return std::nullopt;
     }
-    if (!job_.depfile.empty()) {
-      util::write_file_replacing(
-          job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.depfile_template)), job_.depfile_target));
+    // The depfile first, as nvcc writes it (while preprocessing) before the object.
+    if (!depfile_tmp.empty()) {
+      if (!util::rename_replacing(depfile_tmp.path(), job_.depfile)) {
+        throw std::system_error(errno, std::generic_category(), "rename to " + job_.depfile);
+      }
+      depfile_tmp.release();
     }
+    const bool streamed = !body.empty();
+    util::UnlinkOnExit& object_file = streamed ? body : object_tmp;
+    if (!util::rename_replacing(object_file.path(), job_.output)) {
+      throw std::system_error(errno, std::generic_category(), "rename to " + job_.output);
+    }
+    object_file.release();
+    if (streamed) log.debug("restored the object by {}", parts->body_copied_by ? parts->body_copied_by : "?");
     counts_[counter::kHits]++;
     counts_[counter::kDirectHits]++;
     log.debug("hit: {} (result {})", job_.output, rk.hex().substr(0, 16));
@@ -309,16 +335,43 @@ std::optional<int> Pipeline::try_hit() {
       } catch (const std::exception&) {
       }
     }
-    write_all(STDOUT_FILENO, ce.stdout_text);
-    write_all(STDERR_FILENO, ce.stderr_text);
+    // Stored with the path roots as placeholders: this build's own paths, as nvcc would print them here.
+    write_all(STDOUT_FILENO, job_.roots.instantiate_text(std::string(ce.stdout_text)));
+    write_all(STDERR_FILENO, job_.roots.instantiate_text(std::string(ce.stderr_text)));
     return 0;
   }
   return std::nullopt;
 }
 
+std::optional<compiler::Passthrough> Pipeline::unwritable_destination() const {
+  for (const std::string* path : {&job_.output, &job_.depfile}) {
+    if (path->empty()) continue;
+    const std::string dir = util::dirname(*path);
+    if (::access(dir.c_str(), W_OK | X_OK) == 0) continue;
+    const bool missing = errno == ENOENT || errno == ENOTDIR;
+    return compiler::Passthrough{missing ? "output-dir-missing" : "output-dir-unwritable", dir};
+  }
+  return std::nullopt;
+}
+
+int Pipeline::compile_failed(const util::ProcessResult& r, const char* what) {
+  // Let the compiler speak for itself: rerun the user's own command unchanged, so exit status,
+  // stdout and stderr are exactly what it gives without kache. The user's error, not kache's.
+  core::log().debug("{} failed (exit {}, signal {}): running the original command", what, r.exit_code, r.term_signal);
+  counts_[counter::kCompileFailed]++;
+  passthrough_ = {"compile-failed", ""};
+  return -1;
+}
+
 int Pipeline::miss() {
   auto& log = core::log();
-  util::TempDir scratch(util::dirname(job_.output), ".kache-");
+  // nvcc fails, creating nothing, when it cannot write an output where it was asked to; kache must
+  // neither create that directory nor make the compile succeed: nvcc runs and says so itself.
+  if (auto why = unwritable_destination()) {
+    passthrough_ = std::move(*why);
+    return -1;
+  }
+  util::TempDir scratch(util::dirname(job_.output), ".kache-", util::TempDir::Parent::must_exist);
   compiler::MissPaths paths;
   paths.scratch_dir = scratch.path();
   paths.object = util::join_path(scratch.path(), util::basename(job_.output));
@@ -336,19 +389,12 @@ int Pipeline::miss() {
   if (auto cmd = adapter_.closure_command(inv_, job_); !cmd.empty()) {
     log.debug("miss: listing dependencies with {}", fmt::join(cmd, " "));
     util::ProcessResult deps = util::run_capture(inv_.compiler_path, cmd, env);
-    if (!deps.ok()) throw std::runtime_error("the dependency listing failed");
+    // The listing preprocesses the user's code: it fails where the compile would (a missing header).
+    if (!deps.ok()) return compile_failed(deps, "the dependency listing");
     closure_text = std::move(deps.out);
   }
   util::ProcessResult r = util::run_capture(inv_.compiler_path, argv, env);
-  if (!r.ok()) {
-    // Let the compiler speak for itself: rerun the user's own command unchanged, so exit status,
-    // stdout and stderr are exactly what it gives without kache.
-    log.debug("compile failed (exit {}, signal {}): running the original command", r.exit_code, r.term_signal);
-    counts_["compile_failed"]++;
-    util::remove_all(scratch.path());
-    passthrough_ = {"compile-failed", ""};
-    return -1;
-  }
+  if (!r.ok()) return compile_failed(r, "the compile");
   counts_[counter::kMisses]++;
 
   // Everything the compile read, as nvcc listed it.
@@ -463,8 +509,8 @@ int Pipeline::miss() {
   std::string out_text = r.out, err_text = r.err;
   util::replace_all(out_text, scratch.path(), util::dirname(job_.output));
   util::replace_all(err_text, scratch.path(), util::dirname(job_.output));
-  if (!util::rename_replacing(paths.object, job_.output)) util::copy_file(paths.object, job_.output);
   if (!job_.depfile.empty()) util::write_file_replacing(job_.depfile, dep_text);
+  if (!util::rename_replacing(paths.object, job_.output)) util::copy_file(paths.object, job_.output);
 
   if (not_stored.empty() && job_.roots.enabled()) {
     for (const auto& root : job_.roots.roots()) {
@@ -550,8 +596,9 @@ int Pipeline::miss() {
     if (!job_.depfile.empty()) {
       ce.depfile_template = job_.roots.templatize(templatize_target(dep_text, job_.depfile_target));
     }
-    ce.stdout_text = out_text;
-    ce.stderr_text = err_text;
+    // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
+    ce.stdout_text = job_.roots.templatize_text(out_text);
+    ce.stderr_text = job_.roots.templatize_text(err_text);
     try {
       store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), ce.object);
       if (!opaque) {

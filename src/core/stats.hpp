@@ -24,6 +24,8 @@ inline constexpr const char* kErrors = "errors";
 inline constexpr const char* kStored = "stored";
 inline constexpr const char* kCorrupt = "corrupt_entries";
 inline constexpr const char* kDirectHits = "direct_hits";
+// Compiles that failed on the user's code (the command then ran unchanged): not kache's errors.
+inline constexpr const char* kCompileFailed = "compile_failed";
 }  // namespace counter
 
 class StatsFile {

@@ -412,8 +412,8 @@ std::string current_dir() {
   }
 }
 
-TempDir::TempDir(const std::string& parent, std::string_view prefix) {
-  create_directories(parent);
+TempDir::TempDir(const std::string& parent, std::string_view prefix, Parent mode) {
+  if (mode == Parent::create) create_directories(parent);
   std::string tmpl = join_path(parent, std::string(prefix) + "XXXXXX");
   if (::mkdtemp(tmpl.data()) == nullptr) throw_errno(errno, "mkdtemp " + tmpl);
   path_ = std::move(tmpl);

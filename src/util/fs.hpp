@@ -105,7 +105,10 @@ std::string current_dir();
 // A unique temporary directory, removed with its content when the object is destroyed.
 class TempDir {
  public:
-  explicit TempDir(const std::string& parent, std::string_view prefix = "kache-");
+  // Whether a missing parent is created (kache's own directories) or is an error (a directory of the
+  // user's, such as the output's: nvcc creates none, so kache must not either).
+  enum class Parent { create, must_exist };
+  explicit TempDir(const std::string& parent, std::string_view prefix = "kache-", Parent mode = Parent::create);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

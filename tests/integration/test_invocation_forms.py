@@ -2,6 +2,7 @@
 symlink named nvcc) and fidelity: what the build sees through kache is what the compiler gives it
 (exit status, stdout, stderr, stdin, death by a signal)."""
 import os
+import shutil
 import signal
 import subprocess
 
@@ -109,6 +110,67 @@ class InvocationForms(KacheTestCase):
             self.assertFalse(os.path.exists(self.path("bad.o")))
         s = self.assert_counts(hits=0, misses=0)
         self.assertEqual(s["stored"], 0)
+
+    def assert_fails_like_nvcc(self, args, absent):
+        """kache nvcc ARGS fails exactly as plain nvcc does and leaves none of the paths in absent."""
+        plain = self.nvcc(args, check=False)
+        self.assertNotEqual(plain.returncode, 0)
+        for p in absent:
+            self.assertFalse(os.path.exists(self.path(p)), f"plain nvcc left {p}")
+        r = self.kache(["nvcc"] + args, check=False)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (plain.returncode, plain.stdout, plain.stderr))
+        for p in absent:
+            self.assertFalse(os.path.exists(self.path(p)), f"kache left {p}")
+
+    def fails_on_miss_and_on_hit(self, args, gone):
+        """args name directory gone/: with it missing kache fails like nvcc, on a miss, then after the
+        same command was stored (when gone/ existed), where the direct lookup finds the entry."""
+        self.assert_fails_like_nvcc(args, ["k.o", gone])
+        os.makedirs(self.path(gone))
+        self.kache(["nvcc"] + args)
+        self.assert_counts(hits=0, misses=1)
+        shutil.rmtree(self.path(gone))
+        if os.path.exists(self.path("k.o")):
+            os.unlink(self.path("k.o"))
+        self.assert_fails_like_nvcc(args, ["k.o", gone])
+        s = self.assert_counts(hits=0, misses=1, passthrough=2)
+        self.assertEqual(s["passthrough_reasons"], {"output-dir-missing": 2})
+
+    def test_depfile_in_missing_directory_leaves_no_object(self):
+        # nvcc fails and writes nothing; a fresh k.o would make a later `make` think it up to date.
+        self.fails_on_miss_and_on_hit(["-c", "k.cu", "-o", "k.o", "-MD", "-MF", "nodir/k.d"], "nodir")
+
+    def test_output_in_missing_directory_fails_like_nvcc(self):
+        # nvcc: "can't create nodir/k.o", exit 1, no directory created. kache must not create it.
+        self.fails_on_miss_and_on_hit(["-c", "k.cu", "-o", "nodir/k.o"], "nodir")
+        self.assert_fails_like_nvcc(["-c", "k.cu", "-o", "nodir/deeper/k.o", "-MD", "-MF", "k.d"], ["nodir"])
+
+    def test_missing_header_is_a_failed_compile_not_an_error(self):
+        # -MMD makes kache list the closure with nvcc -M first: that listing fails on the user's code.
+        self.write("bad.cu", '#include "nope.h"\n__global__ void k() {}\n')
+        for extra in (["-MMD", "-MF", "bad.d"], ["-MD", "-MF", "bad.d"], []):
+            self.assert_fails_like_nvcc(["-c", "bad.cu", "-o", "bad.o"] + extra, ["bad.o"])
+        s = self.stats()
+        self.assertEqual((s["errors"], s["compile_failed"], s["misses"], s["passthrough"]), (0, 3, 0, 0),
+                         s["error_reasons"])
+        self.assertRegex(self.kache(["-s"]).stdout, r"compile failed +3\n")
+
+    def test_hit_replays_warnings_with_this_checkouts_paths(self):
+        # Two checkouts share entries through [paths] base_dirs; nvcc names the absolute source in its
+        # warnings, so the second checkout's hit must print its own path, as plain nvcc does there.
+        warn = "__global__ void k(float* x) { int unused = 1; x[0] = 1.0f; }\n"
+        results = []
+        for name in ("one", "two"):
+            src = self.write(f"{name}/w.cu", warn)
+            args = ["-c", src, "-o", os.path.join(self.path(name), "w.o")]
+            env = {"KACHE_PATHS_BASE_DIRS": self.path(name)}
+            r = self.kache(["nvcc"] + args, cwd=self.path(name), env=env)
+            plain = self.nvcc(args, cwd=self.path(name))
+            self.assertIn(src + "(1): warning", plain.stderr)
+            results.append((name, r, plain))
+        self.assert_counts(hits=1, misses=1)
+        for name, r, plain in results:
+            self.assertEqual((r.stdout, r.stderr), (plain.stdout, plain.stderr), name)
 
     def test_passthrough_output_is_nvcc_output(self):
         plain = self.nvcc(["--version"])

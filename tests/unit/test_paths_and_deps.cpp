@@ -52,6 +52,16 @@ TEST(PathRoots, DepfileTemplatesRoundTripIntoAnotherCheckout) {
   EXPECT_EQ(roots().instantiate(tmpl), dep);
 }
 
+TEST(PathRoots, DiagnosticTemplatesNameAnotherCheckoutsFiles) {
+  const PathRoots a({{"/p/my build", "/kache/build"}, {"/p/my build/obj", "/kache/out"}});
+  const PathRoots b({{"/q/b", "/kache/build"}, {"/q/b/obj", "/kache/out"}});
+  const std::string err = "/p/my build/w.cu(2): warning #177-D: variable \"x\" was declared\n/usr/include/x.h\n";
+  const std::string tmpl = a.templatize_text(err);
+  EXPECT_EQ(tmpl.find("/p/"), std::string::npos);
+  EXPECT_EQ(b.instantiate_text(tmpl), "/q/b/w.cu(2): warning #177-D: variable \"x\" was declared\n/usr/include/x.h\n");
+  EXPECT_EQ(a.instantiate_text(tmpl), err);
+}
+
 TEST(Depfile, ParsesNvccOutput) {
   const Depfile d = parse_depfile(
       "out/k.o : k.cu \\\n    /usr/include/stdc-predef.h \\\n    sp\\ ace/h.h \\\n    k.cu \\\n    a$$b.h\n");

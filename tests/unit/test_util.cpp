@@ -297,6 +297,15 @@ TEST(UtilFs, CreateDirectoriesAndTempDir) {
   EXPECT_FALSE(exists(kept));
 }
 
+TEST(UtilFs, TempDirInAMissingParentCreatesNothing) {
+  TempDir root(test_root());
+  const std::string missing = join_path(root.path(), "nodir/sub");
+  EXPECT_THROW(TempDir(missing, ".kache-", TempDir::Parent::must_exist), std::system_error);
+  EXPECT_FALSE(exists(join_path(root.path(), "nodir")));
+  TempDir inside(root.path(), ".kache-", TempDir::Parent::must_exist);
+  EXPECT_TRUE(stat_identity(inside.path())->is_dir);
+}
+
 // ---------------------------------------------------------------------------------------------- clock
 
 TEST(UtilClock, NowIsWallClock) {
