@@ -63,7 +63,13 @@ std::uint64_t sum(const std::vector<std::pair<std::string, std::uint64_t>>& item
 }
 
 void show_stats(const Config& config, bool json) {
-  const StatsSnapshot stats = StatsFile(config.cache_dir).read();
+  StatsFile file(config.cache_dir);
+  try {
+    file.compact();  // fold the per-process records into the totals, so the journal stays short
+  } catch (const std::exception&) {
+    // A cache dir we may not write (shared, read-only): read() sums the journal all the same.
+  }
+  const StatsSnapshot stats = file.read();
   auto store = open_storage(config);
   const std::uint64_t size = store.total_size();
   const std::uint64_t entries = store.entry_count();

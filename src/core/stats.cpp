@@ -6,33 +6,89 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <string_view>
 #include <system_error>
 
 #include "util/fs.hpp"
+#include "util/hash.hpp"
+#include "util/scoped_file.hpp"
 
 namespace kache::core {
 
 namespace {
 
-std::map<std::string, std::uint64_t> parse(std::string_view text) {
-  std::map<std::string, std::uint64_t> out;
-  while (!text.empty()) {
-    std::size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    std::size_t sp = line.rfind(' ');
-    if (sp == std::string_view::npos || sp == 0) continue;  // not "name value": ignore
-    std::string_view value = line.substr(sp + 1);
-    std::uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || ptr != value.data() + value.size()) continue;
-    out[std::string(line.substr(0, sp))] += v;
-  }
-  return out;
+using Counters = std::map<std::string, std::uint64_t>;
+
+constexpr std::string_view kRecordMark = "@k1 ";
+constexpr std::size_t kChecksumHex = 16;
+
+void add_saturating(Counters& counters, std::string_view name, std::uint64_t value) {
+  std::uint64_t& c = counters[std::string(name)];
+  c = c > UINT64_MAX - value ? UINT64_MAX : c + value;  // saturate rather than wrap
 }
 
-std::string serialize(const std::map<std::string, std::uint64_t>& counters) {
+bool parse_u64(std::string_view text, std::uint64_t& v) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// Calls fn(line) for every newline-terminated line; an unterminated tail (a record being written, or cut
+// short) is not a line.
+template <typename Fn>
+void for_each_line(std::string_view text, Fn&& fn) {
+  for (std::size_t nl; (nl = text.find('\n')) != std::string_view::npos; text.remove_prefix(nl + 1)) {
+    fn(text.substr(0, nl));
+  }
+}
+
+// The totals file: "name value" lines; anything else is ignored.
+void parse_totals(std::string_view text, Counters& out) {
+  std::string with_nl;
+  if (!text.empty() && text.back() != '\n') {  // the last line of a hand-edited file may lack its newline
+    with_nl = std::string(text) + '\n';
+    text = with_nl;
+  }
+  for_each_line(text, [&](std::string_view line) {
+    std::size_t sp = line.rfind(' ');
+    if (sp == std::string_view::npos || sp == 0) return;  // not "name value": ignore
+    std::uint64_t v = 0;
+    if (parse_u64(line.substr(sp + 1), v)) add_saturating(out, line.substr(0, sp), v);
+  });
+}
+
+std::string checksum_hex(std::string_view payload) {
+  char buf[kChecksumHex + 1];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(util::xxh64(payload)));
+  return std::string(buf, kChecksumHex);
+}
+
+// Journal records. A record torn by a crash may be followed on the same line by the next one: the
+// last mark on the line starts the record that is checked.
+void parse_journal(std::string_view text, Counters& out) {
+  for_each_line(text, [&](std::string_view line) {
+    const std::size_t mark = line.rfind(kRecordMark);
+    if (mark == std::string_view::npos) return;
+    line.remove_prefix(mark + kRecordMark.size());
+    if (line.size() < kChecksumHex + 1 || line[kChecksumHex] != ' ') return;
+    const std::string_view payload = line.substr(kChecksumHex + 1);
+    if (checksum_hex(payload) != line.substr(0, kChecksumHex)) return;
+    Counters record;
+    std::string_view rest = payload;
+    while (!rest.empty()) {
+      const std::size_t a = rest.find(' ');
+      if (a == std::string_view::npos) return;  // a name without its value: the record is malformed
+      const std::size_t b = rest.find(' ', a + 1);
+      std::uint64_t v = 0;
+      if (!parse_u64(rest.substr(a + 1, b == std::string_view::npos ? b : b - a - 1), v)) return;
+      add_saturating(record, rest.substr(0, a), v);
+      rest = b == std::string_view::npos ? std::string_view() : rest.substr(b + 1);
+    }
+    for (const auto& [name, v] : record) add_saturating(out, name, v);
+  });
+}
+
+std::string serialize(const Counters& counters) {
   std::string out;
   for (const auto& [name, value] : counters) {
     out += name;
@@ -43,41 +99,55 @@ std::string serialize(const std::map<std::string, std::uint64_t>& counters) {
   return out;
 }
 
-// A name must survive the "name value" line format.
+// A name must survive both line formats.
 bool valid_name(const std::string& name) {
   return !name.empty() && name.find_first_of(" \t\r\n") == std::string::npos;
 }
 
-std::map<std::string, std::uint64_t> read_counters(const std::string& path) {
+std::string read_if_present(const std::string& path) {
   try {
-    return parse(util::read_file(path));
+    return util::read_file(path);
   } catch (const std::system_error& e) {
     if (e.code().value() == ENOENT) return {};
     throw;
   }
 }
 
-// flock(LOCK_EX) on <dir>/stats.lock; closing the descriptor releases it.
-class StatsLock {
- public:
-  explicit StatsLock(const std::string& dir) {
-    std::string path = util::join_path(dir, "stats.lock");
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
-    while (::flock(fd_, LOCK_EX) != 0) {
+std::string read_fd_all(int fd, const std::string& what) {
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd_);
-      throw std::system_error(err, std::generic_category(), "flock " + path);
+      throw std::system_error(errno, std::generic_category(), "read " + what);
     }
+    if (n == 0) return out;
+    out.append(buf, static_cast<std::size_t>(n));
   }
-  ~StatsLock() { ::close(fd_); }
-  StatsLock(const StatsLock&) = delete;
-  StatsLock& operator=(const StatsLock&) = delete;
+}
 
- private:
-  int fd_ = -1;
-};
+void lock(int fd, int how, const std::string& what) {
+  while (::flock(fd, how) != 0) {
+    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "flock " + what);
+  }
+}
+
+// The journal opened with `flags` (O_CREAT creates the cache dir as needed); -1 when absent without O_CREAT.
+util::UniqueFd open_journal(const std::string& dir, const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
+  if (fd < 0 && errno == ENOENT && (flags & O_CREAT)) {
+    util::create_directories(dir);
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
+  }
+  if (fd < 0 && !(errno == ENOENT && !(flags & O_CREAT))) {
+    throw std::system_error(errno, std::generic_category(), "open " + path);
+  }
+  return util::UniqueFd(fd);
+}
+
+std::string totals_path(const std::string& dir) { return util::join_path(dir, "stats"); }
+std::string journal_path(const std::string& dir) { return util::join_path(dir, "stats.journal"); }
 
 }  // namespace
 
@@ -88,37 +158,72 @@ std::uint64_t StatsSnapshot::get(const std::string& name) const {
 
 StatsFile::StatsFile(std::string cache_dir) : dir_(std::move(cache_dir)) {}
 
-void StatsFile::add(const std::map<std::string, std::uint64_t>& increments) noexcept {
+void StatsFile::add(const Counters& increments) noexcept {
   try {
-    bool any = false;
-    for (const auto& [name, value] : increments) any = any || (value != 0 && valid_name(name));
-    if (!any) return;
-    util::create_directories(dir_);
-    StatsLock lock(dir_);
-    const std::string path = util::join_path(dir_, "stats");
-    auto counters = read_counters(path);
+    std::string payload;
     for (const auto& [name, value] : increments) {
       if (value == 0 || !valid_name(name)) continue;
-      std::uint64_t& c = counters[name];
-      c = c > UINT64_MAX - value ? UINT64_MAX : c + value;  // saturate rather than wrap
+      if (!payload.empty()) payload += ' ';
+      payload += name;
+      payload += ' ';
+      payload += std::to_string(value);
     }
-    util::write_file_atomic(path, serialize(counters));
+    if (payload.empty()) return;
+    std::string record;
+    record.reserve(kRecordMark.size() + kChecksumHex + payload.size() + 2);
+    record += kRecordMark;
+    record += checksum_hex(payload);
+    record += ' ';
+    record += payload;
+    record += '\n';
+    const std::string path = journal_path(dir_);
+    std::uint64_t end = 0;
+    {
+      util::UniqueFd fd = open_journal(dir_, path, O_WRONLY | O_APPEND | O_CREAT);
+      lock(fd.get(), LOCK_SH, path);
+      // One write: O_APPEND places it whole at the end, after every other writer's record.
+      util::write_fully(fd.get(), record, path);
+      const off_t pos = ::lseek(fd.get(), 0, SEEK_CUR);
+      end = pos > 0 ? static_cast<std::uint64_t>(pos) : 0;
+    }  // closing releases the shared lock before a compaction asks for the exclusive one
+    if (end > kCompactAt) compact();
   } catch (...) {
     // Counting must never fail a build: the increment is dropped.
   }
 }
 
 StatsSnapshot StatsFile::read() const {
-  // Writers replace the file by rename, so an unlocked read sees one complete version.
   StatsSnapshot snap;
-  snap.counters = read_counters(util::join_path(dir_, "stats"));
+  const std::string path = journal_path(dir_);
+  util::UniqueFd fd = open_journal(dir_, path, O_RDONLY);
+  if (fd.get() >= 0) lock(fd.get(), LOCK_SH, path);  // no compaction halfway through while we read
+  parse_totals(read_if_present(totals_path(dir_)), snap.counters);
+  if (fd.get() >= 0) parse_journal(read_fd_all(fd.get(), path), snap.counters);
   return snap;
 }
 
+void StatsFile::compact() {
+  const std::string path = journal_path(dir_);
+  util::UniqueFd fd = open_journal(dir_, path, O_RDWR);
+  if (fd.get() < 0) return;  // nothing journalled
+  lock(fd.get(), LOCK_EX, path);  // no writer is mid-record now; new ones wait
+  const std::string journal = read_fd_all(fd.get(), path);
+  if (journal.empty()) return;
+  Counters totals;
+  parse_totals(read_if_present(totals_path(dir_)), totals);
+  parse_journal(journal, totals);
+  // Totals first, then the truncation: a crash between the two counts the journal twice rather than
+  // losing it.
+  util::write_file_atomic(totals_path(dir_), serialize(totals));
+  if (::ftruncate(fd.get(), 0) != 0) throw std::system_error(errno, std::generic_category(), "truncate " + path);
+}
+
 void StatsFile::zero() {
-  util::create_directories(dir_);
-  StatsLock lock(dir_);
-  util::write_file_atomic(util::join_path(dir_, "stats"), "");
+  const std::string path = journal_path(dir_);
+  util::UniqueFd fd = open_journal(dir_, path, O_RDWR | O_CREAT);
+  lock(fd.get(), LOCK_EX, path);
+  util::write_file_atomic(totals_path(dir_), "");
+  if (::ftruncate(fd.get(), 0) != 0) throw std::system_error(errno, std::generic_category(), "truncate " + path);
 }
 
 }  // namespace kache::core

@@ -1,7 +1,16 @@
 #pragma once
 // Persistent counters shared by every kache process using one cache dir.
-// Stored in <cache_dir>/stats as "name value" lines, updated under an flock so that concurrent
-// processes (make -j, ninja) never lose a count.
+//
+// Two files in the cache dir:
+//   stats          the compacted totals, "name value" lines, replaced whole by rename;
+//   stats.journal  one record per kache process, appended with a single O_APPEND write:
+//                  "@k1 <xxh64 of the payload, 16 hex> name value name value ...\n".
+// The hot path (every hit) is open + flock(LOCK_SH) + write + lseek + close: no read-modify-write and no
+// exclusive lock, so concurrent processes never wait for each other. The shared flock only keeps a
+// record from being written while a compaction (LOCK_EX on the journal: fold the journal into `stats`,
+// then truncate it) or a reset runs; a writer blocked behind one appends to the truncated journal and
+// is counted. A reader takes LOCK_SH too, so it never sees a record both folded and still journalled.
+// A record that is cut short (crash, full disk) or damaged fails its checksum and is ignored.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -30,10 +39,16 @@ inline constexpr const char* kCompileFailed = "compile_failed";
 
 class StatsFile {
  public:
+  // A journal longer than this is folded into the totals by the process that pushed it past.
+  static constexpr std::uint64_t kCompactAt = 64 * 1024;
+
   explicit StatsFile(std::string cache_dir);
-  // Adds the given increments atomically. Never throws: a failure to count must not fail a build.
+  // Adds the given increments (one journal record). Never throws: a failure to count must not fail a build.
   void add(const std::map<std::string, std::uint64_t>& increments) noexcept;
+  // Totals plus every complete journal record.
   StatsSnapshot read() const;
+  // Folds the journal into the totals and empties it (kache -s does this; add() when the journal is long).
+  void compact();
   void zero();
 
  private:

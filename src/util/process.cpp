@@ -11,7 +11,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <stdexcept>
 #include <system_error>
 
@@ -200,8 +199,7 @@ void exec_replace(const std::string& exe, const std::vector<std::string>& argv, 
 
 void exit_like(const ProcessResult& result) {
   // Buffered output would be lost by a death by signal (and is by _exit-like paths): flush it now.
-  std::cout.flush();
-  std::cerr.flush();
+  // (kache writes through stdio only: no iostream, whose static initialization a hit would pay for.)
   std::fflush(nullptr);
   if (result.term_signal != 0) {
     const int sig = result.term_signal;
