@@ -195,15 +195,16 @@ class ToolkitIdentity(KacheTestCase):
         self.nvcc_path = os.path.join(self.bin, "nvcc")
         self.write("k.cu", HOST_ONLY.replace("HOSTVAL", "1"))
 
-    def build_change_build(self, change):
+    def build_change_build(self, change, env=None):
         args = ["-c", "k.cu"]
         self.kache([self.nvcc_path] + args + ["-o", "k.o"])
         self.kache([self.nvcc_path] + args + ["-o", "k.o"])
         self.assert_counts(hits=1, misses=1)
         before = self.read("k.o", "rb")
         change()
-        self.kache([self.nvcc_path] + args + ["-o", "k.o"])
-        subprocess.run([self.nvcc_path] + args + ["-o", "plain.o"], cwd=self.ws, env=self.env, check=True)
+        self.kache([self.nvcc_path] + args + ["-o", "k.o"], env=env)
+        subprocess.run([self.nvcc_path] + args + ["-o", "plain.o"], cwd=self.ws, env=dict(self.env, **(env or {})),
+                       check=True)
         self.assert_same_object(self.path("k.o"), self.path("plain.o"))
         self.assertNotEqual(before, self.read("k.o", "rb"))
         self.assert_counts(hits=1, misses=2)
@@ -216,6 +217,12 @@ class ToolkitIdentity(KacheTestCase):
                 f.write('#!/bin/sh\nexec "%s" -O0 "$@"\n' % os.path.join(self.real_root, "bin", "ptxas"))
             os.chmod(ptxas, 0o755)
         self.build_change_build(replace)
+
+    def test_variable_an_edited_profile_references_is_keyed(self):
+        # nvcc fills $(NAME) from the environment; the table cannot list names a profile invents.
+        self.profile = self.profile.replace("PTXAS_FLAGS     +=", "PTXAS_FLAGS += $(PROFILE_TEST_PTXAS)")
+        self.write("toolkit/bin/nvcc.profile", self.profile)
+        self.build_change_build(lambda: None, env={"PROFILE_TEST_PTXAS": "-O0"})
 
     def test_edited_nvcc_profile_misses(self):
         self.build_change_build(lambda: self.write("toolkit/bin/nvcc.profile",

@@ -345,11 +345,10 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
     profile_text = util::read_file(profile_path);
     files.add("nvcc.profile", util::absolute_path(profile_path, cwd));
   }
-  const auto keyed_by_memo = probe_variables(true);
+  // The table's variables are either in the memo key or kept from the probe; any other name an
+  // (edited) profile pulls in must keep its value for the memo to hold.
   for (const auto& name : profile_references(profile_text)) {
-    if (std::find(keyed_by_memo.begin(), keyed_by_memo.end(), name) == keyed_by_memo.end()) {
-      m.profile_env.emplace_back(name, env_value_field(env, name));
-    }
+    if (!find_env_rule(name)) m.profile_env.emplace_back(name, env_value_field(env, name));
   }
 
   auto hv = util::run_capture(m.tc.host_compiler, {m.tc.host_compiler, "--version"}, probe_env);
