@@ -1,8 +1,10 @@
 """Stale-hit traps: each builds through kache, changes one input, rebuilds, and compares with a plain
 nvcc build of the current files. Peers (ccache 4.7, sccache 0.4) serve stale objects in these cases."""
 import os
+import re
 import shutil
 import stat
+import subprocess
 import textwrap
 
 import kachetest
@@ -201,6 +203,226 @@ class PathsAsWritten(KacheTestCase):
         # The same file again still hits.
         self.kache(["nvcc", "-dc", "kernel.cu", "-o", "kernel.o"], cwd=self.path("libB"))
         self.assert_counts(hits=1, misses=4)
+
+# An unused variable in device code: cudafe++ warns (#177-D) unless told otherwise.
+DEVICE_WARNING = "__global__ void k(float* x) { int unused; x[threadIdx.x] = 1.0f; }\nint host_value() { return 1; }\n"
+
+
+def env_table():
+    """The rows of src/compiler/env_table.cpp: {name: (effect, reason)}."""
+    with open(os.path.join(kachetest.SOURCE_DIR, "src", "compiler", "env_table.cpp")) as f:
+        text = f.read()
+    rows = re.findall(r'\{"([^"]+)", E::(\w+), "([^"]*)", (?:true|false)\}', text)
+    return {name: (effect, reason) for name, effect, reason in rows}
+
+
+class EnvironmentTraps(KacheTestCase):
+    """Environment variables nvcc's tools read (issue 12, class 1): each changes the object or the
+    output text, so a build with it must not be served the object built without it."""
+
+    def env_change(self, var, value, source=None):
+        self.write("k.cu", source or HOST_ONLY.replace("HOSTVAL", "1"))
+        self.kache(["nvcc", "-c", "k.cu", "-o", "k.o"])
+        before = self.read("k.o", "rb")
+        r = self.kache(["nvcc", "-c", "k.cu", "-o", "k.o"], env={var: value})
+        p = self.nvcc(["-c", "k.cu", "-o", "plain.o"], env={var: value})
+        self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+        self.assert_counts(hits=0, misses=2)
+        return before, r, p
+
+    def test_ptxas_flags(self):
+        before, _, _ = self.env_change("PTXAS_FLAGS", "-O0")
+        self.assertNotEqual(before, self.read("k.o", "rb"))
+
+    def test_ocg_flags(self):
+        before, _, _ = self.env_change("OCG_FLAGS", "-O0")
+        self.assertNotEqual(before, self.read("k.o", "rb"))
+
+    def test_nvvm_flags(self):
+        before, _, _ = self.env_change("NVVM_FLAGS", "-O0")
+        self.assertNotEqual(before, self.read("k.o", "rb"))
+
+    def test_cudafe_flags(self):
+        # Same object, different diagnostics: a hit would replay the warning plain nvcc no longer prints.
+        _, r, p = self.env_change("CUDAFE_FLAGS", "--diag_suppress=177", source=DEVICE_WARNING)
+        self.assertNotIn("177", p.stderr)
+        self.assertEqual(r.stderr, p.stderr)
+
+    def test_includes_changes_the_probe_and_the_headers(self):
+        # INCLUDES is pasted into every preprocessing command; the toolchain probe reads it too.
+        self.write("a/v.h", "#define HOSTVAL 1\n")
+        self.write("b/v.h", "#define HOSTVAL 2\n")
+        self.write("k.cu", "#include <v.h>\n" + HOST_ONLY)
+        self.kache(["nvcc", "-c", "k.cu", "-o", "k.o"], env={"INCLUDES": "-I" + self.path("a")})
+        before = self.read("k.o", "rb")
+        env = {"INCLUDES": "-I" + self.path("b")}
+        self.kache(["nvcc", "-c", "k.cu", "-o", "k.o"], env=env)
+        self.nvcc(["-c", "k.cu", "-o", "plain.o"], env=env)
+        self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+        self.assertNotEqual(before, self.read("k.o", "rb"))
+        self.assert_counts(hits=0, misses=2)
+
+    def test_dependencies_output_passes_through(self):
+        # cc1plus writes an extra dependency file kache would not restore: the compile runs plain nvcc.
+        self.write("k.cu", HOST_ONLY.replace("HOSTVAL", "1"))
+        self.kache(["nvcc", "-c", "k.cu", "-o", "k.o"], env={"DEPENDENCIES_OUTPUT": "extra.d"})
+        self.assertTrue(os.path.exists(self.path("extra.d")))
+        s = self.assert_counts(hits=0, misses=0, passthrough=1)
+        self.assertEqual(s["passthrough_reasons"].get("env_depfile"), 1, s)
+
+
+class ToolkitIdentity(KacheTestCase):
+    """The programs nvcc runs and its nvcc.profile (issue 12, class 2), in a toolkit whose bin/ links
+    to the real tools: replacing ptxas or editing nvcc.profile must make the next compile miss."""
+
+    def setUp(self):
+        super().setUp()
+        real_bin = os.path.dirname(os.path.realpath(kachetest.NVCC))
+        self.real_root = os.path.dirname(real_bin)
+        self.bin = self.path("toolkit", "bin")
+        os.makedirs(self.bin)
+        for tool in ("nvcc", "ptxas", "cudafe++", "fatbinary", "nvlink"):
+            os.symlink(os.path.join(real_bin, tool), os.path.join(self.bin, tool))
+        with open(os.path.join(real_bin, "nvcc.profile")) as f:
+            profile = f.read()
+        # TOP names the real toolkit (headers, cicc, libdevice); _HERE_ (this bin/) stays on nvcc's PATH.
+        self.profile = re.sub(r"(?m)^TOP\s*=.*$", "TOP = " + self.real_root, profile)
+        self.write("toolkit/bin/nvcc.profile", self.profile)
+        self.nvcc_path = os.path.join(self.bin, "nvcc")
+        self.write("k.cu", HOST_ONLY.replace("HOSTVAL", "1"))
+
+    def build_change_build(self, change, env=None):
+        args = ["-c", "k.cu"]
+        self.kache([self.nvcc_path] + args + ["-o", "k.o"])
+        self.kache([self.nvcc_path] + args + ["-o", "k.o"])
+        self.assert_counts(hits=1, misses=1)
+        before = self.read("k.o", "rb")
+        change()
+        self.kache([self.nvcc_path] + args + ["-o", "k.o"], env=env)
+        subprocess.run([self.nvcc_path] + args + ["-o", "plain.o"], cwd=self.ws, env=dict(self.env, **(env or {})),
+                       check=True)
+        self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+        self.assertNotEqual(before, self.read("k.o", "rb"))
+        self.assert_counts(hits=1, misses=2)
+
+    def test_replaced_ptxas_misses(self):
+        def replace():
+            ptxas = os.path.join(self.bin, "ptxas")
+            os.unlink(ptxas)
+            with open(ptxas, "w") as f:
+                f.write('#!/bin/sh\nexec "%s" -O0 "$@"\n' % os.path.join(self.real_root, "bin", "ptxas"))
+            os.chmod(ptxas, 0o755)
+        self.build_change_build(replace)
+
+    def test_variable_an_edited_profile_references_is_keyed(self):
+        # nvcc fills $(NAME) from the environment; the table cannot list names a profile invents.
+        self.profile = self.profile.replace("PTXAS_FLAGS     +=", "PTXAS_FLAGS += $(PROFILE_TEST_PTXAS)")
+        self.write("toolkit/bin/nvcc.profile", self.profile)
+        self.build_change_build(lambda: None, env={"PROFILE_TEST_PTXAS": "-O0"})
+
+    def test_edited_nvcc_profile_misses(self):
+        self.build_change_build(lambda: self.write("toolkit/bin/nvcc.profile",
+                                                   self.profile.replace("PTXAS_FLAGS     +=", "PTXAS_FLAGS += -O0")))
+
+
+# Logs every getenv()/secure_getenv() of a dynamically linked process to $KACHE_GETENV_LOG.
+GETENV_HOOK = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+extern char* program_invocation_short_name;
+static char* (*real_getenv)(const char*);
+static void note(const char* n) {
+  if (!real_getenv) real_getenv = dlsym(RTLD_NEXT, "getenv");
+  const char* path = real_getenv("KACHE_GETENV_LOG");
+  if (!path) return;
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+  if (fd < 0) return;
+  char buf[512];
+  int len = snprintf(buf, sizeof buf, "%s %s\n", program_invocation_short_name, n);
+  if (len > 0) write(fd, buf, len);
+  close(fd);
+}
+char* getenv(const char* n) { note(n); return real_getenv(n); }
+char* secure_getenv(const char* n) { note(n); return real_getenv(n); }
+"""
+
+
+class EnvironmentAudit(KacheTestCase):
+    """Every variable nvcc, its tools and the host compiler read is in the table, and every table row
+    does what it says: a keyed one changes the key, a probe one the toolchain memo's key, a refused
+    one passes through with its reason."""
+
+    def keys_of(self, env):
+        r = self.kache(["nvcc", "-c", "e.cu", "-o", "e.o"], env=dict(env, KACHE_LOG="kache=trace"), check=False)
+        log = r.stderr
+        direct = re.search(r"direct key = (\w+)", log)
+        memo = re.search(r"toolchain memo key = (\w+)", log)
+        passthrough = re.search(r"passthrough \((\w+)\)", log)
+        return (direct.group(1) if direct else None, memo.group(1) if memo else None,
+                passthrough.group(1) if passthrough else None, log)
+
+    def test_every_row_is_keyed_probed_or_refused(self):
+        table = env_table()
+        self.assertGreater(len(table), 40)
+        # A source that fails at once: the key is computed (and logged) before nvcc runs.
+        self.write("e.cu", "#error audit\n")
+        base_direct, base_memo, _, log = self.keys_of({})
+        self.assertTrue(base_direct and base_memo, log)
+        # Values the tools survive: GCC_EXEC_PREFIX and the *_ROOT variables replace gcc's own prefixes
+        # (measured: /kache-audit makes cc1plus fail on missing include dirs), so they get the defaults.
+        values = {"PATH": self.env.get("PATH", "") + ":/kache-audit", "NVCC_CCBIN": "gcc", "compiler-bindir": "gcc",
+                  "GCC_EXEC_PREFIX": "/usr/lib/gcc/", "GCC_ROOT": "/usr", "G++_ROOT": "/usr", "BINUTILS_ROOT": "/usr"}
+        for name, (effect, reason) in table.items():
+            if effect in ("Modeled", "Inert"):
+                continue  # the row's comment says why; Modeled rows have tests of their own
+            with self.subTest(variable=name, effect=effect):
+                direct, memo, passthrough, log = self.keys_of({name: values.get(name, "/kache-audit")})
+                if effect == "Refused":
+                    self.assertEqual(passthrough, reason, log)
+                    continue
+                if effect in ("Keyed", "KeyedProbe"):
+                    self.assertIsNotNone(direct, log)
+                    self.assertNotEqual(direct, base_direct, log)
+                if effect in ("Probe", "KeyedProbe"):
+                    self.assertIsNotNone(memo, log)
+                    self.assertNotEqual(memo, base_memo, log)
+
+    def test_every_variable_the_tools_read_is_in_the_table(self):
+        table = env_table()
+        # nvcc.profile's $(VAR) references and the variables a dry run prints.
+        real_bin = os.path.dirname(os.path.realpath(kachetest.NVCC))
+        with open(os.path.join(real_bin, "nvcc.profile")) as f:
+            names = set(re.findall(r"\$\((\w+)\)", f.read()))
+        self.write("k.cu", HOST_ONLY.replace("HOSTVAL", "1"))
+        dry = self.nvcc(["--dryrun", "-c", "k.cu", "-o", "k.o"])
+        names |= set(re.findall(r"(?m)^#\$ ([A-Za-z_][\w-]*)=", dry.stdout + dry.stderr))
+        self.assertIn("PTXAS_FLAGS", names)
+        missing = sorted(n for n in names if n not in table)
+        self.assertEqual(missing, [], "profile/dry-run variables missing from env_table.cpp")
+        # What the tools actually ask for, through a getenv() hook (they are dynamically linked).
+        if shutil.which("gcc") is None:
+            self.skipTest("gcc is needed to build the getenv hook")
+        self.write("hook.c", GETENV_HOOK)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", self.path("hook.so"), self.path("hook.c"), "-ldl"],
+                       check=True, capture_output=True)
+        self.write("r.cu", "__global__ void k(float* x) { x[0] = __sinf(x[1]); }\n"
+                   "const char* d() { return __DATE__ __TIMESTAMP__; }\n")
+        env = {"LD_PRELOAD": self.path("hook.so"), "KACHE_GETENV_LOG": self.path("getenv.log")}
+        self.nvcc(["-c", "k.cu", "-o", "k.o", "-MD", "-MF", "k.d"], env=env)
+        self.nvcc(["-dc", "r.cu", "-o", "r.o", "-gencode", "arch=compute_75,code=sm_75",
+                   "-gencode", "arch=compute_90,code=compute_90"], env=env)
+        read = {}
+        for line in self.read("getenv.log").splitlines():
+            prog, name = line.split(" ", 1)
+            read.setdefault(name, set()).add(prog)
+        self.assertIn("PTXAS_FLAGS", read)
+        self.assertIn("CPATH", read)
+        missing = sorted(f"{n} (read by {', '.join(sorted(p))})" for n, p in read.items()
+                         if n not in table and n != "KACHE_GETENV_LOG")
+        self.assertEqual(missing, [], "variables the tools read that env_table.cpp does not list")
 
 
 if __name__ == "__main__":

@@ -197,12 +197,39 @@ std::vector<std::string> profile_references(const std::string& profile) {
   return names;
 }
 
+// SHA-256 of a toolchain file, memoized in memo_dir/content/ by the file's path and identity: probes
+// for other environments (another INCLUDES, PATH, ...) find the same 150 MB of tools already hashed.
+std::string content_digest(const std::string& path, const util::FileIdentity& id, const std::string& memo_dir) {
+  if (memo_dir.empty()) return util::hash_file(path).hex();
+  util::Hasher k;
+  k.add_field("path", path);
+  k.add_field("identity", std::to_string(id.dev) + ":" + std::to_string(id.ino) + ":" + std::to_string(id.size) +
+                              ":" + std::to_string(id.mtime_ns) + ":" + std::to_string(id.ctime_ns));
+  const std::string memo = util::join_path(util::join_path(memo_dir, "content"), k.finish().hex());
+  try {
+    std::string hex = util::read_file(memo);
+    if (hex.size() == 64) return hex;
+  } catch (const std::exception&) {
+  }
+  const std::string hex = util::hash_file(path).hex();
+  // Only a file that still has the identity it had before hashing is known to have this content.
+  if (auto after = util::stat_identity(path); after && *after == id) {
+    try {
+      util::create_directories(util::dirname(memo));
+      util::write_file_atomic(memo, hex);
+    } catch (const std::exception& e) {
+      core::log().debug("cannot write toolchain content memo: {}", e.what());
+    }
+  }
+  return hex;
+}
+
 // Programs a dry run lists that nvcc performs on its own temporaries; they do not shape the output.
 constexpr std::string_view kFileUtilities[] = {"rm", "cp", "mv"};
 
 class ProbeFiles {
  public:
-  ProbeFiles(Memo& m, const std::string& cwd) : m_(m), cwd_(cwd) {}
+  ProbeFiles(Memo& m, const std::string& cwd, const std::string& memo_dir) : m_(m), cwd_(cwd), memo_dir_(memo_dir) {}
 
   // Resolves a program name as nvcc would (a bare name over its PATH) and records the result.
   // Returns "" when it cannot be found.
@@ -223,7 +250,7 @@ class ProbeFiles {
     auto id = util::stat_identity(path);
     if (!id || id->is_dir) return;
     m_.files.push_back({path, *id});
-    roles_.emplace_back(role, util::hash_file(path).hex());
+    roles_.emplace_back(role, content_digest(path, *id, memo_dir_));
   }
 
   void hash_into(util::Hasher& h) {
@@ -234,11 +261,12 @@ class ProbeFiles {
  private:
   Memo& m_;
   std::string cwd_;
+  std::string memo_dir_;
   std::vector<std::pair<std::string, std::string>> roles_;
 };
 
 Memo probe(const std::string& nvcc_path, const util::Environment& env, const std::optional<std::string>& ccbin,
-           const std::string& scratch_dir) {
+           const std::string& scratch_dir, const std::string& memo_dir) {
   // Only what the memo is keyed by reaches the probe; keyed variables (PTXAS_FLAGS, CPATH, ...) are
   // key fields of their own, so the probe sees nvcc's defaults.
   const util::Environment probe_env = probe_environment(env);
@@ -294,7 +322,7 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   }
   if (host_word.empty()) throw std::runtime_error("cannot find the host compiler in nvcc --dryrun");
 
-  ProbeFiles files(m, cwd);
+  ProbeFiles files(m, cwd, memo_dir);
   m.tc.host_compiler = files.resolve(host_word);
   if (m.tc.host_compiler.empty()) throw std::runtime_error("host compiler '" + host_word + "' not found on nvcc's PATH");
   if (!util::stat_identity(m.tc.host_compiler)) throw std::runtime_error("cannot stat host compiler " + m.tc.host_compiler);
@@ -317,11 +345,10 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
     profile_text = util::read_file(profile_path);
     files.add("nvcc.profile", util::absolute_path(profile_path, cwd));
   }
-  const auto keyed_by_memo = probe_variables(true);
+  // The table's variables are either in the memo key or kept from the probe; any other name an
+  // (edited) profile pulls in must keep its value for the memo to hold.
   for (const auto& name : profile_references(profile_text)) {
-    if (std::find(keyed_by_memo.begin(), keyed_by_memo.end(), name) == keyed_by_memo.end()) {
-      m.profile_env.emplace_back(name, env_value_field(env, name));
-    }
+    if (!find_env_rule(name)) m.profile_env.emplace_back(name, env_value_field(env, name));
   }
 
   auto hv = util::run_capture(m.tc.host_compiler, {m.tc.host_compiler, "--version"}, probe_env);
@@ -367,7 +394,9 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   h.add_field("host-dialect", host_version_token);
   // The programs' and data files' content, not only their version text: a wrapper script, a replaced
   // ptxas or a rebuilt compiler that reports the same version still keys apart.
-  h.add_field("nvcc-content", util::hash_file(nvcc_path).hex());
+  auto nvcc_id = util::stat_identity(nvcc_path);
+  if (!nvcc_id) throw std::runtime_error("cannot stat " + nvcc_path);
+  h.add_field("nvcc-content", content_digest(nvcc_path, *nvcc_id, memo_dir));
   files.hash_into(h);
   // nvcc.profile's expansion (INCLUDES, PTXAS_FLAGS, TOP, ...) as nvcc printed it.
   for (const auto& [name, value] : profile_vars) h.add_field("profile:" + name, value);
@@ -429,7 +458,7 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
   }
 
   util::TempDir scratch(memo_dir.empty() ? "/tmp" : memo_dir, ".probe-");
-  Memo m = probe(nvcc_path, env, ccbin, scratch.path());
+  Memo m = probe(nvcc_path, env, ccbin, scratch.path(), memo_dir);
   if (!memo_path.empty()) {
     try {
       util::write_file_atomic(memo_path, serialize(m));
