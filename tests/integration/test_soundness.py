@@ -146,6 +146,15 @@ class HiddenInputs(KacheTestCase):
         self.build_twice_compare(["-c", "src/k.cu", "-Iinc", "-include", "pre.cuh"],
                                  lambda: self.write("pre.cuh", "#define HOSTVAL 2\n"))
 
+    def test_pragma_once_duplicate_edited(self):
+        # GCC opens b.h, finds it identical to the already included #pragma once a.h, skips it and
+        # leaves it out of -MD; once edited it is a different file and gets included.
+        t = time.time_ns() - 100 * 10**9
+        self.write("a.h", "#pragma once\n", mtime_ns=t)
+        self.write("b.h", "#pragma once\n", mtime_ns=t)
+        self.write("k.cu", '#include "a.h"\n#include "b.h"\n#ifndef HOSTVAL\n#define HOSTVAL 1\n#endif\n' + HOST_ONLY)
+        self.build_twice_compare(["-c", "k.cu"], lambda: self.write("b.h", "#pragma once\n#define HOSTVAL 2\n"))
+
     def test_timestamp_after_touch(self):
         # __TIMESTAMP__ is the source's mtime: a touch changes the object, not the content.
         now = time.time_ns()
