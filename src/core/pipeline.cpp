@@ -460,6 +460,10 @@ int Pipeline::miss() {
     }
     return content;
   };
+  auto is_system = [&](const std::string& path) {
+    return std::any_of(job_.system_dirs.begin(), job_.system_dirs.end(),
+                       [&](const std::string& d) { return util::path_starts_with(path, d); });
+  };
   auto hash_slice = [&](std::size_t begin, std::size_t end, Slice& out) {
     util::ReadBuffer buffer;  // one buffer for every file of the slice
     for (std::size_t i = begin; i < end; ++i) {
@@ -471,6 +475,9 @@ int Pipeline::miss() {
         return;
       }
       scan_has_include(*content, out.has_include, out.opaque);
+      // The project's own #include names (see scan_include_names); the toolchain's headers change
+      // only with the toolchain, which its identity keys.
+      if (!is_system(path)) scan_include_names(*content, out.has_include, out.opaque);
       // Inputs no dependency list names (.incbin, __TIMESTAMP__): never stored, so never served.
       if (std::string_view hidden = scan_hidden_inputs(*content); !hidden.empty()) {
         out.failed_at = i;
@@ -538,7 +545,7 @@ int Pipeline::miss() {
     }
     entry.created_ns = util::now_ns();
     if (opaque) {
-      log.debug("a __has_include with a computed argument: no direct-mode record for this compile");
+      log.debug("a computed __has_include or #include: no direct-mode record for this compile");
     } else {
       std::vector<std::string> searched;
       searched.reserve(closure.size());
@@ -550,19 +557,20 @@ int Pipeline::miss() {
       std::vector<std::string> present;
       const std::vector<std::string> absent =
           watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, &observed, &present);
-      // A __has_include target that exists but was never #included: its existence decides the
-      // test, so it is recorded like a closure file (deleted or edited: the entry no longer
-      // verifies). Not part of the result key: the object does not depend on its content.
+      // A __has_include or #include target that exists but is not in the closure: its existence
+      // decides a __has_include test, and an #include target skipped as a #pragma once duplicate is
+      // included once its content differs. Recorded like a closure file (deleted or edited: the entry
+      // no longer verifies); not part of the result key, the object does not depend on its content.
       util::ReadBuffer buffer;
       for (const auto& p : present) {
         ManifestFile f;
         std::string reason, why;
         if (!hash_input(p, buffer, f, reason, why)) {
-          log.debug("a __has_include target cannot be recorded ({}): no direct-mode record for this compile", why);
+          log.debug("a named target cannot be recorded ({}): no direct-mode record for this compile", why);
           opaque = true;
           break;
         }
-        log.trace("closure file {} (__has_include target)", p);
+        log.trace("closure file {} (named, not read)", p);
         if (outside_roots(p)) entry.checkout_specific = true;
         entry.files.push_back(std::move(f));
       }
@@ -571,7 +579,7 @@ int Pipeline::miss() {
       };
       auto groups = opaque ? std::nullopt : group_absent(absent, job_.system_dirs, trusted, &observed);
       if (opaque) {
-        // Logged above: a __has_include target could not be recorded.
+        // Logged above: a named target could not be recorded.
       } else if (!groups) {
         // A watched path appeared while this ran: no record can claim it missing. The result itself
         // is still right for the closure nvcc read (its key names those files' contents).

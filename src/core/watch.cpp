@@ -105,6 +105,37 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
   }
 }
 
+void scan_include_names(std::string_view text, std::vector<std::string>& names, bool& opaque) {
+  constexpr std::string_view kWord = "include";
+  std::size_t pos = 0;
+  while (true) {
+    const void* hit = ::memmem(text.data() + pos, text.size() - pos, kWord.data(), kWord.size());
+    if (hit == nullptr) break;
+    const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+    pos = at + kWord.size();
+    // A directive: only blanks and one '#' between the line start and the word (`# include`).
+    std::size_t b = at;
+    while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;
+    if (b == 0 || text[b - 1] != '#') continue;
+    --b;
+    while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;
+    if (b > 0 && text[b - 1] != '\n') continue;
+    if (text.substr(pos).starts_with("_next")) pos += 5;
+    if (pos < text.size() && is_ident(text[pos])) continue;  // #includes, #include_foo: not a directive we know
+    std::size_t i = pos;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    if (i < text.size() && (text[i] == '<' || text[i] == '"')) {
+      const char close = text[i] == '<' ? '>' : '"';
+      const std::size_t end = text.find_first_of(std::string_view(&close, 1), i + 1);
+      if (end != std::string_view::npos && text.substr(i + 1, end - i - 1).find('\n') == std::string_view::npos) {
+        names.emplace_back(text.substr(i + 1, end - i - 1));
+        continue;
+      }
+    }
+    opaque = true;  // #include MACRO (or malformed): no name to watch
+  }
+}
+
 std::string_view scan_hidden_inputs(std::string_view text) {
   for (const auto& m : kHiddenInputMarkers) {
     std::size_t pos = 0;

@@ -29,6 +29,14 @@ namespace kache::core {
 // HAS_INCLUDE (optionally _next) is fine: its uses are matched like __has_include itself.
 void scan_has_include(std::string_view text, std::vector<std::string>& names, bool& opaque);
 
+// Targets of #include / #include_next directives with a literal <x> or "x" name, whatever
+// branch they sit in. GCC opens a #pragma once header and skips it without listing it in -MD when its
+// content equals a header already included (measured with GCC 12: b.h identical to a.h is read,
+// skipped, unlisted); an edit then makes it included. Such a file is reached only through a name, so
+// the names are recorded like __has_include targets (existing ones hashed, missing ones watched).
+// Sets `opaque` for a computed #include MACRO: its target cannot be listed.
+void scan_include_names(std::string_view text, std::vector<std::string>& names, bool& opaque);
+
 // Inputs some tool reads that no dependency list names, found by their spelling in a file the compile
 // read (see kHiddenInputMarkers in watch.cpp). Returns the not-stored reason of the first one found,
 // or an empty view. Such a compile is not stored: neither the file nor its identity is keyed.

@@ -6,6 +6,7 @@ import shutil
 import stat
 import subprocess
 import textwrap
+import time
 
 import kachetest
 from kachetest import KacheTestCase
@@ -424,6 +425,63 @@ class EnvironmentAudit(KacheTestCase):
                          if n not in table and n != "KACHE_GETENV_LOG")
         self.assertEqual(missing, [], "variables the tools read that env_table.cpp does not list")
 
+
+class HiddenInputs(KacheTestCase):
+    """Inputs a tool reads outside the -MD closure (issue 12, class 3): each is hashed, watched, or the
+    compile is not stored; a change to one must never be answered with the old object."""
+    build_twice_compare = Traps.build_twice_compare
+
+    def test_incbin_file_edited(self):
+        # The assembler reads blob.bin; nvcc -MD does not list it.
+        self.write("blob.bin", "first\n")
+        self.write("k.cu", HOST_ONLY.replace("HOSTVAL", "1") +
+                   'asm(".section .rodata\\n.global blob\\nblob:\\n.incbin \\"blob.bin\\"\\n.previous\\n");\n')
+        self.build_twice_compare(["-c", "k.cu"], lambda: self.write("blob.bin", "second\n"))
+        self.assertEqual(self.stats()["not_stored_reasons"].get("incbin"), 2)
+
+    HAS_OPT = textwrap.dedent("""
+        #if HAVE("opt.h")
+        #define OPTVAL 1
+        #else
+        #define OPTVAL 2
+        #endif
+        __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }
+        int host_value() { return OPTVAL; }
+        """)
+
+    def test_has_include_target_that_exists_but_is_not_included_is_deleted(self):
+        self.write("opt.h", "// present\n")
+        self.write("k.cu", self.HAS_OPT.replace('HAVE("opt.h")', '__has_include("opt.h")'))
+        self.build_twice_compare(["-c", "k.cu"], lambda: os.unlink(self.path("opt.h")))
+
+    def test_has_include_through_a_wrapper_macro(self):
+        # The scan sees __has_include(h) only inside the #define; HAVE("opt.h") names no header to it.
+        self.write("k.cu", "#define HAVE(h) __has_include(h)\n" + self.HAS_OPT)
+        self.build_twice_compare(["-c", "k.cu"], lambda: self.write("opt.h", "// now present\n"))
+
+    def test_pre_include_appearing_in_the_working_directory(self):
+        # -include looks in the cwd before the include path: a new ./pre.cuh shadows inc/pre.cuh.
+        self.write("inc/pre.cuh", "#define HOSTVAL 1\n")
+        self.write("src/k.cu", HOST_ONLY)
+        self.build_twice_compare(["-c", "src/k.cu", "-Iinc", "-include", "pre.cuh"],
+                                 lambda: self.write("pre.cuh", "#define HOSTVAL 2\n"))
+
+    def test_pragma_once_duplicate_edited(self):
+        # GCC opens b.h, finds it identical to the already included #pragma once a.h, skips it and
+        # leaves it out of -MD; once edited it is a different file and gets included.
+        t = time.time_ns() - 100 * 10**9
+        self.write("a.h", "#pragma once\n", mtime_ns=t)
+        self.write("b.h", "#pragma once\n", mtime_ns=t)
+        self.write("k.cu", '#include "a.h"\n#include "b.h"\n#ifndef HOSTVAL\n#define HOSTVAL 1\n#endif\n' + HOST_ONLY)
+        self.build_twice_compare(["-c", "k.cu"], lambda: self.write("b.h", "#pragma once\n#define HOSTVAL 2\n"))
+
+    def test_timestamp_after_touch(self):
+        # __TIMESTAMP__ is the source's mtime: a touch changes the object, not the content.
+        now = time.time_ns()
+        self.write("k.cu", HOST_ONLY.replace("HOSTVAL", "1") + "const char* stamp() { return __TIMESTAMP__; }\n",
+                   mtime_ns=now - 2000 * 10**9)
+        self.build_twice_compare(["-c", "k.cu"], lambda: os.utime(self.path("k.cu"), ns=(now - 1000 * 10**9,) * 2))
+        self.assertEqual(self.stats()["not_stored_reasons"].get("timestamp"), 2)
 
 if __name__ == "__main__":
     kachetest.main()

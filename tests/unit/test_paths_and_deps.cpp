@@ -121,6 +121,18 @@ TEST(Watch, HasIncludeWrappersUnderOtherNamesAreOpaque) {
   EXPECT_FALSE(opaque_of("#define HAVE_TBB __has_include(<tbb/tbb.h>)\n#if defined(__has_include)\n#endif\n"));
 }
 
+TEST(Watch, IncludeNamesOfEveryBranch) {
+  std::vector<std::string> names;
+  bool opaque = false;
+  scan_include_names("#include \"a.h\"\n#if 0\n  #  include <sub/b.h>\n#endif\n#include_next <c.h>\n"
+                     "// #include \"comment.h\" is no directive\nint include = 1;\n",
+                     names, opaque);
+  EXPECT_EQ(names, (std::vector<std::string>{"a.h", "sub/b.h", "c.h"}));
+  EXPECT_FALSE(opaque);
+  scan_include_names("#include CONFIG_HEADER\n", names, opaque);
+  EXPECT_TRUE(opaque);
+}
+
 TEST(Watch, HiddenInputMarkers) {
   EXPECT_EQ(scan_hidden_inputs("asm(\".incbin \\\"blob.bin\\\"\");"), "incbin");
   EXPECT_EQ(scan_hidden_inputs("asm(\".include \\\"x.s\\\"\");"), "asm-include");
