@@ -179,6 +179,18 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // identity: two files of one build never share an object, a moved checkout under a base dir does.
   job.path_specific = plan.rdc();
   if (job.path_specific) k.emplace_back("source-identity", job.source_identity);
+  // An absolute path in a keyed value (-I/w/one/inc, -include, CPATH) below one of this build's roots
+  // reaches the object through kache's prefix maps (/kache/build/inc/h.cuh), and is re-rooted in the
+  // depfile and the direct-mode record; the same value in another checkout lies outside its roots and
+  // stays literal. Such a key names the roots themselves (the value keys per checkout anyway).
+  const auto& roots = job.roots.roots();
+  const bool rooted_value = std::any_of(k.begin(), k.end(), [&](const auto& field) {
+    return std::any_of(roots.begin(), roots.end(),
+                       [&](const auto& r) { return field.second.find(r.path) != std::string::npos; });
+  });
+  if (rooted_value) {
+    for (const auto& r : roots) k.emplace_back("root", r.path);
+  }
 
   // The include search path: the source's directory (quoted includes), -I/-isystem, the environment's
   // include variables, and the toolchain's own directories.
