@@ -296,8 +296,8 @@ std::optional<int> Pipeline::try_hit() {
       log.debug("restored the object by {}", parts->body_copied_by ? parts->body_copied_by : "?");
     }
     if (!job_.depfile.empty()) {
-      util::write_file_replacing(
-          job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.depfile_template)), job_.depfile_target));
+      const std::string text = job_.roots.instantiate(std::string(*ce.depfile_template));
+      util::write_file_replacing(job_.depfile, instantiate_target(text, job_.depfile_target));
     }
     counts_[counter::kHits]++;
     counts_[counter::kDirectHits]++;

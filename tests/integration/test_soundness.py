@@ -193,6 +193,21 @@ class PathsAsWritten(KacheTestCase):
         self.assert_same_object(obj, self.path("two/x.o"))
         self.assertEqual(dep, self.read("two/x.d"))
 
+    def test_absolute_include_dir_below_a_base_dir_shares_between_build_dirs(self):
+        # The CMake shape: -I<checkout>/inc with the checkout as a base dir; a second build directory of
+        # the same checkout maps the value alike, so it still hits.
+        one = self.path("one")
+        self.write("one/src/x.cu", NAMED.replace('"h.cuh"', '"hh.cuh"'))
+        self.write("one/inc/hh.cuh", NAMED_HEADER)
+        args = ["-c", "../src/x.cu", "-I" + os.path.join(one, "inc"), "-o", "x.o", "-MD", "-MF", "x.d"]
+        for build in ("b1", "b2"):
+            os.makedirs(os.path.join(one, build))
+            self.kache(["nvcc"] + args, cwd=os.path.join(one, build), env={"KACHE_PATHS_BASE_DIRS": one})
+        self.assert_counts(hits=1, misses=1)
+        dep = self.read("one/b2/x.d")
+        self.nvcc(args, cwd=os.path.join(one, "b2"))
+        self.assertEqual(dep, self.read("one/b2/x.d"))
+
     def test_depfile_target_follows_the_output(self):
         # One -MF path, two outputs: the entry is shared, each depfile names its own output.
         self.write("x.cu", NAMED.replace('#include "h.cuh"\n', "#define V 2.0f\n"))

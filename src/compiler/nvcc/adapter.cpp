@@ -172,6 +172,19 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     auto v = util::env_get(inv.env, var);
     k.emplace_back(std::string("env:") + var, v ? "=" + *v : "unset");
   }
+  // An absolute path in a keyed value (-I/w/one/inc, -include, CPATH) below one of this build's roots
+  // reaches the object through kache's prefix maps (/kache/build/inc/h.cuh), and is re-rooted in the
+  // depfile and the direct-mode record; the same value in another checkout may lie outside its roots
+  // and stay literal. So each root a keyed value names is keyed with its path: equal keys then map
+  // such values alike, and a second build directory of one checkout (same -I<checkout>/include under
+  // a base dir) still shares. Checked before the source identity, an absolute path by design.
+  const std::size_t keyed_values = k.size();
+  for (const auto& r : job.roots.roots()) {
+    if (std::any_of(k.begin(), k.begin() + static_cast<std::ptrdiff_t>(keyed_values),
+                    [&](const auto& field) { return field.second.find(r.path) != std::string::npos; })) {
+      k.emplace_back("root", r.name + "=" + r.path);
+    }
+  }
   // Stored depfiles template the target (see depfile_target); entries from before named it literally.
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   // -rdc objects carry a module id hashed from the absolute source path (measured: two checkouts
@@ -179,18 +192,6 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // identity: two files of one build never share an object, a moved checkout under a base dir does.
   job.path_specific = plan.rdc();
   if (job.path_specific) k.emplace_back("source-identity", job.source_identity);
-  // An absolute path in a keyed value (-I/w/one/inc, -include, CPATH) below one of this build's roots
-  // reaches the object through kache's prefix maps (/kache/build/inc/h.cuh), and is re-rooted in the
-  // depfile and the direct-mode record; the same value in another checkout lies outside its roots and
-  // stays literal. Such a key names the roots themselves (the value keys per checkout anyway).
-  const auto& roots = job.roots.roots();
-  const bool rooted_value = std::any_of(k.begin(), k.end(), [&](const auto& field) {
-    return std::any_of(roots.begin(), roots.end(),
-                       [&](const auto& r) { return field.second.find(r.path) != std::string::npos; });
-  });
-  if (rooted_value) {
-    for (const auto& r : roots) k.emplace_back("root", r.path);
-  }
 
   // The include search path: the source's directory (quoted includes), -I/-isystem, the environment's
   // include variables, and the toolchain's own directories.
@@ -238,8 +239,8 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
   // kache's host flags come before the user's: GCC lets the last -frandom-seed and the last matching
   // prefix-map rule win (and any -ffile-prefix-map beat every -fmacro-prefix-map, see
   // PathRoots::prefix_map_flags), so a user's own -fmacro-prefix-map/-ffile-prefix-map/
-  // -fdebug-prefix-map (or seed) gives what it gives under plain nvcc. A fixed random seed fixes anonymous-namespace names,
-  // so two misses give byte-identical objects; each root becomes its fixed name.
+  // -fdebug-prefix-map (or seed) gives what it gives under plain nvcc. A fixed random seed fixes
+  // anonymous-namespace names, so two misses give byte-identical objects; each root becomes its name.
   argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
   for (const auto& f : job.roots.prefix_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
   std::vector<std::string> args = rewrite_outputs(inv.args, paths.object, job.depfile.empty() ? "" : paths.depfile);
