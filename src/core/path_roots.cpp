@@ -20,6 +20,31 @@ std::string escape_make(const std::string& path) {
   return out;
 }
 
+bool make_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Replaces `from` where it starts a make token and ends at a path component's end ('/', the token's
+// end, or the rule's colon): "/w/src/old" must not turn the literal "/w/src/older/h.h" into another
+// checkout's "/z/src/older/h.h", nor touch a relative path that happens to contain it.
+std::string replace_leading_path(const std::string& text, const std::string& from, const std::string& to) {
+  std::string out;
+  std::size_t pos = 0;
+  for (std::size_t hit; (hit = text.find(from, pos)) != std::string::npos;) {
+    const std::size_t end = hit + from.size();
+    const bool starts = hit == 0 || make_space(text[hit - 1]);
+    const bool ends = end == text.size() || text[end] == '/' || text[end] == ':' || make_space(text[end]);
+    out.append(text, pos, hit - pos);
+    if (starts && ends) {
+      out += to;
+      pos = end;
+    } else {
+      out += text[hit];
+      pos = hit + 1;
+    }
+  }
+  out.append(text, pos);
+  return out;
+}
+
 }  // namespace
 
 PathRoots::PathRoots(std::vector<Root> roots) {
@@ -65,9 +90,7 @@ std::vector<std::string> PathRoots::prefix_map_flags() const {
 
 std::string PathRoots::templatize(const std::string& text) const {
   std::string out = text;
-  for (std::size_t i : by_length_) {
-    util::replace_all(out, escape_make(roots_[i].path), placeholder(i));
-  }
+  for (std::size_t i : by_length_) out = replace_leading_path(out, escape_make(roots_[i].path), placeholder(i));
   return out;
 }
 

@@ -163,6 +163,13 @@ class PathsAsWritten(KacheTestCase):
             self.nvcc(args + ["-o", "plain.o"])
             self.assertTrue(b"/user/f.cu" in self.read("k.o", "rb"), flag)
             self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+        # A rule in NVCC_PREPEND_FLAGS comes before anything on the command line: kache adds no rules.
+        env = {"NVCC_PREPEND_FLAGS": f"-Xcompiler -fmacro-prefix-map={self.path('src')}=/pre"}
+        args = ["-c", self.path("src/f.cu")]
+        self.kache(["nvcc"] + args + ["-o", "k.o"], env=env)
+        self.nvcc(args + ["-o", "plain.o"], env=env)
+        self.assertTrue(b"/pre/f.cu" in self.read("k.o", "rb"))
+        self.assert_same_object(self.path("k.o"), self.path("plain.o"))
         # Debug info: the line table names the source's directory as the user's -fdebug-prefix-map says
         # (plain nvcc writes "/dbg" and "f.cu"), not kache's /kache/src.
         args = ["-c", "-g", self.path("src/f.cu"), "-Xcompiler", f"-fdebug-prefix-map={self.path('src')}=/dbg"]
@@ -170,6 +177,39 @@ class PathsAsWritten(KacheTestCase):
         self.nvcc(args + ["-o", "plain-g.o"])
         for obj in ("plain-g.o", "g.o"):
             self.assertTrue(b"\x00/dbg\x00" in self.read(obj, "rb"), obj)
+
+    def test_absolute_include_dir_below_a_root_keys_the_roots(self):
+        # -I<one>/inc is below checkout one's build directory, so kache's prefix maps rewrite the header's
+        # __FILE__ there (/kache/build/inc/h.cuh); the same flag in checkout two names a directory
+        # outside two's roots, which plain nvcc (and a miss) leave literal. Same key text, other object.
+        inc = self.path("one", "inc")
+        for co in ("one", "two"):
+            self.write(f"{co}/src/x.cu", NAMED.replace('"h.cuh"', '"hh.cuh"'))
+            self.write(f"{co}/inc/hh.cuh", NAMED_HEADER)
+        args = ["-c", "src/x.cu", "-I" + inc, "-o", "x.o", "-MD", "-MF", "x.d"]
+        self.kache(["nvcc"] + args, cwd=self.path("one"))
+        self.kache(["nvcc"] + args, cwd=self.path("two"))
+        self.assert_counts(hits=0, misses=2)
+        obj, dep = self.keep("two/x.o", "two/kache.o"), self.read("two/x.d")
+        self.assertIn(inc + "/hh.cuh", dep)
+        self.nvcc(args, cwd=self.path("two"))
+        self.assert_same_object(obj, self.path("two/x.o"))
+        self.assertEqual(dep, self.read("two/x.d"))
+
+    def test_absolute_include_dir_below_a_base_dir_shares_between_build_dirs(self):
+        # The CMake shape: -I<checkout>/inc with the checkout as a base dir; a second build directory of
+        # the same checkout maps the value alike, so it still hits.
+        one = self.path("one")
+        self.write("one/src/x.cu", NAMED.replace('"h.cuh"', '"hh.cuh"'))
+        self.write("one/inc/hh.cuh", NAMED_HEADER)
+        args = ["-c", "../src/x.cu", "-I" + os.path.join(one, "inc"), "-o", "x.o", "-MD", "-MF", "x.d"]
+        for build in ("b1", "b2"):
+            os.makedirs(os.path.join(one, build))
+            self.kache(["nvcc"] + args, cwd=os.path.join(one, build), env={"KACHE_PATHS_BASE_DIRS": one})
+        self.assert_counts(hits=1, misses=1)
+        dep = self.read("one/b2/x.d")
+        self.nvcc(args, cwd=os.path.join(one, "b2"))
+        self.assertEqual(dep, self.read("one/b2/x.d"))
 
     def test_depfile_target_follows_the_output(self):
         # One -MF path, two outputs: the entry is shared, each depfile names its own output.

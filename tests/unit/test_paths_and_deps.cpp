@@ -62,6 +62,15 @@ TEST(PathRoots, DiagnosticTemplatesNameAnotherCheckoutsFiles) {
   EXPECT_EQ(a.instantiate_text(tmpl), err);
 }
 
+TEST(PathRoots, DepfileTemplatesReplaceWholeLeadingComponentsOnly) {
+  // "/p/srcx" is not below the root "/p/src", and "x/p/src/h.h" is a relative path: both stay literal
+  // in another checkout.
+  const std::string dep = "k.o : /p/src/k.cu /p/srcx/h.h x/p/src/h.h /p/src\\ y/h.h \\\n /p/build/obj/g.h\n";
+  const PathRoots other({{"/q/b", "/kache/build"}, {"/q/s", "/kache/src"}, {"/q/b/obj", "/kache/out"}});
+  EXPECT_EQ(other.instantiate(roots().templatize(dep)),
+            "k.o : /q/s/k.cu /p/srcx/h.h x/p/src/h.h /p/src\\ y/h.h \\\n /q/b/obj/g.h\n");
+}
+
 TEST(Depfile, ParsesNvccOutput) {
   const Depfile d = parse_depfile(
       "out/k.o : k.cu \\\n    /usr/include/stdc-predef.h \\\n    sp\\ ace/h.h \\\n    k.cu \\\n    a$$b.h\n");

@@ -168,6 +168,19 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   k.emplace_back("NVCC_APPEND_FLAGS", opts.append_flags);
   // Every variable the table keys, an unset one apart from an empty one.
   add_env_key_fields(inv.env, true, k);
+  // An absolute path in a keyed value (-I/w/one/inc, -include, CPATH) below one of this build's roots
+  // reaches the object through kache's prefix maps (/kache/build/inc/h.cuh), and is re-rooted in the
+  // depfile and the direct-mode record; the same value in another checkout may lie outside its roots
+  // and stay literal. So each root a keyed value names is keyed with its path: equal keys then map
+  // such values alike, and a second build directory of one checkout (same -I<checkout>/include under
+  // a base dir) still shares. Checked before the source identity, an absolute path by design.
+  const std::size_t keyed_values = k.size();
+  for (const auto& r : job.roots.roots()) {
+    if (std::any_of(k.begin(), k.begin() + static_cast<std::ptrdiff_t>(keyed_values),
+                    [&](const auto& field) { return field.second.find(r.path) != std::string::npos; })) {
+      k.emplace_back("root", r.name + "=" + r.path);
+    }
+  }
   // Stored depfiles template the target (see depfile_target); entries from before named it literally.
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   // -rdc objects carry a module id hashed from the absolute source path (measured: two checkouts
@@ -226,8 +239,8 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
   // kache's host flags come before the user's: GCC lets the last -frandom-seed and the last matching
   // prefix-map rule win (and any -ffile-prefix-map beat every -fmacro-prefix-map, see
   // PathRoots::prefix_map_flags), so a user's own -fmacro-prefix-map/-ffile-prefix-map/
-  // -fdebug-prefix-map (or seed) gives what it gives under plain nvcc. A fixed random seed fixes anonymous-namespace names,
-  // so two misses give byte-identical objects; each root becomes its fixed name.
+  // -fdebug-prefix-map (or seed) gives what it gives under plain nvcc. A fixed random seed fixes
+  // anonymous-namespace names, so two misses give byte-identical objects; each root becomes its name.
   argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
   for (const auto& f : job.roots.prefix_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
   std::vector<std::string> args = rewrite_outputs(inv.args, paths.object, job.depfile.empty() ? "" : paths.depfile);
