@@ -23,7 +23,7 @@ import kachetest
 from kachetest import KACHE, NVCC, KacheTestCase
 
 COUNT = int(os.environ.get("KACHE_DIFF_COUNT", "6"))
-SEED = int(os.environ.get("KACHE_DIFF_SEED", "20261201"))
+SEED = int(os.environ.get("KACHE_DIFF_SEED", "19296"))  # its 6 cases cover the issue-12 failures
 
 # The tree of each twin directory. Mtimes are set in the past so kache may store every miss.
 TREE = {
