@@ -183,8 +183,8 @@ class Differential(KacheTestCase):
         print(f"{COUNT} cases: hits {s['hits']} misses {s['misses']} passthrough {s['passthrough']} "
               f"compile_failed {s.get('compile_failed')} errors {s['errors']} {s['passthrough_reasons']} "
               f"{s['error_reasons']}", flush=True)
-        self.assertEqual(s["errors"], 0, s["error_reasons"])
         self.assertEqual(failures, [], "\n".join(failures))
+        self.assertEqual(s["errors"], 0, s["error_reasons"])  # a failing compile is the user's, not kache's
 
 
 if __name__ == "__main__":
