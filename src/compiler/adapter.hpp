@@ -25,6 +25,7 @@ struct CompileJob {
   std::string output;          // absolute, lexically normal
   std::string output_written;  // the output as the user spelled it
   std::string depfile;         // user's dependency file, absolute; empty when none was asked for
+  std::string depfile_written;  // the dependency file as the user spelled it
   bool depfile_partial = false;  // the user's dependency file omits headers (nvcc -MMD)
   core::PathRoots roots;       // empty when paths are keyed literally
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
