@@ -73,6 +73,9 @@ def command(rng, absolute_root):
         if rng.random() < 0.2:
             args += opt
     args += rng.choice(ARCHES)
+    # Drawn last, so the cases above keep their draws: an output spelled through a missing directory.
+    if out and rng.random() < 0.1:
+        args[args.index("-o") + 1] = "nodir/../" + obj
     return args
 
 
