@@ -25,6 +25,7 @@ struct CompileJob {
   std::string output;          // absolute, lexically normal
   std::string output_written;  // the output as the user spelled it
   std::string depfile;         // user's dependency file, absolute; empty when none was asked for
+  std::string depfile_written;  // the dependency file as the user spelled it
   bool depfile_partial = false;  // the user's dependency file omits headers (nvcc -MMD)
   // The depfile's target when the user gave no -MT: the output as written (nvcc's default, and the -MT
   // a miss passes). Stored depfiles hold a placeholder there, so "-o o1/x.o" and "-o o2/x.o" share an

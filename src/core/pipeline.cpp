@@ -64,6 +64,23 @@ void add_real_paths(std::vector<std::string>& dirs) {
   }
 }
 
+// Whether a path as spelled climbs out of a directory it names ("nodir/../a.o"): the kernel needs
+// that directory to exist, though the path's normal form ("a.o") no longer names it.
+bool climbs_out_of_named_dir(std::string_view path) {
+  bool named = false;
+  for (std::string_view rest = path; !rest.empty();) {
+    const std::size_t slash = rest.find('/');
+    const std::string_view c = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    if (c == "..") {
+      if (named) return true;
+    } else if (!c.empty() && c != ".") {
+      named = true;
+    }
+  }
+  return false;
+}
+
 // The margin by which file times can trail the clock, per filesystem (st_dev).
 class Margins {
  public:
@@ -245,6 +262,12 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
 
 std::optional<int> Pipeline::try_hit() {
   auto& log = core::log();
+  // Staging beside the destinations checks their normal forms only; a spelling through a directory
+  // (rare) is checked as the kernel resolves it. A failure leaves the verdict to miss().
+  if ((climbs_out_of_named_dir(job_.output_written) || climbs_out_of_named_dir(job_.depfile_written)) &&
+      unwritable_destination()) {
+    return std::nullopt;
+  }
   std::optional<std::string> data;
   try {
     data = store_.get(manifest_key_);
@@ -344,9 +367,10 @@ std::optional<int> Pipeline::try_hit() {
 }
 
 std::optional<compiler::Passthrough> Pipeline::unwritable_destination() const {
-  for (const std::string* path : {&job_.output, &job_.depfile}) {
+  // As spelled, not normalized: "nodir/../a.o" fails in nvcc when nodir is missing.
+  for (const std::string* path : {&job_.output_written, &job_.depfile_written}) {
     if (path->empty()) continue;
-    const std::string dir = util::dirname(*path);
+    const std::string dir = util::dirname(util::join_path(inv_.cwd, *path));
     if (::access(dir.c_str(), W_OK | X_OK) == 0) continue;
     const bool missing = errno == ENOENT || errno == ENOTDIR;
     return compiler::Passthrough{missing ? "output-dir-missing" : "output-dir-unwritable", dir};

@@ -145,6 +145,17 @@ class InvocationForms(KacheTestCase):
         self.fails_on_miss_and_on_hit(["-c", "k.cu", "-o", "nodir/k.o"], "nodir")
         self.assert_fails_like_nvcc(["-c", "k.cu", "-o", "nodir/deeper/k.o", "-MD", "-MF", "k.d"], ["nodir"])
 
+    def test_output_spelled_through_a_missing_directory_fails_like_nvcc(self):
+        # "nodir/../k.o" normalizes to k.o, but the kernel needs nodir: nvcc fails, so must kache, also
+        # where the entry of the plain spelling would be a hit.
+        self.kache(["nvcc", "-c", "k.cu", "-o", "k.o", "-MD", "-MF", "k.d"])
+        os.unlink(self.path("k.o"))
+        os.unlink(self.path("k.d"))
+        self.assert_fails_like_nvcc(["-c", "k.cu", "-o", "nodir/../k.o", "-MD", "-MF", "k.d"], ["k.o", "nodir"])
+        os.unlink(self.path("k.d"))  # nvcc writes the depfile before the assembler fails
+        self.assert_fails_like_nvcc(["-c", "k.cu", "-o", "k.o", "-MD", "-MF", "nodir/../k.d"], ["k.o", "k.d"])
+        self.assert_counts(hits=0, misses=1, passthrough=2)
+
     def test_missing_header_is_a_failed_compile_not_an_error(self):
         # -MMD makes kache list the closure with nvcc -M first: that listing fails on the user's code.
         self.write("bad.cu", '#include "nope.h"\n__global__ void k() {}\n')

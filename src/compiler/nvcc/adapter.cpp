@@ -115,7 +115,10 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   job.source = util::absolute_path(plan.source, cwd);
   job.output = util::absolute_path(plan.output, cwd);
   job.output_written = plan.output;
-  if (plan.depfile != Depfile::None) job.depfile = util::absolute_path(plan.depfile_path, cwd);
+  if (plan.depfile != Depfile::None) {
+    job.depfile = util::absolute_path(plan.depfile_path, cwd);
+    job.depfile_written = plan.depfile_path;
+  }
   // -MMD leaves out system headers (and what they include), so it cannot be the key's closure.
   job.depfile_partial = plan.depfile == Depfile::MMD;
 
