@@ -1,5 +1,7 @@
 // kache: a compiler cache for nvcc. `kache nvcc ARGS...`, `kache /path/to/nvcc ARGS...`, a symlink named
 // nvcc pointing at kache, or kache's own options (`kache --show-stats`).
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -23,6 +25,12 @@ bool named_kache(const std::string& argv0) {
 
 int main(int argc, char** argv) {
   using namespace kache;
+  // kache lives for milliseconds: large buffers (a manifest, a restored object) come from the heap and
+  // are reused there, not mapped and unmapped one by one (glibc maps blocks from 128 KiB up, and an
+  // munmap of a restored thrust+cub object cost more than its decompression's page faults); the process
+  // exit returns everything at once.
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
   const std::string argv0 = argc > 0 ? argv[0] : "kache";
   core::Invocation inv;
   int first_arg;

@@ -205,16 +205,24 @@ constexpr std::size_t kHashThreads = 4;
 bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
   auto& log = core::log();
   const auto& roots = job_.roots.roots();
-  std::vector<std::string> paths;
-  paths.reserve(entry.files.size());
+  // A path outside every root (the toolkit's and the system's headers: nearly all of a thrust+cub
+  // closure) is recorded whole and stat'ed as recorded; only paths below a root are joined, into
+  // `joined`, filled before any pointer into it is taken.
+  std::vector<std::string> joined;
   for (const auto& f : entry.files) {
     if (f.path.root >= static_cast<int>(roots.size())) return false;
-    paths.push_back(job_.roots.join(f.path));
+    if (f.path.root >= 0) joined.push_back(job_.roots.join(f.path));
+  }
+  std::vector<const char*> paths;
+  paths.reserve(entry.files.size());
+  for (std::size_t i = 0, j = 0; i < entry.files.size(); ++i) {
+    const RootedPath& p = entry.files[i].path;
+    paths.push_back(p.root >= 0 ? joined[j++].c_str() : p.rest.c_str());
   }
   const auto ids = util::stat_identities(paths, kStatThreads);
   for (std::size_t i = 0; i < entry.files.size(); ++i) {
     auto& f = entry.files[i];
-    const std::string& path = paths[i];
+    const char* path = paths[i];  // stays valid: only f's identity and racy flag change below
     const auto& id = ids[i];
     if (!id) {
       log.debug("direct lookup: {} is gone", path);

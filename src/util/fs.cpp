@@ -74,9 +74,9 @@ void close_checked(int fd, const std::string& what) {
 
 }  // namespace
 
-std::optional<FileIdentity> stat_identity(const std::string& path) {
+std::optional<FileIdentity> stat_identity(const char* path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  if (::stat(path, &st) != 0) return std::nullopt;
   FileIdentity id;
   id.dev = static_cast<std::uint64_t>(st.st_dev);
   id.ino = static_cast<std::uint64_t>(st.st_ino);
@@ -87,7 +87,7 @@ std::optional<FileIdentity> stat_identity(const std::string& path) {
   return id;
 }
 
-std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<std::string>& paths, unsigned max_threads) {
+std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<const char*>& paths, unsigned max_threads) {
   std::vector<std::optional<FileIdentity>> out(paths.size());
   constexpr std::size_t kPerThread = 256;  // below a few hundred paths a thread costs more than it saves
   for_each_slice(paths.size(), slice_count(paths.size(), max_threads, kPerThread),

@@ -26,12 +26,14 @@ struct FileIdentity {
 };
 
 // stat() following symlinks; nullopt if the path does not exist or cannot be stat'ed.
-std::optional<FileIdentity> stat_identity(const std::string& path);
+std::optional<FileIdentity> stat_identity(const char* path);
+inline std::optional<FileIdentity> stat_identity(const std::string& path) { return stat_identity(path.c_str()); }
 bool exists(const std::string& path);
 // stat_identity of every path, spread over up to `max_threads` threads when there are many paths
 // (a thrust+cub compile reads ~1600 headers: their stat calls are most of a cache hit's time, and
 // they are independent, like git's preloaded index). Falls back to one thread if none can start.
-std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<std::string>& paths, unsigned max_threads);
+// The paths are C strings so that a caller can pass strings it already holds without copying them.
+std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<const char*>& paths, unsigned max_threads);
 
 std::string read_file(const std::string& path);
 

@@ -467,6 +467,30 @@ std::optional<OpenEntry> LocalStorage::open_entry(std::string_view key) const {
 std::optional<std::string> LocalStorage::get(std::string_view key) {
   auto e = open_entry(key);
   if (!e) return std::nullopt;
+  // A raw record (the manifest a hit reads first): the payload is read straight into the string that is
+  // returned, instead of the file whole and then the payload moved down over the header (one copy of
+  // the manifest, 3 % of a hit's instructions).
+  const auto file_size = static_cast<std::uint64_t>(e->st.st_size);
+  char header[kHeaderLen];
+  if (file_size >= kHeaderLen && ::pread(e->fd.get(), header, kHeaderLen, 0) == static_cast<ssize_t>(kHeaderLen) &&
+      std::memcmp(header, kRawMagic, sizeof kRawMagic) == 0) {
+    const std::uint64_t size = get_u64_le(header + sizeof kRawMagic);
+    const std::string_view checksum(header + sizeof kRawMagic + 8, kChecksumLen);
+    std::string payload;
+    bool intact = size == file_size - kHeaderLen;
+    if (intact) {
+      payload.resize(static_cast<std::size_t>(size));
+      const ssize_t n = ::pread(e->fd.get(), payload.data(), payload.size(), static_cast<off_t>(kHeaderLen));
+      if (n < 0) throw_errno(errno, "read " + e->path);
+      intact = static_cast<std::uint64_t>(n) == size && util::xxh128_hex(payload) == checksum;
+    }
+    if (!intact) {
+      drop_corrupt(key, e->path, e->st);
+      return std::nullopt;
+    }
+    ::futimens(e->fd.get(), nullptr);  // LRU, as in read_and_decode
+    return payload;
+  }
   return read_and_decode(key, e->path, e->fd.get(), e->st);
 }
 
