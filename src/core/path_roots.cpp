@@ -20,6 +20,42 @@ std::string escape_make(const std::string& path) {
   return out;
 }
 
+// Whether text[pos, pos + len) is a whole path or its leading directories in make syntax: it starts a
+// token (at the start of the text or after unescaped whitespace) and ends where a path component
+// ends ('/', whitespace, a line continuation, the end). A root's spelling inside another path
+// ("/p/build" in "/home/p/build/x.h", "/p/buildx/y.h" or "/p/build:x") is not that root.
+bool is_path_prefix_at(const std::string& text, std::size_t pos, std::size_t len) {
+  if (pos > 0) {
+    const char before = text[pos - 1];
+    if (before != ' ' && before != '\t' && before != '\n' && before != '\r') return false;
+    // "\ " is a space inside a path; "\\ " is a backslash, then the separator.
+    std::size_t backslashes = 0;
+    while (backslashes + 1 < pos && text[pos - 2 - backslashes] == '\\') ++backslashes;
+    if (before == ' ' && backslashes % 2 == 1) return false;
+  }
+  const std::size_t end = pos + len;
+  if (end == text.size()) return true;
+  const char after = text[end];
+  if (after == '/' || after == ' ' || after == '\t' || after == '\n' || after == '\r') return true;
+  return after == '\\' && end + 1 < text.size() && (text[end + 1] == '\n' || text[end + 1] == '\r');
+}
+
+// Replaces each occurrence of `path` that names the path itself or a file below it (above).
+void replace_path_prefixes(std::string& text, const std::string& path, const std::string& with) {
+  if (path.empty()) return;
+  std::string out;
+  std::size_t copied = 0;
+  for (std::size_t hit = text.find(path); hit != std::string::npos; hit = text.find(path, hit + 1)) {
+    if (hit < copied || !is_path_prefix_at(text, hit, path.size())) continue;
+    out.append(text, copied, hit - copied);
+    out += with;
+    copied = hit + path.size();
+  }
+  if (copied == 0) return;
+  out.append(text, copied);
+  text = std::move(out);
+}
+
 }  // namespace
 
 PathRoots::PathRoots(std::vector<Root> roots) {
@@ -64,7 +100,7 @@ std::vector<std::string> PathRoots::prefix_map_flags() const {
 std::string PathRoots::templatize(const std::string& text) const {
   std::string out = text;
   for (std::size_t i : by_length_) {
-    util::replace_all(out, escape_make(roots_[i].path), placeholder(i));
+    replace_path_prefixes(out, escape_make(roots_[i].path), placeholder(i));
   }
   return out;
 }
