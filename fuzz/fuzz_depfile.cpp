@@ -38,6 +38,9 @@ bool usable_root(const std::string& r) {
   for (unsigned char c : r) {
     if (c < 0x20 || c == 0x7f) return false;  // control characters never reach a root
   }
+  // Neither nvcc nor GCC escapes a backslash, so a root holding one has no unambiguous spelling in
+  // make syntax ("/u\\" then a newline reads as a continuation). Not a checkout path in practice.
+  if (r.find('\\') != std::string::npos) return false;
   // nvcc writes '$' as is, while the parser reads "$$" as one '$' (GCC's escape): a root spelled with
   // "$$" is not read back as written. Known and left: no real checkout path holds "$$".
   if (r.find("$$") != std::string::npos) return false;
