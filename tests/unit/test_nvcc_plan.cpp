@@ -285,6 +285,11 @@ TEST(NvccPlanPassthrough, DepfileWithoutMf) {
 TEST(NvccPlanPassthrough, NoOutput) {
   EXPECT_TRUE(passes({"-c", "a.cu"}, "no-output"));
   EXPECT_TRUE(passes({"-dc", "a.cu", "-arch=sm_90"}, "no-output"));
+  // Found by fuzz_nvcc_plan (fuzz/regressions/fuzz_nvcc_plan/): an empty value was a cacheable plan,
+  // and the miss then failed inside kache (counted as an internal error) instead of passing through.
+  EXPECT_TRUE(passes({"-c", "a.cu", "-o", ""}, "no-output"));
+  EXPECT_TRUE(passes({"-c", "a.cu", "-o="}, "no-output"));
+  EXPECT_TRUE(passes(compile({"-MD", "-MF", ""}), "depfile-without-mf"));
 }
 
 TEST(NvccPlanPassthrough, KeepTemps) {

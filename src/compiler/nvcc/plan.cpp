@@ -312,8 +312,9 @@ class Planner {
     const std::string& source = args_[source_index];
     const bool cuda = language_ ? *language_ == "cu" : source.ends_with(".cu");
     if (!cuda) return Passthrough{"non-cuda-source", language_ ? source + " (-x " + *language_ + ")" : source};
-    if (!output_) return Passthrough{"no-output", "no -o"};
-    if (dep_flag_ && !depfile_path_) return Passthrough{"depfile-without-mf", *dep_flag_};
+    // An empty -o / -MF value names no file (nvcc's host compiler rejects it): nothing to store.
+    if (!output_ || output_->empty()) return Passthrough{"no-output", output_ ? "-o \"\"" : "no -o"};
+    if (dep_flag_ && (!depfile_path_ || depfile_path_->empty())) return Passthrough{"depfile-without-mf", *dep_flag_};
     // nvcc itself rejects -MF without -M/-MM/-MD/-MMD; a miss that adds kache's own -MD would not.
     if (!dep_flag_ && depfile_path_) return Passthrough{"depfile-modifier", *depfile_flag_};
 
