@@ -238,6 +238,8 @@ TEST(NvccPlanPassthrough, MachineNativeGpu) {
   EXPECT_TRUE(passes(compile({"-code=native"}), "machine-native"));
   EXPECT_TRUE(passes(compile({"--gpu-code=sm_90,native"}), "machine-native"));
   EXPECT_TRUE(passes(compile({"-gencode", "arch=native,code=native"}), "machine-native"));
+  // Found by fuzz_nvcc_plan: "native" followed by a newline was not read as native.
+  EXPECT_TRUE(passes(compile({"-arch=native\nsm_90"}), "machine-native"));
   EXPECT_TRUE(passes(compile({"--generate-code=arch=compute_90,code=[native]"}), "machine-native"));
 }
 

@@ -36,7 +36,8 @@ bool is_phase_reason(std::string_view r) {
 bool gpu_value_is_native(std::string_view v) {
   std::size_t i = 0;
   while (i <= v.size()) {
-    std::size_t j = v.find_first_of(",=[] \t", i);
+    // Every whitespace character, as split_option_list splits forwarded values: "native\n..." is native too.
+    std::size_t j = v.find_first_of(",=[] \t\n\r\v\f", i);
     if (j == std::string_view::npos) j = v.size();
     if (v.substr(i, j - i) == "native") return true;
     i = j + 1;
