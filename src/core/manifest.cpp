@@ -1,5 +1,6 @@
 #include "core/manifest.hpp"
 
+#include <limits>
 #include <stdexcept>
 
 #include "util/serial.hpp"
@@ -8,6 +9,13 @@ namespace kache::core {
 
 namespace {
 constexpr std::uint32_t kManifestMagic = 0x4b4d4e35;  // "KMN5"
+// The fewest bytes each record takes, for Reader::count: a path is a u32 root and a u64 length, an
+// identity five 8-byte fields and a flag.
+constexpr std::size_t kPathMin = 4 + 8;
+constexpr std::size_t kIdentityMin = 5 * 8 + 1;
+constexpr std::size_t kFileMin = kPathMin + 32 + kIdentityMin + 1;
+constexpr std::size_t kAbsentMin = kPathMin + 1 + kIdentityMin + 4;
+constexpr std::size_t kNameMin = 8;
 
 void write_path(util::Writer& w, const RootedPath& p) {
   w.u32(static_cast<std::uint32_t>(p.root + 1));
@@ -15,7 +23,10 @@ void write_path(util::Writer& w, const RootedPath& p) {
 }
 RootedPath read_path(util::Reader& r) {
   RootedPath p;
-  p.root = static_cast<int>(r.u32()) - 1;
+  const std::uint32_t root = r.u32();
+  // Stored as index + 1; beyond INT_MAX it cannot have been written and would overflow the int.
+  if (root > static_cast<std::uint32_t>(std::numeric_limits<int>::max())) throw std::runtime_error("bad root index");
+  p.root = static_cast<int>(root) - 1;
   p.rest = r.str();
   return p;
 }
@@ -88,14 +99,14 @@ Manifest deserialize_manifest(std::string_view data) {
     e.path_specific = r.u8() != 0;
     e.checkout_specific = r.u8() != 0;
     e.created_ns = r.i64();
-    e.files.resize(r.u32());
+    e.files.resize(r.count(kFileMin));
     for (auto& f : e.files) f = read_file(r);
-    e.absent.resize(r.u32());
+    e.absent.resize(r.count(kAbsentMin));
     for (auto& a : e.absent) {
       a.dir = read_path(r);
       a.guarded = r.u8() != 0;
       a.identity = read_identity(r);
-      a.names.resize(r.u32());
+      a.names.resize(r.count(kNameMin));
       for (auto& n : a.names) n = r.str();
     }
   }

@@ -20,29 +20,40 @@ std::string escape_make(const std::string& path) {
   return out;
 }
 
-bool make_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-// Replaces `from` where it starts a make token and ends at a path component's end ('/', the token's
-// end, or the rule's colon): "/w/src/old" must not turn the literal "/w/src/older/h.h" into another
-// checkout's "/z/src/older/h.h", nor touch a relative path that happens to contain it.
-std::string replace_leading_path(const std::string& text, const std::string& from, const std::string& to) {
-  std::string out;
-  std::size_t pos = 0;
-  for (std::size_t hit; (hit = text.find(from, pos)) != std::string::npos;) {
-    const std::size_t end = hit + from.size();
-    const bool starts = hit == 0 || make_space(text[hit - 1]);
-    const bool ends = end == text.size() || text[end] == '/' || text[end] == ':' || make_space(text[end]);
-    out.append(text, pos, hit - pos);
-    if (starts && ends) {
-      out += to;
-      pos = end;
-    } else {
-      out += text[hit];
-      pos = hit + 1;
-    }
+// Whether text[pos, pos + len) is a whole path or its leading directories in make syntax: it starts a
+// token (at the start of the text or after unescaped whitespace) and ends where a path component
+// ends ('/', whitespace, a line continuation, the end). A root's spelling inside another path
+// ("/p/build" in "/home/p/build/x.h", "/p/buildx/y.h" or "/p/build:x") is not that root.
+bool is_path_prefix_at(const std::string& text, std::size_t pos, std::size_t len) {
+  if (pos > 0) {
+    const char before = text[pos - 1];
+    if (before != ' ' && before != '\t' && before != '\n' && before != '\r') return false;
+    // "\ " is a space inside a path; "\\ " is a backslash, then the separator.
+    std::size_t backslashes = 0;
+    while (backslashes + 1 < pos && text[pos - 2 - backslashes] == '\\') ++backslashes;
+    if (before == ' ' && backslashes % 2 == 1) return false;
   }
-  out.append(text, pos);
-  return out;
+  const std::size_t end = pos + len;
+  if (end == text.size()) return true;
+  const char after = text[end];
+  if (after == '/' || after == ' ' || after == '\t' || after == '\n' || after == '\r') return true;
+  return after == '\\' && end + 1 < text.size() && (text[end + 1] == '\n' || text[end + 1] == '\r');
+}
+
+// Replaces each occurrence of `path` that names the path itself or a file below it (above).
+void replace_path_prefixes(std::string& text, const std::string& path, const std::string& with) {
+  if (path.empty()) return;
+  std::string out;
+  std::size_t copied = 0;
+  for (std::size_t hit = text.find(path); hit != std::string::npos; hit = text.find(path, hit + 1)) {
+    if (hit < copied || !is_path_prefix_at(text, hit, path.size())) continue;
+    out.append(text, copied, hit - copied);
+    out += with;
+    copied = hit + path.size();
+  }
+  if (copied == 0) return;
+  out.append(text, copied);
+  text = std::move(out);
 }
 
 }  // namespace
@@ -90,7 +101,9 @@ std::vector<std::string> PathRoots::prefix_map_flags() const {
 
 std::string PathRoots::templatize(const std::string& text) const {
   std::string out = text;
-  for (std::size_t i : by_length_) out = replace_leading_path(out, escape_make(roots_[i].path), placeholder(i));
+  for (std::size_t i : by_length_) {
+    replace_path_prefixes(out, escape_make(roots_[i].path), placeholder(i));
+  }
   return out;
 }
 

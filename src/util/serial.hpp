@@ -44,6 +44,13 @@ class Reader {
     return std::string_view(take(n), n);
   }
   void bytes(void* p, std::size_t n) { std::memcpy(p, take(n), n); }
+  // A u32 record count, checked against the bytes left (each record takes at least min_size), so a
+  // damaged count fails here instead of making the caller allocate gigabytes first.
+  std::uint32_t count(std::size_t min_size) {
+    const std::uint32_t n = u32();
+    if (n > remaining() / min_size) throw std::runtime_error("record count exceeds the data");
+    return n;
+  }
   bool done() const { return pos_ == data_.size(); }
   std::size_t remaining() const { return data_.size() - pos_; }
 

@@ -88,6 +88,25 @@ class Sharing(KacheTestCase):
         self.assertIn("../src/k.cu", self.text(two, "kache.o.d"))
         self.assertNotIn(one, self.text(two, "kache.o.d"))
 
+    def test_directory_named_like_a_root_keeps_its_path_in_the_restored_depfile(self):
+        # Found by fuzz_depfile: "<ws>/one-deps" begins with the root "<ws>/one" as a string, not as a
+        # directory. Its headers (an absolute -I, keyed as written) are the same files for both
+        # checkouts, so the second hits; its restored dependency file must still name them, not
+        # "<ws>/two-deps/...", which does not exist.
+        deps = self.path("one-deps/include")
+        self.write("one-deps/include/d.cuh", "#define D 4\n")
+        source = SOURCE + '#include "d.cuh"\n'
+        one, two = self.checkout("one", source=source), self.checkout("two", source=source)
+        self.relative(one, extra=["-I", deps], env=self.base(one))
+        self.relative(two, extra=["-I", deps], env=self.base(two))
+        self.assert_counts(hits=1, misses=1)
+        dep = self.keep(two, "k.o.d", "kache.o.d")
+        self.assertIn(os.path.join(deps, "d.cuh"), self.text(two, "kache.o.d"))
+        self.assertNotIn(self.path("two-deps"), self.text(two, "kache.o.d"))
+        self.relative(two, extra=["-I", deps], tool="nvcc")
+        self.assertEqual(self.text(two, "kache.o.d"), self.text(two, "k.o.d"))
+        self.assertTrue(os.path.exists(dep))
+
     def test_second_checkout_hits_when_the_first_is_gone(self):
         # Remote sharing proper: the entry was made elsewhere (the first checkout no longer exists
         # here); the relative command must still find it through the build dir's fixed name.

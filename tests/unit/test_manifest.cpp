@@ -69,6 +69,22 @@ TEST(Manifest, TruncatedOrForeignDataIsRejected) {
   EXPECT_THROW(deserialize_manifest(std::string(64, 'z')), std::runtime_error);
 }
 
+// Found by fuzz_manifest (fuzz/regressions/fuzz_manifest/): a damaged count made the decoder allocate
+// before noticing the data cannot hold that many records (0xff000000 files: ~190 GB), and a root index
+// of 2^31 overflowed an int.
+TEST(Manifest, DamagedCountsAndRootIndicesAreRejectedBeforeAllocating) {
+  Manifest m;
+  manifest_add(m, entry('a', 1));
+  const std::string good = serialize_manifest(m);
+  const std::size_t files_count_at = 4 + 4 + 32 + 1 + 1 + 8;
+  std::string data = good;
+  data.replace(files_count_at, 4, std::string("\0\0\0\xff", 4));
+  EXPECT_THROW(deserialize_manifest(data), std::runtime_error);
+  data = good;
+  data.replace(files_count_at + 4, 4, std::string("\0\0\0\x80", 4));  // the first file's root: 2^31
+  EXPECT_THROW(deserialize_manifest(data), std::runtime_error);
+}
+
 TEST(Manifest, AddReplacesTheSameResultAndKeepsTheBound) {
   Manifest m;
   for (int i = 0; i < 40; ++i) manifest_add(m, entry(static_cast<char>('A' + i), 1));

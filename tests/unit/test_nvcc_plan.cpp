@@ -238,6 +238,8 @@ TEST(NvccPlanPassthrough, MachineNativeGpu) {
   EXPECT_TRUE(passes(compile({"-code=native"}), "machine-native"));
   EXPECT_TRUE(passes(compile({"--gpu-code=sm_90,native"}), "machine-native"));
   EXPECT_TRUE(passes(compile({"-gencode", "arch=native,code=native"}), "machine-native"));
+  // Found by fuzz_nvcc_plan: "native" followed by a newline was not read as native.
+  EXPECT_TRUE(passes(compile({"-arch=native\nsm_90"}), "machine-native"));
   EXPECT_TRUE(passes(compile({"--generate-code=arch=compute_90,code=[native]"}), "machine-native"));
 }
 
@@ -285,6 +287,11 @@ TEST(NvccPlanPassthrough, DepfileWithoutMf) {
 TEST(NvccPlanPassthrough, NoOutput) {
   EXPECT_TRUE(passes({"-c", "a.cu"}, "no-output"));
   EXPECT_TRUE(passes({"-dc", "a.cu", "-arch=sm_90"}, "no-output"));
+  // Found by fuzz_nvcc_plan (fuzz/regressions/fuzz_nvcc_plan/): an empty value was a cacheable plan,
+  // and the miss then failed inside kache (counted as an internal error) instead of passing through.
+  EXPECT_TRUE(passes({"-c", "a.cu", "-o", ""}, "no-output"));
+  EXPECT_TRUE(passes({"-c", "a.cu", "-o="}, "no-output"));
+  EXPECT_TRUE(passes(compile({"-MD", "-MF", ""}), "depfile-without-mf"));
 }
 
 TEST(NvccPlanPassthrough, KeepTemps) {

@@ -71,6 +71,22 @@ TEST(PathRoots, DepfileTemplatesReplaceWholeLeadingComponentsOnly) {
             "k.o : /q/s/k.cu /p/srcx/h.h x/p/src/h.h /p/src\\ y/h.h \\\n /q/b/obj/g.h\n");
 }
 
+// Found by fuzz_depfile (fuzz/regressions/fuzz_depfile/): a root's spelling inside another path was
+// templated too, so a hit in another checkout wrote a dependency file naming files that do not exist
+// there (and not the header the object really depends on).
+TEST(PathRoots, DepfileTemplatesReplaceOnlyWholeLeadingDirectories) {
+  const PathRoots here({{"/p/src", "/kache/src"}, {"/r", "/kache/build"}});
+  const PathRoots there({{"/q/s", "/kache/src"}, {"/t", "/kache/build"}});
+  const std::string dep =
+      "/r/k.o : /p/src/k.cu /home/p/src/a.h /p/srcx/b.h /p/src\\ /p/src:c.h \\\n  /r/p/src/d.h /a\\ /p/src/e.h "
+      "/r\n";
+  const std::string tmpl = here.templatize(dep);
+  EXPECT_EQ(here.instantiate(tmpl), dep);
+  EXPECT_EQ(there.instantiate(tmpl),
+            "/t/k.o : /q/s/k.cu /home/p/src/a.h /p/srcx/b.h /p/src\\ /p/src:c.h \\\n  /t/p/src/d.h /a\\ /p/src/e.h "
+            "/t\n");
+}
+
 TEST(Depfile, ParsesNvccOutput) {
   const Depfile d = parse_depfile(
       "out/k.o : k.cu \\\n    /usr/include/stdc-predef.h \\\n    sp\\ ace/h.h \\\n    k.cu \\\n    a$$b.h\n");

@@ -36,7 +36,8 @@ bool is_phase_reason(std::string_view r) {
 bool gpu_value_is_native(std::string_view v) {
   std::size_t i = 0;
   while (i <= v.size()) {
-    std::size_t j = v.find_first_of(",=[] \t", i);
+    // Every whitespace character, as split_option_list splits forwarded values: "native\n..." is native too.
+    std::size_t j = v.find_first_of(",=[] \t\n\r\v\f", i);
     if (j == std::string_view::npos) j = v.size();
     if (v.substr(i, j - i) == "native") return true;
     i = j + 1;
@@ -312,8 +313,9 @@ class Planner {
     const std::string& source = args_[source_index];
     const bool cuda = language_ ? *language_ == "cu" : source.ends_with(".cu");
     if (!cuda) return Passthrough{"non-cuda-source", language_ ? source + " (-x " + *language_ + ")" : source};
-    if (!output_) return Passthrough{"no-output", "no -o"};
-    if (dep_flag_ && !depfile_path_) return Passthrough{"depfile-without-mf", *dep_flag_};
+    // An empty -o / -MF value names no file (nvcc's host compiler rejects it): nothing to store.
+    if (!output_ || output_->empty()) return Passthrough{"no-output", output_ ? "-o \"\"" : "no -o"};
+    if (dep_flag_ && (!depfile_path_ || depfile_path_->empty())) return Passthrough{"depfile-without-mf", *dep_flag_};
     // nvcc itself rejects -MF without -M/-MM/-MD/-MMD; a miss that adds kache's own -MD would not.
     if (!dep_flag_ && depfile_path_) return Passthrough{"depfile-modifier", *depfile_flag_};
 

@@ -1,0 +1,71 @@
+// Fuzzes the configuration: a TOML file and every KACHE_* variable, read through load_config(), plus
+// the size and boolean parsers on their own.
+// Input: "TOML\x1eKACHE_DIR\x1eKACHE_MAX_SIZE\x1e..." (the variables in the order of kEnv below).
+// Properties: load_config never throws and always yields a usable config (a non-empty cache dir, a
+// size above 0, a compression level from 1 to 19, an epoch that is digits or "passthrough", absolute
+// base dirs); a size that parses reads back the same from its decimal bytes; describe_config renders.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "core/config.hpp"
+#include "fuzz_check.hpp"
+#include "util/fs.hpp"
+
+using namespace kache;
+
+namespace {
+
+constexpr const char* kEnv[] = {
+    "KACHE_DIR",         "KACHE_MAX_SIZE",   "KACHE_COMPRESSION",          "KACHE_COMPRESSION_LEVEL",
+    "KACHE_DIRECT_MODE", "KACHE_DISABLE",    "KACHE_CC_EXTRA_ALLOWLIST_FLAGS", "KACHE_PATHS_BASE_DIRS",
+    "KACHE_NVCC_PATH_NORMALIZE", "KACHE_NVCC_SOURCE_DATE_EPOCH", "KACHE_LOG", "KACHE_LOG_FILE",
+};
+
+void check_size_text(const std::string& text) {
+  std::uint64_t bytes = 0;
+  if (!core::parse_size(text, bytes)) return;
+  std::uint64_t again = 0;
+  KACHE_FUZZ_CHECK(core::parse_size(std::to_string(bytes), again) && again == bytes);
+  KACHE_FUZZ_CHECK(!core::format_size(bytes).empty());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const std::string file = [] {
+    const std::string dir = "/tmp/kache-fuzz-config." + std::to_string(::getpid());
+    util::create_directories(dir);
+    ::setenv("HOME", dir.c_str(), 1);
+    return dir + "/config.toml";
+  }();
+  const auto sections = kache::fuzz::split(kache::fuzz::as_view(data, size), '\x1e');
+  util::write_file(file, sections[0]);
+  ::setenv("KACHE_CONFIG", file.c_str(), 1);
+  for (std::size_t i = 0; i < std::size(kEnv); ++i) {
+    // setenv cannot hold a NUL: the value ends there, as it would in a real environment.
+    if (i + 1 < sections.size()) {
+      ::setenv(kEnv[i], sections[i + 1].c_str(), 1);
+    } else {
+      ::unsetenv(kEnv[i]);
+    }
+  }
+
+  const core::Config c = core::load_config();
+  KACHE_FUZZ_CHECK(!c.cache_dir.empty());
+  KACHE_FUZZ_CHECK(c.max_size > 0);
+  KACHE_FUZZ_CHECK(c.compression_level >= 1 && c.compression_level <= 19);
+  KACHE_FUZZ_CHECK(c.nvcc_source_date_epoch == "passthrough" ||
+                   (!c.nvcc_source_date_epoch.empty() &&
+                    c.nvcc_source_date_epoch.find_first_not_of("0123456789") == std::string::npos));
+  for (const auto& d : c.base_dirs) KACHE_FUZZ_CHECK(d.starts_with('/'));
+  KACHE_FUZZ_CHECK(!core::describe_config(c).empty());
+
+  for (const auto& s : sections) {
+    check_size_text(s);
+    bool b = false;
+    (void)core::parse_bool(s, b);
+  }
+  return 0;
+}
