@@ -1,6 +1,8 @@
 #include "compiler/nvcc/adapter.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 
 #include "compiler/env_table.hpp"
 #include "compiler/nvcc/plan.hpp"
@@ -17,6 +19,21 @@ std::unique_ptr<Adapter> find_adapter(const std::string& compiler_arg) {
 namespace nvcc {
 
 namespace {
+
+// Whether `value` may name `root` or a path below it: an occurrence of the root's spelling that is not
+// continued by more characters of the same path component ("/ws/one" in "/ws/one-deps/x" is another
+// directory). Anything else (a '/', a list separator, the end) counts, so the answer errs towards yes.
+bool names_path(const std::string& value, const std::string& root) {
+  for (std::size_t hit = value.find(root); hit != std::string::npos; hit = value.find(root, hit + 1)) {
+    const std::size_t end = hit + root.size();
+    if (end == value.size()) return true;
+    const unsigned char next = static_cast<unsigned char>(value[end]);
+    if (!(std::isalnum(next) || std::string_view("._-+@~#%").find(static_cast<char>(next)) != std::string_view::npos)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 const char* mode_name(Mode m) {
   switch (m) {
@@ -180,7 +197,7 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   const std::size_t keyed_values = k.size();
   for (const auto& r : job.roots.roots()) {
     if (std::any_of(k.begin(), k.begin() + static_cast<std::ptrdiff_t>(keyed_values),
-                    [&](const auto& field) { return field.second.find(r.path) != std::string::npos; })) {
+                    [&](const auto& field) { return names_path(field.second, r.path); })) {
       k.emplace_back("root", r.name + "=" + r.path);
     }
   }
