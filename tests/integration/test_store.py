@@ -614,10 +614,12 @@ class UnusableCache(StoreTestCase):
         self.assertGreaterEqual(self.stats()["errors"], 2)
 
     def test_full_cache_filesystem(self):
-        mnt = self.mount_tmpfs("64k")
+        # 128 KiB: room for the toolchain memo (a page per memoized toolchain file on tmpfs) and one
+        # small entry, not for the big one.
+        mnt = self.mount_tmpfs("128k")
         cache = os.path.join(mnt, "cache")
         env = {"KACHE_DIR": cache}
-        text = big_source(16384, seed=3)  # an entry of about 160 KB: cannot fit in 64 KiB
+        text = big_source(16384, seed=3)  # an entry of about 160 KB: cannot fit in 128 KiB
         self.write("big.cu", text)
         r = self.build("big.cu", "big.o", env=env)
         self.assertEqual((r.stdout, r.stderr), ("", ""))
