@@ -30,24 +30,8 @@ RootedPath read_path(util::Reader& r) {
   p.rest = r.str();
   return p;
 }
-void write_identity(util::Writer& w, const util::FileIdentity& id) {
-  w.u64(id.dev);
-  w.u64(id.ino);
-  w.i64(id.size);
-  w.i64(id.mtime_ns);
-  w.i64(id.ctime_ns);
-  w.u8(id.is_dir ? 1 : 0);
-}
-util::FileIdentity read_identity(util::Reader& r) {
-  util::FileIdentity id;
-  id.dev = r.u64();
-  id.ino = r.u64();
-  id.size = r.i64();
-  id.mtime_ns = r.i64();
-  id.ctime_ns = r.i64();
-  id.is_dir = r.u8() != 0;
-  return id;
-}
+void write_identity(util::Writer& w, const util::FileIdentity& id) { util::write_identity(w, id, true); }
+util::FileIdentity read_identity(util::Reader& r) { return util::read_identity(r, true); }
 void write_file(util::Writer& w, const ManifestFile& f) {
   write_path(w, f.path);
   w.bytes(f.hash.bytes.data(), 32);

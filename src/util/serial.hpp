@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/fs.hpp"
+
 namespace kache::util {
 
 class Writer {
@@ -70,5 +72,26 @@ class Reader {
   std::string_view data_;
   std::size_t pos_ = 0;
 };
+
+// A file identity as the manifest and the toolchain memo store it; `with_dir` adds the directory flag
+// (the manifest's absent-path groups need it, the toolchain memo's files are never directories).
+inline void write_identity(Writer& w, const FileIdentity& id, bool with_dir) {
+  w.u64(id.dev);
+  w.u64(id.ino);
+  w.i64(id.size);
+  w.i64(id.mtime_ns);
+  w.i64(id.ctime_ns);
+  if (with_dir) w.u8(id.is_dir ? 1 : 0);
+}
+inline FileIdentity read_identity(Reader& r, bool with_dir) {
+  FileIdentity id;
+  id.dev = r.u64();
+  id.ino = r.u64();
+  id.size = r.i64();
+  id.mtime_ns = r.i64();
+  id.ctime_ns = r.i64();
+  if (with_dir) id.is_dir = r.u8() != 0;
+  return id;
+}
 
 }  // namespace kache::util

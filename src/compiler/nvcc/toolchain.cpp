@@ -41,23 +41,8 @@ struct Memo {
   std::vector<std::pair<std::string, std::string>> profile_env;
 };
 
-void write_identity(util::Writer& w, const util::FileIdentity& id) {
-  w.u64(id.dev);
-  w.u64(id.ino);
-  w.i64(id.size);
-  w.i64(id.mtime_ns);
-  w.i64(id.ctime_ns);
-}
-
-util::FileIdentity read_identity(util::Reader& r) {
-  util::FileIdentity id;
-  id.dev = r.u64();
-  id.ino = r.u64();
-  id.size = r.i64();
-  id.mtime_ns = r.i64();
-  id.ctime_ns = r.i64();
-  return id;
-}
+void write_identity(util::Writer& w, const util::FileIdentity& id) { util::write_identity(w, id, false); }
+util::FileIdentity read_identity(util::Reader& r) { return util::read_identity(r, false); }
 
 std::string serialize(const Memo& m) {
   util::Writer w;
