@@ -16,6 +16,17 @@ KACHE = os.path.abspath(KACHE)
 SOURCE_DIR = os.path.abspath(os.environ.get("KACHE_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", ".."))
 NVCC = shutil.which("nvcc")
 
+
+def nvcc_home():
+    """The directory of the nvcc executable that really runs, as nvcc itself reports it (_HERE_ in a
+    dry run): `nvcc` on PATH may be a wrapper script (`exec /usr/local/cuda/bin/nvcc "$@"`) or a link,
+    and nvcc.profile, the tools and the toolkit lie beside the real one."""
+    r = subprocess.run([NVCC, "--dryrun", "-E", "-x", "cu", "/dev/null"], capture_output=True, text=True)
+    for line in (r.stderr + r.stdout).splitlines():
+        if line.startswith("#$ _HERE_="):
+            return os.path.realpath(line[len("#$ _HERE_="):].strip())
+    return os.path.dirname(os.path.realpath(NVCC))
+
 KERNEL = r"""
 #include <cstdio>
 __global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }

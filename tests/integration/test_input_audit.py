@@ -74,14 +74,16 @@ class InputAudit(KacheTestCase):
         super().setUp()
         if STRACE is None:
             self.skipTest("strace is not installed")
-        self.cuda_root = realpath(os.path.join(os.path.dirname(realpath(kachetest.NVCC)), ".."))
+        self.nvcc_home = kachetest.nvcc_home()
+        self.cuda_root = realpath(os.path.join(self.nvcc_home, ".."))
 
     # --- the toolchain as nvcc itself names it ----------------------------------------------------
     def toolchain_programs(self, args):
         """Programs nvcc --dryrun says it runs for these args, plus what gcc runs below itself."""
         r = self.nvcc(["--dryrun"] + args)
         env = {}
-        progs = {realpath(kachetest.NVCC), realpath(kachetest.KACHE)}
+        # nvcc as the build names it (perhaps a wrapper script) and the real one it runs.
+        progs = {realpath(kachetest.NVCC), realpath(os.path.join(self.nvcc_home, "nvcc")), realpath(kachetest.KACHE)}
         for line in r.stderr.splitlines():
             if not line.startswith("#$ "):
                 continue

@@ -318,7 +318,7 @@ class ToolkitIdentity(KacheTestCase):
 
     def setUp(self):
         super().setUp()
-        real_bin = os.path.dirname(os.path.realpath(kachetest.NVCC))
+        real_bin = kachetest.nvcc_home()
         self.real_root = os.path.dirname(real_bin)
         self.bin = self.path("toolkit", "bin")
         os.makedirs(self.bin)
@@ -362,6 +362,14 @@ class ToolkitIdentity(KacheTestCase):
         self.build_change_build(lambda: None, env={"PROFILE_TEST_PTXAS": "-O0"})
 
     def test_edited_nvcc_profile_misses(self):
+        self.build_change_build(lambda: self.write("toolkit/bin/nvcc.profile",
+                                                   self.profile.replace("PTXAS_FLAGS     +=", "PTXAS_FLAGS += -O0")))
+
+    def test_edited_profile_behind_a_wrapper_script_misses(self):
+        # `nvcc` on PATH is often a script that execs the toolkit's nvcc (CI's /usr/local/bin/nvcc):
+        # the profile and tools that count are the real nvcc's (its _HERE_), not the wrapper's dir.
+        self.nvcc_path = self.write("wrap/nvcc", '#!/bin/sh\nexec "%s" "$@"\n' % os.path.join(self.bin, "nvcc"))
+        os.chmod(self.nvcc_path, 0o755)
         self.build_change_build(lambda: self.write("toolkit/bin/nvcc.profile",
                                                    self.profile.replace("PTXAS_FLAGS     +=", "PTXAS_FLAGS += -O0")))
 
@@ -434,7 +442,7 @@ class EnvironmentAudit(KacheTestCase):
     def test_every_variable_the_tools_read_is_in_the_table(self):
         table = env_table()
         # nvcc.profile's $(VAR) references and the variables a dry run prints.
-        real_bin = os.path.dirname(os.path.realpath(kachetest.NVCC))
+        real_bin = kachetest.nvcc_home()
         with open(os.path.join(real_bin, "nvcc.profile")) as f:
             names = set(re.findall(r"\$\((\w+)\)", f.read()))
         self.write("k.cu", HOST_ONLY.replace("HOSTVAL", "1"))

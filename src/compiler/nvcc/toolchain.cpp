@@ -18,7 +18,7 @@ namespace kache::compiler::nvcc {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 4;
+constexpr std::uint32_t kMemoVersion = 5;
 
 // A file whose content is part of the toolchain id, and the identity it had when it was hashed.
 struct ToolFile {
@@ -324,7 +324,15 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
       files.add("libdevice:" + e.path().filename().string(), e.path().string());
     }
   }
-  const std::string profile_path = util::join_path(util::dirname(nvcc_path), "nvcc.profile");
+  // nvcc reads nvcc.profile beside its own executable, which the dry run names as _HERE_: where
+  // `nvcc` is a wrapper script (`exec /usr/local/cuda/bin/nvcc "$@"`) or a link, the real nvcc and
+  // its profile live there, not beside the name the build ran.
+  std::string nvcc_home = util::dirname(nvcc_path);
+  if (auto it = vars.find("_HERE_"); it != vars.end() && !it->second.empty()) {
+    nvcc_home = util::absolute_path(it->second, cwd);
+    files.add("nvcc-executable", util::join_path(nvcc_home, "nvcc"));
+  }
+  const std::string profile_path = util::join_path(nvcc_home, "nvcc.profile");
   std::string profile_text;
   if (util::exists(profile_path)) {
     profile_text = util::read_file(profile_path);
