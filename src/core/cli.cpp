@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/reasons.hpp"
 #include "core/stats.hpp"
 #include "storage/local/local_storage.hpp"
 
@@ -21,7 +22,7 @@ namespace {
 
 constexpr std::string_view kOptionTokens[] = {
     "-s", "--show-stats", "--json",  "-z",        "--zero-stats", "-C", "--clear", "-M",
-    "--max-size", "--show-config", "-V", "--version", "-h", "--help",
+    "--max-size", "--show-config", "-V", "--version", "-h", "--help", "--reasons",
 };
 
 constexpr const char* kFooter = R"(Compiling through kache:
@@ -52,7 +53,10 @@ std::vector<std::pair<std::string, std::uint64_t>> reasons(const StatsSnapshot& 
   for (const auto& [name, value] : stats.counters) {
     if (name.size() > prefix.size() && name.starts_with(prefix) && value > 0) out.emplace_back(name, value);
   }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  // Not std::stable_sort (libstdc++ 12's get_temporary_buffer is deprecated under clang 19): the names
+  // are unique, so the name as tie-break gives the same order.
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   return out;
 }
 
@@ -138,6 +142,17 @@ void show_stats(const Config& config, bool json) {
   fmt::print("{}", text);
 }
 
+// The reason table (core/reasons.cpp): every name `kache -s` can count, and what it means.
+void show_reasons() {
+  std::size_t width = 0;
+  for (const Reason& r : all_reasons()) width = std::max(width, r.name.size());
+  std::string text;
+  for (const Reason& r : all_reasons()) {
+    text += fmt::format("{:<15}{:<{}}  {}\n", category_name(r.category), r.name, width, r.sentence);
+  }
+  fmt::print("{}", text);
+}
+
 void set_max_size(const Config& config, const std::string& text) {
   std::uint64_t bytes = 0;
   if (!parse_size(text, bytes) || bytes == 0) {
@@ -182,6 +197,8 @@ int run_cli(int argc, char** argv) {
   auto* max_size_option = app.add_option("-M,--max-size", max_size, "Set cache.max_size in the config file (e.g. 10G) and trim the cache")
       ->type_name("SIZE");
   app.add_flag("--show-config", show_config, "Print every setting, its value and where it came from");
+  bool list_reasons = false;
+  app.add_flag("--reasons", list_reasons, "Print every reason kache counts for not caching, with what it means");
   app.add_flag("-V,--version", version, "Print the version and exit");
 
   try {
@@ -224,6 +241,7 @@ int run_cli(int argc, char** argv) {
     }
     if (max_size_option->count() > 0) set_max_size(config, max_size);
     if (show) show_stats(config, json);
+    if (list_reasons) show_reasons();
   } catch (const std::exception& e) {
     std::string message = e.what();
     while (!message.empty() && (message.back() == '.' || message.back() == '\n')) message.pop_back();

@@ -66,8 +66,12 @@ PathRoots::PathRoots(std::vector<Root> roots) {
   }
   by_length_.resize(roots_.size());
   for (std::size_t i = 0; i < roots_.size(); ++i) by_length_[i] = i;
-  std::stable_sort(by_length_.begin(), by_length_.end(),
-                   [&](std::size_t a, std::size_t b) { return roots_[a].path.size() > roots_[b].path.size(); });
+  // Equal lengths keep the given order. std::sort with the index as tie-break, not std::stable_sort:
+  // libstdc++ 12's stable_sort uses std::get_temporary_buffer, which clang 19 warns is deprecated.
+  std::sort(by_length_.begin(), by_length_.end(), [&](std::size_t a, std::size_t b) {
+    const std::size_t la = roots_[a].path.size(), lb = roots_[b].path.size();
+    return la != lb ? la > lb : a < b;
+  });
 }
 
 RootedPath PathRoots::split(const std::string& abs) const {

@@ -24,6 +24,8 @@
 #include "core/entry.hpp"
 #include "core/log.hpp"
 #include "core/manifest.hpp"
+#include "core/outcome.hpp"
+#include "core/reasons.hpp"
 #include "core/stats.hpp"
 #include "core/watch.hpp"
 #include "storage/local/local_storage.hpp"
@@ -117,8 +119,49 @@ class Pipeline {
   util::Digest storage_key(const ManifestEntry& entry) const;
   bool outside_roots(const std::string& path) const;
   std::optional<compiler::Passthrough> unwritable_destination() const;
-  int compile_failed(const util::ProcessResult& r, const char* what);
+
+  // The steps of a miss, in the order miss() takes them.
+  struct Compiled {
+    util::ProcessResult result;
+    std::string closure_text;  // the adapter's full dependency listing; empty: the miss's depfile is it
+    std::int64_t start = 0;    // the file clock before the compiler started
+  };
+  struct HashedClosure {
+    std::vector<ManifestFile> files;
+    std::vector<std::string> has_include;  // #include and __has_include names found in the closure
+    bool opaque = false;                   // a computed name: no direct-mode record is possible
+  };
+  struct ClosureSlice {
+    HashedClosure hashed;
+    std::size_t failed_at = SIZE_MAX;
+    std::optional<Failure> failure;
+  };
+  struct Installed {
+    std::string object;  // the object's bytes, as installed at the user's output
+    std::string stdout_text, stderr_text;
+  };
   int miss();
+  compiler::MissPaths miss_paths(const std::string& scratch_dir) const;
+  Outcome<Compiled> compile(const compiler::MissPaths& paths);
+  int compile_failed(const Failure& failure);
+  std::vector<std::string> closure_files(const std::string& closure_text, const std::string& dep_text);
+  Outcome<std::string_view> hash_input(const std::string& path, util::ReadBuffer& buffer, ManifestFile& f,
+                                       std::int64_t start);
+  bool is_system(const std::string& path) const;
+  void hash_slice(const std::vector<std::string>& closure, std::size_t begin, std::size_t end, std::int64_t start,
+                  ClosureSlice& out);
+  Outcome<HashedClosure> hash_closure(const std::vector<std::string>& closure, std::int64_t start);
+  Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
+                            const util::ProcessResult& r, const std::string& dep_text);
+  Outcome<Done> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  ManifestEntry describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
+                               const std::string& object) const;
+  bool record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
+                            const std::vector<std::string>& has_include, bool opaque, std::int64_t start);
+  bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);
+  CacheEntry cache_entry(std::string object, const std::string& dep_text, const Installed& installed) const;
+  void store(ManifestEntry entry, const CacheEntry& ce, bool recorded);
+  void add_to_manifest(ManifestEntry entry);
 
   const Invocation& inv_;
   const Config& cfg_;
@@ -281,8 +324,7 @@ std::optional<int> Pipeline::try_hit() {
     data = store_.get(manifest_key_);
   } catch (const std::exception& e) {
     log.info("cannot read manifest: {}", e.what());
-    counts_["errors"]++;
-    counts_["error.storage-read"]++;
+    count_reason(counts_, ReasonCategory::Error, reason::kStorageRead);
     return std::nullopt;
   }
   if (!data) return std::nullopt;
@@ -381,22 +423,25 @@ std::optional<compiler::Passthrough> Pipeline::unwritable_destination() const {
     const std::string dir = util::dirname(util::join_path(inv_.cwd, *path));
     if (::access(dir.c_str(), W_OK | X_OK) == 0) continue;
     const bool missing = errno == ENOENT || errno == ENOTDIR;
-    return compiler::Passthrough{missing ? "output-dir-missing" : "output-dir-unwritable", dir};
+    return compiler::Passthrough{std::string(missing ? reason::kOutputDirMissing : reason::kOutputDirUnwritable), dir};
   }
   return std::nullopt;
 }
 
-int Pipeline::compile_failed(const util::ProcessResult& r, const char* what) {
+int Pipeline::compile_failed(const Failure& failure) {
   // Let the compiler speak for itself: rerun the user's own command unchanged, so exit status,
   // stdout and stderr are exactly what it gives without kache. The user's error, not kache's.
-  core::log().debug("{} failed (exit {}, signal {}): running the original command", what, r.exit_code, r.term_signal);
-  counts_[counter::kCompileFailed]++;
-  passthrough_ = {"compile-failed", ""};
+  core::log().debug("{}: running the original command", failure.detail);
+  count_reason(counts_, failure.category, failure.name);
+  passthrough_ = {std::string(failure.name), ""};
   return -1;
 }
 
+// A miss, step by step: run the compiler into a scratch directory next to the output, hash what it
+// read, install its outputs (the build goes on whatever happens next), then decide whether the result
+// may be stored, describe it, record what a direct lookup must check, and store it. A step that fails
+// names its reason (reasons.hpp); only the compile's own failure changes what the user gets.
 int Pipeline::miss() {
-  auto& log = core::log();
   // nvcc fails, creating nothing, when it cannot write an output where it was asked to; kache must
   // neither create that directory nor make the compile succeed: nvcc runs and says so itself.
   if (auto why = unwritable_destination()) {
@@ -404,33 +449,73 @@ int Pipeline::miss() {
     return -1;
   }
   util::TempDir scratch(util::dirname(job_.output), ".kache-", util::TempDir::Parent::must_exist);
+  const compiler::MissPaths paths = miss_paths(scratch.path());
+  Outcome<Compiled> compiled = compile(paths);
+  if (!compiled) return compile_failed(compiled.failure());
+  counts_[counter::kMisses]++;
+
+  const std::string dep_text = util::read_file(paths.depfile);
+  const std::vector<std::string> closure = closure_files(compiled->closure_text, dep_text);
+  Outcome<HashedClosure> hashed = hash_closure(closure, compiled->start);
+  // What the input audit (tests/integration/test_input_audit.py) checks every file a miss opened against.
+  if (core::log().should_log(spdlog::level::trace)) {
+    for (const auto& c : closure) core::log().trace("closure file {}", c);
+  }
+  Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text);
+
+  Outcome<Done> storable = hashed ? shareable_object(installed.object, scratch.path()) : hashed.failure();
+  if (storable) {
+    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object);
+    const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
+    store(std::move(entry), cache_entry(std::move(installed.object), dep_text, installed), recorded);
+  } else {
+    count_reason(counts_, storable.failure().category, storable.failure().name);
+    core::log().debug("miss: not stored ({}): {} -- {}", storable.failure().name, job_.output,
+                      explain(storable.failure().category, storable.failure().name));
+  }
+  write_all(STDOUT_FILENO, installed.stdout_text);
+  write_all(STDERR_FILENO, installed.stderr_text);
+  return 0;
+}
+
+compiler::MissPaths Pipeline::miss_paths(const std::string& scratch_dir) const {
   compiler::MissPaths paths;
-  paths.scratch_dir = scratch.path();
-  paths.object = util::join_path(scratch.path(), util::basename(job_.output));
-  paths.depfile = util::join_path(scratch.path(), "deps.d");
+  paths.scratch_dir = scratch_dir;
+  paths.object = util::join_path(scratch_dir, util::basename(job_.output));
+  paths.depfile = util::join_path(scratch_dir, "deps.d");
   // Depends only on the (normalized) source, so the same file gives the same object wherever it is built.
   paths.seed = util::sha256(job_.roots.key_form(job_.source)).hex().substr(0, 16);
+  return paths;
+}
+
+Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) {
+  auto& log = core::log();
   const std::vector<std::string> argv = adapter_.miss_command(inv_, job_, paths);
   util::Environment env = inv_.env;
   adapter_.miss_environment(env, cfg_);
   if (log.should_log(spdlog::level::debug)) log.debug("miss: running {}", fmt::join(argv, " "));
 
+  Compiled out;
   // Read from the clock file times come from: a file modified from here on has a time >= start.
-  const std::int64_t start = util::file_clock_now_ns();
-  std::string closure_text;
+  out.start = util::file_clock_now_ns();
+  auto failed = [](const util::ProcessResult& r, std::string_view what) {
+    return Failure{ReasonCategory::CompileFailed, reason::kCompileFailed,
+                   fmt::format("{} failed (exit {}, signal {})", what, r.exit_code, r.term_signal)};
+  };
   if (auto cmd = adapter_.closure_command(inv_, job_); !cmd.empty()) {
     log.debug("miss: listing dependencies with {}", fmt::join(cmd, " "));
     util::ProcessResult deps = util::run_capture(inv_.compiler_path, cmd, env);
     // The listing preprocesses the user's code: it fails where the compile would (a missing header).
-    if (!deps.ok()) return compile_failed(deps, "the dependency listing");
-    closure_text = std::move(deps.out);
+    if (!deps.ok()) return failed(deps, "the dependency listing");
+    out.closure_text = std::move(deps.out);
   }
-  util::ProcessResult r = util::run_capture(inv_.compiler_path, argv, env);
-  if (!r.ok()) return compile_failed(r, "the compile");
-  counts_[counter::kMisses]++;
+  out.result = util::run_capture(inv_.compiler_path, argv, env);
+  if (!out.result.ok()) return failed(out.result, "the compile");
+  return out;
+}
 
+std::vector<std::string> Pipeline::closure_files(const std::string& closure_text, const std::string& dep_text) {
   // Everything the compile read, as nvcc listed it.
-  const std::string dep_text = util::read_file(paths.depfile);
   const Depfile deps = parse_depfile(closure_text.empty() ? dep_text : closure_text);
   const std::string cwd = util::lexically_normal(inv_.cwd);
 
@@ -438,234 +523,253 @@ int Pipeline::miss() {
   // ".."), so each directory is also known by its real path. Only a miss needs these.
   for (auto* dirs : {&job_.search_dirs, &job_.system_dirs, &job_.literal_dirs}) add_real_paths(*dirs);
 
-  ManifestEntry entry;
-  std::string not_stored;
-  std::vector<std::string> closure, has_include;
-  bool opaque = false;
+  std::vector<std::string> closure;
   // Kept as nvcc spelled it (only made absolute): "../src/../include/h.cuh" stays below the build
   // directory's root, so another checkout resolves it to its own header, as nvcc would there.
   for (const auto& dep : deps.deps) closure.push_back(util::join_path(cwd, dep));
+  return closure;
+}
 
+// Hashes one input into f and returns its bytes (valid until buffer's next read): a file missing,
+// changing while read, or modified during the compile is not recorded.
+Outcome<std::string_view> Pipeline::hash_input(const std::string& path, util::ReadBuffer& buffer, ManifestFile& f,
+                                               std::int64_t start) {
+  auto before = util::stat_identity(path);
+  if (!before || before->is_dir) {
+    return Failure{ReasonCategory::NotStored, reason::kClosureUnreadable, path + " cannot be read"};
+  }
+  const std::string_view content = buffer.read(path);
+  auto after = util::stat_identity(path);
+  if (!after || !(*after == *before)) {
+    return Failure{ReasonCategory::NotStored, reason::kInputChanged, path + " changed while it was hashed"};
+  }
+  f.path = job_.roots.split(path);
+  f.hash = util::sha256(content);
+  f.identity = *after;
+  // Modified during the compile, or just before it by less than file times can trail the clock:
+  // the object may come from another version than the one hashed. A time in the future is clock
+  // skew, not a change; such a file is only trusted by content later on.
+  const std::int64_t now = util::now_ns();
+  const std::int64_t margin = margins_.for_file(path, after->dev);
+  for (std::int64_t t : {after->mtime_ns, after->ctime_ns}) {
+    if (t > now) {
+      f.racy = true;
+    } else if (t >= start - margin) {
+      return Failure{ReasonCategory::NotStored, reason::kInputChanged, path + " was modified during the compile"};
+    }
+  }
+  return content;
+}
+
+bool Pipeline::is_system(const std::string& path) const {
+  return std::any_of(job_.system_dirs.begin(), job_.system_dirs.end(),
+                     [&](const std::string& d) { return util::path_starts_with(path, d); });
+}
+
+// Hashes closure[begin, end) into out, stopping at the first file that cannot be recorded.
+void Pipeline::hash_slice(const std::vector<std::string>& closure, std::size_t begin, std::size_t end,
+                          std::int64_t start, ClosureSlice& out) {
+  util::ReadBuffer buffer;  // one buffer for every file of the slice
+  for (std::size_t i = begin; i < end; ++i) {
+    const std::string& path = closure[i];
+    ManifestFile f;
+    auto content = hash_input(path, buffer, f, start);
+    if (!content) {
+      out.failed_at = i;
+      out.failure = content.failure();
+      return;
+    }
+    scan_has_include(*content, out.hashed.has_include, out.hashed.opaque);
+    // The project's own #include names (see scan_include_names); the toolchain's headers change
+    // only with the toolchain, which its identity keys.
+    if (!is_system(path)) scan_include_names(*content, out.hashed.has_include, out.hashed.opaque);
+    // Inputs no dependency list names (.incbin, __TIMESTAMP__): never stored, so never served.
+    if (std::string_view hidden = scan_hidden_inputs(*content); !hidden.empty()) {
+      out.failed_at = i;
+      out.failure = Failure{ReasonCategory::NotStored, hidden,
+                            path + " names an input outside the dependency list (" + std::string(hidden) + ")"};
+      return;
+    }
+    out.hashed.files.push_back(std::move(f));
+  }
+}
+
+Outcome<Pipeline::HashedClosure> Pipeline::hash_closure(const std::vector<std::string>& closure, std::int64_t start) {
   // Hashing the closure (reading, SHA-256, the __has_include scan) is most of what a miss adds to
   // nvcc's own time; files are independent, so slices go to a few threads. Each slice stops at its
   // first failure; the earliest failure in closure order decides, as a sequential loop would.
-  struct Slice {
-    std::vector<ManifestFile> files;
-    std::vector<std::string> has_include;
-    bool opaque = false;
-    std::size_t failed_at = SIZE_MAX;
-    std::string reason, why;
-  };
-  // Hashes one input into f and returns its bytes (valid until buffer's next read), or sets
-  // reason/why: a file missing, changing while read, or modified during the compile is not recorded.
-  auto hash_input = [&](const std::string& path, util::ReadBuffer& buffer, ManifestFile& f, std::string& reason,
-                        std::string& why) -> std::optional<std::string_view> {
-    auto before = util::stat_identity(path);
-    if (!before || before->is_dir) {
-      reason = "closure-unreadable";
-      why = path + " cannot be read";
-      return std::nullopt;
+  constexpr std::size_t kFilesPerThread = 64;
+  std::vector<ClosureSlice> slices(util::slice_count(closure.size(), kHashThreads, kFilesPerThread));
+  util::for_each_slice(closure.size(), slices.size(), [&](std::size_t slice, std::size_t begin, std::size_t end) {
+    hash_slice(closure, begin, end, start, slices[slice]);
+  });
+  HashedClosure all;
+  for (auto& sl : slices) {
+    if (sl.failed_at != SIZE_MAX) {
+      core::log().debug("not storing: {}", sl.failure->detail);
+      return std::move(*sl.failure);
     }
-    const std::string_view content = buffer.read(path);
-    auto after = util::stat_identity(path);
-    if (!after || !(*after == *before)) {
-      reason = "input-changed";
-      why = path + " changed while it was hashed";
-      return std::nullopt;
-    }
-    f.path = job_.roots.split(path);
-    f.hash = util::sha256(content);
-    f.identity = *after;
-    // Modified during the compile, or just before it by less than file times can trail the clock:
-    // the object may come from another version than the one hashed. A time in the future is clock
-    // skew, not a change; such a file is only trusted by content later on.
-    const std::int64_t now = util::now_ns();
-    const std::int64_t margin = margins_.for_file(path, after->dev);
-    for (std::int64_t t : {after->mtime_ns, after->ctime_ns}) {
-      if (t > now) {
-        f.racy = true;
-      } else if (t >= start - margin) {
-        reason = "input-changed";
-        why = path + " was modified during the compile";
-        return std::nullopt;
-      }
-    }
-    return content;
-  };
-  auto is_system = [&](const std::string& path) {
-    return std::any_of(job_.system_dirs.begin(), job_.system_dirs.end(),
-                       [&](const std::string& d) { return util::path_starts_with(path, d); });
-  };
-  auto hash_slice = [&](std::size_t begin, std::size_t end, Slice& out) {
-    util::ReadBuffer buffer;  // one buffer for every file of the slice
-    for (std::size_t i = begin; i < end; ++i) {
-      const std::string& path = closure[i];
-      ManifestFile f;
-      auto content = hash_input(path, buffer, f, out.reason, out.why);
-      if (!content) {
-        out.failed_at = i;
-        return;
-      }
-      scan_has_include(*content, out.has_include, out.opaque);
-      // The project's own #include names (see scan_include_names); the toolchain's headers change
-      // only with the toolchain, which its identity keys.
-      if (!is_system(path)) scan_include_names(*content, out.has_include, out.opaque);
-      // Inputs no dependency list names (.incbin, __TIMESTAMP__): never stored, so never served.
-      if (std::string_view hidden = scan_hidden_inputs(*content); !hidden.empty()) {
-        out.failed_at = i;
-        out.reason = hidden;
-        out.why = path + " names an input outside the dependency list (" + std::string(hidden) + ")";
-        return;
-      }
-      out.files.push_back(std::move(f));
-    }
-  };
-  {
-    constexpr std::size_t kFilesPerThread = 64;
-    std::vector<Slice> slices(util::slice_count(closure.size(), kHashThreads, kFilesPerThread));
-    util::for_each_slice(closure.size(), slices.size(), [&](std::size_t slice, std::size_t begin, std::size_t end) {
-      hash_slice(begin, end, slices[slice]);
-    });
-    for (auto& sl : slices) {
-      if (sl.failed_at != SIZE_MAX) {
-        not_stored = sl.reason;
-        log.debug("not storing: {}", sl.why);
-        break;
-      }
-      std::move(sl.files.begin(), sl.files.end(), std::back_inserter(entry.files));
-      has_include.insert(has_include.end(), sl.has_include.begin(), sl.has_include.end());
-      opaque = opaque || sl.opaque;
-    }
+    std::move(sl.hashed.files.begin(), sl.hashed.files.end(), std::back_inserter(all.files));
+    all.has_include.insert(all.has_include.end(), sl.hashed.has_include.begin(), sl.hashed.has_include.end());
+    all.opaque = all.opaque || sl.hashed.opaque;
   }
+  return all;
+}
 
-  // What the input audit (tests/integration/test_input_audit.py) checks every file a miss opened against.
-  if (log.should_log(spdlog::level::trace)) {
-    for (const auto& c : closure) log.trace("closure file {}", c);
-  }
-
-  std::string object = util::read_file(paths.object);
+Pipeline::Installed Pipeline::install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
+                                              const util::ProcessResult& r, const std::string& dep_text) {
+  Installed out;
+  out.object = util::read_file(paths.object);
   // Install the outputs first: the build goes on even if storing fails.
-  std::string out_text = r.out, err_text = r.err;
-  util::replace_all(out_text, scratch.path(), util::dirname(job_.output));
-  util::replace_all(err_text, scratch.path(), util::dirname(job_.output));
+  out.stdout_text = r.out;
+  out.stderr_text = r.err;
+  util::replace_all(out.stdout_text, scratch_dir, util::dirname(job_.output));
+  util::replace_all(out.stderr_text, scratch_dir, util::dirname(job_.output));
   if (!job_.depfile.empty()) util::write_file_replacing(job_.depfile, dep_text);
   if (!util::rename_replacing(paths.object, job_.output)) util::copy_file(paths.object, job_.output);
+  return out;
+}
 
-  if (not_stored.empty() && job_.roots.enabled()) {
+// An object that still names one of this checkout's roots (or the scratch directory) would carry
+// this build's paths into another's: not stored.
+Outcome<Done> Pipeline::shareable_object(const std::string& object, const std::string& scratch_dir) const {
+  if (job_.roots.enabled()) {
     for (const auto& root : job_.roots.roots()) {
       if (object.find(root.path) != std::string::npos) {
-        not_stored = "path-in-object";
-        log.debug("not storing: the object still contains {}", root.path);
-        break;
+        core::log().debug("not storing: the object still contains {}", root.path);
+        return Failure{ReasonCategory::NotStored, reason::kPathInObject, root.path};
       }
     }
   }
-  if (not_stored.empty() && object.find(scratch.path()) != std::string::npos) not_stored = "path-in-object";
+  if (object.find(scratch_dir) != std::string::npos) {
+    return Failure{ReasonCategory::NotStored, reason::kPathInObject, scratch_dir};
+  }
+  return Done{};
+}
 
-  if (not_stored.empty()) {
-    entry.path_specific = job_.path_specific;
-    for (const auto& marker : adapter_.path_specific_markers()) {
-      if (object.find(marker) != std::string::npos) entry.path_specific = true;
-    }
-    entry.result_key = result_key(entry.files);
-    for (const auto& c : closure) {
-      if (outside_roots(c)) {
-        entry.checkout_specific = true;
-        log.debug("{} lies outside the path roots: the entry is specific to this checkout", c);
-        break;
-      }
-    }
-    entry.created_ns = util::now_ns();
-    if (opaque) {
-      log.debug("a computed __has_include or #include: no direct-mode record for this compile");
-    } else {
-      std::vector<std::string> searched;
-      searched.reserve(closure.size());
-      // The source is named on the command line, not searched for: nothing can shadow it.
-      for (const auto& c : closure) {
-        if (util::lexically_normal(c) != job_.source) searched.push_back(c);
-      }
-      Observations observed;
-      std::vector<std::string> present;
-      const std::vector<std::string> absent =
-          watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, &observed, &present);
-      // A __has_include or #include target that exists but is not in the closure: its existence
-      // decides a __has_include test, and an #include target skipped as a #pragma once duplicate is
-      // included once its content differs. Recorded like a closure file (deleted or edited: the entry
-      // no longer verifies); not part of the result key, the object does not depend on its content.
-      util::ReadBuffer buffer;
-      for (const auto& p : present) {
-        ManifestFile f;
-        std::string reason, why;
-        if (!hash_input(p, buffer, f, reason, why)) {
-          log.debug("a named target cannot be recorded ({}): no direct-mode record for this compile", why);
-          opaque = true;
-          break;
-        }
-        log.trace("closure file {} (named, not read)", p);
-        if (outside_roots(p)) entry.checkout_specific = true;
-        entry.files.push_back(std::move(f));
-      }
-      auto trusted = [&](const std::string& dir, const util::FileIdentity& id, std::int64_t clock) {
-        return !is_racy(id, clock, margins_.for_file(dir, id.dev));
-      };
-      auto groups = opaque ? std::nullopt : group_absent(absent, job_.system_dirs, trusted, &observed);
-      if (opaque) {
-        // Logged above: a named target could not be recorded.
-      } else if (!groups) {
-        // A watched path appeared while this ran: no record can claim it missing. The result itself
-        // is still right for the closure nvcc read (its key names those files' contents).
-        log.debug("a watched path appeared during the compile: no direct-mode record for this compile");
-        opaque = true;
-      } else {
-        for (auto& g : *groups) {
-          AbsentDir a;
-          a.dir = job_.roots.split(g.dir);
-          a.guarded = g.guard.has_value();
-          if (g.guard) a.identity = *g.guard;
-          for (auto& name : g.names) {
-            if (outside_roots(g.dir + "/" + name)) entry.checkout_specific = true;
-            a.names.push_back(std::move(name));
-          }
-          entry.absent.push_back(std::move(a));
-        }
-      }
-    }
-    CacheEntry ce;
-    ce.object = std::move(object);
-    if (!job_.depfile.empty()) {
-      ce.depfile_template = job_.roots.templatize(templatize_target(dep_text, job_.depfile_target));
-    }
-    // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
-    ce.stdout_text = job_.roots.templatize_text(out_text);
-    ce.stderr_text = job_.roots.templatize_text(err_text);
-    try {
-      store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), ce.object);
-      if (!opaque) {
-        Manifest manifest;
-        if (auto current = store_.get(manifest_key_)) {
-          try {
-            manifest = deserialize_manifest(*current);
-          } catch (const std::exception&) {
-          }
-        }
-        manifest_add(manifest, std::move(entry));
-        store_.put_uncompressed(manifest_key_, serialize_manifest(manifest));
-      }
-      counts_[counter::kStored]++;
-      log.debug("miss: stored {}", job_.output);
-    } catch (const std::exception& e) {
-      counts_["errors"]++;
-      counts_["error.storage-write"]++;
-      log.info("miss: could not store {}: {}", job_.output, e.what());
-    }
-  } else {
-    counts_["not_stored." + not_stored]++;
-    log.debug("miss: not stored ({}): {}", not_stored, job_.output);
+ManifestEntry Pipeline::describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
+                                       const std::string& object) const {
+  ManifestEntry entry;
+  entry.files = std::move(files);
+  entry.path_specific = job_.path_specific;
+  for (const auto& marker : adapter_.path_specific_markers()) {
+    if (object.find(marker) != std::string::npos) entry.path_specific = true;
   }
-  write_all(STDOUT_FILENO, out_text);
-  write_all(STDERR_FILENO, err_text);
-  return 0;
+  entry.result_key = result_key(entry.files);
+  for (const auto& c : closure) {
+    if (outside_roots(c)) {
+      entry.checkout_specific = true;
+      core::log().debug("{} lies outside the path roots: the entry is specific to this checkout", c);
+      break;
+    }
+  }
+  entry.created_ns = util::now_ns();
+  return entry;
+}
+
+// Adds to entry what a direct lookup must find unchanged (the #include and __has_include targets that
+// exist outside the closure) and must find still missing (the paths searched before each header).
+// Returns false when no direct-mode record can be made for this compile; entry is then stored for
+// result lookups only.
+bool Pipeline::record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
+                                    const std::vector<std::string>& has_include, bool opaque, std::int64_t start) {
+  auto& log = core::log();
+  if (opaque) {
+    log.debug("a computed __has_include or #include: no direct-mode record for this compile");
+    return false;
+  }
+  std::vector<std::string> searched;
+  searched.reserve(closure.size());
+  // The source is named on the command line, not searched for: nothing can shadow it.
+  for (const auto& c : closure) {
+    if (util::lexically_normal(c) != job_.source) searched.push_back(c);
+  }
+  Observations observed;
+  std::vector<std::string> present;
+  const std::vector<std::string> absent =
+      watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, &observed, &present);
+  if (!record_named_targets(entry, present, start)) return false;
+  auto trusted = [&](const std::string& dir, const util::FileIdentity& id, std::int64_t clock) {
+    return !is_racy(id, clock, margins_.for_file(dir, id.dev));
+  };
+  auto groups = group_absent(absent, job_.system_dirs, trusted, &observed);
+  if (!groups) {
+    // A watched path appeared while this ran: no record can claim it missing. The result itself
+    // is still right for the closure nvcc read (its key names those files' contents).
+    log.debug("a watched path appeared during the compile: no direct-mode record for this compile");
+    return false;
+  }
+  for (auto& g : *groups) {
+    AbsentDir a;
+    a.dir = job_.roots.split(g.dir);
+    a.guarded = g.guard.has_value();
+    if (g.guard) a.identity = *g.guard;
+    for (auto& name : g.names) {
+      if (outside_roots(g.dir + "/" + name)) entry.checkout_specific = true;
+      a.names.push_back(std::move(name));
+    }
+    entry.absent.push_back(std::move(a));
+  }
+  return true;
+}
+
+// A __has_include or #include target that exists but is not in the closure: its existence decides a
+// __has_include test, and an #include target skipped as a #pragma once duplicate is included once its
+// content differs. Recorded like a closure file (deleted or edited: the entry no longer verifies); not
+// part of the result key, the object does not depend on its content.
+bool Pipeline::record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start) {
+  util::ReadBuffer buffer;
+  for (const auto& p : present) {
+    ManifestFile f;
+    if (auto hashed = hash_input(p, buffer, f, start); !hashed) {
+      core::log().debug("a named target cannot be recorded ({}): no direct-mode record for this compile",
+                        hashed.failure().detail);
+      return false;
+    }
+    core::log().trace("closure file {} (named, not read)", p);
+    if (outside_roots(p)) entry.checkout_specific = true;
+    entry.files.push_back(std::move(f));
+  }
+  return true;
+}
+
+CacheEntry Pipeline::cache_entry(std::string object, const std::string& dep_text, const Installed& installed) const {
+  CacheEntry ce;
+  ce.object = std::move(object);
+  if (!job_.depfile.empty()) {
+    ce.depfile_template = job_.roots.templatize(templatize_target(dep_text, job_.depfile_target));
+  }
+  // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
+  ce.stdout_text = job_.roots.templatize_text(installed.stdout_text);
+  ce.stderr_text = job_.roots.templatize_text(installed.stderr_text);
+  return ce;
+}
+
+// Stores the result, and (when the entry was recorded for direct lookups) adds it to the manifest.
+// A failure costs only the store: the outputs are already installed.
+void Pipeline::store(ManifestEntry entry, const CacheEntry& ce, bool recorded) {
+  auto& log = core::log();
+  try {
+    store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), ce.object);
+    if (recorded) add_to_manifest(std::move(entry));
+    counts_[counter::kStored]++;
+    log.debug("miss: stored {}", job_.output);
+  } catch (const std::exception& e) {
+    count_reason(counts_, ReasonCategory::Error, reason::kStorageWrite);
+    log.info("miss: could not store {}: {}", job_.output, e.what());
+  }
+}
+
+void Pipeline::add_to_manifest(ManifestEntry entry) {
+  Manifest manifest;
+  if (auto current = store_.get(manifest_key_)) {
+    try {
+      manifest = deserialize_manifest(*current);
+    } catch (const std::exception&) {
+    }
+  }
+  manifest_add(manifest, std::move(entry));
+  store_.put_uncompressed(manifest_key_, serialize_manifest(manifest));
 }
 
 [[noreturn]] void run_unchanged(const Invocation& inv) {
@@ -682,18 +786,19 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
   auto& log = core::log();
   StatsFile stats(cfg.cache_dir);
   Counts counts;
-  auto pass = [&](const std::string& reason, const std::string& detail) {
-    if (reason != "compile-failed") {
-      counts[counter::kPassthrough]++;
-      counts["passthrough." + reason]++;
-      log.debug("passthrough ({}){}{}", reason, detail.empty() ? "" : ": ", detail);
+  auto pass = [&](std::string_view name, const std::string& detail) {
+    // A failed compile was counted where it failed (compile_failed), and is the user's to read.
+    if (name != reason::kCompileFailed) {
+      count_reason(counts, ReasonCategory::Passthrough, name);
+      log.debug("passthrough ({}){}{} -- {}", name, detail.empty() ? "" : ": ", detail,
+                explain(ReasonCategory::Passthrough, name));
     }
     stats.add(counts);
     run_unchanged(inv);
   };
-  if (cfg.disable) pass("disabled", "");
+  if (cfg.disable) pass(reason::kDisabled, "");
   auto adapter = compiler::find_adapter(inv.compiler_arg);
-  if (!adapter) pass("unsupported-compiler", inv.compiler_arg);
+  if (!adapter) pass(reason::kUnsupportedCompiler, inv.compiler_arg);
 
   std::optional<Pipeline> pipeline;
   try {
@@ -714,8 +819,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     // Nothing of the user's has been touched yet unless the compile ran; either way running the
     // real compiler now gives the build what it asked for.
     log.info("internal error ({}): running the compiler uncached", e.what());
-    counts["errors"]++;
-    counts["error.internal"]++;
+    count_reason(counts, ReasonCategory::Error, reason::kInternal);
     stats.add(counts);
     run_unchanged(inv);
   }

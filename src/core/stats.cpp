@@ -151,6 +151,12 @@ std::string journal_path(const std::string& dir) { return util::join_path(dir, "
 
 }  // namespace
 
+void count_reason(Counters& increments, ReasonCategory category, std::string_view name) {
+  if (category == ReasonCategory::Passthrough) increments[counter::kPassthrough]++;
+  if (category == ReasonCategory::Error) increments[counter::kErrors]++;
+  increments[counter_name(category, name)]++;
+}
+
 std::uint64_t StatsSnapshot::get(const std::string& name) const {
   auto it = counters.find(name);
   return it == counters.end() ? 0 : it->second;

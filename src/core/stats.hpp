@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+
+#include "core/reasons.hpp"
 
 namespace kache::core {
 
@@ -36,6 +39,10 @@ inline constexpr const char* kDirectHits = "direct_hits";
 // Compiles that failed on the user's code (the command then ran unchanged): not kache's errors.
 inline constexpr const char* kCompileFailed = "compile_failed";
 }  // namespace counter
+
+// Counts one reason (reasons.hpp) in increments: "passthrough" and "passthrough.<name>", "errors" and
+// "error.<name>", "not_stored.<name>", or "compile_failed". A name the table lacks is counted the same.
+void count_reason(std::map<std::string, std::uint64_t>& increments, ReasonCategory category, std::string_view name);
 
 class StatsFile {
  public:

@@ -152,6 +152,12 @@ std::string_view scan_hidden_inputs(std::string_view text) {
   return {};
 }
 
+std::vector<std::string_view> hidden_input_reasons() {
+  std::vector<std::string_view> out;
+  for (const auto& m : kHiddenInputMarkers) out.push_back(m.reason);
+  return out;
+}
+
 std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
                                    const std::vector<std::string>& system_dirs,
                                    const std::vector<std::string>& has_include_names, Observations* observed,

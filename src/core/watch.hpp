@@ -41,6 +41,8 @@ void scan_include_names(std::string_view text, std::vector<std::string>& names, 
 // read (see kHiddenInputMarkers in watch.cpp). Returns the not-stored reason of the first one found,
 // or an empty view. Such a compile is not stored: neither the file nor its identity is keyed.
 std::string_view scan_hidden_inputs(std::string_view text);
+// Every reason scan_hidden_inputs can return (each a not_stored row of core/reasons.cpp).
+std::vector<std::string_view> hidden_input_reasons();
 
 // closure: absolute paths of every file the compile read, as the compiler spelled them.
 // search_dirs: absolute directories of the include search path, spelled as given (cwd-joined).

@@ -1,0 +1,114 @@
+#include "core/reasons.hpp"
+
+namespace kache::core {
+
+namespace {
+
+using C = ReasonCategory;
+
+// One row per reason. The sentence completes "Not cached: ..." / "Not stored: ..." in spirit, but
+// stands alone: it is printed by `kache --reasons` and appended to the log line that counts it.
+constexpr Reason kReasons[] = {
+    // ---- passthrough: the command ran unchanged ---------------------------------------------------
+    // kache itself (core/pipeline.cpp)
+    {C::Passthrough, "disabled", "Caching is switched off (KACHE_DISABLE or cache.disable)."},
+    {C::Passthrough, "unsupported-compiler", "kache has no adapter for this compiler, so it runs it unchanged."},
+    {C::Passthrough, "output-dir-missing",
+     "The directory of the output or dependency file does not exist; the compiler reports it itself."},
+    {C::Passthrough, "output-dir-unwritable",
+     "The directory of the output or dependency file cannot be written; the compiler reports it itself."},
+    // What the invocation is (nvcc plan.cpp "phase" reasons: they win over a refused flag)
+    {C::Passthrough, "informational",
+     "The command prints information (--version, --help, --dryrun, -v) instead of compiling."},
+    {C::Passthrough, "link", "The command links (or has no -c/-dc): kache caches single compiles only."},
+    {C::Passthrough, "device-link", "The command is a device link (-dlink), which kache does not cache."},
+    {C::Passthrough, "lib", "The command builds a library (-lib), which kache does not cache."},
+    {C::Passthrough, "output-kind",
+     "The command asks for an output other than an object file (-ptx, -cubin, -fatbin, -E/-S to the host, LTO)."},
+    {C::Passthrough, "preprocess", "The command only preprocesses (-E)."},
+    {C::Passthrough, "dependency-only", "The command only writes dependencies (-M, -MM), no object."},
+    {C::Passthrough, "response-file", "Arguments come from a file (@file, -optf) whose content kache does not hash."},
+    // The command line (nvcc plan.cpp, flag_table.cpp)
+    {C::Passthrough, "unknown-flag",
+     "A flag kache does not know (and that is not allow-listed) is on the command line, so it cannot prove caching "
+     "safe."},
+    {C::Passthrough, "env-flag",
+     "NVCC_PREPEND_FLAGS or NVCC_APPEND_FLAGS holds something other than code generation tuning kache models."},
+    {C::Passthrough, "device-debug", "Device debug information (-G) embeds the absolute source path and changes code."},
+    {C::Passthrough, "machine-native",
+     "A value resolved from the build machine (-arch=native, -march=native) is used."},
+    {C::Passthrough, "hidden-input",
+     "A flag makes the compiler read inputs no dependency list names (host -I/-D/-include, -ldir, -target-dir)."},
+    {C::Passthrough, "keep-temps",
+     "Intermediate files are kept (-keep, -save-temps), extra outputs a hit would not restore."},
+    {C::Passthrough, "profiling",
+     "Timing or coverage files are written at compile time, extra outputs a hit would not restore."},
+    {C::Passthrough, "depfile-modifier",
+     "A dependency-file option kache does not model (-MP, -MG, a host -M flag) changes what is written."},
+    {C::Passthrough, "depfile-without-mf", "A dependency file is asked for without -MF naming it."},
+    {C::Passthrough, "no-source", "No input file is named."},
+    {C::Passthrough, "multiple-sources", "More than one input file is named; kache caches one source per compile."},
+    {C::Passthrough, "non-cuda-source", "The input is not a CUDA source (.cu, or -x cu)."},
+    {C::Passthrough, "no-output", "No object file is named with -o (or it is empty)."},
+    // The environment (compiler/env_table.cpp)
+    {C::Passthrough, "env_side_output", "An environment variable makes a tool write a file a hit would not restore."},
+    {C::Passthrough, "env_unmodeled",
+     "An environment variable changes what the compiler reads or does in a way kache does not model."},
+    {C::Passthrough, "env_depfile",
+     "DEPENDENCIES_OUTPUT or SUNPRO_DEPENDENCIES makes the compiler write a second dependency file."},
+
+    // ---- the user's compile failed --------------------------------------------------------------
+    {C::CompileFailed, "compile-failed",
+     "The compile (or its dependency listing) failed; the command ran unchanged so the compiler reports it."},
+
+    // ---- errors inside kache --------------------------------------------------------------------
+    {C::Error, "storage-read", "The cache could not be read (a manifest); the lookup counted as a miss."},
+    {C::Error, "storage-write", "The result could not be written to the cache; the build got its object all the same."},
+    {C::Error, "internal", "kache failed internally and ran the compiler uncached."},
+
+    // ---- compiled, installed, not stored ----------------------------------------------------------
+    {C::NotStored, "closure-unreadable", "A file the compile read could not be read back to hash it."},
+    {C::NotStored, "input-changed", "A file the compile read changed during the compile or while kache hashed it."},
+    {C::NotStored, "path-in-object", "The object still contains a checkout-specific path, so it could not be shared."},
+    // Hidden inputs (core/watch.cpp scan_hidden_inputs)
+    {C::NotStored, "incbin", "Host code includes a file with asm .incbin, an input no dependency list names."},
+    {C::NotStored, "asm-include", "Host code includes assembly with asm .include, an input no dependency list names."},
+    {C::NotStored, "timestamp", "__TIMESTAMP__ is used: it expands to a file time, which no key covers."},
+};
+
+}  // namespace
+
+std::span<const Reason> all_reasons() { return kReasons; }
+
+const Reason* find_reason(ReasonCategory category, std::string_view name) {
+  for (const Reason& r : kReasons) {
+    if (r.category == category && r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+std::string_view category_name(ReasonCategory category) {
+  switch (category) {
+    case C::Passthrough:
+      return "passthrough";
+    case C::Error:
+      return "error";
+    case C::NotStored:
+      return "not_stored";
+    case C::CompileFailed:
+      return "compile_failed";
+  }
+  return "unknown";
+}
+
+std::string counter_name(ReasonCategory category, std::string_view name) {
+  if (category == C::CompileFailed) return std::string(category_name(category));
+  return std::string(category_name(category)) + "." + std::string(name);
+}
+
+std::string_view explain(ReasonCategory category, std::string_view name) {
+  const Reason* r = find_reason(category, name);
+  return r ? r->sentence : "A reason without an entry in kache's reason table (src/core/reasons.cpp).";
+}
+
+}  // namespace kache::core

@@ -1,0 +1,62 @@
+#pragma once
+// Every reason kache gives for not caching a compile, in one table: the name counted in the stats
+// ("passthrough.<name>", "error.<name>", "not_stored.<name>"), the category, and one sentence that
+// says what happened. `kache -s`, `kache --reasons`, the logs and the tests read it from here, so a
+// reason a user sees in the stats always has an explanation (NamedReasons.EveryUsedReasonIsInTheTable
+// checks that every reason the sources produce is a row).
+//
+// Names are stable: they are counters in existing stats files and keys in `kache -s --json`. A new
+// reason is a new row; a renamed one would split its count.
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace kache::core {
+
+enum class ReasonCategory {
+  Passthrough,    // the compile ran unchanged, uncached: "passthrough.<name>"
+  Error,          // kache failed (the compile ran, uncached or unstored): "error.<name>"
+  NotStored,      // compiled by kache, the object installed, but never stored: "not_stored.<name>"
+  CompileFailed,  // the user's code did not compile: counted as "compile_failed", not kache's doing
+};
+
+struct Reason {
+  ReasonCategory category;
+  std::string_view name;      // as counted and as the compiler adapters spell it
+  std::string_view sentence;  // what happened, for a user reading `kache -s` or a log
+};
+
+// The whole table, passthrough reasons first, then errors, then not-stored reasons.
+std::span<const Reason> all_reasons();
+
+// The row for a reason of that category, or nullptr when the table lacks it (a reason added to an
+// adapter without its row: still counted under its name, see counter_name).
+const Reason* find_reason(ReasonCategory category, std::string_view name);
+
+// "passthrough", "error", "not_stored", "compile_failed".
+std::string_view category_name(ReasonCategory category);
+
+// The stats counter a reason is counted under: "passthrough.link", "error.storage-write",
+// "not_stored.incbin"; "compile_failed" for the compile-failed reason.
+std::string counter_name(ReasonCategory category, std::string_view name);
+
+// The reason's sentence, or a fixed one for a name the table lacks.
+std::string_view explain(ReasonCategory category, std::string_view name);
+
+// Names of the reasons produced by kache's core itself (the compiler adapters' reasons live in their
+// own tables, and are rows here as well).
+namespace reason {
+inline constexpr std::string_view kDisabled = "disabled";
+inline constexpr std::string_view kUnsupportedCompiler = "unsupported-compiler";
+inline constexpr std::string_view kOutputDirMissing = "output-dir-missing";
+inline constexpr std::string_view kOutputDirUnwritable = "output-dir-unwritable";
+inline constexpr std::string_view kCompileFailed = "compile-failed";
+inline constexpr std::string_view kStorageRead = "storage-read";
+inline constexpr std::string_view kStorageWrite = "storage-write";
+inline constexpr std::string_view kInternal = "internal";
+inline constexpr std::string_view kClosureUnreadable = "closure-unreadable";
+inline constexpr std::string_view kInputChanged = "input-changed";
+inline constexpr std::string_view kPathInObject = "path-in-object";
+}  // namespace reason
+
+}  // namespace kache::core
