@@ -160,7 +160,7 @@ class Pipeline {
                             const std::vector<std::string>& has_include, bool opaque, std::int64_t start);
   bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);
   CacheEntry cache_entry(std::string object, const std::string& dep_text, const Installed& installed) const;
-  void store(ManifestEntry entry, const CacheEntry& ce, bool recorded);
+  void store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded);
   void add_to_manifest(ManifestEntry entry);
 
   const Invocation& inv_;
@@ -467,7 +467,7 @@ int Pipeline::miss() {
   if (storable) {
     ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object);
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
-    store(std::move(entry), cache_entry(std::move(installed.object), dep_text, installed), recorded);
+    store_result(std::move(entry), cache_entry(std::move(installed.object), dep_text, installed), recorded);
   } else {
     count_reason(counts_, storable.failure().category, storable.failure().name);
     core::log().debug("miss: not stored ({}): {} -- {}", storable.failure().name, job_.output,
@@ -747,7 +747,7 @@ CacheEntry Pipeline::cache_entry(std::string object, const std::string& dep_text
 
 // Stores the result, and (when the entry was recorded for direct lookups) adds it to the manifest.
 // A failure costs only the store: the outputs are already installed.
-void Pipeline::store(ManifestEntry entry, const CacheEntry& ce, bool recorded) {
+void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded) {
   auto& log = core::log();
   try {
     store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), ce.object);

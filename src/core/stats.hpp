@@ -27,7 +27,7 @@ struct StatsSnapshot {
 
 // Well-known counter names. Passthrough reasons are counted as "passthrough" plus
 // "passthrough.<reason>"; errors as "errors" plus "error.<what>"; misses not stored as
-// "not_stored.<why>".
+// "not_stored.<why>" (count_reason below); every reason is a row of core/reasons.cpp.
 namespace counter {
 inline constexpr const char* kHits = "hits";
 inline constexpr const char* kMisses = "misses";

@@ -3,8 +3,8 @@
 Each case runs the same command through kache (in k<n>/) and through plain nvcc (in p<n>/, same
 files, same relative paths) and checks that the results are the real compiler's (exit code, stdout,
 stderr without kache's own log lines, the files written), that the stats count exactly one
-passthrough under the stable reason name, and that KACHE_LOG=kache=debug names the reason and the
-argument that blocked caching."""
+passthrough under the stable reason name, and that KACHE_LOG=kache=debug names the reason, the
+argument that blocked caching and the reason's sentence from `kache --reasons`."""
 import os
 import shutil
 import subprocess
@@ -42,6 +42,14 @@ class Passthrough(KacheTestCase):
         self.case = 0
 
     # --- helper --------------------------------------------------------------------------------
+    def reason_sentences(self):
+        """{(category, name): sentence} from `kache --reasons` (one "category name sentence" line each)."""
+        rows = {}
+        for line in self.kache(["--reasons"]).stdout.splitlines():
+            category, name, sentence = line.split(None, 2)
+            rows[(category, name)] = sentence
+        return rows
+
     def check(self, args, reason, flag=None, files=None, env=None, outputs=(), same_listing=False, copy_main=False,
               compare=True):
         """Runs `nvcc args` through kache and plainly; returns (kache dir, plain dir)."""
@@ -83,6 +91,10 @@ class Passthrough(KacheTestCase):
         self.assertEqual(len(lines), 1, f"{what}: want 'passthrough ({reason})' in\n{r.stderr}")
         if flag is not None:
             self.assertIn(flag, lines[0], what)
+        # (d) the reason is a row of kache's reason table, and the log line explains it with the row's sentence
+        sentence = self.reason_sentences().get(("passthrough", reason))
+        self.assertIsNotNone(sentence, f"{what}: 'kache --reasons' lists no passthrough reason {reason}")
+        self.assertIn(sentence, lines[0], what)
         # (b) exactly one passthrough, under that reason
         s = self.stats()
         self.assertEqual(s["passthrough_reasons"], {reason: 1}, what)
