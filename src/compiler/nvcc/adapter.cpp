@@ -11,11 +11,6 @@
 
 namespace kache::compiler {
 
-std::unique_ptr<Adapter> find_adapter(const std::string& compiler_arg) {
-  if (nvcc::is_nvcc(compiler_arg)) return std::make_unique<nvcc::NvccAdapter>();
-  return nullptr;
-}
-
 namespace nvcc {
 
 namespace {
