@@ -80,6 +80,8 @@ class Basics(GccCase):
             (["-MMD", "-o", "out/a.o"], "out/a.d", "out/a.o"),  # implied: the output's name with .d
             (["-MD"], "a.d", "a.o"),                           # implied output and depfile
             (["-MD", "-MP", "-MQ", "$weird", "-o", "out/a.o"], "out/a.d", "out/a.o"),
+            # A target that looks like -o: only the real -o is redirected on a miss.
+            (["-MD", "-MF", "deps/a.d", "-MT", "-ofoo", "-oout/a.o"], "deps/a.d", "out/a.o"),
         ]
         for flags, dep, obj in forms:
             for compiler in ("g++", "clang++-14"):

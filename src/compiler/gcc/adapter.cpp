@@ -13,50 +13,14 @@ namespace kache::compiler::gcc {
 
 namespace {
 
-// The value of a Value-shaped option in args[i] ("-o x" or "-ox"), or nullopt when args[i] is not it.
-// *separate tells whether the value is the next argument.
-std::optional<std::string> option_value(const std::vector<std::string>& args, std::size_t i, std::string_view name,
-                                        bool* separate) {
-  const std::string& a = args[i];
-  if (a == name) {
-    *separate = true;
-    return i + 1 < args.size() ? std::optional(args[i + 1]) : std::nullopt;
+// The user's arguments with an option's value replaced (the option found at ref by the planner).
+void replace_value(std::vector<std::string>& args, const CompilePlan::ArgRef& ref, std::string_view name,
+                   const std::string& value) {
+  if (ref.attached) {
+    args[ref.index] = std::string(name) + value;
+  } else {
+    args[ref.index + 1] = value;
   }
-  if (a.size() > name.size() && a.starts_with(name)) {
-    *separate = false;
-    return a.substr(name.size());
-  }
-  return std::nullopt;
-}
-
-bool has_dep_target(const std::vector<std::string>& args) {
-  return std::any_of(args.begin(), args.end(), [](const std::string& a) {
-    return a.starts_with("-MT") || a.starts_with("-MQ");
-  });
-}
-
-// The user's arguments with the -o and -MF values replaced. Only the options' own spellings are
-// touched (the planner accepted every argument, so "-o"/"-MF" at the start of one is that option).
-std::vector<std::string> rewrite_outputs(const std::vector<std::string>& args, const std::string& object,
-                                         const std::string& depfile) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    bool separate = false;
-    bool replaced = false;
-    for (auto [name, value] : {std::pair<std::string_view, const std::string*>{"-o", &object}, {"-MF", &depfile}}) {
-      if (value->empty() || !option_value(args, i, name, &separate)) continue;
-      // "-o" must not catch other options spelled "-o..."; the table has none for gcc or clang.
-      out.emplace_back(std::string(name) + (separate ? "" : *value));
-      if (separate) {
-        out.push_back(*value);
-        ++i;
-      }
-      replaced = true;
-      break;
-    }
-    if (!replaced) out.push_back(args[i]);
-  }
-  return out;
 }
 
 }  // namespace
@@ -64,7 +28,8 @@ std::vector<std::string> rewrite_outputs(const std::vector<std::string>& args, c
 std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
   Plan planned = plan(inv.args, cfg.extra_allowlist_flags);
   if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
-  const CompilePlan& plan = std::get<CompilePlan>(planned);
+  plan_ = std::get<CompilePlan>(planned);
+  const CompilePlan& plan = plan_;
   // Environment the compiler reads that kache cannot model (env_table.cpp says which and why).
   if (auto r = env_refusal(inv.env, false)) return Passthrough{r->reason, r->variable + " is set"};
 
@@ -159,25 +124,21 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
   // fixes the names GCC derives from it, so two misses give byte-identical objects.
   argv.push_back("-frandom-seed=" + paths.seed);
   for (const auto& f : job.roots.prefix_map_flags()) argv.push_back(f);
-  const bool user_depfile = !job.depfile.empty();
-  const bool depfile_named = user_depfile && std::any_of(inv.args.begin(), inv.args.end(), [](const std::string& a) {
-    return a.starts_with("-MF");
-  });
-  std::vector<std::string> args = rewrite_outputs(inv.args, paths.object, depfile_named ? paths.depfile : "");
+  std::vector<std::string> args = inv.args;
+  if (plan_.output_arg) replace_value(args, *plan_.output_arg, "-o", paths.object);
+  if (plan_.depfile_arg) replace_value(args, *plan_.depfile_arg, "-MF", paths.depfile);
   argv.insert(argv.end(), args.begin(), args.end());
   // -c x.cpp writes x.o in the cwd: the object goes to the scratch directory like an explicit -o.
-  if (std::none_of(inv.args.begin(), inv.args.end(), [](const std::string& a) { return a.starts_with("-o"); })) {
-    argv.insert(argv.end(), {"-o", paths.object});
-  }
-  if (!user_depfile) {
+  if (!plan_.output_arg) argv.insert(argv.end(), {"-o", paths.object});
+  if (job.depfile.empty()) {
     // A private full dependency list: the key's closure.
     argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
-  } else if (!depfile_named) {
+  } else if (!plan_.depfile_arg) {
     // -MD without -MF would write <output>.d beside the scratch object.
     argv.insert(argv.end(), {"-MF", paths.depfile});
   }
   // The object is written elsewhere first; name the target the driver would have named.
-  if (!has_dep_target(inv.args)) argv.insert(argv.end(), {"-MQ", job.output_written});
+  if (!plan_.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
   // The scratch directory stands in for the output directory (its rule last: GCC tries it first).
   const std::string out_dir = util::dirname(job.output);
   const std::string scratch_as = job.roots.enabled() ? job.roots.key_form(out_dir) : out_dir;
@@ -196,21 +157,19 @@ void GccAdapter::miss_environment(util::Environment& env, const core::Config& cf
 std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv, const CompileJob& job) const {
   if (!job.depfile_partial) return {};
   // -MMD omits system headers: the same command as a dependency-only run (-M, on stdout) lists them all.
+  // Dropped: -c, -MD/-MMD/-MP, and -o, -MF, -MT, -MQ with their values.
+  std::vector<bool> drop(inv.args.size(), false);
+  auto drop_option = [&](const CompilePlan::ArgRef& ref) {
+    drop[ref.index] = true;
+    if (!ref.attached && ref.index + 1 < drop.size()) drop[ref.index + 1] = true;
+  };
+  if (plan_.output_arg) drop_option(*plan_.output_arg);
+  if (plan_.depfile_arg) drop_option(*plan_.depfile_arg);
+  for (const auto& ref : plan_.dep_target_args) drop_option(ref);
+  for (std::size_t i : plan_.dep_flag_args) drop[i] = true;
   std::vector<std::string> argv = {inv.compiler_arg};
-  const std::vector<std::string>& a = inv.args;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const std::string& x = a[i];
-    if (x == "-c" || x == "-MD" || x == "-MMD" || x == "-MP") continue;
-    bool separate = false;
-    bool dropped = false;
-    for (std::string_view n : {"-o", "-MF", "-MT", "-MQ"}) {
-      if (option_value(a, i, n, &separate)) {
-        if (separate) ++i;
-        dropped = true;
-        break;
-      }
-    }
-    if (!dropped) argv.push_back(x);
+  for (std::size_t i = 0; i < inv.args.size(); ++i) {
+    if (!drop[i] && inv.args[i] != "-c") argv.push_back(inv.args[i]);
   }
   argv.push_back("-M");
   return argv;

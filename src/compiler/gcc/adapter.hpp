@@ -1,5 +1,6 @@
 #pragma once
 #include "compiler/adapter.hpp"
+#include "compiler/gcc/plan.hpp"
 
 namespace kache::compiler::gcc {
 
@@ -13,6 +14,9 @@ class GccAdapter final : public Adapter {
   void miss_environment(util::Environment& env, const core::Config& cfg) const override;
   std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::vector<std::string> path_specific_markers() const override { return {}; }
+
+ private:
+  CompilePlan plan_;  // prepare()'s plan, which the miss and the closure listing rewrite
 };
 
 }  // namespace kache::compiler::gcc

@@ -96,6 +96,7 @@ class Planner {
     }
     switch (f.effect) {
       case Effect::Keyed:
+        if (t == "-MP") dep_flag_args_.push_back(i);
         break;
       case Effect::Compile:
         has_compile_ = true;
@@ -105,6 +106,7 @@ class Planner {
         output_ = value;
         output_index_ = separate ? last : i;
         output_attached_ = !separate;
+        output_arg_ = CompilePlan::ArgRef{i, !separate};
         break;
       case Effect::Language:
         language_ = value == "none" ? "" : value;
@@ -120,15 +122,19 @@ class Planner {
         break;
       case Effect::DepMD:
         if (depfile_ == Depfile::None) depfile_ = Depfile::MD;
+        dep_flag_args_.push_back(i);
         break;
       case Effect::DepMMD:
         depfile_ = Depfile::MMD;  // wins over -MD in either order, as for nvcc and cc1
+        dep_flag_args_.push_back(i);
         break;
       case Effect::DepFile:
         depfile_path_ = value;
+        depfile_arg_ = CompilePlan::ArgRef{i, !separate};
         break;
       case Effect::DepTarget:
         has_dep_target_ = true;
+        dep_target_args_.push_back({i, !separate});
         break;
       case Effect::Refuse:
         refuse(f.reason, separate ? t + " " + value : t);
@@ -171,6 +177,10 @@ class Planner {
       p.depfile_path = depfile_path_ ? *depfile_path_ : replace_suffix(p.output, ".d");
     }
     p.has_dep_target = has_dep_target_;
+    p.output_arg = output_arg_;
+    p.depfile_arg = depfile_arg_;
+    p.dep_target_args = dep_target_args_;
+    p.dep_flag_args = dep_flag_args_;
     p.keyed_args = args_;
     p.keyed_args[in.index] = "<source>";
     if (output_) p.keyed_args[output_index_] = output_attached_ ? "-o<output>" : "<output>";
@@ -196,6 +206,9 @@ class Planner {
   bool output_attached_ = false;
   Depfile depfile_ = Depfile::None;
   std::vector<std::string> include_dirs_, forced_includes_;
+  std::optional<CompilePlan::ArgRef> output_arg_, depfile_arg_;
+  std::vector<CompilePlan::ArgRef> dep_target_args_;
+  std::vector<std::size_t> dep_flag_args_;
 };
 
 }  // namespace

@@ -21,6 +21,16 @@ struct CompilePlan {
   std::string depfile_path;   // -MF as written, or the implied <output minus suffix>.d; "" without -MD/-MMD
   bool depfile_implied = false;
   bool has_dep_target = false;  // -MT / -MQ given
+  // Where the planner found the options a miss rewrites or drops: the index of the option's own
+  // argument, and whether its value is attached to it ("-ox") or the next argument ("-o x"). A value
+  // that merely looks like one of them ("-MT -ofoo", "-Xlinker -o") is never touched.
+  struct ArgRef {
+    std::size_t index;
+    bool attached;
+  };
+  std::optional<ArgRef> output_arg, depfile_arg;
+  std::vector<ArgRef> dep_target_args;  // -MT / -MQ
+  std::vector<std::size_t> dep_flag_args;  // -MD / -MMD / -MP
   // The command line with the source replaced by "<source>" and the -o value by "<output>".
   std::vector<std::string> keyed_args;
   std::vector<std::string> include_dirs;    // -I/-iquote/-isystem/-idirafter values, in order
