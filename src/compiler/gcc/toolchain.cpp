@@ -1,5 +1,6 @@
 #include "compiler/gcc/toolchain.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "compiler/env_table.hpp"
