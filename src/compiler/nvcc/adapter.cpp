@@ -5,16 +5,12 @@
 #include <string_view>
 
 #include "compiler/env_table.hpp"
+#include "compiler/job_paths.hpp"
 #include "compiler/nvcc/plan.hpp"
 #include "compiler/nvcc/toolchain.hpp"
 #include "util/fs.hpp"
 
 namespace kache::compiler {
-
-std::unique_ptr<Adapter> find_adapter(const std::string& compiler_arg) {
-  if (nvcc::is_nvcc(compiler_arg)) return std::make_unique<nvcc::NvccAdapter>();
-  return nullptr;
-}
 
 namespace nvcc {
 
@@ -234,18 +230,11 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // "the first directory searched for file is the preprocessor's working directory"), then along the
   // chain: one that appears in the cwd would shadow the one the closure names, so the cwd is watched.
   if (has_option(all_args, {"-include", "--pre-include", "-pre-include"})) add_dir(cwd);
+  // The host compiler's include-path variables, as GCC reads them (compiler/job_paths.hpp).
   for (const char* var : {"CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"}) {
-    // As GCC reads them: unset or empty adds nothing; an empty element (":x", "x:", "a::b") is the cwd.
-    std::string v = util::env_get(inv.env, var).value_or("");
-    if (v.empty()) continue;
-    std::size_t start = 0;
-    while (start <= v.size()) {
-      std::size_t colon = v.find(':', start);
-      std::string d = v.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-      add_dir(d.empty() ? "." : d);
-      if (!d.empty() && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
-      if (colon == std::string::npos) break;
-      start = colon + 1;
+    for (const auto& d : include_path_dirs(inv.env, var)) {
+      add_dir(d);
+      if (d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
     }
   }
   for (const auto& d : tc.include_dirs) add_dir(d);

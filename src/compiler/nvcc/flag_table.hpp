@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/gcc/host_rules.hpp"
 #include "compiler/nvcc/plan.hpp"
 
 namespace kache::compiler::nvcc {
@@ -35,7 +36,7 @@ enum class Effect {
   Language,        // -x <c|c++|cu>, last one wins, applies to every input wherever it stands
   HostCompiler,    // -ccbin, last one wins
   GpuArch,         // -arch / -code / -gencode: collected into gpu_arch_args; "native" refused
-  HostOptions,     // -Xcompiler: every host flag inside is checked against kHostFlagRules
+  HostOptions,     // -Xcompiler: every host flag inside is checked against gcc::kHostFlagRules (gcc/host_rules.cpp)
   PtxasOptions,    // -Xptxas: every ptxas flag inside is checked against kPtxasFlagRules
   CudafeOptions,   // -Xcudafe: diagnostic options only
   LinkOptions,     // -Xnvlink / -Xlinker: read only when linking, never with -c / -dc
@@ -102,19 +103,14 @@ struct FlagMatch {
 std::optional<FlagMatch> find_flag(const std::vector<FlagSpec>& table, std::string_view arg);
 
 // Checks for flags nvcc hands to another tool. Each returns the refusal for the first offending
-// flag, or nullopt. `value` is the option's value as written (one argument); it is split on commas
-// (nvcc's list separator) and whitespace (the host compiler's command line is re-split by a shell).
-struct FlagRefusal {
-  std::string reason;
-  std::string flag;  // the offending flag inside the value
-};
-std::optional<FlagRefusal> check_host_options(std::string_view value, bool* has_debug = nullptr);
+// flag, or nullopt. The host compiler's rules (-Xcompiler) are GCC knowledge and live with the gcc
+// adapter (compiler/gcc/host_rules.hpp); nvcc consults them unchanged.
+using gcc::FlagRefusal;
+using gcc::check_host_options;
+using gcc::is_machine_native;
+using gcc::split_option_list;
 std::optional<FlagRefusal> check_ptxas_options(std::string_view value);
 std::optional<FlagRefusal> check_cudafe_options(std::string_view value);
-// "native" (-arch=native) or "…=native" (-march=native): a value resolved from the build machine.
-bool is_machine_native(std::string_view value);
-// Splits a forwarded option value the way it reaches the tool: on commas and whitespace.
-std::vector<std::string_view> split_option_list(std::string_view value);
 
 // The planner over an explicit table, so tests can check the behaviour of non-built-in entries
 // if they were built in. plan() calls it with flag_table().

@@ -8,6 +8,8 @@
 #include <stdexcept>
 
 #include "compiler/env_table.hpp"
+#include "compiler/gcc/driver_probe.hpp"
+#include "compiler/tool_files.hpp"
 #include "core/log.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
@@ -20,29 +22,12 @@ namespace {
 
 constexpr std::uint32_t kMemoVersion = 5;
 
-// A file whose content is part of the toolchain id, and the identity it had when it was hashed.
-struct ToolFile {
-  std::string path;  // absolute
-  util::FileIdentity identity;
-};
-
-// A program named without a directory, and the file it resolved to over nvcc's PATH.
-struct BareName {
-  std::string name;
-  std::string resolved;  // absolute
-};
-
 struct Memo {
   Toolchain tc;
-  std::vector<ToolFile> files;
-  std::vector<BareName> bare;
-  std::string search_path;  // the PATH nvcc resolves bare names through
+  ToolFiles tools;  // search_path: the PATH nvcc resolves bare names through
   // Variables nvcc.profile references that the memo key does not cover: name, "=value" or "unset".
   std::vector<std::pair<std::string, std::string>> profile_env;
 };
-
-void write_identity(util::Writer& w, const util::FileIdentity& id) { util::write_identity(w, id, false); }
-util::FileIdentity read_identity(util::Reader& r) { return util::read_identity(r, false); }
 
 std::string serialize(const Memo& m) {
   util::Writer w;
@@ -52,17 +37,7 @@ std::string serialize(const Memo& m) {
   w.str(m.tc.host_compiler);
   w.u32(static_cast<std::uint32_t>(m.tc.include_dirs.size()));
   for (const auto& d : m.tc.include_dirs) w.str(d);
-  w.u32(static_cast<std::uint32_t>(m.files.size()));
-  for (const auto& f : m.files) {
-    w.str(f.path);
-    write_identity(w, f.identity);
-  }
-  w.u32(static_cast<std::uint32_t>(m.bare.size()));
-  for (const auto& b : m.bare) {
-    w.str(b.name);
-    w.str(b.resolved);
-  }
-  w.str(m.search_path);
+  m.tools.write(w);
   w.u32(static_cast<std::uint32_t>(m.profile_env.size()));
   for (const auto& [name, value] : m.profile_env) {
     w.str(name);
@@ -79,19 +54,7 @@ Memo deserialize(const std::string& data) {
   m.tc.description = r.str();
   m.tc.host_compiler = r.str();
   for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.include_dirs.push_back(r.str());
-  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) {
-    ToolFile f;
-    f.path = r.str();
-    f.identity = read_identity(r);
-    m.files.push_back(std::move(f));
-  }
-  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) {
-    BareName b;
-    b.name = r.str();
-    b.resolved = r.str();
-    m.bare.push_back(std::move(b));
-  }
-  m.search_path = r.str();
+  m.tools = ToolFiles::read(r);
   for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) {
     std::string name = r.str();
     m.profile_env.emplace_back(std::move(name), r.str());
@@ -102,16 +65,6 @@ Memo deserialize(const std::string& data) {
 std::string env_value_field(const util::Environment& env, std::string_view name) {
   auto v = util::env_get(env, name);
   return v ? "=" + *v : "unset";
-}
-
-void add_identity(util::Hasher& h, std::string_view name, const std::string& path) {
-  auto id = util::stat_identity(path);
-  if (!id) {
-    h.add_field(name, "absent");
-    return;
-  }
-  h.add_field(name, std::to_string(id->dev) + ":" + std::to_string(id->ino) + ":" + std::to_string(id->size) +
-                        ":" + std::to_string(id->mtime_ns) + ":" + std::to_string(id->ctime_ns));
 }
 
 // Splits a dry-run command line into words, honouring nvcc's double quotes ("/usr/bin"/g++-12).
@@ -182,73 +135,8 @@ std::vector<std::string> profile_references(const std::string& profile) {
   return names;
 }
 
-// SHA-256 of a toolchain file, memoized in memo_dir/content/ by the file's path and identity: probes
-// for other environments (another INCLUDES, PATH, ...) find the same 150 MB of tools already hashed.
-std::string content_digest(const std::string& path, const util::FileIdentity& id, const std::string& memo_dir) {
-  if (memo_dir.empty()) return util::hash_file(path).hex();
-  util::Hasher k;
-  k.add_field("path", path);
-  k.add_field("identity", std::to_string(id.dev) + ":" + std::to_string(id.ino) + ":" + std::to_string(id.size) +
-                              ":" + std::to_string(id.mtime_ns) + ":" + std::to_string(id.ctime_ns));
-  const std::string memo = util::join_path(util::join_path(memo_dir, "content"), k.finish().hex());
-  try {
-    std::string hex = util::read_file(memo);
-    if (hex.size() == 64) return hex;
-  } catch (const std::exception&) {
-  }
-  const std::string hex = util::hash_file(path).hex();
-  // Only a file that still has the identity it had before hashing is known to have this content.
-  if (auto after = util::stat_identity(path); after && *after == id) {
-    try {
-      util::create_directories(util::dirname(memo));
-      util::write_file_atomic(memo, hex);
-    } catch (const std::exception& e) {
-      core::log().debug("cannot write toolchain content memo: {}", e.what());
-    }
-  }
-  return hex;
-}
-
 // Programs a dry run lists that nvcc performs on its own temporaries; they do not shape the output.
 constexpr std::string_view kFileUtilities[] = {"rm", "cp", "mv"};
-
-class ProbeFiles {
- public:
-  ProbeFiles(Memo& m, const std::string& cwd, const std::string& memo_dir) : m_(m), cwd_(cwd), memo_dir_(memo_dir) {}
-
-  // Resolves a program name as nvcc would (a bare name over its PATH) and records the result.
-  // Returns "" when it cannot be found.
-  std::string resolve(const std::string& word) {
-    if (word.find('/') != std::string::npos) return util::absolute_path(word, cwd_);
-    auto found = util::find_executable(word, m_.search_path);
-    if (!found) return "";
-    std::string abs = util::absolute_path(*found, cwd_);
-    if (std::none_of(m_.bare.begin(), m_.bare.end(), [&](const BareName& b) { return b.name == word; })) {
-      m_.bare.push_back({word, abs});
-    }
-    return abs;
-  }
-
-  // Records a file whose content becomes part of the toolchain id under `role`.
-  void add(const std::string& role, const std::string& path) {
-    if (std::any_of(m_.files.begin(), m_.files.end(), [&](const ToolFile& f) { return f.path == path; })) return;
-    auto id = util::stat_identity(path);
-    if (!id || id->is_dir) return;
-    m_.files.push_back({path, *id});
-    roles_.emplace_back(role, content_digest(path, *id, memo_dir_));
-  }
-
-  void hash_into(util::Hasher& h) {
-    std::sort(roles_.begin(), roles_.end());
-    for (const auto& [role, digest] : roles_) h.add_field("file:" + role, digest);
-  }
-
- private:
-  Memo& m_;
-  std::string cwd_;
-  std::string memo_dir_;
-  std::vector<std::pair<std::string, std::string>> roles_;
-};
 
 Memo probe(const std::string& nvcc_path, const util::Environment& env, const std::optional<std::string>& ccbin,
            const std::string& scratch_dir, const std::string& memo_dir) {
@@ -286,7 +174,7 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
     std::string body = line.substr(3);
     if (auto var = dryrun_variable(body)) {
       vars[var->first] = var->second;
-      if (var->first == "PATH") m.search_path = var->second;
+      if (var->first == "PATH") m.tools.search_path = var->second;
       // PATH and LD_LIBRARY_PATH carry the caller's values; what they select is covered by the
       // resolved tools' content and the LD_LIBRARY_PATH key field.
       else if (var->first != "LD_LIBRARY_PATH") profile_vars.push_back(*var);
@@ -307,7 +195,7 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   }
   if (host_word.empty()) throw std::runtime_error("cannot find the host compiler in nvcc --dryrun");
 
-  ProbeFiles files(m, cwd, memo_dir);
+  ProbeFiles files(m.tools, cwd, memo_dir);
   m.tc.host_compiler = files.resolve(host_word);
   if (m.tc.host_compiler.empty()) throw std::runtime_error("host compiler '" + host_word + "' not found on nvcc's PATH");
   if (!util::stat_identity(m.tc.host_compiler)) throw std::runtime_error("cannot stat host compiler " + m.tc.host_compiler);
@@ -346,34 +234,11 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
 
   auto hv = util::run_capture(m.tc.host_compiler, {m.tc.host_compiler, "--version"}, probe_env);
   if (!hv.ok()) throw std::runtime_error("host compiler --version failed");
-  // The host compiler's own passes (GCC's cc1plus and as; clang answers with a bare name it does not
-  // run, which is skipped): a driver of the same version over another back end keys apart.
-  for (const char* prog : {"cc1plus", "as"}) {
-    auto r = util::run_capture(m.tc.host_compiler, {m.tc.host_compiler, std::string("-print-prog-name=") + prog},
-                               probe_env);
-    std::string path = r.ok() ? first_line(r.out) : "";
-    if (path.empty()) continue;
-    if (path.find('/') == std::string::npos && prog == std::string_view("cc1plus")) continue;
-    path = files.resolve(path);
-    if (!path.empty()) files.add(std::string("host:") + prog, path);
-  }
-
+  // The host compiler's own passes (GCC's cc1plus and as): a driver of the same version over another
+  // back end keys apart.
+  gcc::add_driver_programs(files, m.tc.host_compiler, probe_env, {"cc1plus", "as"});
   // The host compiler's own search directories: headers appearing there are watched in direct mode.
-  auto hs = util::run_capture(m.tc.host_compiler,
-                              {m.tc.host_compiler, "-E", "-x", "c++", "-v", "/dev/null", "-o", "/dev/null"}, probe_env);
-  {
-    std::istringstream err(hs.err);
-    bool in_list = false;
-    while (std::getline(err, line)) {
-      if (line.starts_with("#include <...> search starts here:")) { in_list = true; continue; }
-      if (line.starts_with("End of search list.")) break;
-      if (in_list && line.size() > 1 && line[0] == ' ') {
-        std::string dir = line.substr(1);
-        if (auto p = dir.find(" (framework directory)"); p != std::string::npos) dir.resize(p);
-        m.tc.include_dirs.push_back(util::lexically_normal(dir));
-      }
-    }
-  }
+  m.tc.include_dirs = gcc::driver_include_dirs(m.tc.host_compiler, "c++", probe_env);
   for (const char* spec : {"INCLUDES", "SYSTEM_INCLUDES"}) {
     for (const auto& w : split_words(vars[spec])) {
       if (w.starts_with("-I") && w.size() > 2) m.tc.include_dirs.push_back(w.substr(2));
@@ -402,18 +267,9 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
 }
 
 bool memo_still_valid(const Memo& m, const util::Environment& env) {
-  // A few stats: every hashed file keeps its identity ...
-  for (const auto& f : m.files) {
-    auto id = util::stat_identity(f.path);
-    if (!id || !(*id == f.identity)) return false;
-  }
-  // ... every bare name still resolves to the same file (a new ptxas or gcc earlier on nvcc's PATH
-  // would now be the one nvcc runs) ...
-  const std::string cwd = util::current_dir();
-  for (const auto& b : m.bare) {
-    auto found = util::find_executable(b.name, m.search_path);
-    if (!found || util::absolute_path(*found, cwd) != b.resolved) return false;
-  }
+  // Every hashed file keeps its identity and every bare name resolves as before (a new ptxas or gcc
+  // earlier on nvcc's PATH would now be the one nvcc runs) ...
+  if (!m.tools.still_valid()) return false;
   // ... and the variables nvcc.profile pulls from the environment are unchanged.
   for (const auto& [name, value] : m.profile_env) {
     if (env_value_field(env, name) != value) return false;

@@ -1,0 +1,16 @@
+#include "compiler/adapter.hpp"
+
+#include "compiler/gcc/adapter.hpp"
+#include "compiler/gcc/plan.hpp"
+#include "compiler/nvcc/adapter.hpp"
+#include "compiler/nvcc/plan.hpp"
+
+namespace kache::compiler {
+
+std::unique_ptr<Adapter> find_adapter(const std::string& compiler_arg) {
+  if (nvcc::is_nvcc(compiler_arg)) return std::make_unique<nvcc::NvccAdapter>();
+  if (gcc::is_gcc_driver(compiler_arg)) return std::make_unique<gcc::GccAdapter>();
+  return nullptr;
+}
+
+}  // namespace kache::compiler

@@ -1,0 +1,178 @@
+#include "compiler/gcc/adapter.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+#include "compiler/env_table.hpp"
+#include "compiler/gcc/plan.hpp"
+#include "compiler/gcc/toolchain.hpp"
+#include "compiler/job_paths.hpp"
+#include "util/fs.hpp"
+
+namespace kache::compiler::gcc {
+
+namespace {
+
+// The user's arguments with an option's value replaced (the option found at ref by the planner).
+void replace_value(std::vector<std::string>& args, const CompilePlan::ArgRef& ref, std::string_view name,
+                   const std::string& value) {
+  if (ref.attached) {
+    args[ref.index] = std::string(name) + value;
+  } else {
+    args[ref.index + 1] = value;
+  }
+}
+
+}  // namespace
+
+std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
+  Plan planned = plan(inv.args, cfg.extra_allowlist_flags);
+  if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
+  plan_ = std::get<CompilePlan>(planned);
+  const CompilePlan& plan = plan_;
+  // Environment the compiler reads that kache cannot model (env_table.cpp says which and why).
+  if (auto r = env_refusal(inv.env, false)) return Passthrough{r->reason, r->variable + " is set"};
+
+  CompileJob job;
+  const std::string cwd = util::lexically_normal(inv.cwd);
+  job.source = util::absolute_path(plan.source, cwd);
+  job.output = util::absolute_path(plan.output, cwd);
+  job.output_written = plan.output;
+  if (plan.depfile != Depfile::None) {
+    job.depfile = util::absolute_path(plan.depfile_path, cwd);
+    job.depfile_written = plan.depfile_path;
+    // Without -MT/-MQ the driver names the rule after the output as written (-MQ <output>).
+    if (!plan.has_dep_target) job.depfile_target = plan.output;
+  }
+  // -MMD leaves out system headers, so it cannot be the key's closure.
+  job.depfile_partial = plan.depfile == Depfile::MMD;
+
+  // A precompiled header next to a forced include is read instead of it (GCC tries <file>.gch first,
+  // clang <file>.pch/.gch): a binary input the dependency file does not describe.
+  for (const auto& f : plan.forced_includes) {
+    std::vector<std::string> places = {util::join_path(cwd, f), util::join_path(util::dirname(job.source), f)};
+    for (const auto& d : plan.include_dirs) places.push_back(util::join_path(util::join_path(cwd, d), f));
+    for (const auto& p : places) {
+      for (const char* ext : {".gch", ".pch"}) {
+        if (util::exists(p + ext)) return Passthrough{"pch", p + ext};
+      }
+    }
+  }
+
+  if (cfg.nvcc_path_normalize) {
+    job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity);
+  } else {
+    job.source_identity = job.source;
+  }
+
+  Toolchain tc = probe_toolchain(inv.compiler_path, inv.env,
+                                 cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
+  job.description = tc.description;
+  job.system_dirs = tc.include_dirs;
+
+  auto& k = job.key_fields;
+  k.emplace_back("adapter", "gcc");
+  k.emplace_back("toolchain", tc.id);
+  // The name the driver runs under decides the language of a .c file and the C++ runtime (clang++ is
+  // clang under another name; g++ compiles x.c as C++).
+  k.emplace_back("driver-name", util::basename(inv.compiler_arg));
+  k.emplace_back("mode", "c");
+  k.emplace_back("language", plan.language);
+  k.emplace_back("normalize", job.roots.enabled() ? "roots" : "literal");
+  k.emplace_back("cwd", job.roots.key_form(cwd));
+  // A relative source path reaches __FILE__ and the dependency file as spelled: keyed as spelled.
+  k.emplace_back("source", plan.source.starts_with("/") ? job.roots.key_form(plan.source) : plan.source);
+  k.emplace_back("output", job.roots.key_form(job.output));
+  for (const auto& a : plan.keyed_args) k.emplace_back("arg", a);
+  // Every variable the table keys (CPATH, C_INCLUDE_PATH, GCC_EXEC_PREFIX, LC_ALL...), unset apart
+  // from empty.
+  add_env_key_fields(inv.env, false, k);
+  // Each root a keyed value names (-I/w/one/inc, CPATH) is keyed with its path (see job_paths.hpp).
+  add_root_key_fields(k, k.size(), job.roots);
+  k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
+
+  // The include search path, spelled as given (joined to the cwd, not normalized): the compiler names
+  // headers found there as dir + "/" + name, and the path roots must see the same spelling.
+  auto add_dir = [&](const std::string& d, bool literal_if_absolute) {
+    if (d.empty()) return;
+    std::string abs = util::join_path(cwd, d);
+    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
+      job.search_dirs.push_back(abs);
+    }
+    if (literal_if_absolute && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
+  };
+  add_dir(util::dirname(plan.source), false);  // quoted includes: the source's directory, as spelled
+  add_dir(util::dirname(job.source), false);
+  for (const auto& d : plan.include_dirs) add_dir(d, true);
+  // A forced include is looked up in the working directory first (GCC: "the first directory searched
+  // for file is the preprocessor's working directory"): one appearing there would shadow it.
+  if (!plan.forced_includes.empty()) add_dir(cwd, false);
+  for (const char* var : {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH"}) {
+    for (const auto& d : include_path_dirs(inv.env, var)) add_dir(d, true);
+  }
+  for (const auto& d : tc.include_dirs) add_dir(d, false);
+  job.literal_dirs.insert(job.literal_dirs.end(), job.system_dirs.begin(), job.system_dirs.end());
+  return job;
+}
+
+std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, const CompileJob& job,
+                                                  const MissPaths& paths) const {
+  std::vector<std::string> argv = {inv.compiler_arg};
+  // kache's flags come before the user's: GCC and clang let the last -frandom-seed and the last
+  // matching prefix-map rule win, so the user's own give what they give without kache. A fixed seed
+  // fixes the names GCC derives from it, so two misses give byte-identical objects.
+  argv.push_back("-frandom-seed=" + paths.seed);
+  for (const auto& f : job.roots.prefix_map_flags()) argv.push_back(f);
+  std::vector<std::string> args = inv.args;
+  if (plan_.output_arg) replace_value(args, *plan_.output_arg, "-o", paths.object);
+  if (plan_.depfile_arg) replace_value(args, *plan_.depfile_arg, "-MF", paths.depfile);
+  argv.insert(argv.end(), args.begin(), args.end());
+  // -c x.cpp writes x.o in the cwd: the object goes to the scratch directory like an explicit -o.
+  if (!plan_.output_arg) argv.insert(argv.end(), {"-o", paths.object});
+  if (job.depfile.empty()) {
+    // A private full dependency list: the key's closure.
+    argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
+  } else if (!plan_.depfile_arg) {
+    // -MD without -MF would write <output>.d beside the scratch object.
+    argv.insert(argv.end(), {"-MF", paths.depfile});
+  }
+  // The object is written elsewhere first; name the target the driver would have named.
+  if (!plan_.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
+  // The scratch directory stands in for the output directory (its rule last: GCC tries it first).
+  const std::string out_dir = util::dirname(job.output);
+  const std::string scratch_as = job.roots.enabled() ? job.roots.key_form(out_dir) : out_dir;
+  argv.push_back("-ffile-prefix-map=" + paths.scratch_dir + "=" + scratch_as);
+  return argv;
+}
+
+void GccAdapter::miss_environment(util::Environment& env, const core::Config& cfg) const {
+  // __DATE__/__TIME__ follow SOURCE_DATE_EPOCH; pinning it keeps rebuilds identical. A build's own
+  // value wins; not keyed (as for nvcc): a hit keeps the date it was built with.
+  if (cfg.nvcc_source_date_epoch != "passthrough" && !util::env_get(env, "SOURCE_DATE_EPOCH")) {
+    util::env_set(env, "SOURCE_DATE_EPOCH", cfg.nvcc_source_date_epoch);
+  }
+}
+
+std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv, const CompileJob& job) const {
+  if (!job.depfile_partial) return {};
+  // -MMD omits system headers: the same command as a dependency-only run (-M, on stdout) lists them all.
+  // Dropped: -c, -MD/-MMD/-MP, and -o, -MF, -MT, -MQ with their values.
+  std::vector<bool> drop(inv.args.size(), false);
+  auto drop_option = [&](const CompilePlan::ArgRef& ref) {
+    drop[ref.index] = true;
+    if (!ref.attached && ref.index + 1 < drop.size()) drop[ref.index + 1] = true;
+  };
+  if (plan_.output_arg) drop_option(*plan_.output_arg);
+  if (plan_.depfile_arg) drop_option(*plan_.depfile_arg);
+  for (const auto& ref : plan_.dep_target_args) drop_option(ref);
+  for (std::size_t i : plan_.dep_flag_args) drop[i] = true;
+  std::vector<std::string> argv = {inv.compiler_arg};
+  for (std::size_t i = 0; i < inv.args.size(); ++i) {
+    if (!drop[i] && inv.args[i] != "-c") argv.push_back(inv.args[i]);
+  }
+  argv.push_back("-M");
+  return argv;
+}
+
+}  // namespace kache::compiler::gcc

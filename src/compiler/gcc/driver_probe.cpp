@@ -1,0 +1,51 @@
+#include "compiler/gcc/driver_probe.hpp"
+
+#include <sstream>
+
+#include "util/fs.hpp"
+
+namespace kache::compiler::gcc {
+
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+}  // namespace
+
+void add_driver_programs(ProbeFiles& files, const std::string& driver, const util::Environment& env,
+                         std::initializer_list<const char*> programs) {
+  // A driver of the same version over another back end keys apart.
+  for (const char* prog : programs) {
+    auto r = util::run_capture(driver, {driver, std::string("-print-prog-name=") + prog}, env);
+    std::string path = r.ok() ? first_line(r.out) : "";
+    if (path.empty()) continue;
+    if (path.find('/') == std::string::npos && std::string_view(prog).starts_with("cc1")) continue;
+    path = files.resolve(path);
+    if (!path.empty()) files.add(std::string("host:") + prog, path);
+  }
+}
+
+std::vector<std::string> driver_include_dirs(const std::string& driver, std::string_view language,
+                                             const util::Environment& env) {
+  std::vector<std::string> dirs;
+  auto hs = util::run_capture(driver, {driver, "-E", "-x", std::string(language), "-v", "/dev/null", "-o", "/dev/null"},
+                              env);
+  std::istringstream err(hs.err);
+  std::string line;
+  bool in_list = false;
+  while (std::getline(err, line)) {
+    if (line.starts_with("#include <...> search starts here:")) {
+      in_list = true;
+      continue;
+    }
+    if (line.starts_with("End of search list.")) break;
+    if (in_list && line.size() > 1 && line[0] == ' ') {
+      std::string dir = line.substr(1);
+      if (auto p = dir.find(" (framework directory)"); p != std::string::npos) dir.resize(p);
+      dirs.push_back(util::lexically_normal(dir));
+    }
+  }
+  return dirs;
+}
+
+}  // namespace kache::compiler::gcc

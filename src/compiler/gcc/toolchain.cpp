@@ -1,0 +1,135 @@
+#include "compiler/gcc/toolchain.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "compiler/env_table.hpp"
+#include "compiler/gcc/driver_probe.hpp"
+#include "compiler/tool_files.hpp"
+#include "core/log.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+#include "util/serial.hpp"
+
+namespace kache::compiler::gcc {
+
+namespace {
+
+constexpr std::uint32_t kMemoVersion = 1;
+
+struct Memo {
+  Toolchain tc;
+  ToolFiles tools;
+};
+
+std::string serialize(const Memo& m) {
+  util::Writer w;
+  w.u32(kMemoVersion);
+  w.str(m.tc.id);
+  w.str(m.tc.description);
+  w.u32(static_cast<std::uint32_t>(m.tc.include_dirs.size()));
+  for (const auto& d : m.tc.include_dirs) w.str(d);
+  m.tools.write(w);
+  return w.take();
+}
+
+Memo deserialize(const std::string& data) {
+  util::Reader r(data);
+  if (r.u32() != kMemoVersion) throw std::runtime_error("old toolchain memo");
+  Memo m;
+  m.tc.id = r.str();
+  m.tc.description = r.str();
+  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.include_dirs.push_back(r.str());
+  m.tools = ToolFiles::read(r);
+  return m;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+Memo probe(const std::string& driver, const util::Environment& env, const std::string& memo_dir) {
+  // Only what the memo is keyed by reaches the probe; keyed variables (CPATH, ...) are key fields of
+  // their own, so the probe sees the driver's defaults.
+  const util::Environment probe_env = probe_environment(env);
+  const std::string cwd = util::current_dir();
+  Memo m;
+  m.tools.search_path = util::env_get(probe_env, "PATH").value_or("");
+
+  auto version = util::run_capture(driver, {driver, "--version"}, probe_env);
+  if (!version.ok()) throw std::runtime_error(driver + " --version failed");
+  auto machine = util::run_capture(driver, {driver, "-dumpmachine"}, probe_env);
+  if (!machine.ok()) throw std::runtime_error(driver + " -dumpmachine failed");
+
+  ProbeFiles files(m.tools, cwd, memo_dir);
+  // The driver's content, not only its version text: a rebuilt or replaced compiler that reports the
+  // same version keys apart. stat and read follow a symlink (g++ -> g++-12) to the program itself.
+  files.add("driver", driver);
+  // GCC's passes for C, C++ and preprocessed assembly (clang answers "cc1"/"cc1plus" bare: it runs
+  // itself, whose content is hashed above).
+  add_driver_programs(files, driver, probe_env, {"cc1", "cc1plus", "as"});
+  // A specs file beside GCC's libraries overrides the built-in specs (the driver prints the bare name
+  // back when there is none).
+  auto specs = util::run_capture(driver, {driver, "-print-file-name=specs"}, probe_env);
+  if (specs.ok()) {
+    const std::string path = first_line(specs.out);
+    if (path.starts_with("/")) files.add("specs", path);
+  }
+
+  for (const char* language : {"c", "c++"}) {
+    for (auto& d : driver_include_dirs(driver, language, probe_env)) {
+      if (std::find(m.tc.include_dirs.begin(), m.tc.include_dirs.end(), d) == m.tc.include_dirs.end()) {
+        m.tc.include_dirs.push_back(std::move(d));
+      }
+    }
+  }
+
+  util::Hasher h;
+  h.add_field("version", version.out);
+  h.add_field("machine", machine.out);
+  files.hash_into(h);
+  m.tc.id = h.finish().hex();
+  m.tc.description = driver + " (" + first_line(version.out) + ")";
+  return m;
+}
+
+std::string env_value_field(const util::Environment& env, std::string_view name) {
+  auto v = util::env_get(env, name);
+  return v ? "=" + *v : "unset";
+}
+
+}  // namespace
+
+Toolchain probe_toolchain(const std::string& driver, const util::Environment& env, const std::string& memo_dir) {
+  util::Hasher mk;
+  mk.add_field("memo", "gcc-" + std::to_string(kMemoVersion));
+  mk.add_field("driver", driver);
+  add_identity(mk, "driver-id", driver);
+  for (std::string_view var : probe_variables(false)) {
+    mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
+  }
+  const std::string memo_key = mk.finish().hex();
+  const std::string memo_path = memo_dir.empty() ? "" : util::join_path(memo_dir, memo_key);
+  if (!memo_path.empty() && util::exists(memo_path)) {
+    try {
+      Memo m = deserialize(util::read_file(memo_path));
+      if (m.tools.still_valid()) {
+        m.tc.from_memo = true;
+        return m.tc;
+      }
+      core::log().debug("toolchain memo {} is stale: probing again", memo_key.substr(0, 12));
+    } catch (const std::exception& e) {
+      core::log().debug("toolchain memo unreadable ({}): probing again", e.what());
+    }
+  }
+  Memo m = probe(driver, env, memo_dir);
+  if (!memo_path.empty()) {
+    try {
+      util::create_directories(memo_dir);
+      util::write_file_atomic(memo_path, serialize(m));
+    } catch (const std::exception& e) {
+      core::log().debug("cannot write toolchain memo: {}", e.what());
+    }
+  }
+  return m.tc;
+}
+
+}  // namespace kache::compiler::gcc

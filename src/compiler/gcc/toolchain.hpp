@@ -1,0 +1,29 @@
+#pragma once
+// What a gcc/clang driver is: its identity for the key, probed through the driver itself and memoized
+// by file identity (compiler/tool_files.hpp), so a hit runs no process at all.
+#include <string>
+#include <vector>
+
+#include "util/process.hpp"
+
+namespace kache::compiler::gcc {
+
+struct Toolchain {
+  std::string id;                         // hex digest of the identity facts; part of every key
+  std::string description;                // for logs
+  std::vector<std::string> include_dirs;  // the driver's own system search dirs (C and C++)
+  bool from_memo = false;
+};
+
+// driver: the resolved compiler executable. memo_dir: where probe results are kept ("" = no memo).
+// Throws std::runtime_error when the driver cannot be probed.
+//
+// The id hashes `--version` and `-dumpmachine`, the content of the driver executable (through
+// symlinks: g++ -> g++-12), of the programs it runs for a compile (-print-prog-name: cc1, cc1plus, as)
+// and of its specs file when it has one. The memo is keyed by the driver's path and identity and
+// every variable the environment table marks as read by the probe (PATH, GCC_EXEC_PREFIX,
+// COMPILER_PATH, ...); its content is trusted while every hashed file keeps its identity and every
+// bare program name resolves to the same file.
+Toolchain probe_toolchain(const std::string& driver, const util::Environment& env, const std::string& memo_dir);
+
+}  // namespace kache::compiler::gcc

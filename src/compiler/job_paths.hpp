@@ -1,0 +1,33 @@
+#pragma once
+// Path handling both adapters need for a CompileJob: the standard path roots (build, source and
+// output directories, [paths] base_dirs), the roots a keyed value names, and the include search path
+// GCC's environment variables add. The gcc adapter uses these; nvcc's adapter still holds its own
+// copies while path-root keying is being reworked there (to be folded in here).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/path_roots.hpp"
+#include "util/process.hpp"
+
+namespace kache::compiler {
+
+// /kache/build (cwd), /kache/src (the source's directory), /kache/out (the output's), then the
+// base dirs (/kache/base<i>). *source_identity gets the source keyed against the base dirs only.
+core::PathRoots standard_roots(const std::string& cwd, const std::string& source, const std::string& output,
+                               const std::vector<std::string>& base_dirs, std::string* source_identity);
+
+// Whether `value` may name `root` or a path below it: an occurrence of the root's spelling not
+// continued by more characters of the same path component.
+bool names_path(const std::string& value, const std::string& root);
+
+// Appends ("root", "<name>=<path>") for each root one of fields[0, keyed) names, so equal keys map
+// such values alike.
+void add_root_key_fields(std::vector<std::pair<std::string, std::string>>& fields, std::size_t keyed,
+                         const core::PathRoots& roots);
+
+// The directories an include-path variable (CPATH, C_INCLUDE_PATH, ...) adds, as GCC reads it: unset
+// or empty adds nothing; an empty element (":x", "x:", "a::b") is the cwd (".").
+std::vector<std::string> include_path_dirs(const util::Environment& env, const char* variable);
+
+}  // namespace kache::compiler

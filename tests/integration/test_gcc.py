@@ -1,0 +1,349 @@
+"""C and C++ through kache's gcc adapter, with the real gcc 12 and clang 14 (and clang 19 when
+installed): hits, misses, the implied output, dependency files restored, diagnostics replayed, the
+passthrough reasons, and one stale-hit trap per input class. Each trap builds through kache, changes
+one input, builds again, and requires a miss whose object equals the plain compiler's: a cache that
+ignored the input would serve the first object (a hit) and fail the test."""
+import os
+import shutil
+import subprocess
+import textwrap
+import time
+import unittest
+
+import kachetest
+from kachetest import KacheTestCase
+
+COMPILERS = [c for c in ("gcc-12", "g++-12", "clang-14", "clang++-14", "clang-19", "clang++-19") if shutil.which(c)]
+
+VALUE_SRC = textwrap.dedent("""
+    #include "h.h"
+    int value = VAL;
+    int twice(int x) { return 2 * x + VAL; }
+    """)
+
+
+class GccCase(KacheTestCase):
+    def plain(self, compiler, args, cwd=None, env=None):
+        e = dict(self.env)
+        e.update(env or {})
+        r = subprocess.run([compiler] + list(args), cwd=cwd or self.ws, env=e, capture_output=True, text=True)
+        if r.returncode != 0:
+            self.fail(f"{compiler} {' '.join(args)} failed:\n{r.stderr}")
+        return r
+
+
+
+class Basics(GccCase):
+    def test_hit_and_miss_every_compiler(self):
+        self.write("h.h", "#define VAL 3\n")
+        self.write("a.c", VALUE_SRC)
+        self.write("a.cpp", VALUE_SRC + "#include <vector>\nint n() { return std::vector<int>{1,2}.size(); }\n")
+        for compiler in COMPILERS:
+            with self.subTest(compiler=compiler):
+                self.zero()
+                src = "a.cpp" if "++" in compiler else "a.c"
+                self.kache([compiler, "-c", src, "-O2", "-o", "k.o"])
+                os.unlink(self.path("k.o"))
+                self.kache([compiler, "-c", src, "-O2", "-o", "k.o"])
+                self.plain(compiler, ["-c", src, "-O2", "-o", "plain.o"])
+                self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+                self.assert_counts(hits=1, misses=1, passthrough=0)
+
+    def test_driver_name_is_keyed(self):
+        # g++ compiles x.c as C++ (and clang++ is clang under another name): no shared entry.
+        self.write("h.h", "#define VAL 3\n")
+        self.write("a.c", VALUE_SRC + "#ifdef __cplusplus\nint cxx = 1;\n#endif\n")
+        self.kache(["gcc-12", "-c", "a.c", "-o", "c.o"])
+        self.kache(["g++-12", "-c", "a.c", "-o", "cxx.o"])
+        self.assert_counts(hits=0, misses=2)
+        self.assert_different_object(self.path("c.o"), self.path("cxx.o"))
+
+    def test_implied_output(self):
+        # -c src/a.c writes a.o in the working directory.
+        self.write("src/h.h", "#define VAL 3\n")
+        self.write("src/a.c", VALUE_SRC)
+        os.makedirs(self.path("b"))
+        self.kache(["gcc", "-c", "../src/a.c"], cwd=self.path("b"))
+        first = self.read("b/a.o", "rb")
+        os.unlink(self.path("b/a.o"))
+        self.kache(["gcc", "-c", "../src/a.c"], cwd=self.path("b"))
+        self.assertEqual(first, self.read("b/a.o", "rb"))
+        self.assertFalse([f for f in os.listdir(self.path("b")) if f != "a.o"])
+        self.assert_counts(hits=1, misses=1)
+
+    def test_depfile_restored(self):
+        self.write("inc/h.h", "#define VAL 3\n")
+        self.write("a.cpp", VALUE_SRC + "#include <cstdio>\n")
+        forms = [
+            (["-MD", "-MF", "deps/a.d", "-o", "out/a.o"], "deps/a.d", "out/a.o"),
+            (["-MMD", "-MF", "deps/a.d", "-MT", "custom", "-o", "out/a.o"], "deps/a.d", "out/a.o"),
+            (["-MMD", "-o", "out/a.o"], "out/a.d", "out/a.o"),  # implied: the output's name with .d
+            (["-MD"], "a.d", "a.o"),                           # implied output and depfile
+            (["-MD", "-MP", "-MQ", "$weird", "-o", "out/a.o"], "out/a.d", "out/a.o"),
+            # A target that looks like -o: only the real -o is redirected on a miss.
+            (["-MD", "-MF", "deps/a.d", "-MT", "-ofoo", "-oout/a.o"], "deps/a.d", "out/a.o"),
+        ]
+        for flags, dep, obj in forms:
+            for compiler in ("g++", "clang++-14"):
+                with self.subTest(flags=flags, compiler=compiler):
+                    shutil.rmtree(self.cache, ignore_errors=True)
+                    for d in ("deps", "out"):
+                        shutil.rmtree(self.path(d), ignore_errors=True)
+                        os.makedirs(self.path(d))
+                    args = [compiler, "-c", "a.cpp", "-Iinc"] + flags
+                    self.plain(args[0], args[1:])
+                    plain_dep = self.read(dep)
+                    os.unlink(self.path(dep))
+                    self.kache(args)
+                    self.assertEqual(plain_dep, self.read(dep))
+                    os.unlink(self.path(dep))
+                    os.unlink(self.path(obj))
+                    self.kache(args)
+                    self.assertEqual(plain_dep, self.read(dep))
+                    self.assertTrue(os.path.exists(self.path(obj)))
+                    self.assert_counts(hits=1, misses=1)
+
+    def test_diagnostics_replayed(self):
+        self.write("w.c", "int f(void) { int unused; return 0; }\n")
+        for compiler in ("gcc", "clang-14"):
+            with self.subTest(compiler=compiler):
+                self.zero()
+                plain = self.plain(compiler, ["-c", "w.c", "-Wall", "-o", "p.o"])
+                self.assertIn("unused", plain.stderr)
+                miss = self.kache([compiler, "-c", "w.c", "-Wall", "-o", "w.o"])
+                hit = self.kache([compiler, "-c", "w.c", "-Wall", "-o", "w.o"])
+                self.assertEqual(plain.stderr, miss.stderr)
+                self.assertEqual(plain.stderr, hit.stderr)
+                self.assert_counts(hits=1, misses=1)
+
+    def test_compile_error_is_the_compilers(self):
+        self.write("bad.c", "int f(void) { return x; }\n")
+        plain = subprocess.run(["gcc", "-c", "bad.c", "-o", "p.o"], cwd=self.ws, capture_output=True, text=True)
+        r = self.kache(["gcc", "-c", "bad.c", "-o", "b.o"], check=False)
+        self.assertEqual((plain.returncode, plain.stderr), (r.returncode, r.stderr))
+
+    def test_assembler_with_cpp(self):
+        self.write("h.h", "#define VAL 7\n")
+        self.write("s.S", '#include "h.h"\n.data\n.globl v\nv: .long VAL\n')
+        self.kache(["gcc", "-c", "s.S", "-o", "s.o"])
+        os.unlink(self.path("s.o"))
+        self.kache(["gcc", "-c", "s.S", "-o", "s.o"])
+        self.assert_counts(hits=1, misses=1)
+
+    def test_make_with_cc_and_cxx(self):
+        self.write("h.h", "#define VAL 3\n")
+        self.write("a.c", VALUE_SRC)
+        self.write("b.cpp", VALUE_SRC.replace("value", "bvalue").replace("twice", "btwice"))
+        self.write("Makefile", "all: a.o b.o\n%.o: %.c\n\t$(CC) -c $< -o $@ -MMD\n"
+                               "%.o: %.cpp\n\t$(CXX) -c $< -o $@ -MMD\nclean:\n\trm -f *.o *.d\n")
+        env = dict(self.env)
+        for _ in range(2):
+            subprocess.run(["make", "-s", "CC=" + kachetest.KACHE + " gcc", "CXX=" + kachetest.KACHE + " g++"],
+                           cwd=self.ws, env=env, check=True, capture_output=True)
+            subprocess.run(["make", "-s", "clean"], cwd=self.ws, check=True)
+        self.assert_counts(hits=2, misses=2, passthrough=0)
+
+    def test_meson_native_file(self):
+        if shutil.which("meson") is None or shutil.which("ninja") is None:
+            self.skipTest("meson or ninja is not on PATH")
+        self.write("h.h", "#define VAL 3\n")
+        self.write("a.c", VALUE_SRC)
+        self.write("b.cpp", VALUE_SRC.replace("value", "bvalue").replace("twice", "btwice"))
+        self.write("meson.build", "project('m', 'c', 'cpp')\nstatic_library('m', 'a.c', 'b.cpp')\n")
+        self.write("kache.ini", f"[binaries]\nc = ['{kachetest.KACHE}', 'gcc']\ncpp = ['{kachetest.KACHE}', 'g++']\n")
+        for _ in range(2):
+            shutil.rmtree(self.path("build"), ignore_errors=True)
+            subprocess.run(["meson", "setup", "build", "--native-file", "kache.ini"], cwd=self.ws, env=self.env,
+                           check=True, capture_output=True)
+            self.zero()
+            subprocess.run(["ninja", "-C", "build"], cwd=self.ws, env=self.env, check=True, capture_output=True)
+        self.assert_counts(hits=2, misses=0, passthrough=0)
+
+    def test_symlink_named_like_the_compiler(self):
+        os.makedirs(self.path("bin"))
+        os.symlink(kachetest.KACHE, self.path("bin", "g++"))
+        self.write("h.h", "#define VAL 3\n")
+        self.write("a.cpp", VALUE_SRC)
+        env = {"PATH": self.path("bin") + ":" + self.env["PATH"]}
+        for _ in range(2):
+            subprocess.run(["g++", "-c", "a.cpp", "-o", "a.o"], cwd=self.ws, env={**self.env, **env}, check=True)
+        self.assert_counts(hits=1, misses=1)
+
+
+class Passthrough(GccCase):
+    CASES = [
+        (["gcc", "a.c", "-o", "prog"], "link"),
+        (["gcc", "-c", "a.c", "b.c"], "multiple-sources"),
+        (["gcc", "-E", "a.c"], "preprocess"),
+        (["gcc", "-c", "a.c", "-M"], "dependency-only"),
+        (["gcc", "-c", "a.c", "-MM"], "dependency-only"),
+        (["gcc", "-S", "a.c"], "output-kind"),
+        (["gcc", "-c", "h.h"], "pch"),
+        (["g++", "-c", "-x", "c++-header", "h.h", "-o", "h.h.gch"], "pch"),
+        (["gcc", "-c", "a.c", "-fprofile-use"], "profile-use"),
+        (["gcc", "-c", "a.c", "-fauto-profile=x.afdo"], "profile-use"),
+        (["gcc", "-c", "a.c", "-march=native"], "machine-native"),
+        (["gcc", "-c", "a.c", "-mtune=native"], "machine-native"),
+        (["gcc", "-c", "@args.rsp"], "response-file"),
+        (["gcc", "-c", "a.c", "-save-temps"], "save-temps"),
+        (["gcc", "-c", "a.c", "--coverage"], "coverage"),
+        (["gcc", "-c", "a.c", "-fprofile-arcs"], "coverage"),
+        (["gcc", "-c", "a.c", "-gsplit-dwarf"], "split-dwarf"),
+        (["gcc", "-c", "a.c", "-fdump-tree-all"], "keep-temps"),
+        (["gcc", "-c", "a.c", "-Wp,-MD,x.d"], "hidden-input"),
+        (["gcc", "-c", "a.c", "-frobnicate-unknown-thing", "-Xfoo"], "unknown-flag"),
+        (["gcc", "-c", "a.c", "-fplugin=./p.so"], "plugin"),
+        (["clang-14", "-c", "-x", "cuda", "a.c", "--cuda-gpu-arch=sm_90"], "clang-cuda"),
+        (["clang-14", "-c", "k.cu"], "clang-cuda"),
+        (["gcc", "-c", "s.s"], "language"),
+        (["gcc", "--version"], "informational"),
+    ]
+
+    def test_reasons(self):
+        self.write("a.c", "int a;\n")
+        self.write("b.c", "int b;\n")
+        self.write("h.h", "int h;\n")
+        self.write("s.s", ".data\n")
+        self.write("k.cu", "int k;\n")
+        self.write("args.rsp", "a.c\n")
+        for args, reason in self.CASES:
+            with self.subTest(args=args):
+                self.zero()
+                self.kache(args, check=False)
+                s = self.stats()
+                self.assertEqual(s["passthrough"], 1, s)
+                self.assertEqual(s["passthrough_reasons"].get(reason), 1, s)
+
+    def test_env_depfile(self):
+        self.write("a.c", "int a;\n")
+        self.kache(["gcc", "-c", "a.c"], env={"DEPENDENCIES_OUTPUT": "x.d"})
+        s = self.stats()
+        self.assertEqual(s["passthrough_reasons"].get("env_depfile"), 1, s)
+
+    def test_allowlisted_unknown_flag_is_cached(self):
+        self.write("a.c", "int a;\n")
+        # -C (keep comments) is a real gcc flag kache's table does not list.
+        env = {"KACHE_CC_EXTRA_ALLOWLIST_FLAGS": "-C"}
+        self.kache(["gcc", "-c", "a.c", "-C"], env=env)
+        self.kache(["gcc", "-c", "a.c", "-C"], env=env)
+        self.assert_counts(hits=1, misses=1, passthrough=0)
+        self.zero()
+        self.kache(["gcc", "-c", "a.c", "-C"])
+        self.assert_counts(hits=0, misses=0, passthrough=1)
+
+
+class Soundness(GccCase):
+    """Each: build through kache, change one input, build again: a miss, and the plain compiler's object."""
+
+    def trap(self, args, edit, compiler="gcc", env=None, env2=None, cwd=None):
+        self.kache([compiler] + args + ["-o", self.path("k.o")], env=env, cwd=cwd)
+        before = self.read("k.o", "rb")
+        edit()
+        self.kache([compiler] + args + ["-o", self.path("k.o")], env=env2 if env2 is not None else env, cwd=cwd)
+        self.plain(compiler, args + ["-o", self.path("plain.o")], env=env2 if env2 is not None else env, cwd=cwd)
+        self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+        self.assertNotEqual(before, self.read("k.o", "rb"))
+        self.assert_counts(hits=0, misses=2)
+
+    def same_size_and_mtime_edit(self, rel, text):
+        """An edit that keeps the file's size and modification time (only its ctime moves)."""
+        p = self.path(rel)
+        st = os.stat(p)
+        self.assertEqual(st.st_size, len(text))
+
+        def edit():
+            with open(p, "w") as f:
+                f.write(text)
+            os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+            time.sleep(0.01)
+        return edit
+
+    def test_header_edit_keeping_size_and_mtime(self):
+        self.write("h.h", "#define VAL 1\n")
+        self.write("a.c", VALUE_SRC)
+        self.trap(["-c", "a.c"], self.same_size_and_mtime_edit("h.h", "#define VAL 2\n"))
+
+    def test_header_appearing_earlier_on_search_path(self):
+        self.write("b/h.h", "#define VAL 1\n")
+        self.write("a.c", VALUE_SRC.replace('"h.h"', "<h.h>"))
+        os.makedirs(self.path("a"))
+        self.trap(["-c", "a.c", "-Ia", "-Ib"], lambda: self.write("a/h.h", "#define VAL 2\n"))
+
+    def test_header_appearing_next_to_source(self):
+        self.write("inc/h.h", "#define VAL 1\n")
+        self.write("src/a.c", VALUE_SRC)
+        self.trap(["-c", "src/a.c", "-Iinc"], lambda: self.write("src/h.h", "#define VAL 2\n"))
+
+    def test_has_include(self):
+        self.write("a.cpp", '#if __has_include("opt.h")\n#include "opt.h"\n#else\n#define VAL 1\n#endif\n'
+                   "int value = VAL;\n")
+        self.trap(["-c", "a.cpp"], lambda: self.write("opt.h", "#define VAL 2\n"), compiler="g++")
+
+    def test_forced_include_edit(self):
+        self.write("pre.h", "#define VAL 1\n")
+        self.write("a.c", "int value = VAL;\n")
+        self.trap(["-c", "a.c", "-include", "pre.h"], self.same_size_and_mtime_edit("pre.h", "#define VAL 2\n"))
+
+    def test_forced_include_appearing_in_cwd(self):
+        self.write("inc/pre.h", "#define VAL 1\n")
+        self.write("a.c", "int value = VAL;\n")
+        self.trap(["-c", "a.c", "-Iinc", "-include", "pre.h"], lambda: self.write("pre.h", "#define VAL 2\n"))
+
+    def test_cpath(self):
+        self.write("one/h.h", "#define VAL 1\n")
+        self.write("two/h.h", "#define VAL 2\n")
+        self.write("a.c", VALUE_SRC.replace('"h.h"', "<h.h>"))
+        self.trap(["-c", "a.c"], lambda: None, env={"CPATH": self.path("one")}, env2={"CPATH": self.path("two")})
+
+    def test_header_appearing_in_cpath_dir(self):
+        self.write("two/h.h", "#define VAL 2\n")
+        self.write("a.c", VALUE_SRC.replace('"h.h"', "<h.h>"))
+        os.makedirs(self.path("one"))
+        env = {"CPATH": self.path("one") + ":" + self.path("two")}
+        self.trap(["-c", "a.c"], lambda: self.write("one/h.h", "#define VAL 1\n"), env=env)
+
+    def test_compiler_replaced_in_place(self):
+        # A driver whose content changes while its size and modification time stay.
+        drv = self.write("bin/cc", "#!/bin/sh\nexec gcc-12 -DVAL=1 \"$@\"\n")
+        os.chmod(drv, 0o755)
+        st = os.stat(drv)
+        self.write("a.c", "int value = VAL;\n")
+
+        def edit():
+            with open(drv, "w") as f:
+                f.write("#!/bin/sh\nexec gcc-12 -DVAL=2 \"$@\"\n")
+            os.utime(drv, ns=(st.st_atime_ns, st.st_mtime_ns))
+        self.trap(["-c", "a.c"], edit, compiler=drv)
+
+    def test_define_change(self):
+        self.write("a.c", "int value = VAL;\n")
+        self.kache(["gcc", "-c", "a.c", "-DVAL=1", "-o", "k.o"])
+        self.kache(["gcc", "-c", "a.c", "-DVAL=2", "-o", "k.o"])
+        self.plain("gcc", ["-c", "a.c", "-DVAL=2", "-o", "p2.o"])
+        self.assert_same_object(self.path("k.o"), self.path("p2.o"))
+        self.assert_counts(hits=0, misses=2)
+
+    def test_optimization_change(self):
+        self.write("a.c", "int f(int x) { int s = 0; for (int i = 0; i < x; ++i) s += i * x; return s; }\n")
+        self.kache(["gcc", "-c", "a.c", "-O0", "-o", "k.o"])
+        shutil.copy(self.path("k.o"), self.path("k0.o"))
+        self.kache(["gcc", "-c", "a.c", "-O2", "-o", "k.o"])
+        self.plain("gcc", ["-c", "a.c", "-O2", "-o", "p2.o"])
+        self.assert_same_object(self.path("k.o"), self.path("p2.o"))
+        self.assert_different_object(self.path("k0.o"), self.path("k.o"))
+        self.assert_counts(hits=0, misses=2)
+
+    def test_include_through_macro(self):
+        self.write("b/h.h", "#define VAL 1\n")
+        self.write("a.c", '#define HDR <h.h>\n#include HDR\nint value = VAL;\n')
+        os.makedirs(self.path("a"))
+        self.trap(["-c", "a.c", "-Ia", "-Ib"], lambda: self.write("a/h.h", "#define VAL 2\n"))
+
+    def test_header_edit_with_clang(self):
+        self.write("h.h", "#define VAL 1\n")
+        self.write("a.cpp", VALUE_SRC)
+        self.trap(["-c", "a.cpp", "-MMD"], self.same_size_and_mtime_edit("h.h", "#define VAL 3\n"), compiler="clang++-14")
+
+
+if __name__ == "__main__":
+    kachetest.main()

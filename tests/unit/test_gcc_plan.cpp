@@ -1,0 +1,173 @@
+// The gcc/clang planner and its flag table: which drivers it claims, what caches, what passes
+// through and why, the implied output and dependency file, and what the key sees. Command lines
+// follow what CMake, Meson and makefiles pass.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "compiler/gcc/flag_table.hpp"
+#include "compiler/gcc/host_rules.hpp"
+#include "compiler/gcc/plan.hpp"
+
+namespace {
+
+using namespace kache::compiler::gcc;
+using Args = std::vector<std::string>;
+
+std::string reason(const Args& args, const Args& allow = {}) {
+  Plan p = plan(args, allow);
+  if (auto* pt = std::get_if<kache::compiler::Passthrough>(&p)) return pt->reason;
+  return "cached";
+}
+
+CompilePlan cached(const Args& args) {
+  Plan p = plan(args, {});
+  if (auto* pt = std::get_if<kache::compiler::Passthrough>(&p)) {
+    ADD_FAILURE() << "passthrough " << pt->reason << ": " << pt->detail;
+    return {};
+  }
+  return std::get<CompilePlan>(p);
+}
+
+TEST(GccDriver, NamesItClaims) {
+  for (const char* n : {"gcc", "g++", "cc", "c++", "clang", "clang++", "g++-12", "clang++-19", "gcc-12.2",
+                        "/usr/bin/c++", "x86_64-linux-gnu-gcc-12", "aarch64-linux-gnu-g++", "/opt/llvm/bin/clang-19"}) {
+    EXPECT_TRUE(is_gcc_driver(n)) << n;
+  }
+  for (const char* n : {"nvcc", "kache", "c++filt", "clang-cl", "ccache", "nvc++", "gcc-ar", "clang-format", "icc"}) {
+    EXPECT_FALSE(is_gcc_driver(n)) << n;
+  }
+}
+
+TEST(GccPlan, CMakeCompile) {
+  CompilePlan p = cached({"-DFOO=1", "-I/w/include", "-isystem", "/w/ext", "-O2", "-g", "-std=gnu++17", "-fPIC",
+                          "-MD", "-MT", "CMakeFiles/x.dir/a.cpp.o", "-MF", "CMakeFiles/x.dir/a.cpp.o.d", "-o",
+                          "CMakeFiles/x.dir/a.cpp.o", "-c", "/w/src/a.cpp"});
+  EXPECT_EQ(p.language, "c++");
+  EXPECT_EQ(p.output, "CMakeFiles/x.dir/a.cpp.o");
+  EXPECT_EQ(p.depfile, Depfile::MD);
+  EXPECT_EQ(p.depfile_path, "CMakeFiles/x.dir/a.cpp.o.d");
+  EXPECT_TRUE(p.has_dep_target);
+  EXPECT_TRUE(p.has_debug);
+  EXPECT_EQ(p.include_dirs, (Args{"/w/include", "/w/ext"}));
+  EXPECT_EQ(p.keyed_args.back(), "<source>");
+  EXPECT_EQ(p.keyed_args[p.keyed_args.size() - 3], "<output>");
+}
+
+TEST(GccPlan, MesonCompile) {
+  CompilePlan p = cached({"-Ilibm.a.p", "-I.", "-I..", "-fdiagnostics-color=always", "-D_FILE_OFFSET_BITS=64",
+                          "-Wall", "-Winvalid-pch", "-O0", "-g", "-MD", "-MQ", "libm.a.p/a.c.o", "-MF",
+                          "libm.a.p/a.c.o.d", "-o", "libm.a.p/a.c.o", "-c", "../a.c"});
+  EXPECT_EQ(p.language, "c");
+}
+
+TEST(GccPlan, ImpliedOutputAndDepfile) {
+  CompilePlan p = cached({"-c", "src/dir/x.cpp", "-MMD"});
+  EXPECT_TRUE(p.output_implied);
+  EXPECT_EQ(p.output, "x.o");
+  EXPECT_EQ(p.depfile, Depfile::MMD);
+  EXPECT_EQ(p.depfile_path, "x.d");
+  EXPECT_TRUE(p.depfile_implied);
+  EXPECT_EQ(cached({"-c", "x.c", "-MD", "-o", "out/y.obj"}).depfile_path, "out/y.d");
+  EXPECT_EQ(cached({"-c", "x.c", "-MD", "-o", "out.d/y"}).depfile_path, "out.d/y.d");
+  EXPECT_EQ(cached({"-c", "x.c", "-oout/z.o"}).output, "out/z.o");
+  EXPECT_EQ(cached({"-c", "x.c", "-oout/z.o"}).keyed_args[2], "-o<output>");
+}
+
+TEST(GccPlan, ArgumentPositionsForTheMiss) {
+  CompilePlan p = cached({"-c", "x.c", "-MD", "-MT", "-ofoo", "-MFdeps.d", "-o", "x.o"});
+  ASSERT_TRUE(p.output_arg);
+  EXPECT_EQ(p.output_arg->index, 6u);
+  EXPECT_FALSE(p.output_arg->attached);
+  ASSERT_TRUE(p.depfile_arg);
+  EXPECT_EQ(p.depfile_arg->index, 5u);
+  EXPECT_TRUE(p.depfile_arg->attached);
+  ASSERT_EQ(p.dep_target_args.size(), 1u);
+  EXPECT_EQ(p.dep_target_args[0].index, 3u);
+}
+
+TEST(GccPlan, Languages) {
+  EXPECT_EQ(cached({"-c", "x.cc"}).language, "c++");
+  EXPECT_EQ(cached({"-c", "x.C"}).language, "c++");
+  EXPECT_EQ(cached({"-c", "x.S"}).language, "assembler-with-cpp");
+  EXPECT_EQ(cached({"-x", "c++", "-c", "x.c"}).language, "c++");
+  EXPECT_EQ(cached({"-c", "x.c", "-x", "c++"}).language, "c");  // -x applies to inputs after it
+  EXPECT_EQ(reason({"-c", "x.s"}), "language");
+  EXPECT_EQ(reason({"-c", "x.i"}), "language");
+  EXPECT_EQ(reason({"-c", "x.m"}), "language");
+  EXPECT_EQ(reason({"-c", "x.f90"}), "language");
+  EXPECT_EQ(reason({"-c", "x.h"}), "pch");
+  EXPECT_EQ(reason({"-x", "c++-header", "-c", "x.hpp"}), "pch");
+  EXPECT_EQ(reason({"-x", "cuda", "-c", "x.cpp"}), "clang-cuda");
+  EXPECT_EQ(reason({"-c", "k.cu"}), "clang-cuda");
+  EXPECT_EQ(reason({"-c", "x.cpp", "--cuda-gpu-arch=sm_90"}), "clang-cuda");
+}
+
+TEST(GccPlan, PassthroughReasons) {
+  EXPECT_EQ(reason({"x.c", "-o", "prog"}), "link");
+  EXPECT_EQ(reason({"-c", "a.c", "b.c"}), "multiple-sources");
+  EXPECT_EQ(reason({"-c"}), "no-source");
+  EXPECT_EQ(reason({"-E", "a.c"}), "preprocess");
+  EXPECT_EQ(reason({"-c", "a.c", "-M"}), "dependency-only");
+  EXPECT_EQ(reason({"-c", "a.c", "-MM", "-MF", "x.d"}), "dependency-only");
+  EXPECT_EQ(reason({"-c", "a.c", "-MD", "-MG"}), "dependency-only");
+  EXPECT_EQ(reason({"-S", "a.c"}), "output-kind");
+  EXPECT_EQ(reason({"-c", "a.c", "-o", "-"}), "output-kind");
+  EXPECT_EQ(reason({"-c", "a.c", "-fsyntax-only"}), "output-kind");
+  EXPECT_EQ(reason({"-c", "a.c", "-include-pch", "p.pch"}), "pch");
+  EXPECT_EQ(reason({"-c", "a.c", "-fprofile-use=x.profdata"}), "profile-use");
+  EXPECT_EQ(reason({"-c", "a.c", "-fauto-profile"}), "profile-use");
+  EXPECT_EQ(reason({"-c", "a.c", "-fprofile-generate"}), "profiling");
+  EXPECT_EQ(reason({"-c", "a.c", "--coverage"}), "coverage");
+  EXPECT_EQ(reason({"-c", "a.c", "-march=native"}), "machine-native");
+  EXPECT_EQ(reason({"-c", "a.c", "-march=native"}, {"-march"}), "machine-native");
+  EXPECT_EQ(reason({"-c", "@rsp"}), "response-file");
+  EXPECT_EQ(reason({"-c", "a.c", "-save-temps=obj"}), "save-temps");
+  EXPECT_EQ(reason({"-c", "a.c", "-gsplit-dwarf"}), "split-dwarf");
+  EXPECT_EQ(reason({"-c", "a.c", "-Wp,-MD,x.d"}), "hidden-input");
+  EXPECT_EQ(reason({"-c", "a.c", "-Xclang", "-load"}), "hidden-input");
+  EXPECT_EQ(reason({"-c", "a.c", "-B/opt/bin"}), "hidden-input");
+  EXPECT_EQ(reason({"-c", "a.c", "--sysroot=/sr"}), "sysroot");
+  EXPECT_EQ(reason({"-c", "a.c", "--target=aarch64-linux-gnu"}), "cross-target");
+  EXPECT_EQ(reason({"-c", "a.c", "-fplugin=x.so"}), "plugin");
+  EXPECT_EQ(reason({"-c", "a.c", "-fmodules-ts"}), "modules");
+  EXPECT_EQ(reason({"-c", "a.c", "-MF", "x.d"}), "depfile-modifier");
+  EXPECT_EQ(reason({"-c", "a.c", "-o", "a.o", "-o", "b.o"}), "multiple-outputs");
+  EXPECT_EQ(reason({"-c", "a.c", "-"}), "stdin");
+  EXPECT_EQ(reason({"--version"}), "informational");
+  EXPECT_EQ(reason({"-print-prog-name=cc1"}), "informational");
+  // A phase reason wins over a refused flag elsewhere on the line.
+  EXPECT_EQ(reason({"-E", "a.c", "-fplugin=x.so"}), "preprocess");
+}
+
+TEST(GccPlan, UnknownFlagsAndTheAllowList) {
+  EXPECT_EQ(reason({"-c", "a.c", "-C"}), "unknown-flag");
+  EXPECT_EQ(reason({"-c", "a.c", "-C"}, {"-C"}), "cached");
+  EXPECT_EQ(reason({"-c", "a.c", "--frobnicate=3"}, {"--frobnicate"}), "cached");
+  EXPECT_EQ(reason({"-c", "a.c", "-frobnicate"}), "cached");  // an -f switch: keyed verbatim
+}
+
+TEST(GccFlagTable, LongestEntryWins) {
+  EXPECT_EQ(find_flag("-fprofile-use=x")->flag->reason, "profile-use");
+  EXPECT_EQ(find_flag("-fno-exceptions")->flag->effect, Effect::Keyed);
+  EXPECT_EQ(find_flag("-include-pch")->flag->reason, "pch");
+  EXPECT_EQ(find_flag("-includefoo.h")->flag->effect, Effect::ForcedInclude);
+  EXPECT_EQ(*find_flag("-includefoo.h")->attached, "foo.h");
+  EXPECT_EQ(find_flag("-Wl,--as-needed")->flag->effect, Effect::Keyed);
+  EXPECT_EQ(find_flag("-Wa,-adhln=x")->flag->reason, "assembler-options");
+  EXPECT_EQ(*find_flag("--param=max-inline-insns-single=10")->attached, "max-inline-insns-single=10");
+  EXPECT_FALSE(find_flag("--paramx").has_value());
+  EXPECT_FALSE(find_flag("-Q").has_value());
+}
+
+TEST(HostRules, NvccXcompilerRulesUnchanged) {
+  EXPECT_FALSE(check_host_options("-fPIC,-Wall").has_value());
+  EXPECT_EQ(check_host_options("-I/x")->reason, "hidden-input");
+  EXPECT_EQ(check_host_options("-march=native")->reason, "machine-native");
+  bool debug = false;
+  EXPECT_FALSE(check_host_options("-g -O2", &debug).has_value());
+  EXPECT_TRUE(debug);
+}
+
+}  // namespace
