@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/doctor.hpp"
+#include "core/explain.hpp"
 #include "core/stats.hpp"
 #include "storage/local/local_storage.hpp"
 
@@ -164,11 +166,15 @@ void set_max_size(const Config& config, const std::string& text) {
 
 bool is_kache_option(const std::string& arg) {
   if (std::find(std::begin(kOptionTokens), std::end(kOptionTokens), arg) != std::end(kOptionTokens)) return true;
-  // "--max-size=10G" cannot be a compiler name either.
-  return arg.starts_with("--max-size=");
+  // "--max-size=10G" cannot be a compiler name either; nor can kache's subcommands.
+  return arg.starts_with("--max-size=") || arg == "doctor" || arg == "explain";
 }
 
 int run_cli(int argc, char** argv) {
+  if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain")) {
+    const std::vector<std::string> rest(argv + 2, argv + argc);
+    return std::string_view(argv[1]) == "doctor" ? run_doctor(rest) : explain::run(rest);
+  }
   CLI::App app{"kache: a compiler cache for nvcc.", "kache"};
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.footer(kFooter);

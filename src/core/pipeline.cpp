@@ -22,6 +22,7 @@
 #include "compiler/adapter.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
+#include "core/explain.hpp"
 #include "core/log.hpp"
 #include "core/manifest.hpp"
 #include "core/stats.hpp"
@@ -641,6 +642,7 @@ int Pipeline::miss() {
     ce.stderr_text = job_.roots.templatize_text(err_text);
     try {
       store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), ce.object);
+      explain::record(cfg_.cache_dir, job_, direct_.hex(), storage_key(entry).hex(), entry.files);
       if (!opaque) {
         Manifest manifest;
         if (auto current = store_.get(manifest_key_)) {
