@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
+#include "core/depfile.hpp"
 #include "core/invocation.hpp"
 #include "core/log.hpp"
 #include "util/clock.hpp"
@@ -161,27 +162,37 @@ std::vector<Difference> field_differences(const Fields& was, const Fields& now) 
 }
 
 // The recorded closure against another record's (--last) or against the files on disk now.
+// Differences name each file by its path in the build being explained (a root's fixed name resolved).
+using DigestNow = std::function<std::pair<std::string, std::optional<std::string>>(const RecordedFile&)>;
+
 std::vector<Difference> file_differences(const Record& entry, const std::vector<RecordedFile>* now_files,
-                                         const std::function<std::optional<std::string>(const RecordedFile&)>& digest_now) {
+                                         const DigestNow& digest_now) {
   std::vector<Difference> out;
   for (const auto& f : entry.files) {
     if (f.path == entry.source) continue;  // the source-content field covers it
     std::optional<std::string> now;
+    std::string path = f.path;
     if (now_files) {
       auto it = std::find_if(now_files->begin(), now_files->end(),
                              [&](const RecordedFile& n) { return n.key_path == f.key_path; });
-      if (it != now_files->end()) now = it->digest;
+      if (it != now_files->end()) {
+        now = it->digest;
+        path = it->path;
+      } else if (digest_now) {
+        // Recorded but not read now (a __has_include target the record watches): its content decides.
+        std::tie(path, now) = digest_now(f);
+      }
     } else {
-      now = digest_now(f);
+      std::tie(path, now) = digest_now(f);
     }
-    if (now != f.digest) out.push_back({"header", f.key_path, f.digest, now});
+    if (now != f.digest) out.push_back({"header", path, f.digest, now});
   }
   if (now_files) {
     for (const auto& n : *now_files) {
       if (n.path == entry.source) continue;
       if (std::none_of(entry.files.begin(), entry.files.end(),
                        [&](const RecordedFile& f) { return f.key_path == n.key_path; })) {
-        out.push_back({"header", n.key_path, std::nullopt, n.digest});
+        out.push_back({"header", n.path, std::nullopt, n.digest});
       }
     }
   }
@@ -267,7 +278,7 @@ int print(const Verdict& v, bool as_json) {
 // the verdict with its differences.
 void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& now_fields,
              const std::vector<RecordedFile>* now_files,
-             const std::function<std::optional<std::string>(const RecordedFile&)>& digest_now) {
+             const DigestNow& digest_now) {
   v.records = candidates.size();
   std::optional<std::size_t> best;
   std::vector<Difference> best_diffs;
@@ -295,7 +306,8 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
   if (v.differences.empty()) {
     v.status = "match";
     v.message = "no difference: this compile has the key fields and headers of a recorded entry, so a lookup "
-                "finds it unless the entry was evicted or removed (kache -C) since.";
+                "finds it, unless a new header now shadows a recorded one (--closure lists them) or the entry "
+                "was evicted or removed (kache -C) since.";
   } else {
     v.status = "differs";
     v.message = fmt::format("differs from it in {} field{} (entry -> now):", v.differences.size(),
@@ -345,7 +357,29 @@ Verdict explain_last(const Config& cfg) {
   return v;
 }
 
-Verdict explain_command(const Config& cfg, const std::vector<std::string>& command) {
+// With --closure: the files the compile would read now, listed by `nvcc -M` with the same flags.
+std::vector<RecordedFile> closure_now(compiler::Adapter& adapter, const Invocation& inv, compiler::CompileJob job) {
+  job.depfile_partial = true;  // asks the adapter for its dependency-listing command
+  const std::vector<std::string> cmd = adapter.closure_command(inv, job);
+  if (cmd.empty()) throw std::runtime_error("this compiler has no dependency listing");
+  const auto r = util::run_capture(inv.compiler_path, cmd, inv.env);
+  if (!r.ok()) throw std::runtime_error("the dependency listing failed: " + r.err.substr(0, r.err.find('\n')));
+  std::vector<RecordedFile> out;
+  const std::string cwd = util::lexically_normal(inv.cwd);
+  for (const auto& dep : parse_depfile(r.out).deps) {
+    const std::string path = util::join_path(cwd, dep);
+    std::string digest;
+    try {
+      digest = util::hash_file(path).hex();
+    } catch (const std::exception&) {
+      digest = "unreadable";
+    }
+    out.push_back({job.roots.key_form(path), path, digest});
+  }
+  return out;
+}
+
+Verdict explain_command(const Config& cfg, const std::vector<std::string>& command, bool closure) {
   Verdict v;
   Invocation inv;
   inv.compiler_arg = command[0];
@@ -396,19 +430,21 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
         return v;
       }
       std::map<std::string, std::optional<std::string>> digests;  // one hash per file however many records
-      auto digest_now = [&](const RecordedFile& f) -> std::optional<std::string> {
+      auto digest_now = [&](const RecordedFile& f) -> std::pair<std::string, std::optional<std::string>> {
         const std::string path = path_now(job.roots, f.key_path);
         auto it = digests.find(path);
-        if (it != digests.end()) return it->second;
+        if (it != digests.end()) return {path, it->second};
         std::optional<std::string> d;
         try {
           d = util::hash_file(path).hex();
         } catch (const std::exception&) {
         }
         digests.emplace(path, d);
-        return d;
+        return {path, d};
       };
-      compare(v, records, fields, nullptr, digest_now);
+      std::vector<RecordedFile> listed;
+      if (closure) listed = closure_now(*adapter, inv, job);
+      compare(v, records, fields, closure ? &listed : nullptr, digest_now);
       return v;
     }
   }
@@ -419,9 +455,11 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
 
 constexpr const char* kUsage = R"(usage: kache explain [--json] -- nvcc ARGS...   why this compile would miss
        kache explain [--json] --last              why the last stored miss in this cache missed
+  --closure   also list the headers the compile would read now (runs nvcc -M): finds a header
+              that now shadows a recorded one, or one the compile newly includes
 Compares the compile's key fields (flags, keyed environment variables, toolchain, source and header
 digests) with the entries recorded for the same source, and prints what differs from the closest one.
-It runs no compile: only the toolchain probe that every lookup makes (memoized).
+It runs no compile (without --closure): only the toolchain probe every lookup makes (memoized).
 )";
 
 }  // namespace
@@ -476,16 +514,11 @@ int run(const std::vector<std::string>& args) {
     fmt::print(stderr, "kache explain: give either --last or -- followed by the compile command.\n{}", kUsage);
     return 1;
   }
-  if (closure) {
-    // The recorded closure's files are hashed where they are now; a header the compile would newly
-    // include shows as a changed file (the one including it) first.
-    fmt::print(stderr, "kache explain: --closure is not implemented yet; the recorded headers are compared.\n");
-  }
   const Config cfg = load_config();
   for (const auto& problem : cfg.problems) fmt::print(stderr, "{}\n", problem);
   Verdict v;
   try {
-    v = last ? explain_last(cfg) : explain_command(cfg, command);
+    v = last ? explain_last(cfg) : explain_command(cfg, command, closure);
   } catch (const std::exception& e) {
     v.status = "error";
     v.message = fmt::format("cannot compute the key: {}.", e.what());

@@ -81,6 +81,18 @@ class Explain(KacheTestCase):
         self.assertIn("toolchain", text)
         self.assertIn(gcc, text)  # the description of the toolchain in use names the wrapper
 
+    def test_shadowing_header_with_closure(self):
+        # A header that appears earlier on the search path changes no recorded file: only the
+        # dependency listing (--closure runs nvcc -M) finds it.
+        args = ["-c", "k.cu", "-o", "k.o", "-Iinc2", "-Iinc", "-O2"]
+        os.makedirs(self.path("inc2"))
+        self.kache(["nvcc"] + args)
+        self.write("inc2/h.cuh", "#define FACTOR 4.0f\n")
+        self.assertEqual(self.explain(args)["status"], "match")
+        v = self.kache(["explain", "--json", "--closure", "--", "nvcc"] + args)
+        v = json.loads(v.stdout)
+        self.assert_only(v, "header", entry=None, path_end="inc2/h.cuh")
+
     def test_text_output_names_the_flag(self):
         r = self.kache(["explain", "--", "nvcc", "-c", "k.cu", "-o", "k.o", "-Iinc", "-O3"])
         self.assertIn("arg", r.stdout)
