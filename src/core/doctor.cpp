@@ -315,7 +315,8 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optiona
   } else {
     rows.add("toolchain", "glibc", Status::ok,
              fmt::format("{}; {}", glibc,
-                         !lacks ? "math_functions.h: no host cospi declaration found"
+                         math_functions_path.empty() ? "no crt/math_functions.h in nvcc's include directories"
+                         : !lacks ? "math_functions.h: no host cospi declaration found"
                          : *lacks ? "math_functions.h lacks noexcept on cospi/sinpi/rsqrt, harmless below glibc 2.41"
                                   : "math_functions.h declares cospi/sinpi/rsqrt with an exception specification"));
   }
@@ -326,7 +327,9 @@ void check_driver(Rows& rows, const std::optional<std::pair<int, int>>& release)
   void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     rows.add("driver", "driver", Status::ok, "none (libcuda.so.1 cannot be loaded)",
-             "compiling needs no driver; objects built here run only on a machine with one");
+             release ? fmt::format("compiling needs no driver; running CUDA {}.{} objects needs one for CUDA >= {}.0",
+                                   release->first, release->second, release->first)
+                     : "compiling needs no driver");
     return;
   }
   using GetVersion = int (*)(int*);

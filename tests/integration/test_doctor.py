@@ -96,6 +96,41 @@ class Doctor(KacheTestCase):
         rows, _ = self.doctor(env={"DEPENDENCIES_OUTPUT": "x.d"})
         self.assertEqual(rows["config.environment"]["status"], "warn")
 
+    def fake_driver(self, version):
+        """A libcuda.so.1 whose cuDriverGetVersion answers `version` (the CUDA API version, 12040 = 12.4)."""
+        d = self.path(f"driver-{version}")
+        os.makedirs(d)
+        src = os.path.join(d, "cuda.c")
+        with open(src, "w") as f:
+            f.write(f"int cuDriverGetVersion(int* v) {{ *v = {version}; return 0; }}\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", os.path.join(d, "libcuda.so.1"), src], check=True)
+        return {"LD_LIBRARY_PATH": d}
+
+    def test_driver_against_the_toolkit_floor(self):
+        rows, _ = self.doctor()
+        major, minor = re.search(r"CUDA (\d+)\.(\d+)", rows["toolchain.nvcc"]["value"]).groups()
+        major = int(major)
+        rows, _ = self.doctor(env=self.fake_driver((major - 1) * 1000 + 40), code=1)
+        driver = rows["driver.driver"]
+        self.assertEqual(driver["status"], "fail", driver)
+        self.assertIn(f"need a driver for CUDA >= {major}.0, and this machine has {major - 1}.4", driver["message"])
+        self.assertIn("install an NVIDIA driver", driver["fix"])
+        rows, out = self.doctor(env=self.fake_driver(major * 1000 + int(minor) * 10))
+        self.assertEqual(rows["driver.driver"]["status"], "ok", rows["driver.driver"])
+        self.assertEqual(out["fails"], 0)
+        # A toolkit newer than the driver within one major: its PTX cannot be JIT-compiled (a warning).
+        newer = self.path("newer-nvcc")
+        with open(newer, "w") as f:
+            f.write("#!/bin/sh\n"
+                    f'if [ "$1" = --version ]; then echo "Cuda compilation tools, release {major}.9, V{major}.9.1"; exit 0; fi\n'
+                    f'exec {kachetest.NVCC} "$@"\n')
+        os.chmod(newer, 0o755)
+        rows, out = self.doctor(["--nvcc", newer], env=self.fake_driver(major * 1000 + 10))
+        driver = rows["driver.driver"]
+        self.assertEqual(driver["status"], "warn", driver)
+        self.assertIn(f"PTX embedded by CUDA {major}.9 cannot be JIT-compiled by this driver ({major}.1)", driver["message"])
+        self.assertEqual(out["fails"], 0)
+
     def test_missing_nvcc_fails(self):
         rows, _ = self.doctor(["--nvcc", self.path("no-such-nvcc")], code=1)
         self.assertEqual(rows["toolchain.nvcc"]["status"], "fail")
