@@ -17,6 +17,7 @@
 #include "core/explain.hpp"
 #include "core/stats.hpp"
 #include "storage/local/local_storage.hpp"
+#include "util/fs.hpp"
 
 namespace kache::core {
 namespace {
@@ -225,6 +226,7 @@ int run_cli(int argc, char** argv) {
       auto store = open_storage(config);
       const std::uint64_t entries = store.entry_count();
       store.clear();
+      util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
       fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
                  config.cache_dir);
     }

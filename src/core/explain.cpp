@@ -1,6 +1,8 @@
 #include "core/explain.hpp"
 
 #include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -47,8 +49,40 @@ struct Record {
   std::string toolchain;  // human-readable description of the toolchain id
   std::int64_t created_ns = 0;
   Fields fields;          // the direct key's fields, in order, then source-content
-  std::vector<RecordedFile> files;
+  std::vector<RecordedFile> files;  // the closure outside the toolchain's include directories
+  // The closure inside them (the toolkit's and the host compiler's headers, hundreds of files that
+  // change with the toolchain): one digest, so a record stays a few KiB. "" when unknown.
+  std::string system_headers;
   std::string file;       // where it was read from
+};
+
+// Splits a closure into the project's files (recorded one by one) and the toolchain's (one digest).
+class ClosureSplit {
+ public:
+  explicit ClosureSplit(std::vector<std::string> system_dirs) : dirs_(std::move(system_dirs)) {
+    // GCC names some toolkit headers by resolved paths: each directory also by its real path.
+    const std::size_t n = dirs_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      char buf[PATH_MAX];
+      if (::realpath(dirs_[i].c_str(), buf) != nullptr) dirs_.push_back(buf);
+    }
+  }
+  // Returns true when the file went into the toolchain digest.
+  bool add(const RecordedFile& f) {
+    if (std::none_of(dirs_.begin(), dirs_.end(), [&](const std::string& d) { return util::path_starts_with(f.path, d); })) {
+      return false;
+    }
+    hasher_.add_field("file", f.key_path);
+    hasher_.add_field("content", f.digest);
+    ++count_;
+    return true;
+  }
+  std::string finish() { return fmt::format("{} files, {}", count_, hasher_.finish().hex().substr(0, 16)); }
+
+ private:
+  std::vector<std::string> dirs_;
+  util::Hasher hasher_;
+  std::size_t count_ = 0;
 };
 
 std::string explain_root(const std::string& cache_dir) { return util::join_path(cache_dir, "explain"); }
@@ -68,6 +102,7 @@ json to_json(const Record& r) {
   for (const auto& [name, value] : r.fields) j["fields"].push_back(json::array({name, value}));
   j["files"] = json::array();
   for (const auto& f : r.files) j["files"].push_back(json::array({f.key_path, f.path, f.digest}));
+  j["system_headers"] = r.system_headers;
   return j;
 }
 
@@ -86,6 +121,7 @@ std::optional<Record> read_record(const std::string& path) {
     for (const auto& f : j.at("files")) {
       r.files.push_back({f.at(0).get<std::string>(), f.at(1).get<std::string>(), f.at(2).get<std::string>()});
     }
+    r.system_headers = j.value("system_headers", "");
     r.file = path;
     return r;
   } catch (const std::exception&) {
@@ -278,7 +314,7 @@ int print(const Verdict& v, bool as_json) {
 // the verdict with its differences.
 void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& now_fields,
              const std::vector<RecordedFile>* now_files,
-             const DigestNow& digest_now) {
+             const DigestNow& digest_now, const std::string& system_headers_now) {
   v.records = candidates.size();
   std::optional<std::size_t> best;
   std::vector<Difference> best_diffs;
@@ -287,6 +323,10 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
     std::vector<Difference> diffs = field_differences(c.fields, now_fields);
     auto files = file_differences(c, now_files, digest_now);
     diffs.insert(diffs.end(), files.begin(), files.end());
+    // Known on both sides only with a listing: --last, or --closure.
+    if (!system_headers_now.empty() && !c.system_headers.empty() && c.system_headers != system_headers_now) {
+      diffs.push_back({"system-headers", "", c.system_headers, system_headers_now});
+    }
     bool better = !best;
     if (best) {
       const Record& b = candidates[*best];
@@ -353,7 +393,7 @@ Verdict explain_last(const Config& cfg) {
     v.message = "no other entry is recorded for this source: the last miss was its first stored compile.";
     return v;
   }
-  compare(v, others, last->fields, &last->files, nullptr);
+  compare(v, others, last->fields, &last->files, nullptr, last->system_headers);
   return v;
 }
 
@@ -365,6 +405,7 @@ std::vector<RecordedFile> closure_now(compiler::Adapter& adapter, const Invocati
   const auto r = util::run_capture(inv.compiler_path, cmd, inv.env);
   if (!r.ok()) throw std::runtime_error("the dependency listing failed: " + r.err.substr(0, r.err.find('\n')));
   std::vector<RecordedFile> out;
+  ClosureSplit split(job.system_dirs);
   const std::string cwd = util::lexically_normal(inv.cwd);
   for (const auto& dep : parse_depfile(r.out).deps) {
     const std::string path = util::join_path(cwd, dep);
@@ -374,7 +415,8 @@ std::vector<RecordedFile> closure_now(compiler::Adapter& adapter, const Invocati
     } catch (const std::exception&) {
       digest = "unreadable";
     }
-    out.push_back({job.roots.key_form(path), path, digest});
+    RecordedFile f{job.roots.key_form(path), path, digest};
+    if (!split.add(f)) out.push_back(std::move(f));
   }
   return out;
 }
@@ -444,7 +486,10 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
       };
       std::vector<RecordedFile> listed;
       if (closure) listed = closure_now(*adapter, inv, job);
-      compare(v, records, fields, closure ? &listed : nullptr, digest_now);
+      // nvcc -M lists a slightly different set of toolkit headers than the compile's own -MD (186 and
+      // 188 files for a small kernel, CUDA 13.0): the two digests are not comparable, so the
+      // toolchain's headers are compared by --last only.
+      compare(v, records, fields, closure ? &listed : nullptr, digest_now, "");
       return v;
     }
   }
@@ -477,7 +522,12 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     r.created_ns = util::now_ns();
     r.fields = job.key_fields;
     r.fields.emplace_back("source-content", util::hash_file(job.source).hex());
-    for (const auto& f : files) r.files.push_back({job.roots.key_form(f.path), job.roots.join(f.path), f.hash.hex()});
+    ClosureSplit split(job.system_dirs);
+    for (const auto& f : files) {
+      RecordedFile rf{job.roots.key_form(f.path), job.roots.join(f.path), f.hash.hex()};
+      if (!split.add(rf)) r.files.push_back(std::move(rf));
+    }
+    r.system_headers = split.finish();
     const std::string root = explain_root(cache_dir);
     const std::string dir_name = source_dir_name(job.source);
     const std::string dir = util::join_path(root, dir_name);

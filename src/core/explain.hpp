@@ -3,7 +3,9 @@
 //
 // A miss that stores an entry also writes a small record of that entry's key fields (the same named
 // fields KACHE_LOG=kache=trace prints: flags, keyed environment variables, the toolchain id, paths),
-// the source's digest and the closure as (path, digest) pairs, never file contents:
+// the source's digest and the closure as (path, digest) pairs, never file contents; the headers
+// inside the toolchain's include directories (hundreds for a thrust TU) as one digest and a count,
+// so a record stays a few KiB:
 //
 //   <cache_dir>/explain/<sha256(source path)[:16]>/<storage key>.json   at most kRecordsPerSource
 //   <cache_dir>/explain/last                                            the last stored miss's record
