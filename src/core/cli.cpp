@@ -35,6 +35,11 @@ constexpr const char* kFooter = R"(Compiling through kache:
   [binaries] nvcc = ['kache', 'nvcc']         Meson native file, with find_program('nvcc')
 Compiles kache cannot prove safe to cache run the real nvcc unchanged.
 
+Diagnostics:
+  kache doctor [--json]                       toolchain, driver, cache and config facts (ok/warn/fail)
+  kache explain -- nvcc ARGS...               which key field makes this compile miss
+  kache explain --last                        the same for the last stored miss
+
 Environment (overrides the config file; see --show-config for every setting):
   KACHE_DIR                       cache directory (default ~/.cache/kache)
   KACHE_MAX_SIZE                  size limit, e.g. 10G or 500M
