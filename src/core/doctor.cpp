@@ -322,26 +322,57 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optiona
   }
 }
 
+// cuDriverGetVersion's answer: > 0, 0 when libcuda.so.1 cannot be loaded, -1 when it does not answer.
+int driver_version_here() {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return 0;
+  using GetVersion = int (*)(int*);
+  auto get = reinterpret_cast<GetVersion>(::dlsym(lib, "cuDriverGetVersion"));
+  int v = 0;
+  if (get == nullptr || get(&v) != 0 || v <= 0) v = -1;
+  ::dlclose(lib);
+  return v;
+}
+
+// The driver is asked in a child process (`kache doctor --driver-version`): a statically linked
+// kache loading libcuda.so.1 needs the glibc it was linked with, and on another one the load may
+// crash; the child's death is then a row, not the end of the report.
+std::optional<int> driver_version(std::string& failure) {
+  try {
+    const std::string self = util::self_executable();
+    const auto r = util::run_capture(self, {self, "doctor", "--driver-version"}, util::current_environment());
+    if (r.ok()) return std::stoi(r.out);
+    failure = r.term_signal ? fmt::format("the probe died with signal {}", r.term_signal)
+                            : fmt::format("the probe exited with {}", r.exit_code);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  return std::nullopt;
+}
+
 // The driver, asked through its own library; none is a fact (compiling needs no driver).
 void check_driver(Rows& rows, const std::optional<std::pair<int, int>>& release) {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
+  std::string failure;
+  const auto answer = driver_version(failure);
+  if (!answer) {
+    rows.add("driver", "driver", Status::warn, "unknown",
+             fmt::format("libcuda.so.1 could not be asked for its version ({}).", failure),
+             "run nvidia-smi to see the driver; a kache built on this machine can ask it");
+    return;
+  }
+  if (*answer == 0) {
     rows.add("driver", "driver", Status::ok, "none (libcuda.so.1 cannot be loaded)",
              release ? fmt::format("compiling needs no driver; running CUDA {}.{} objects needs one for CUDA >= {}.0",
                                    release->first, release->second, release->first)
                      : "compiling needs no driver");
     return;
   }
-  using GetVersion = int (*)(int*);
-  auto get = reinterpret_cast<GetVersion>(::dlsym(lib, "cuDriverGetVersion"));
-  int v = 0;
-  if (get == nullptr || get(&v) != 0 || v <= 0) {
+  const int v = *answer;
+  if (v < 0) {
     rows.add("driver", "driver", Status::warn, "libcuda.so.1 loaded, version unknown",
              "libcuda.so.1 does not answer cuDriverGetVersion.", "reinstall the NVIDIA driver");
-    ::dlclose(lib);
     return;
   }
-  ::dlclose(lib);
   const int major = v / 1000, minor = (v % 1000) / 10;
   const std::string fact = fmt::format("CUDA {}.{} (cuDriverGetVersion {})", major, minor, v);
   if (!release) {
@@ -505,6 +536,10 @@ int run_doctor(const std::vector<std::string>& args) {
       if (a.starts_with(std::string(name) + "=")) return a.substr(name.size() + 1);
       return std::nullopt;
     };
+    if (a == "--driver-version") {  // internal: the child process of driver_version()
+      fmt::print("{}\n", driver_version_here());
+      return 0;
+    }
     if (a == "--json") {
       as_json = true;
     } else if (a == "-h" || a == "--help") {
