@@ -14,8 +14,11 @@
 
 #include "core/config.hpp"
 #include "core/reasons.hpp"
+#include "core/doctor.hpp"
+#include "core/explain.hpp"
 #include "core/stats.hpp"
 #include "storage/local/local_storage.hpp"
+#include "util/fs.hpp"
 
 namespace kache::core {
 namespace {
@@ -32,6 +35,11 @@ constexpr const char* kFooter = R"(Compiling through kache:
   NVCC="kache nvcc" make                      Make and scripts that honour NVCC
   [binaries] nvcc = ['kache', 'nvcc']         Meson native file, with find_program('nvcc')
 Compiles kache cannot prove safe to cache run the real nvcc unchanged.
+
+Diagnostics:
+  kache doctor [--json]                       toolchain, driver, cache and config facts (ok/warn/fail)
+  kache explain -- nvcc ARGS...               which key field makes this compile miss
+  kache explain --last                        the same for the last stored miss
 
 Environment (overrides the config file; see --show-config for every setting):
   KACHE_DIR                       cache directory (default ~/.cache/kache)
@@ -179,11 +187,15 @@ void set_max_size(const Config& config, const std::string& text) {
 
 bool is_kache_option(const std::string& arg) {
   if (std::find(std::begin(kOptionTokens), std::end(kOptionTokens), arg) != std::end(kOptionTokens)) return true;
-  // "--max-size=10G" cannot be a compiler name either.
-  return arg.starts_with("--max-size=");
+  // "--max-size=10G" cannot be a compiler name either; nor can kache's subcommands.
+  return arg.starts_with("--max-size=") || arg == "doctor" || arg == "explain";
 }
 
 int run_cli(int argc, char** argv) {
+  if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain")) {
+    const std::vector<std::string> rest(argv + 2, argv + argc);
+    return std::string_view(argv[1]) == "doctor" ? run_doctor(rest) : explain::run(rest);
+  }
   CLI::App app{"kache: a compiler cache for nvcc.", "kache"};
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.footer(kFooter);
@@ -236,6 +248,7 @@ int run_cli(int argc, char** argv) {
       auto store = open_storage(config);
       const std::uint64_t entries = store.entry_count();
       store.clear();
+      util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
       fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
                  config.cache_dir);
     }

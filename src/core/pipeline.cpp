@@ -22,6 +22,7 @@
 #include "compiler/adapter.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
+#include "core/explain.hpp"
 #include "core/log.hpp"
 #include "core/manifest.hpp"
 #include "core/outcome.hpp"
@@ -751,6 +752,7 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool reco
   auto& log = core::log();
   try {
     store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), ce.object);
+    explain::record(cfg_.cache_dir, job_, direct_.hex(), storage_key(entry).hex(), entry.files);
     if (recorded) add_to_manifest(std::move(entry));
     counts_[counter::kStored]++;
     log.debug("miss: stored {}", job_.output);

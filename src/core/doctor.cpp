@@ -1,0 +1,599 @@
+#include "core/doctor.hpp"
+
+#include <dlfcn.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/env_table.hpp"
+#include "compiler/nvcc/plan.hpp"
+#include "core/config.hpp"
+#include "storage/local/local_storage.hpp"
+#include "util/clock.hpp"
+#include "util/fs.hpp"
+#include "util/process.hpp"
+
+namespace kache::core {
+namespace doctor {
+
+namespace {
+
+// The `#if` line that guards the first line containing `error_text`.
+std::optional<std::string> guard_of(const std::string& text, std::string_view error_text) {
+  const std::size_t at = text.find(error_text);
+  if (at == std::string::npos) return std::nullopt;
+  std::size_t line_start = text.rfind('\n', at);
+  while (line_start != std::string::npos && line_start > 0) {
+    const std::size_t prev = text.rfind('\n', line_start - 1);
+    const std::size_t begin = prev == std::string::npos ? 0 : prev + 1;
+    std::string line = text.substr(begin, line_start - begin);
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line.compare(first, 3, "#if") == 0) return line;
+    if (prev == std::string::npos) break;
+    line_start = prev;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int> newest_host_major(const std::string& host_config, bool clang) {
+  const auto guard = guard_of(host_config, clang ? "#error -- unsupported clang version!" : "#error -- unsupported GNU version!");
+  if (!guard) return std::nullopt;
+  const std::regex upper(clang ? R"(__clang_major__\s*(>=|>)\s*(\d+))" : R"(__GNUC__\s*(>=|>)\s*(\d+))");
+  std::smatch m;
+  if (!std::regex_search(*guard, m, upper)) return std::nullopt;
+  const int n = std::stoi(m[2].str());
+  return m[1].str() == ">=" ? n - 1 : n;
+}
+
+std::optional<bool> math_functions_lacks_noexcept(const std::string& math_functions) {
+  // The declaration of the double-precision cospi, up to its ';'.
+  const std::regex decl(R"(\bcospi\s*\(\s*double\b[^;]*;)");
+  std::smatch m;
+  if (!std::regex_search(math_functions, m, decl)) return std::nullopt;
+  const std::string d = m.str();
+  for (const char* spec : {"noexcept", "__THROW", "EXCEPTION_SPECIFIER", "throw()"}) {
+    if (d.find(spec) != std::string::npos) return false;
+  }
+  return true;
+}
+
+}  // namespace doctor
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+enum class Status { ok, warn, fail };
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::warn: return "warn";
+    case Status::fail: return "fail";
+  }
+  return "?";
+}
+
+struct Row {
+  std::string section;  // "toolchain", "driver", "cache", "config"
+  std::string name;     // stable id, e.g. "host-compiler-bound"
+  Status status = Status::ok;
+  std::string value;    // the fact
+  std::string message;  // warn/fail: one sentence saying what is wrong
+  std::string fix;      // warn/fail: what to change
+};
+
+struct Rows {
+  std::vector<Row> rows;
+  Row& add(std::string section, std::string name, Status status, std::string value, std::string message = "",
+           std::string fix = "") {
+    rows.push_back({std::move(section), std::move(name), status, std::move(value), std::move(message), std::move(fix)});
+    return rows.back();
+  }
+};
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string read_or_empty(const std::string& path) {
+  try {
+    return util::read_file(path);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// "release 13.0, V13.0.88" -> {13, 0}.
+std::optional<std::pair<int, int>> toolkit_release(const std::string& version_text) {
+  std::smatch m;
+  if (!std::regex_search(version_text, m, std::regex(R"(release (\d+)\.(\d+))"))) return std::nullopt;
+  return std::make_pair(std::stoi(m[1].str()), std::stoi(m[2].str()));
+}
+
+// Splits a dry-run line into words, honouring nvcc's double quotes.
+std::vector<std::string> words_of(const std::string& line) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool quoted = false, any = false;
+  for (char c : line) {
+    if (c == '"') {
+      quoted = !quoted;
+      any = true;
+    } else if (!quoted && (c == ' ' || c == '\t')) {
+      if (any) words.push_back(cur);
+      cur.clear();
+      any = false;
+    } else {
+      cur += c;
+      any = true;
+    }
+  }
+  if (any) words.push_back(cur);
+  return words;
+}
+
+// What `nvcc --dryrun -c` says it would run: its profile's variables and the host compiler.
+struct DryRun {
+  std::map<std::string, std::string> vars;
+  std::string host_word;
+  std::vector<std::string> include_dirs;  // -I of INCLUDES, as expanded
+};
+
+DryRun read_dry_run(const std::string& text) {
+  DryRun d;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("#$ ")) continue;
+    const std::string body = line.substr(3);
+    const std::size_t eq = body.find('=');
+    const std::size_t space = body.find(' ');
+    if (eq != std::string::npos && (space == std::string::npos || eq < space)) {
+      d.vars[body.substr(0, eq)] = body.substr(eq + 1);
+      continue;
+    }
+    if (d.host_word.empty() && body.find(" -E ") != std::string::npos && body.find("-D__CUDACC__") != std::string::npos) {
+      d.host_word = words_of(body).at(0);
+    }
+  }
+  for (const auto& w : words_of(d.vars["INCLUDES"])) {
+    if (w.starts_with("-I") && w.size() > 2) d.include_dirs.push_back(w.substr(2));
+  }
+  return d;
+}
+
+// The host compiler's predefined macros, with the C library's (features.h) when it has one.
+std::map<std::string, std::string> host_macros(const std::string& host, const util::Environment& env) {
+  std::map<std::string, std::string> out;
+  auto r = util::run_capture(host, {host, "-E", "-dM", "-x", "c++", "-include", "features.h", "/dev/null"}, env);
+  if (!r.ok()) r = util::run_capture(host, {host, "-E", "-dM", "-x", "c++", "/dev/null"}, env);
+  if (!r.ok()) return out;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("#define ")) continue;
+    const std::string rest = line.substr(8);
+    const std::size_t sp = rest.find(' ');
+    if (sp == std::string::npos) continue;
+    out[rest.substr(0, sp)] = rest.substr(sp + 1);
+  }
+  return out;
+}
+
+int macro_int(const std::map<std::string, std::string>& m, const std::string& name, int fallback = -1) {
+  auto it = m.find(name);
+  if (it == m.end()) return fallback;
+  try {
+    return std::stoi(it->second);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+// The toolkit's facts: nvcc, the host compiler and its bound, the C library.
+void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optional<std::string>& ccbin,
+                     const util::Environment& env, const std::string& scratch, std::optional<std::pair<int, int>>& release) {
+  const std::string path_var = util::env_get(env, "PATH").value_or("");
+  std::optional<std::string> nvcc;
+  if (nvcc_arg.find('/') != std::string::npos) {
+    if (::access(nvcc_arg.c_str(), X_OK) == 0) nvcc = util::absolute_path(nvcc_arg, util::current_dir());
+  } else {
+    nvcc = util::find_executable(nvcc_arg, path_var, util::self_executable());
+  }
+  if (!nvcc) {
+    rows.add("toolchain", "nvcc", Status::fail, "not found",
+             fmt::format("kache nvcc cannot run: there is no executable '{}'{}.", nvcc_arg,
+                         nvcc_arg.find('/') == std::string::npos ? " on PATH" : ""),
+             "put the CUDA toolkit's bin directory on PATH, or name nvcc with --nvcc PATH");
+    return;
+  }
+  const auto version = util::run_capture(*nvcc, {*nvcc, "--version"}, env);
+  std::smatch m;
+  std::string long_version;
+  if (std::regex_search(version.out, m, std::regex(R"(V\d+\.\d+\.\d+)"))) long_version = m.str();
+  release = toolkit_release(version.out);
+  if (!version.ok() || !release) {
+    rows.add("toolchain", "nvcc", Status::fail, *nvcc, fmt::format("{} --version did not report a CUDA release.", *nvcc),
+             "check the toolkit installation (nvcc --version must work)");
+    return;
+  }
+
+  std::vector<std::string> dry = {*nvcc, "--dryrun", "-c", util::join_path(scratch, "probe.cu"), "-o",
+                                  util::join_path(scratch, "probe.o")};
+  if (ccbin) dry.insert(dry.end(), {"-ccbin", *ccbin});
+  const auto dr = util::run_capture(*nvcc, dry, env);
+  const DryRun facts = read_dry_run(dr.err + dr.out);
+  const std::string home = facts.vars.count("_HERE_") ? facts.vars.at("_HERE_") : util::dirname(*nvcc);
+  rows.add("toolchain", "nvcc", Status::ok,
+           fmt::format("CUDA {}.{} ({}) at {}{}", release->first, release->second, long_version, *nvcc,
+                       util::lexically_normal(home) == util::dirname(*nvcc) ? "" : " (runs " + home + "/nvcc)"));
+  if (!dr.ok() || facts.host_word.empty()) {
+    rows.add("toolchain", "host-compiler", Status::fail, "unknown",
+             fmt::format("nvcc --dryrun names no host compiler: {}.", first_line(dr.err)),
+             "pass -ccbin with a host compiler nvcc supports (or set NVCC_CCBIN)");
+    return;
+  }
+  std::string host = facts.host_word;
+  if (host.find('/') == std::string::npos) {
+    host = util::find_executable(host, facts.vars.count("PATH") ? facts.vars.at("PATH") : path_var).value_or("");
+  }
+  if (host.empty()) {
+    rows.add("toolchain", "host-compiler", Status::fail, facts.host_word,
+             fmt::format("nvcc would run the host compiler '{}', which is not on its PATH.", facts.host_word),
+             "install it, or pass -ccbin with a host compiler nvcc supports");
+    return;
+  }
+  const auto macros = host_macros(host, env);
+  const bool clang = macros.count("__clang__") > 0;
+  const int major = clang ? macro_int(macros, "__clang_major__") : macro_int(macros, "__GNUC__");
+  const std::string host_version =
+      clang ? fmt::format("clang {}.{}", major, macro_int(macros, "__clang_minor__"))
+            : fmt::format("gcc {}.{}.{}", major, macro_int(macros, "__GNUC_MINOR__"), macro_int(macros, "__GNUC_PATCHLEVEL__"));
+  rows.add("toolchain", "host-compiler", major < 0 ? Status::warn : Status::ok, fmt::format("{} at {}", host_version, host),
+           major < 0 ? "the host compiler's version could not be read." : "",
+           major < 0 ? "check that it runs: " + host + " -E -dM -x c++ /dev/null" : "");
+
+  // The bound nvcc itself enforces, read from the header nvcc includes first.
+  std::string host_config_path, math_functions_path;
+  for (const auto& dir : facts.include_dirs) {
+    const std::string hc = util::join_path(dir, "crt/host_config.h");
+    if (host_config_path.empty() && util::exists(hc)) host_config_path = util::lexically_normal(hc);
+    const std::string mf = util::join_path(dir, "crt/math_functions.h");
+    if (math_functions_path.empty() && util::exists(mf)) math_functions_path = util::lexically_normal(mf);
+  }
+  const std::string compiler_word = clang ? "clang" : "gcc";
+  if (host_config_path.empty()) {
+    rows.add("toolchain", "host-compiler-bound", Status::warn, "unknown",
+             "nvcc's include directories hold no crt/host_config.h, so the supported host compilers are unknown.",
+             "check the toolkit installation (its include/crt/)");
+  } else if (auto bound = doctor::newest_host_major(read_or_empty(host_config_path), clang); !bound) {
+    rows.add("toolchain", "host-compiler-bound", Status::warn, host_config_path,
+             fmt::format("{} states no {} version bound that kache can read.", host_config_path, compiler_word),
+             "compare the host compiler with the toolkit's release notes");
+  } else if (major > *bound) {
+    rows.add("toolchain", "host-compiler-bound", Status::fail,
+             fmt::format("{} {} > {} (newest in {})", compiler_word, major, *bound, host_config_path),
+             fmt::format("{} {} is newer than {} {}, the newest this nvcc accepts, so every compile stops at "
+                         "crt/host_config.h ('unsupported {} version').",
+                         compiler_word, major, compiler_word, *bound, clang ? "clang" : "GNU"),
+             fmt::format("pass -ccbin naming a {} {} or older (or set NVCC_CCBIN), or use a newer CUDA toolkit",
+                         compiler_word, *bound));
+  } else {
+    rows.add("toolchain", "host-compiler-bound", Status::ok,
+             fmt::format("{} {} <= {} (newest in {})", compiler_word, major, *bound, host_config_path));
+  }
+
+  // The C library, and the CUDA 12.x math_functions.h clash with glibc >= 2.41.
+  const int glibc_major = macro_int(macros, "__GLIBC__"), glibc_minor = macro_int(macros, "__GLIBC_MINOR__");
+  if (glibc_major < 0) {
+    rows.add("toolchain", "glibc", Status::ok, "not glibc (no __GLIBC__ from features.h)");
+    return;
+  }
+  const bool new_glibc = glibc_major > 2 || (glibc_major == 2 && glibc_minor >= 41);
+  const auto lacks = math_functions_path.empty() ? std::nullopt
+                                                 : doctor::math_functions_lacks_noexcept(read_or_empty(math_functions_path));
+  const std::string glibc = fmt::format("glibc {}.{}", glibc_major, glibc_minor);
+  if (new_glibc && lacks.value_or(false)) {
+    rows.add("toolchain", "glibc", Status::fail, fmt::format("{} with {}", glibc, math_functions_path),
+             fmt::format("CUDA {}.{}'s crt/math_functions.h declares cospi, sinpi and rsqrt without the noexcept {} "
+                         "gives them, so every compile that includes <cmath> stops with 'exception specification is "
+                         "incompatible'.",
+                         release->first, release->second, glibc),
+             "use a CUDA 13.x toolkit (or a host compiler whose sysroot has glibc older than 2.41)");
+  } else {
+    rows.add("toolchain", "glibc", Status::ok,
+             fmt::format("{}; {}", glibc,
+                         math_functions_path.empty() ? "no crt/math_functions.h in nvcc's include directories"
+                         : !lacks ? "math_functions.h: no host cospi declaration found"
+                         : *lacks ? "math_functions.h lacks noexcept on cospi/sinpi/rsqrt, harmless below glibc 2.41"
+                                  : "math_functions.h declares cospi/sinpi/rsqrt with an exception specification"));
+  }
+}
+
+// cuDriverGetVersion's answer: > 0, 0 when libcuda.so.1 cannot be loaded, -1 when it does not answer.
+int driver_version_here() {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return 0;
+  using GetVersion = int (*)(int*);
+  auto get = reinterpret_cast<GetVersion>(::dlsym(lib, "cuDriverGetVersion"));
+  int v = 0;
+  if (get == nullptr || get(&v) != 0 || v <= 0) v = -1;
+  ::dlclose(lib);
+  return v;
+}
+
+// The driver is asked in a child process (`kache doctor --driver-version`): a statically linked
+// kache loading libcuda.so.1 needs the glibc it was linked with, and on another one the load may
+// crash; the child's death is then a row, not the end of the report.
+std::optional<int> driver_version(std::string& failure) {
+  try {
+    const std::string self = util::self_executable();
+    const auto r = util::run_capture(self, {self, "doctor", "--driver-version"}, util::current_environment());
+    if (r.ok()) return std::stoi(r.out);
+    failure = r.term_signal ? fmt::format("the probe died with signal {}", r.term_signal)
+                            : fmt::format("the probe exited with {}", r.exit_code);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  return std::nullopt;
+}
+
+// The driver, asked through its own library; none is a fact (compiling needs no driver).
+void check_driver(Rows& rows, const std::optional<std::pair<int, int>>& release) {
+  std::string failure;
+  const auto answer = driver_version(failure);
+  if (!answer) {
+    rows.add("driver", "driver", Status::warn, "unknown",
+             fmt::format("libcuda.so.1 could not be asked for its version ({}).", failure),
+             "run nvidia-smi to see the driver; a kache built on this machine can ask it");
+    return;
+  }
+  if (*answer == 0) {
+    rows.add("driver", "driver", Status::ok, "none (libcuda.so.1 cannot be loaded)",
+             release ? fmt::format("compiling needs no driver; running CUDA {}.{} objects needs one for CUDA >= {}.0",
+                                   release->first, release->second, release->first)
+                     : "compiling needs no driver");
+    return;
+  }
+  const int v = *answer;
+  if (v < 0) {
+    rows.add("driver", "driver", Status::warn, "libcuda.so.1 loaded, version unknown",
+             "libcuda.so.1 does not answer cuDriverGetVersion.", "reinstall the NVIDIA driver");
+    return;
+  }
+  const int major = v / 1000, minor = (v % 1000) / 10;
+  const std::string fact = fmt::format("CUDA {}.{} (cuDriverGetVersion {})", major, minor, v);
+  if (!release) {
+    rows.add("driver", "driver", Status::ok, fact);
+    return;
+  }
+  // Minor-version compatibility: a toolkit X.y runs on any driver for X.0 or later.
+  if (major < release->first) {
+    rows.add("driver", "driver", Status::fail, fact,
+             fmt::format("objects from CUDA {}.{} need a driver for CUDA >= {}.0, and this machine has {}.{}.",
+                         release->first, release->second, release->first, major, minor),
+             fmt::format("install an NVIDIA driver for CUDA {}.0 or newer, or compile with a CUDA {}.x toolkit", release->first,
+                         major));
+  } else if (major == release->first && minor < release->second) {
+    rows.add("driver", "driver", Status::warn, fact,
+             fmt::format("PTX embedded by CUDA {}.{} cannot be JIT-compiled by this driver ({}.{}), so GPUs outside the "
+                         "compiled architecture set will not run it.",
+                         release->first, release->second, major, minor),
+             "name every target GPU in -arch/-gencode, or update the driver");
+  } else {
+    rows.add("driver", "driver", Status::ok, fmt::format("{} >= toolkit {}.{}", fact, release->first, release->second));
+  }
+}
+
+std::string filesystem_name(std::uint64_t type) {
+  switch (type) {
+    case 0xEF53: return "ext4";
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    case 0xCA451A4E: return "bcachefs";
+    case 0x01021994: return "tmpfs";
+    case 0x794C7630: return "overlayfs";
+    case 0x6969: return "nfs";
+    case 0x2FC12FC1: return "zfs";
+    case 0x65735546: return "fuse";
+    case 0x4D44: return "vfat";
+    case 0x2011BAB0: return "exfat";
+    case 0x482B: return "hfsplus";
+    case 0xFF534D42: return "cifs";
+    default: return fmt::format("0x{:x}", type);
+  }
+}
+
+void check_cache(Rows& rows, const Config& cfg) {
+  const std::string& dir = cfg.cache_dir;
+  const bool exists = util::exists(dir);
+  // The directory kache will create its cache in: the nearest existing ancestor.
+  std::string probe = dir;
+  while (!util::exists(probe) && util::dirname(probe) != probe) probe = util::dirname(probe);
+  rows.add("cache", "dir", Status::ok, exists ? dir : dir + " (created on the first compile)");
+
+  struct statfs sfs {};
+  struct statvfs svfs {};
+  if (::statfs(probe.c_str(), &sfs) == 0) {
+    const std::int64_t margin = util::file_time_margin_ns(probe);
+    timespec res {};
+    ::clock_getres(CLOCK_REALTIME_COARSE, &res);
+    rows.add("cache", "filesystem", Status::ok,
+             fmt::format("{}; racy-file margin {} ms (file clock tick {:.1f} ms)", filesystem_name(static_cast<std::uint64_t>(sfs.f_type)),
+                         margin / 1000000, (res.tv_sec * 1e9 + res.tv_nsec) / 1e6));
+  }
+  const int writable = ::access(probe.c_str(), W_OK | X_OK);
+  if (writable != 0) {
+    rows.add("cache", "writable", Status::fail, "no",
+             fmt::format("{} is not writable, so every compile runs uncached and stores nothing.", probe),
+             "set KACHE_DIR (or cache.dir) to a directory you can write");
+  } else {
+    rows.add("cache", "writable", Status::ok, "yes");
+  }
+  std::uint64_t size = 0;
+  if (exists) {
+    try {
+      size = storage::LocalStorage(storage::LocalStorageOptions{dir, cfg.max_size, cfg.compression_level, cfg.compression})
+                 .total_size();
+    } catch (const std::exception&) {
+    }
+  }
+  const double percent = cfg.max_size ? 100.0 * static_cast<double>(size) / static_cast<double>(cfg.max_size) : 0.0;
+  rows.add("cache", "size", Status::ok, fmt::format("{} of {} ({:.1f} %)", format_size(size), format_size(cfg.max_size), percent));
+  if (::statvfs(probe.c_str(), &svfs) == 0) {
+    const std::uint64_t free = static_cast<std::uint64_t>(svfs.f_bavail) * svfs.f_frsize;
+    const std::uint64_t room = cfg.max_size > size ? cfg.max_size - size : 0;
+    if (free < room) {
+      rows.add("cache", "free-space", Status::warn, format_size(free),
+               fmt::format("the filesystem has {} free, less than the {} the size limit still allows, so stores may fail "
+                           "before eviction starts.",
+                           format_size(free), format_size(room)),
+               "lower cache.max_size (kache -M SIZE) or free space");
+    } else {
+      rows.add("cache", "free-space", Status::ok, format_size(free));
+    }
+  }
+}
+
+void check_config(Rows& rows, const Config& cfg, const util::Environment& env) {
+  std::string origins;
+  for (const auto& [key, origin] : cfg.origins) origins += fmt::format("{}{} ({})", origins.empty() ? "" : ", ", key, origin);
+  rows.add("config", "file", Status::ok,
+           fmt::format("{}{}; {}", cfg.config_file, util::exists(cfg.config_file) ? "" : " (absent)",
+                       origins.empty() ? "every setting at its default" : "set: " + origins));
+  for (const auto& problem : cfg.problems) {
+    rows.add("config", "problem", Status::warn, "", problem, "correct the value named (kache --show-config shows every setting)");
+  }
+  if (cfg.disable) {
+    const std::string origin = cfg.origins.count("cache.disable") ? cfg.origins.at("cache.disable") : "file";
+    rows.add("config", "disable", Status::warn, fmt::format("cache.disable = true ({})", origin),
+             "every compile passes through uncached (passthrough.disabled).",
+             origin == "env" ? "unset KACHE_DISABLE" : "set cache.disable = false in " + cfg.config_file);
+  }
+  // NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS reach every compile: one that refuses makes all of them pass through.
+  compiler::nvcc::PlanOptions opts;
+  opts.extra_allowlist = cfg.extra_allowlist_flags;
+  opts.prepend_flags = util::env_get(env, "NVCC_PREPEND_FLAGS").value_or("");
+  opts.append_flags = util::env_get(env, "NVCC_APPEND_FLAGS").value_or("");
+  if (!opts.prepend_flags.empty() || !opts.append_flags.empty()) {
+    const auto planned = compiler::nvcc::plan({"-c", "probe.cu", "-o", "probe.o"}, opts);
+    if (const auto* p = std::get_if<compiler::nvcc::Passthrough>(&planned)) {
+      rows.add("config", "nvcc-env-flags", Status::warn,
+               fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}'", opts.prepend_flags, opts.append_flags),
+               fmt::format("every compile passes through ({}{}{}).", p->reason, p->detail.empty() ? "" : ": ", p->detail),
+               "remove the flag from the variable, or add it to cc.extra_allowlist_flags if it cannot change an object");
+    } else {
+      rows.add("config", "nvcc-env-flags", Status::ok,
+               fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}' (keyed)", opts.prepend_flags, opts.append_flags));
+    }
+  }
+  if (auto refusal = compiler::env_refusal(env, true)) {
+    rows.add("config", "environment", Status::warn, refusal->variable + " is set",
+             fmt::format("{} is set, so every compile passes through (passthrough.{}).", refusal->variable, refusal->reason),
+             "unset " + refusal->variable);
+  }
+}
+
+void print_text(const Rows& rows) {
+  std::size_t width = 0;
+  for (const auto& r : rows.rows) width = std::max(width, r.section.size() + r.name.size() + 1);
+  for (const auto& r : rows.rows) {
+    fmt::print("{:<4}  {:<{}}  {}\n", status_name(r.status), r.section + "." + r.name, width, r.value);
+    if (!r.message.empty()) fmt::print("{:<4}  {:<{}}  {}\n", "", "", width, r.message);
+    if (!r.fix.empty() && r.status != Status::ok) fmt::print("{:<4}  {:<{}}  fix: {}\n", "", "", width, r.fix);
+    else if (!r.fix.empty()) fmt::print("{:<4}  {:<{}}  {}\n", "", "", width, r.fix);
+  }
+}
+
+constexpr const char* kUsage = R"(usage: kache doctor [--json] [--nvcc PATH] [-ccbin COMPILER]
+States the facts kache nvcc depends on (nvcc, its host compiler and the bound nvcc's
+crt/host_config.h states, the C library, the driver, the cache directory, the configuration) as
+ok/warn/fail rows. Exit status 1 when any row fails.
+)";
+
+}  // namespace
+
+int run_doctor(const std::vector<std::string>& args) {
+  bool as_json = false;
+  std::string nvcc_arg = "nvcc";
+  std::optional<std::string> ccbin;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](std::string_view name) -> std::optional<std::string> {
+      if (a == name && i + 1 < args.size()) return args[++i];
+      if (a.starts_with(std::string(name) + "=")) return a.substr(name.size() + 1);
+      return std::nullopt;
+    };
+    if (a == "--driver-version") {  // internal: the child process of driver_version()
+      fmt::print("{}\n", driver_version_here());
+      return 0;
+    }
+    if (a == "--json") {
+      as_json = true;
+    } else if (a == "-h" || a == "--help") {
+      fmt::print("{}", kUsage);
+      return 0;
+    } else if (auto v = value("--nvcc")) {
+      nvcc_arg = *v;
+    } else if (auto c = value("-ccbin"); c || (c = value("--compiler-bindir")) || (c = value("--ccbin"))) {
+      ccbin = *c;
+    } else {
+      fmt::print(stderr, "kache doctor: unknown argument '{}'.\n{}", a, kUsage);
+      return 1;
+    }
+  }
+  const Config cfg = load_config();
+  const util::Environment env = util::current_environment();
+  if (!ccbin) {
+    if (auto v = util::env_get(env, "NVCC_CCBIN"); v && !v->empty()) ccbin = *v;
+  }
+  Rows rows;
+  std::optional<std::pair<int, int>> release;
+  try {
+    util::TempDir scratch("/tmp", ".kache-doctor-");
+    check_toolchain(rows, nvcc_arg, ccbin, env, scratch.path(), release);
+  } catch (const std::exception& e) {
+    rows.add("toolchain", "probe", Status::fail, "", fmt::format("probing the toolchain failed: {}.", e.what()),
+             "run nvcc --version and nvcc --dryrun -c x.cu by hand to see why");
+  }
+  check_driver(rows, release);
+  check_cache(rows, cfg);
+  check_config(rows, cfg, env);
+
+  std::size_t fails = 0, warns = 0;
+  for (const auto& r : rows.rows) {
+    fails += r.status == Status::fail;
+    warns += r.status == Status::warn;
+  }
+  if (as_json) {
+    json j;
+    j["schema"] = "kache-doctor-1";
+    j["status"] = fails ? "fail" : warns ? "warn" : "ok";
+    j["fails"] = fails;
+    j["warns"] = warns;
+    j["rows"] = json::array();
+    for (const auto& r : rows.rows) {
+      j["rows"].push_back({{"section", r.section}, {"name", r.name}, {"status", status_name(r.status)},
+                           {"value", r.value}, {"message", r.message}, {"fix", r.fix}});
+    }
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    print_text(rows);
+    fmt::print("{} fail, {} warn\n", fails, warns);
+  }
+  return fails ? 1 : 0;
+}
+
+}  // namespace kache::core

@@ -1,0 +1,579 @@
+#include "core/explain.hpp"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
+#include "core/depfile.hpp"
+#include "core/invocation.hpp"
+#include "core/log.hpp"
+#include "util/clock.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+#include "util/process.hpp"
+
+namespace kache::core::explain {
+namespace {
+
+using json = nlohmann::ordered_json;
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+constexpr const char* kRecordSchema = "kache-explain-record-1";
+constexpr const char* kOutputSchema = "kache-explain-1";
+
+struct RecordedFile {
+  std::string key_path;  // as the key names it (below a root: the root's fixed name)
+  std::string path;      // in the build that stored the entry
+  std::string digest;    // SHA-256 of the content, hex
+};
+
+struct Record {
+  std::string key;        // storage key of the entry
+  std::string direct;     // direct key (the fields below, hashed)
+  std::string source;     // absolute
+  std::string output;     // absolute
+  std::string toolchain;  // human-readable description of the toolchain id
+  std::int64_t created_ns = 0;
+  Fields fields;          // the direct key's fields, in order, then source-content
+  std::vector<RecordedFile> files;  // the closure outside the toolchain's include directories
+  // The closure inside them (the toolkit's and the host compiler's headers, hundreds of files that
+  // change with the toolchain): one digest, so a record stays a few KiB. "" when unknown.
+  std::string system_headers;
+  std::string file;       // where it was read from
+};
+
+// Splits a closure into the project's files (recorded one by one) and the toolchain's (one digest).
+class ClosureSplit {
+ public:
+  explicit ClosureSplit(std::vector<std::string> system_dirs) : dirs_(std::move(system_dirs)) {
+    // GCC names some toolkit headers by resolved paths: each directory also by its real path.
+    const std::size_t n = dirs_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      char buf[PATH_MAX];
+      if (::realpath(dirs_[i].c_str(), buf) != nullptr) dirs_.push_back(buf);
+    }
+  }
+  // Returns true when the file went into the toolchain digest.
+  bool add(const RecordedFile& f) {
+    if (std::none_of(dirs_.begin(), dirs_.end(), [&](const std::string& d) { return util::path_starts_with(f.path, d); })) {
+      return false;
+    }
+    hasher_.add_field("file", f.key_path);
+    hasher_.add_field("content", f.digest);
+    ++count_;
+    return true;
+  }
+  std::string finish() { return fmt::format("{} files, {}", count_, hasher_.finish().hex().substr(0, 16)); }
+
+ private:
+  std::vector<std::string> dirs_;
+  util::Hasher hasher_;
+  std::size_t count_ = 0;
+};
+
+std::string explain_root(const std::string& cache_dir) { return util::join_path(cache_dir, "explain"); }
+
+std::string source_dir_name(const std::string& source) { return util::sha256(source).hex().substr(0, 16); }
+
+json to_json(const Record& r) {
+  json j;
+  j["schema"] = kRecordSchema;
+  j["key"] = r.key;
+  j["direct"] = r.direct;
+  j["source"] = r.source;
+  j["output"] = r.output;
+  j["toolchain"] = r.toolchain;
+  j["created_ns"] = r.created_ns;
+  j["fields"] = json::array();
+  for (const auto& [name, value] : r.fields) j["fields"].push_back(json::array({name, value}));
+  j["files"] = json::array();
+  for (const auto& f : r.files) j["files"].push_back(json::array({f.key_path, f.path, f.digest}));
+  j["system_headers"] = r.system_headers;
+  return j;
+}
+
+std::optional<Record> read_record(const std::string& path) {
+  try {
+    const json j = json::parse(util::read_file(path));
+    if (j.value("schema", "") != kRecordSchema) return std::nullopt;
+    Record r;
+    r.key = j.at("key").get<std::string>();
+    r.direct = j.at("direct").get<std::string>();
+    r.source = j.at("source").get<std::string>();
+    r.output = j.at("output").get<std::string>();
+    r.toolchain = j.at("toolchain").get<std::string>();
+    r.created_ns = j.at("created_ns").get<std::int64_t>();
+    for (const auto& f : j.at("fields")) r.fields.emplace_back(f.at(0).get<std::string>(), f.at(1).get<std::string>());
+    for (const auto& f : j.at("files")) {
+      r.files.push_back({f.at(0).get<std::string>(), f.at(1).get<std::string>(), f.at(2).get<std::string>()});
+    }
+    r.system_headers = j.value("system_headers", "");
+    r.file = path;
+    return r;
+  } catch (const std::exception&) {
+    return std::nullopt;  // damaged or foreign: not a record
+  }
+}
+
+// The *.json files of one directory with their mtimes.
+std::vector<std::pair<std::int64_t, std::string>> record_files(const std::string& dir) {
+  std::vector<std::pair<std::int64_t, std::string>> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() < 6 || !name.ends_with(".json")) continue;
+    const std::string path = util::join_path(dir, name);
+    auto id = util::stat_identity(path);
+    if (id && !id->is_dir) out.emplace_back(id->mtime_ns, path);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());  // oldest first
+  return out;
+}
+
+std::vector<Record> records_for(const std::string& cache_dir, const std::string& source) {
+  std::vector<Record> out;
+  for (const auto& [mtime, path] : record_files(util::join_path(explain_root(cache_dir), source_dir_name(source)))) {
+    if (auto r = read_record(path); r && r->source == source) out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+// One way the closest entry differs from the compile being explained.
+struct Difference {
+  std::string field;               // key field name ("arg", "env:CPATH", "toolchain"), or "header"
+  std::string path;                // for "header": the file
+  std::optional<std::string> was;  // in the entry; nullopt: absent there
+  std::optional<std::string> now;  // in this compile; nullopt: absent now
+};
+
+// Field-by-field differences. Fields that repeat ("arg", "root") are compared as lists: values only
+// on one side are reported one by one, and the same values in another order as the order.
+std::vector<Difference> field_differences(const Fields& was, const Fields& now) {
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<std::string>> a, b;
+  for (const auto* side : {&was, &now}) {
+    for (const auto& [name, value] : *side) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      (side == &was ? a : b)[name].push_back(value);
+    }
+  }
+  std::vector<Difference> out;
+  for (const auto& name : names) {
+    const auto& x = a[name];
+    const auto& y = b[name];
+    if (x == y) continue;
+    if (x.size() == 1 && y.size() == 1) {
+      out.push_back({name, "", x[0], y[0]});
+      continue;
+    }
+    std::vector<std::string> only_x = x, only_y;
+    for (const auto& v : y) {
+      auto it = std::find(only_x.begin(), only_x.end(), v);
+      if (it != only_x.end()) only_x.erase(it);
+      else only_y.push_back(v);
+    }
+    for (const auto& v : only_x) out.push_back({name, "", v, std::nullopt});
+    for (const auto& v : only_y) out.push_back({name, "", std::nullopt, v});
+    if (only_x.empty() && only_y.empty()) {
+      out.push_back({name + " (order)", "", fmt::format("{}", fmt::join(x, " ")), fmt::format("{}", fmt::join(y, " "))});
+    }
+  }
+  return out;
+}
+
+// The recorded closure against another record's (--last) or against the files on disk now.
+// Differences name each file by its path in the build being explained (a root's fixed name resolved).
+using DigestNow = std::function<std::pair<std::string, std::optional<std::string>>(const RecordedFile&)>;
+
+std::vector<Difference> file_differences(const Record& entry, const std::vector<RecordedFile>* now_files,
+                                         const DigestNow& digest_now) {
+  std::vector<Difference> out;
+  for (const auto& f : entry.files) {
+    if (f.path == entry.source) continue;  // the source-content field covers it
+    std::optional<std::string> now;
+    std::string path = f.path;
+    if (now_files) {
+      auto it = std::find_if(now_files->begin(), now_files->end(),
+                             [&](const RecordedFile& n) { return n.key_path == f.key_path; });
+      if (it != now_files->end()) {
+        now = it->digest;
+        path = it->path;
+      } else if (digest_now) {
+        // Recorded but not read now (a __has_include target the record watches): its content decides.
+        std::tie(path, now) = digest_now(f);
+      }
+    } else {
+      std::tie(path, now) = digest_now(f);
+    }
+    if (now != f.digest) out.push_back({"header", path, f.digest, now});
+  }
+  if (now_files) {
+    for (const auto& n : *now_files) {
+      if (n.path == entry.source) continue;
+      if (std::none_of(entry.files.begin(), entry.files.end(),
+                       [&](const RecordedFile& f) { return f.key_path == n.key_path; })) {
+        out.push_back({"header", n.path, std::nullopt, n.digest});
+      }
+    }
+  }
+  return out;
+}
+
+std::string format_time(std::int64_t ns) {
+  const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
+  std::tm tm {};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+std::string short_value(const std::optional<std::string>& v, const std::string& field) {
+  if (!v) return "(absent)";
+  // Digests are shown short; values are shown as keyed.
+  if ((field == "header" || field == "source-content" || field == "toolchain") && v->size() == 64) {
+    return v->substr(0, 12);
+  }
+  return v->empty() ? "\"\"" : *v;
+}
+
+struct Verdict {
+  std::string status;  // "differs", "match", "no-entry", "passthrough", "error"
+  std::string source, output, message;
+  compiler::Passthrough passthrough;
+  std::optional<Record> closest;
+  std::size_t records = 0;
+  std::vector<Difference> differences;
+  std::string toolchain_now;
+};
+
+int print(const Verdict& v, bool as_json) {
+  if (as_json) {
+    json j;
+    j["schema"] = kOutputSchema;
+    j["status"] = v.status;
+    j["source"] = v.source;
+    j["output"] = v.output;
+    j["message"] = v.message;
+    if (v.status == "passthrough") j["passthrough"] = {{"reason", v.passthrough.reason}, {"detail", v.passthrough.detail}};
+    j["records"] = v.records;
+    if (v.closest) {
+      j["closest"] = {{"key", v.closest->key}, {"output", v.closest->output},
+                      {"stored", format_time(v.closest->created_ns)}, {"toolchain", v.closest->toolchain}};
+    }
+    j["toolchain_now"] = v.toolchain_now;
+    j["differences"] = json::array();
+    for (const auto& d : v.differences) {
+      json e = {{"field", d.field}};
+      if (!d.path.empty()) e["path"] = d.path;
+      e["entry"] = d.was ? json(*d.was) : json(nullptr);
+      e["now"] = d.now ? json(*d.now) : json(nullptr);
+      j["differences"].push_back(std::move(e));
+    }
+    fmt::print("{}\n", j.dump(2));
+    return v.status == "error" ? 1 : 0;
+  }
+  if (!v.source.empty()) fmt::print("source   {}\n", v.source);
+  if (!v.output.empty()) fmt::print("output   {}\n", v.output);
+  if (v.closest) {
+    fmt::print("closest  entry {} of {} recorded for this source, stored {}{}\n", v.closest->key.substr(0, 12),
+               v.records, format_time(v.closest->created_ns),
+               v.closest->output == v.output ? "" : " (for the output " + v.closest->output + ")");
+  }
+  fmt::print("{}\n", v.message);
+  std::size_t width = 12;
+  for (const auto& d : v.differences) width = std::max(width, d.field.size() + (d.path.empty() ? 0 : d.path.size() + 1));
+  for (const auto& d : v.differences) {
+    const std::string label = d.path.empty() ? d.field : d.field + " " + d.path;
+    fmt::print("  {:<{}}  {} -> {}\n", label, width, short_value(d.was, d.field), short_value(d.now, d.field));
+    if (d.field == "toolchain" && v.closest) {
+      fmt::print("  {:<{}}  entry: {}\n", "", width, v.closest->toolchain);
+      fmt::print("  {:<{}}  now:   {}\n", "", width, v.toolchain_now);
+    }
+  }
+  return v.status == "error" ? 1 : 0;
+}
+
+// Picks the record with the fewest differences (then the same output, then the newest) and fills
+// the verdict with its differences.
+void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& now_fields,
+             const std::vector<RecordedFile>* now_files,
+             const DigestNow& digest_now, const std::string& system_headers_now) {
+  v.records = candidates.size();
+  std::optional<std::size_t> best;
+  std::vector<Difference> best_diffs;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Record& c = candidates[i];
+    std::vector<Difference> diffs = field_differences(c.fields, now_fields);
+    auto files = file_differences(c, now_files, digest_now);
+    diffs.insert(diffs.end(), files.begin(), files.end());
+    // Known on both sides only with a listing: --last, or --closure.
+    if (!system_headers_now.empty() && !c.system_headers.empty() && c.system_headers != system_headers_now) {
+      diffs.push_back({"system-headers", "", c.system_headers, system_headers_now});
+    }
+    bool better = !best;
+    if (best) {
+      const Record& b = candidates[*best];
+      const auto key = [&](const Record& r, std::size_t n) {
+        return std::make_tuple(n, r.output == v.output ? 0 : 1, -r.created_ns);
+      };
+      better = key(c, diffs.size()) < key(b, best_diffs.size());
+    }
+    if (better) {
+      best = i;
+      best_diffs = std::move(diffs);
+    }
+  }
+  if (!best) return;
+  v.closest = candidates[*best];
+  v.differences = std::move(best_diffs);
+  if (v.differences.empty()) {
+    v.status = "match";
+    v.message = "no difference: this compile has the key fields and headers of a recorded entry, so a lookup "
+                "finds it, unless a new header now shadows a recorded one (--closure lists them) or the entry "
+                "was evicted or removed (kache -C) since.";
+  } else {
+    v.status = "differs";
+    v.message = fmt::format("differs from it in {} field{} (entry -> now):", v.differences.size(),
+                            v.differences.size() == 1 ? "" : "s");
+  }
+}
+
+// This build's path for a path as the key names it (a root's fixed name replaced by the root).
+std::string path_now(const core::PathRoots& roots, const std::string& key_path) {
+  for (const auto& r : roots.roots()) {
+    if (key_path == r.name) return r.path;
+    if (key_path.starts_with(r.name + "/")) return r.path + key_path.substr(r.name.size());
+  }
+  return key_path;
+}
+
+Verdict explain_last(const Config& cfg) {
+  Verdict v;
+  const std::string root = explain_root(cfg.cache_dir);
+  std::string rel;
+  try {
+    rel = util::read_file(util::join_path(root, "last"));
+  } catch (const std::exception&) {
+    v.status = "no-entry";
+    v.message = fmt::format("no miss has been stored in {} since kache started recording them.", cfg.cache_dir);
+    return v;
+  }
+  auto last = read_record(util::join_path(root, rel));
+  if (!last) {
+    v.status = "no-entry";
+    v.message = fmt::format("the record of the last miss ({}) is gone: it was pruned or the cache was cleared.", rel);
+    return v;
+  }
+  v.source = last->source;
+  v.output = last->output;
+  v.toolchain_now = last->toolchain;
+  std::vector<Record> others;
+  for (auto& r : records_for(cfg.cache_dir, last->source)) {
+    if (r.key != last->key) others.push_back(std::move(r));
+  }
+  if (others.empty()) {
+    v.status = "no-entry";
+    v.message = "no other entry is recorded for this source: the last miss was its first stored compile.";
+    return v;
+  }
+  compare(v, others, last->fields, &last->files, nullptr, last->system_headers);
+  return v;
+}
+
+// With --closure: the files the compile would read now, listed by `nvcc -M` with the same flags.
+std::vector<RecordedFile> closure_now(compiler::Adapter& adapter, const Invocation& inv, compiler::CompileJob job) {
+  job.depfile_partial = true;  // asks the adapter for its dependency-listing command
+  const std::vector<std::string> cmd = adapter.closure_command(inv, job);
+  if (cmd.empty()) throw std::runtime_error("this compiler has no dependency listing");
+  const auto r = util::run_capture(inv.compiler_path, cmd, inv.env);
+  if (!r.ok()) throw std::runtime_error("the dependency listing failed: " + r.err.substr(0, r.err.find('\n')));
+  std::vector<RecordedFile> out;
+  ClosureSplit split(job.system_dirs);
+  const std::string cwd = util::lexically_normal(inv.cwd);
+  for (const auto& dep : parse_depfile(r.out).deps) {
+    const std::string path = util::join_path(cwd, dep);
+    std::string digest;
+    try {
+      digest = util::hash_file(path).hex();
+    } catch (const std::exception&) {
+      digest = "unreadable";
+    }
+    RecordedFile f{job.roots.key_form(path), path, digest};
+    if (!split.add(f)) out.push_back(std::move(f));
+  }
+  return out;
+}
+
+Verdict explain_command(const Config& cfg, const std::vector<std::string>& command, bool closure) {
+  Verdict v;
+  Invocation inv;
+  inv.compiler_arg = command[0];
+  inv.args.assign(command.begin() + 1, command.end());
+  inv.env = util::current_environment();
+  inv.cwd = util::current_dir();
+  auto resolved = util::find_executable(inv.compiler_arg, util::env_get(inv.env, "PATH").value_or(""),
+                                        util::self_executable());
+  if (!resolved) {
+    v.status = "error";
+    v.message = fmt::format("cannot find the compiler '{}' on PATH.", inv.compiler_arg);
+    return v;
+  }
+  inv.compiler_path = *resolved;
+  if (cfg.disable) {
+    v.status = "passthrough";
+    v.passthrough = {"disabled", cfg.origins.count("cache.disable") && cfg.origins.at("cache.disable") == "env"
+                                     ? "KACHE_DISABLE is set"
+                                     : "cache.disable is set in " + cfg.config_file};
+  }
+  auto adapter = compiler::find_adapter(inv.compiler_arg);
+  if (v.status.empty() && !adapter) {
+    v.status = "passthrough";
+    v.passthrough = {"unsupported-compiler", inv.compiler_arg};
+  }
+  if (v.status.empty()) {
+    auto prepared = adapter->prepare(inv, cfg);
+    if (auto* p = std::get_if<compiler::Passthrough>(&prepared)) {
+      v.status = "passthrough";
+      v.passthrough = *p;
+    } else {
+      const auto& job = std::get<compiler::CompileJob>(prepared);
+      v.source = job.source;
+      v.output = job.output;
+      v.toolchain_now = job.description;
+      Fields fields = job.key_fields;
+      try {
+        fields.emplace_back("source-content", util::hash_file(job.source).hex());
+      } catch (const std::exception&) {
+        fields.emplace_back("source-content", "unreadable");
+      }
+      const auto records = records_for(cfg.cache_dir, job.source);
+      if (records.empty()) {
+        v.status = "no-entry";
+        v.message = fmt::format("no entry is recorded for this source in {}: it was never stored from this "
+                                "path (or its records were pruned), so the compile misses.",
+                                cfg.cache_dir);
+        return v;
+      }
+      std::map<std::string, std::optional<std::string>> digests;  // one hash per file however many records
+      auto digest_now = [&](const RecordedFile& f) -> std::pair<std::string, std::optional<std::string>> {
+        const std::string path = path_now(job.roots, f.key_path);
+        auto it = digests.find(path);
+        if (it != digests.end()) return {path, it->second};
+        std::optional<std::string> d;
+        try {
+          d = util::hash_file(path).hex();
+        } catch (const std::exception&) {
+        }
+        digests.emplace(path, d);
+        return {path, d};
+      };
+      std::vector<RecordedFile> listed;
+      if (closure) listed = closure_now(*adapter, inv, job);
+      // nvcc -M lists a slightly different set of toolkit headers than the compile's own -MD (186 and
+      // 188 files for a small kernel, CUDA 13.0): the two digests are not comparable, so the
+      // toolchain's headers are compared by --last only.
+      compare(v, records, fields, closure ? &listed : nullptr, digest_now, "");
+      return v;
+    }
+  }
+  v.message = fmt::format("passthrough ({}){}{}: kache runs the compiler unchanged and stores nothing.",
+                          v.passthrough.reason, v.passthrough.detail.empty() ? "" : ": ", v.passthrough.detail);
+  return v;
+}
+
+constexpr const char* kUsage = R"(usage: kache explain [--json] -- nvcc ARGS...   why this compile would miss
+       kache explain [--json] --last              why the last stored miss in this cache missed
+  --closure   also list the headers the compile would read now (runs nvcc -M): finds a header
+              that now shadows a recorded one, or one the compile newly includes
+Compares the compile's key fields (flags, keyed environment variables, toolchain, source and header
+digests) with the entries recorded for the same source, and prints what differs from the closest one.
+It runs no compile (without --closure): only the toolchain probe every lookup makes (memoized).
+)";
+
+}  // namespace
+
+void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
+            const std::string& storage_key, const std::vector<ManifestFile>& files) noexcept {
+  if (cache_dir.empty()) return;
+  try {
+    Record r;
+    r.key = storage_key;
+    r.direct = direct_key;
+    r.source = job.source;
+    r.output = job.output;
+    r.toolchain = job.description;
+    r.created_ns = util::now_ns();
+    r.fields = job.key_fields;
+    r.fields.emplace_back("source-content", util::hash_file(job.source).hex());
+    ClosureSplit split(job.system_dirs);
+    for (const auto& f : files) {
+      RecordedFile rf{job.roots.key_form(f.path), job.roots.join(f.path), f.hash.hex()};
+      if (!split.add(rf)) r.files.push_back(std::move(rf));
+    }
+    r.system_headers = split.finish();
+    const std::string root = explain_root(cache_dir);
+    const std::string dir_name = source_dir_name(job.source);
+    const std::string dir = util::join_path(root, dir_name);
+    util::create_directories(dir);
+    util::write_file_atomic(util::join_path(dir, storage_key + ".json"), to_json(r).dump());
+    util::write_file_atomic(util::join_path(root, "last"), dir_name + "/" + storage_key + ".json");
+    auto existing = record_files(dir);
+    for (std::size_t i = 0; i + kRecordsPerSource < existing.size(); ++i) util::remove_file(existing[i].second);
+  } catch (const std::exception& e) {
+    core::log().debug("cannot write the explain record: {}", e.what());
+  }
+}
+
+int run(const std::vector<std::string>& args) {
+  bool as_json = false, last = false, closure = false;
+  std::vector<std::string> command;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (args[i] == "--json") as_json = true;
+    else if (args[i] == "--last") last = true;
+    else if (args[i] == "--closure") closure = true;
+    else if (args[i] == "-h" || args[i] == "--help") {
+      fmt::print("{}", kUsage);
+      return 0;
+    } else {
+      fmt::print(stderr, "kache explain: unknown argument '{}'.\n{}", args[i], kUsage);
+      return 1;
+    }
+  }
+  if (last == !command.empty()) {
+    fmt::print(stderr, "kache explain: give either --last or -- followed by the compile command.\n{}", kUsage);
+    return 1;
+  }
+  const Config cfg = load_config();
+  for (const auto& problem : cfg.problems) fmt::print(stderr, "{}\n", problem);
+  Verdict v;
+  try {
+    v = last ? explain_last(cfg) : explain_command(cfg, command, closure);
+  } catch (const std::exception& e) {
+    v.status = "error";
+    v.message = fmt::format("cannot compute the key: {}.", e.what());
+  }
+  return print(v, as_json);
+}
+
+}  // namespace kache::core::explain

@@ -1,0 +1,37 @@
+#pragma once
+// `kache explain`: which key field made a compile miss.
+//
+// A miss that stores an entry also writes a small record of that entry's key fields (the same named
+// fields KACHE_LOG=kache=trace prints: flags, keyed environment variables, the toolchain id, paths),
+// the source's digest and the closure as (path, digest) pairs, never file contents; the headers
+// inside the toolchain's include directories (hundreds for a thrust TU) as one digest and a count,
+// so a record stays a few KiB:
+//
+//   <cache_dir>/explain/<sha256(source path)[:16]>/<storage key>.json   at most kRecordsPerSource
+//   <cache_dir>/explain/last                                            the last stored miss's record
+//
+// Only a storing miss writes here (a miss already ran nvcc for seconds); a hit never touches it.
+// `kache explain -- nvcc ARGS...` computes the same fields for a command as a lookup would (planning
+// and the memoized toolchain probe; no compile) and compares them with the records of the same
+// source, field by field, against the closest one. `kache explain --last` does the same for the last
+// stored miss against the other records of its source.
+#include <string>
+#include <vector>
+
+#include "compiler/adapter.hpp"
+#include "core/manifest.hpp"
+
+namespace kache::core::explain {
+
+// Records kept per source: enough for the configurations of one file a build tree compiles (debug,
+// release, a few architecture sets) without letting one file fill the directory.
+constexpr std::size_t kRecordsPerSource = 8;
+
+// Writes the record of an entry just stored. Failures are logged and ignored: it is a diagnostic.
+void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
+            const std::string& storage_key, const std::vector<ManifestFile>& files) noexcept;
+
+// The `kache explain` command; args are the words after "explain". Returns the exit status.
+int run(const std::vector<std::string>& args);
+
+}  // namespace kache::core::explain

@@ -1,0 +1,140 @@
+"""kache doctor: the toolchain, driver, cache and configuration facts, as ok/warn/fail rows (spec 004).
+
+On this machine (CUDA 13, gcc 12, no driver) every row is ok or warn and the exit status is 0; a fake
+toolkit directory (a copy of the real nvcc with its own nvcc.profile and a crt/host_config.h whose bound
+is below the host gcc) gives a fail row naming -ccbin, and exit status 1."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import kachetest
+from kachetest import KacheTestCase, nvcc_home
+
+
+def host_gcc_major():
+    r = subprocess.run(["gcc", "-dumpversion"], capture_output=True, text=True, check=True)
+    return int(r.stdout.strip().split(".")[0])
+
+
+class Doctor(KacheTestCase):
+    def doctor(self, args=(), env=None, code=0):
+        r = self.kache(["doctor", "--json"] + list(args), env=env, check=False)
+        self.assertEqual(r.returncode, code, r.stdout + r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(out["schema"], "kache-doctor-1")
+        return {f'{row["section"]}.{row["name"]}': row for row in out["rows"]}, out
+
+    def test_this_machine(self):
+        rows, out = self.doctor()
+        self.assertEqual(out["fails"], 0, json.dumps(out, indent=1))
+        nvcc = rows["toolchain.nvcc"]
+        self.assertEqual(nvcc["status"], "ok")
+        release = re.search(r"release (\d+\.\d+)", subprocess.run([kachetest.NVCC, "--version"], capture_output=True,
+                                                                  text=True).stdout).group(1)
+        self.assertIn(f"CUDA {release}", nvcc["value"])
+        gcc = host_gcc_major()
+        self.assertIn(f"gcc {gcc}.", rows["toolchain.host-compiler"]["value"])
+        bound = rows["toolchain.host-compiler-bound"]
+        self.assertEqual(bound["status"], "ok", bound)
+        self.assertIn("host_config.h", bound["value"])
+        self.assertIn("glibc", rows["toolchain.glibc"]["value"])
+        self.assertNotEqual(rows["driver.driver"]["status"], "fail")
+        if not any(os.path.exists(os.path.join(d, "libcuda.so.1"))
+                   for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")):
+            self.assertTrue(rows["driver.driver"]["value"].startswith("none"), rows["driver.driver"])
+        self.assertEqual(rows["cache.writable"]["status"], "ok")
+        self.assertIn(self.cache, rows["cache.dir"]["value"])
+        self.assertIn("racy-file margin", rows["cache.filesystem"]["value"])
+
+    def test_text_output(self):
+        r = self.kache(["doctor"])
+        self.assertRegex(r.stdout, r"ok\s+toolchain\.host-compiler-bound\s+gcc \d+ <= \d+")
+        self.assertIn("0 fail", r.stdout)
+
+    def fake_toolkit(self, gnu_bound):
+        top = self.path("fake-cuda")
+        os.makedirs(os.path.join(top, "bin"))
+        os.makedirs(os.path.join(top, "include", "crt"))
+        shutil.copy(os.path.join(nvcc_home(), "nvcc"), os.path.join(top, "bin", "nvcc"))
+        with open(os.path.join(top, "bin", "nvcc.profile"), "w") as f:
+            f.write('TOP = $(_HERE_)/..\nPATH += $(_HERE_):\nINCLUDES += "-I$(TOP)/include" $(_SPACE_)\n')
+        with open(os.path.join(top, "include", "crt", "host_config.h"), "w") as f:
+            f.write(f"#if defined(__GNUC__)\n#if __GNUC__ > {gnu_bound}\n"
+                    f"#error -- unsupported GNU version! gcc versions later than {gnu_bound} are not supported!\n"
+                    "#endif\n#endif\n")
+        return os.path.join(top, "bin", "nvcc")
+
+    def test_host_compiler_past_the_bound_fails(self):
+        gcc = host_gcc_major()
+        nvcc = self.fake_toolkit(gcc - 1)
+        rows, out = self.doctor(["--nvcc", nvcc], code=1)
+        bound = rows["toolchain.host-compiler-bound"]
+        self.assertEqual(bound["status"], "fail", bound)
+        self.assertIn(f"gcc {gcc} is newer than gcc {gcc - 1}", bound["message"])
+        self.assertIn("-ccbin", bound["fix"])
+        r = self.kache(["doctor", "--nvcc", nvcc], check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(r.stdout, r"fail\s+toolchain\.host-compiler-bound")
+        self.assertIn("fix: pass -ccbin", r.stdout)
+        # The same toolkit with a bound the host gcc meets: no fail.
+        shutil.rmtree(self.path("fake-cuda"))
+        nvcc = self.fake_toolkit(gcc)
+        rows, _ = self.doctor(["--nvcc", nvcc])
+        self.assertEqual(rows["toolchain.host-compiler-bound"]["status"], "ok")
+
+    def test_settings_that_make_compiles_pass_through(self):
+        rows, out = self.doctor(env={"KACHE_DISABLE": "1", "NVCC_APPEND_FLAGS": "-G"})
+        self.assertEqual(rows["config.disable"]["status"], "warn")
+        self.assertIn("KACHE_DISABLE", rows["config.disable"]["fix"])
+        flags = rows["config.nvcc-env-flags"]
+        self.assertEqual(flags["status"], "warn")
+        self.assertIn("-G", flags["value"])
+        self.assertIn("passes through", flags["message"])
+        self.assertEqual(out["fails"], 0)
+        rows, _ = self.doctor(env={"DEPENDENCIES_OUTPUT": "x.d"})
+        self.assertEqual(rows["config.environment"]["status"], "warn")
+
+    def fake_driver(self, version):
+        """A libcuda.so.1 whose cuDriverGetVersion answers `version` (the CUDA API version, 12040 = 12.4)."""
+        d = self.path(f"driver-{version}")
+        os.makedirs(d)
+        src = os.path.join(d, "cuda.c")
+        with open(src, "w") as f:
+            f.write(f"int cuDriverGetVersion(int* v) {{ *v = {version}; return 0; }}\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", os.path.join(d, "libcuda.so.1"), src], check=True)
+        return {"LD_LIBRARY_PATH": d}
+
+    def test_driver_against_the_toolkit_floor(self):
+        rows, _ = self.doctor()
+        major, minor = re.search(r"CUDA (\d+)\.(\d+)", rows["toolchain.nvcc"]["value"]).groups()
+        major = int(major)
+        rows, _ = self.doctor(env=self.fake_driver((major - 1) * 1000 + 40), code=1)
+        driver = rows["driver.driver"]
+        self.assertEqual(driver["status"], "fail", driver)
+        self.assertIn(f"need a driver for CUDA >= {major}.0, and this machine has {major - 1}.4", driver["message"])
+        self.assertIn("install an NVIDIA driver", driver["fix"])
+        rows, out = self.doctor(env=self.fake_driver(major * 1000 + int(minor) * 10))
+        self.assertEqual(rows["driver.driver"]["status"], "ok", rows["driver.driver"])
+        self.assertEqual(out["fails"], 0)
+        # A toolkit newer than the driver within one major: its PTX cannot be JIT-compiled (a warning).
+        newer = self.path("newer-nvcc")
+        with open(newer, "w") as f:
+            f.write("#!/bin/sh\n"
+                    f'if [ "$1" = --version ]; then echo "Cuda compilation tools, release {major}.9, V{major}.9.1"; exit 0; fi\n'
+                    f'exec {kachetest.NVCC} "$@"\n')
+        os.chmod(newer, 0o755)
+        rows, out = self.doctor(["--nvcc", newer], env=self.fake_driver(major * 1000 + 10))
+        driver = rows["driver.driver"]
+        self.assertEqual(driver["status"], "warn", driver)
+        self.assertIn(f"PTX embedded by CUDA {major}.9 cannot be JIT-compiled by this driver ({major}.1)", driver["message"])
+        self.assertEqual(out["fails"], 0)
+
+    def test_missing_nvcc_fails(self):
+        rows, _ = self.doctor(["--nvcc", self.path("no-such-nvcc")], code=1)
+        self.assertEqual(rows["toolchain.nvcc"]["status"], "fail")
+
+
+if __name__ == "__main__":
+    kachetest.main()
