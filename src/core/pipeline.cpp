@@ -472,7 +472,7 @@ int Pipeline::miss() {
   } else {
     count_reason(counts_, storable.failure().category, storable.failure().name);
     core::log().debug("miss: not stored ({}): {} -- {}", storable.failure().name, job_.output,
-                      explain(storable.failure().category, storable.failure().name));
+                      reason_sentence(storable.failure().category, storable.failure().name));
   }
   write_all(STDOUT_FILENO, installed.stdout_text);
   write_all(STDERR_FILENO, installed.stderr_text);
@@ -793,7 +793,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     if (name != reason::kCompileFailed) {
       count_reason(counts, ReasonCategory::Passthrough, name);
       log.debug("passthrough ({}){}{} -- {}", name, detail.empty() ? "" : ": ", detail,
-                explain(ReasonCategory::Passthrough, name));
+                reason_sentence(ReasonCategory::Passthrough, name));
     }
     stats.add(counts);
     run_unchanged(inv);

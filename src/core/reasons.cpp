@@ -50,6 +50,25 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "multiple-sources", "More than one input file is named; kache caches one source per compile."},
     {C::Passthrough, "non-cuda-source", "The input is not a CUDA source (.cu, or -x cu)."},
     {C::Passthrough, "no-output", "No object file is named with -o (or it is empty)."},
+    // The gcc/clang adapter (compiler/gcc/plan.cpp, flag_table.cpp, adapter.cpp)
+    {C::Passthrough, "assembler-options",
+     "Options are passed to the assembler (-Wa, -Xassembler), which kache does not model."},
+    {C::Passthrough, "c-header", "The input is a header compiled to a precompiled header."},
+    {C::Passthrough, "clang-cuda",
+     "clang compiles CUDA (-x cuda, --cuda-*); not cached yet: clang cannot build against this CUDA 13."},
+    {C::Passthrough, "coverage", "Coverage data (--coverage, -fprofile-arcs) is written beside the object."},
+    {C::Passthrough, "cross-target", "A cross-compilation target (--target) kache does not probe is named."},
+    {C::Passthrough, "language", "The input's language (assembler, preprocessed, Objective-C, Fortran) is not cached."},
+    {C::Passthrough, "modules", "C++ modules read and write module files kache does not model."},
+    {C::Passthrough, "multiple-outputs", "More than one output is named."},
+    {C::Passthrough, "pch", "A precompiled header is read or written (-include-pch, a .gch beside -include)."},
+    {C::Passthrough, "plugin", "A compiler plugin (-fplugin) is loaded; its code and inputs are not hashed."},
+    {C::Passthrough, "profile-use", "A profile (-fprofile-use, -fauto-profile) is read that kache does not hash."},
+    {C::Passthrough, "save-temps", "Intermediate files are kept (-save-temps, -fdump-*), extra outputs a hit would not restore."},
+    {C::Passthrough, "side-output", "The compiler writes a side file (-fstack-usage, -MJ, ...) a hit would not restore."},
+    {C::Passthrough, "split-dwarf", "Split debug information (-gsplit-dwarf) writes a .dwo a hit would not restore."},
+    {C::Passthrough, "stdin", "The source is read from standard input."},
+    {C::Passthrough, "sysroot", "A sysroot (--sysroot) changes the headers and tools the compiler uses."},
     // The environment (compiler/env_table.cpp)
     {C::Passthrough, "env_side_output", "An environment variable makes a tool write a file a hit would not restore."},
     {C::Passthrough, "env_unmodeled",
@@ -106,7 +125,7 @@ std::string counter_name(ReasonCategory category, std::string_view name) {
   return std::string(category_name(category)) + "." + std::string(name);
 }
 
-std::string_view explain(ReasonCategory category, std::string_view name) {
+std::string_view reason_sentence(ReasonCategory category, std::string_view name) {
   const Reason* r = find_reason(category, name);
   return r ? r->sentence : "A reason without an entry in kache's reason table (src/core/reasons.cpp).";
 }

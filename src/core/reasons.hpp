@@ -41,7 +41,7 @@ std::string_view category_name(ReasonCategory category);
 std::string counter_name(ReasonCategory category, std::string_view name);
 
 // The reason's sentence, or a fixed one for a name the table lacks.
-std::string_view explain(ReasonCategory category, std::string_view name);
+std::string_view reason_sentence(ReasonCategory category, std::string_view name);
 
 // Names of the reasons produced by kache's core itself (the compiler adapters' reasons live in their
 // own tables, and are rows here as well).

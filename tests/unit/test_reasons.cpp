@@ -162,7 +162,7 @@ TEST(NamedReasons, CountedUnderTheNamesStatsShow) {
 
 TEST(NamedReasons, UnknownNamesAreExplainedAsSuch) {
   EXPECT_EQ(core::find_reason(ReasonCategory::Passthrough, "no-such-reason"), nullptr);
-  EXPECT_NE(core::explain(ReasonCategory::Passthrough, "no-such-reason").find("reason table"), std::string_view::npos);
+  EXPECT_NE(core::reason_sentence(ReasonCategory::Passthrough, "no-such-reason").find("reason table"), std::string_view::npos);
   // A name is looked up within its category only.
   EXPECT_EQ(core::find_reason(ReasonCategory::Error, "link"), nullptr);
 }
