@@ -89,6 +89,32 @@ std::string PathRoots::key_form(const RootedPath& p) const {
   return roots_[p.root].name + p.rest;
 }
 
+PathRoots::KeyedValue PathRoots::key_value(const std::string& value) const {
+  if (value.empty() || value[0] != '/') return {value, "relative: as spelled"};
+  const RootedPath p = split(value);
+  if (p.root < 0) return {value, roots_.empty() ? "literal: path normalization is off" : "literal: outside every root"};
+  const Root& r = roots_[static_cast<std::size_t>(p.root)];
+  return {key_form(p), "normalized: below " + r.name + " = " + r.path};
+}
+
+PathRoots::KeyedValue PathRoots::key_list(const std::string& value, char separator) const {
+  KeyedValue out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = value.find(separator, start);
+    KeyedValue one = key_value(value.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (start > 0) {
+      out.form += separator;
+      out.why += "; ";
+    }
+    out.form += one.form;
+    out.why += one.why;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
 std::vector<std::string> PathRoots::prefix_map_flags() const {
   std::vector<std::string> flags;
   for (auto it = by_length_.rbegin(); it != by_length_.rend(); ++it) {

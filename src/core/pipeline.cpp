@@ -406,7 +406,8 @@ int Pipeline::miss() {
   util::TempDir scratch(util::dirname(job_.output), ".kache-", util::TempDir::Parent::must_exist);
   compiler::MissPaths paths;
   paths.scratch_dir = scratch.path();
-  paths.object = util::join_path(scratch.path(), util::basename(job_.output));
+  paths.object = util::join_path(scratch.path(),
+                                 job_.scratch_object_name.empty() ? util::basename(job_.output) : job_.scratch_object_name);
   paths.depfile = util::join_path(scratch.path(), "deps.d");
   // Depends only on the (normalized) source, so the same file gives the same object wherever it is built.
   paths.seed = util::sha256(job_.roots.key_form(job_.source)).hex().substr(0, 16);
@@ -551,13 +552,26 @@ int Pipeline::miss() {
   if (!job_.depfile.empty()) util::write_file_replacing(job_.depfile, dep_text);
   if (!util::rename_replacing(paths.object, job_.output)) util::copy_file(paths.object, job_.output);
 
+  // The key leaves the depfile's target out when it is templated: a depfile whose rule does not start
+  // with it (never seen: nvcc writes -MT verbatim) would hand one build's target to another.
+  if (not_stored.empty() && !job_.depfile.empty() && !job_.depfile_target.empty() &&
+      templatize_target(dep_text, job_.depfile_target) == dep_text) {
+    not_stored = "depfile-target";
+    log.debug("not storing: the dependency file does not start with its target {}", job_.depfile_target);
+  }
+  bool names_unkeyed_root = false;  // an object_names_roots compile names a root the key leaves out
   if (not_stored.empty() && job_.roots.enabled()) {
     for (const auto& root : job_.roots.roots()) {
-      if (object.find(root.path) != std::string::npos) {
-        not_stored = "path-in-object";
-        log.debug("not storing: the object still contains {}", root.path);
-        break;
+      if (object.find(root.path) == std::string::npos) continue;
+      if (job_.object_names_roots) {
+        if (std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) continue;
+        names_unkeyed_root = true;
+        log.debug("the object names {}: the entry is specific to this checkout", root.path);
+        continue;
       }
+      not_stored = "path-in-object";
+      log.debug("not storing: the object still contains {}", root.path);
+      break;
     }
   }
   if (not_stored.empty() && object.find(scratch.path()) != std::string::npos) not_stored = "path-in-object";
@@ -568,6 +582,7 @@ int Pipeline::miss() {
       if (object.find(marker) != std::string::npos) entry.path_specific = true;
     }
     entry.result_key = result_key(entry.files);
+    entry.checkout_specific = names_unkeyed_root;
     for (const auto& c : closure) {
       if (outside_roots(c)) {
         entry.checkout_specific = true;

@@ -56,9 +56,9 @@ std::vector<FlagSpec> build_table() {
       // Same, without system headers (measured: -MMD wins when both -MD and -MMD are given).
       flag({"-MMD", "--generate-nonsystem-dependencies-with-compile"}).does(Effect::DepNonSystem),
       // Where the dependency file goes; required with -MD/-MMD so the sidecar has a known name.
-      flag({"-MF", "--dependency-output"}).value().does(Effect::DepOutput),
+      flag({"-MF", "--dependency-output"}).value().does(Effect::DepOutput).path(),
       // Target names written into the dependency file; keyed verbatim, so the stored file matches.
-      flag({"-MT", "--dependency-target-name"}).value().does(Effect::DepTarget),
+      flag({"-MT", "--dependency-target-name"}).value().does(Effect::DepTarget).path(),
       // Phony targets per header: changes the dependency file's shape; not modeled (spec).
       flag({"-MP", "--generate-dependency-targets"}).refuse("depfile-modifier"),
       // Not an nvcc option (gcc habit: missing headers are targets); refused with the same reason.
@@ -88,11 +88,11 @@ std::vector<FlagSpec> build_table() {
       // Same for removing a macro.
       flag({"-U", "--undefine-macro"}).value(kAttachedToo),
       // Search directories: every header they supply is in the closure nvcc reports; keyed verbatim.
-      flag({"-I", "--include-path"}).value(kAttachedToo),
+      flag({"-I", "--include-path"}).value(kAttachedToo).path(),
       // Same for system directories (CMake writes "-isystem=<dir>"); -MD lists their headers too.
-      flag({"-isystem", "--system-include"}).value(),
+      flag({"-isystem", "--system-include"}).value().path(),
       // The pre-included file is listed by nvcc -MD like any header, so it is in the closure.
-      flag({"-include", "--pre-include"}).value(),
+      flag({"-include", "--pre-include"}).value().path(),
       // Language extensions in the device front end; keyed verbatim.
       flag({"-expt-relaxed-constexpr", "--expt-relaxed-constexpr"}),
       // Language extension (lambdas in device code); only changes how the same sources are parsed,
