@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "util/fs.hpp"
 #include "util/text.hpp"
 
@@ -148,6 +150,27 @@ std::string PathRoots::templatize_text(const std::string& text) const {
 std::string PathRoots::instantiate_text(const std::string& text) const {
   std::string out = text;
   for (std::size_t i = 0; i < roots_.size(); ++i) util::replace_all(out, placeholder(i), roots_[i].path);
+  return out;
+}
+
+std::string describe_path_keys(const std::vector<std::string>& base_dirs, bool normalize, const std::string& cwd) {
+  if (!normalize) {
+    return "path keys: literal (nvcc.path_normalize = false): every path and flag value keyed as written\n";
+  }
+  std::string out = "path keys (a compile run from this directory):\n";
+  out += fmt::format("  {:<13} = {} (the working directory)\n", "/kache/build", util::lexically_normal(cwd));
+  out += fmt::format("  {:<13} = the source's directory\n", "/kache/src");
+  out += fmt::format("  {:<13} = the output's directory\n", "/kache/out");
+  for (std::size_t i = 0; i < base_dirs.size(); ++i) {
+    out += fmt::format("  {:<13} = {} (paths.base_dirs)\n", "/kache/base" + std::to_string(i),
+                       util::absolute_path(base_dirs[i], cwd));
+  }
+  out +=
+      "  absolute -I/-isystem/-include/-MT values and the source below a root: keyed as the root's name + the rest\n"
+      "  absolute values outside every root: literal; relative values: as spelled\n"
+      "  -o, -MF and a single -MT: not keyed (a miss writes them elsewhere; the depfile's target is a placeholder)\n"
+      "  -lineinfo: the source's path as nvcc resolves it is keyed literally (device code names it)\n"
+      "  KACHE_LOG=kache=trace shows each path of a compile as keyed, and why\n";
   return out;
 }
 

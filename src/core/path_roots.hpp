@@ -69,4 +69,8 @@ class PathRoots {
   std::vector<std::size_t> by_length_; // indices, longest path first
 };
 
+// For kache --show-config: the roots a compile in `cwd` gets (the working directory, each base dir;
+// the source's and the output's directories are per compile) and how path values are keyed.
+std::string describe_path_keys(const std::vector<std::string>& base_dirs, bool normalize, const std::string& cwd);
+
 }  // namespace kache::core
