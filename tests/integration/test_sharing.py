@@ -2,8 +2,8 @@
 
 Two checkouts of one small project (src/k.cu includes ../include/h.cuh; build dir build/) at
 different absolute paths share one KACHE_DIR. Entries are shared when every path the key sees is
-relative or under a mapped root (build dir, source dir, output dir, [paths] base_dirs); flag values
-are keyed as written; -lineinfo and -rdc objects are path-specific; an object that still names a
+relative or under a mapped root (build dir, source dir, output dir, [paths] base_dirs); absolute flag
+values are keyed as written outside the roots; -lineinfo and -rdc objects are path-specific; an object that still names a
 mapped root is used but not stored; SOURCE_DATE_EPOCH is pinned on a miss but not keyed."""
 import os
 import shutil
@@ -233,7 +233,8 @@ class Sharing(KacheTestCase):
         self.relative(two, tool="nvcc")
         self.assert_same_object(obj, os.path.join(two, "build", "k.o"))
 
-    def test_lineinfo_keys_literal_paths(self):
+    def test_lineinfo_with_a_relative_source_keys_the_checkout(self):
+        # "../src/k.cu" under -lineinfo reaches device code as "<build>/../src/k.cu".
         one, two = self.checkout("one"), self.checkout("two")
         self.relative(one, ["-lineinfo"])
         self.relative(one, ["-lineinfo"])

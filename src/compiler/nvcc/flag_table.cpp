@@ -119,8 +119,9 @@ std::vector<FlagSpec> build_table() {
       flag({"-use_fast_math", "--use_fast_math"}).env(),
       // Register limit; the spec's allow-list example, so not built in. Fine in NVCC_*_FLAGS.
       flag({"-maxrregcount", "--maxrregcount"}).value().allowlist_only().env(),
-      // Writes the absolute source path into device code, which no prefix map reaches: the plan keys
-      // literal paths (path_literal), so an entry is only ever reused at the same absolute paths.
+      // Writes the source's and device-code headers' paths, as resolved, into device code, which no
+      // prefix map reaches: the adapter keys the source's resolved path and every root it lies below,
+      // and ties an object naming any other root to its checkout (NvccAdapter::prepare).
       flag({"-lineinfo", "--generate-line-info"}).does(Effect::LineInfo),
       // Embeds the absolute source path in the compressed device image and changes code; refused.
       flag({"-G", "--device-debug"}).refuse("device-debug"),

@@ -46,7 +46,7 @@ struct CompilePlan {
   std::vector<std::string> gpu_arch_args;  // the -arch/-code/-gencode arguments (for logs and probes)
 
   // The object embeds absolute paths no prefix map reaches (-lineinfo writes the source path into
-  // device code): key on literal absolute paths and do not add prefix maps.
+  // device code). The nvcc adapter keys the source's resolved path for it (see has_lineinfo).
   bool path_literal = false;
   bool has_lineinfo = false;
   bool has_debug = false;            // -g (host debug info names paths; prefix maps cover it)
