@@ -406,8 +406,8 @@ int Pipeline::miss() {
   util::TempDir scratch(util::dirname(job_.output), ".kache-", util::TempDir::Parent::must_exist);
   compiler::MissPaths paths;
   paths.scratch_dir = scratch.path();
-  paths.object = util::join_path(scratch.path(),
-                                 job_.scratch_object_name.empty() ? util::basename(job_.output) : job_.scratch_object_name);
+  const std::string& object_name = job_.scratch_object_name;
+  paths.object = util::join_path(scratch.path(), object_name.empty() ? util::basename(job_.output) : object_name);
   paths.depfile = util::join_path(scratch.path(), "deps.d");
   // Depends only on the (normalized) source, so the same file gives the same object wherever it is built.
   paths.seed = util::sha256(job_.roots.key_form(job_.source)).hex().substr(0, 16);

@@ -36,6 +36,35 @@ bool names_path(const std::string& value, const std::string& root) {
   return false;
 }
 
+// A -Xcompiler value with the old path of each -ffile/-fmacro/-fdebug-prefix-map rule keyed as the roots
+// map it. On a miss the user's rules come after kache's and win (GCC tries the last rule first), so the
+// object names NEW + the rest below OLD; OLD below a root means the same subtree in every checkout that
+// keys alike, so the object is the same. Other host flags are kept as written.
+core::PathRoots::KeyedValue key_host_prefix_maps(const std::string& value, const core::PathRoots& roots) {
+  core::PathRoots::KeyedValue out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = value.find(',', start);
+    std::string token = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
+      if (!token.starts_with(kind)) continue;
+      const std::size_t eq = token.find('=', kind.size());
+      if (eq == std::string::npos) break;
+      const auto old_path = roots.key_value(token.substr(kind.size(), eq - kind.size()));
+      if (!out.why.empty()) out.why += "; ";
+      out.why += std::string(kind) + ": " + old_path.why;
+      token = std::string(kind) + old_path.form + token.substr(eq);
+      break;
+    }
+    out.form += token;
+    if (end == std::string::npos) break;
+    out.form += ',';
+    start = end + 1;
+  }
+  if (out.why.empty()) out.why = "kept as written: no prefix-map rule";
+  return out;
+}
+
 const char* mode_name(Mode m) {
   switch (m) {
     case Mode::Compile: return "c";
@@ -214,7 +243,10 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     // too; the object scan ties such an entry to its checkout (object_names_roots).
     const std::string resolved = plan.source.starts_with("/") ? plan.source : cwd + "/" + plan.source;
     k.emplace_back("lineinfo-source", resolved);
-    if (trace) log.trace("path lineinfo source {} keyed as {} (literal: -lineinfo writes it into device code)", plan.source, resolved);
+    if (trace) {
+      log.trace("path lineinfo source {} keyed as {} (literal: -lineinfo writes it into device code)", plan.source,
+                resolved);
+    }
     job.object_names_roots = true;
   }
   if (!job.roots.enabled()) {
@@ -238,8 +270,11 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
                       pa.flag == "--system-include";
     const bool depfile_flag = pa.flag == "-MF" || pa.flag == "--dependency-output";
     const bool target_flag = pa.flag == "-MT" || pa.flag == "--dependency-target-name";
+    const bool host_flag = pa.flag == "-Xcompiler" || pa.flag == "--compiler-options";
     core::PathRoots::KeyedValue keyed;
-    if (job.roots.enabled() && depfile_flag) {
+    if (host_flag) {
+      keyed = key_host_prefix_maps(value, job.roots);
+    } else if (job.roots.enabled() && depfile_flag) {
       keyed = {"<depfile>", "not keyed: a miss writes the dependency file elsewhere, its path reaches no output"};
     } else if (target_flag && !job.depfile_target.empty()) {
       keyed = {"<target>", "not keyed: the stored dependency file holds a placeholder for the target"};
@@ -247,7 +282,9 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
       keyed = list ? job.roots.key_list(value, ',') : job.roots.key_value(value);
     }
     arg = arg.substr(0, pa.offset) + keyed.form;
-    if (trace) log.trace("path {} {} keyed as {} ({})", pa.flag, value, keyed.form, keyed.why);
+    if (trace && !(host_flag && keyed.form == value)) {
+      log.trace("path {} {} keyed as {} ({})", pa.flag, value, keyed.form, keyed.why);
+    }
   }
   for (const auto& a : keyed_args) k.emplace_back("arg", a);
   k.emplace_back("NVCC_PREPEND_FLAGS", opts.prepend_flags);

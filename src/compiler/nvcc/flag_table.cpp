@@ -70,7 +70,7 @@ std::vector<FlagSpec> build_table() {
       // Lifts only nvcc's host-compiler version check; the host compiler's version is keyed anyway.
       flag({"-allow-unsupported-compiler", "--allow-unsupported-compiler"}),
       // Host flags reach the host pass and the device preprocessing passes; each one is checked.
-      flag({"-Xcompiler", "--compiler-options"}).value().does(Effect::HostOptions),
+      flag({"-Xcompiler", "--compiler-options"}).value().does(Effect::HostOptions).path(),
       // Lets nvcc pass flags it does not know to the host; kache still refuses every flag it does not
       // know (unless allow-listed), so nothing unseen is forwarded.
       flag({"-forward-unknown-to-host-compiler", "--forward-unknown-to-host-compiler", "-forward-unknown-opts",

@@ -60,8 +60,9 @@ struct FlagSpec {
   bool builtin = true;
   // Accepted inside NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS (codegen tuning and diagnostics only).
   bool env_ok = false;
-  // The value names a file or directory (a comma list for -I/-isystem): the adapter keys it
-  // root-normalized when it is absolute and below a mapped root (see NvccAdapter::prepare).
+  // The value names a file or directory (a comma list for -I/-isystem; for -Xcompiler, the old path of
+  // a -f*-prefix-map rule): the adapter keys it root-normalized when it is absolute and below a mapped
+  // root (see NvccAdapter::prepare).
   bool path_value = false;
 
   // Builders that keep the table readable.
