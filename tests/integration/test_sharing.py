@@ -3,8 +3,9 @@
 Two checkouts of one small project (src/k.cu includes ../include/h.cuh; build dir build/) at
 different absolute paths share one KACHE_DIR. Entries are shared when every path the key sees is
 relative or under a mapped root (build dir, source dir, output dir, [paths] base_dirs); absolute flag
-values are keyed as written outside the roots; -lineinfo and -rdc objects are path-specific; an object that still names a
-mapped root is used but not stored; SOURCE_DATE_EPOCH is pinned on a miss but not keyed."""
+values outside the roots are keyed as written; -lineinfo and -rdc objects are path-specific; an object
+that still names a mapped root is used but not stored; SOURCE_DATE_EPOCH is pinned on a miss but not
+keyed. test_path_keys.py covers the path rules of issue 10."""
 import os
 import shutil
 import time
