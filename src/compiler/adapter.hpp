@@ -47,6 +47,16 @@ struct CompileJob {
   // else the literal absolute path.
   std::string source_identity;
   std::string description;     // toolchain, for logs
+  // The object may name the real paths of some roots where no prefix map reaches (nvcc -lineinfo
+  // writes the source's and headers' paths, as resolved, into device code). A root the key names
+  // literally (a "root" key field, listed in keyed_roots) may then appear in a stored object; any other
+  // root that appears makes the entry specific to this checkout (all roots keyed) instead of unstored.
+  bool object_names_roots = false;
+  std::vector<std::string> keyed_roots;  // root paths the key names literally
+  // The object's file name in the miss's scratch directory (empty: the output's). nvcc -objtemp
+  // names intermediates after it, and they reach the symbol table and -g debug info, so a name that
+  // does not depend on -o keeps the object independent of the output path.
+  std::string scratch_object_name;
 };
 
 struct MissPaths {

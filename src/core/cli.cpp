@@ -16,6 +16,7 @@
 #include "core/reasons.hpp"
 #include "core/doctor.hpp"
 #include "core/explain.hpp"
+#include "core/path_roots.hpp"
 #include "core/stats.hpp"
 #include "storage/local/local_storage.hpp"
 #include "util/fs.hpp"
@@ -239,7 +240,10 @@ int run_cli(int argc, char** argv) {
   for (const auto& problem : config.problems) fmt::print(stderr, "{}\n", problem);
 
   try {
-    if (show_config) fmt::print("{}", describe_config(config));
+    if (show_config) {
+      fmt::print("{}", describe_config(config));
+      fmt::print("{}", describe_path_keys(config.base_dirs, config.nvcc_path_normalize, util::current_dir()));
+    }
     if (zero) {
       StatsFile(config.cache_dir).zero();
       fmt::print("Statistics zeroed in {}.\n", config.cache_dir);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "util/fs.hpp"
 #include "util/text.hpp"
 
@@ -93,6 +95,32 @@ std::string PathRoots::key_form(const RootedPath& p) const {
   return roots_[p.root].name + p.rest;
 }
 
+PathRoots::KeyedValue PathRoots::key_value(const std::string& value) const {
+  if (value.empty() || value[0] != '/') return {value, "relative: as spelled"};
+  const RootedPath p = split(value);
+  if (p.root < 0) return {value, roots_.empty() ? "literal: path normalization is off" : "literal: outside every root"};
+  const Root& r = roots_[static_cast<std::size_t>(p.root)];
+  return {key_form(p), "normalized: below " + r.name + " = " + r.path};
+}
+
+PathRoots::KeyedValue PathRoots::key_list(const std::string& value, char separator) const {
+  KeyedValue out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = value.find(separator, start);
+    KeyedValue one = key_value(value.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (start > 0) {
+      out.form += separator;
+      out.why += "; ";
+    }
+    out.form += one.form;
+    out.why += one.why;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
 std::vector<std::string> PathRoots::prefix_map_flags() const {
   std::vector<std::string> flags;
   for (auto it = by_length_.rbegin(); it != by_length_.rend(); ++it) {
@@ -126,6 +154,27 @@ std::string PathRoots::templatize_text(const std::string& text) const {
 std::string PathRoots::instantiate_text(const std::string& text) const {
   std::string out = text;
   for (std::size_t i = 0; i < roots_.size(); ++i) util::replace_all(out, placeholder(i), roots_[i].path);
+  return out;
+}
+
+std::string describe_path_keys(const std::vector<std::string>& base_dirs, bool normalize, const std::string& cwd) {
+  if (!normalize) {
+    return "path keys: literal (nvcc.path_normalize = false): every path and flag value keyed as written\n";
+  }
+  std::string out = "path keys (a compile run from this directory):\n";
+  out += fmt::format("  {:<13} = {} (the working directory)\n", "/kache/build", util::lexically_normal(cwd));
+  out += fmt::format("  {:<13} = the source's directory\n", "/kache/src");
+  out += fmt::format("  {:<13} = the output's directory\n", "/kache/out");
+  for (std::size_t i = 0; i < base_dirs.size(); ++i) {
+    out += fmt::format("  {:<13} = {} (paths.base_dirs)\n", "/kache/base" + std::to_string(i),
+                       util::absolute_path(base_dirs[i], cwd));
+  }
+  out +=
+      "  absolute -I/-isystem/-include/-MT values and the source below a root: keyed as the root's name + the rest\n"
+      "  absolute values outside every root: literal; relative values: as spelled\n"
+      "  -o, -MF and a single -MT: not keyed (a miss writes them elsewhere; the depfile's target is a placeholder)\n"
+      "  -lineinfo: the source's path as nvcc resolves it is keyed literally (device code names it)\n"
+      "  KACHE_LOG=kache=trace shows each path of a compile as keyed, and why\n";
   return out;
 }
 

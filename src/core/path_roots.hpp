@@ -37,6 +37,19 @@ class PathRoots {
   std::string key_form(const RootedPath& p) const;    // with the fixed name, for hashing
   std::string key_form(const std::string& abs) const { return key_form(split(abs)); }
 
+  // How a path written in a flag value is keyed, and why (for KACHE_LOG=kache=trace). An absolute path
+  // below a root becomes the root's fixed name plus the rest (the miss's prefix maps write the same
+  // name into the object, the depfile and diagnostics are stored with the root as a placeholder), one
+  // outside every root stays literal, a relative one stays as spelled (the compiler writes it as
+  // spelled; the working directory it is resolved against is the build root).
+  struct KeyedValue {
+    std::string form;
+    std::string why;
+  };
+  KeyedValue key_value(const std::string& value) const;
+  // The same for a list (nvcc splits -I/-isystem values on commas): each element keyed on its own.
+  KeyedValue key_list(const std::string& value, char separator) const;
+
   // -fmacro-prefix-map=<root>=<name> and -fdebug-prefix-map=<root>=<name> rules, ordered so GCC (which
   // lets the last matching rule win) applies the longest root first. Not -ffile-prefix-map: GCC 12
   // lets any -ffile-prefix-map beat every -fmacro-prefix-map whatever the order, so a user's own
@@ -55,5 +68,9 @@ class PathRoots {
   std::vector<Root> roots_;            // priority order, deduplicated
   std::vector<std::size_t> by_length_; // indices, longest path first
 };
+
+// For kache --show-config: the roots a compile in `cwd` gets (the working directory, each base dir;
+// the source's and the output's directories are per compile) and how path values are keyed.
+std::string describe_path_keys(const std::vector<std::string>& base_dirs, bool normalize, const std::string& cwd);
 
 }  // namespace kache::core

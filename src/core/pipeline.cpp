@@ -154,9 +154,10 @@ class Pipeline {
   Outcome<HashedClosure> hash_closure(const std::vector<std::string>& closure, std::int64_t start);
   Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
                             const util::ProcessResult& r, const std::string& dep_text);
-  Outcome<Done> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  Outcome<bool> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  Outcome<Done> templatable_depfile(const std::string& dep_text) const;
   ManifestEntry describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
-                               const std::string& object) const;
+                               const std::string& object, bool checkout_specific) const;
   bool record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
                             const std::vector<std::string>& has_include, bool opaque, std::int64_t start);
   bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);
@@ -464,9 +465,10 @@ int Pipeline::miss() {
   }
   Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text);
 
-  Outcome<Done> storable = hashed ? shareable_object(installed.object, scratch.path()) : hashed.failure();
+  Outcome<Done> depfile = hashed ? templatable_depfile(dep_text) : hashed.failure();
+  Outcome<bool> storable = depfile ? shareable_object(installed.object, scratch.path()) : depfile.failure();
   if (storable) {
-    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object);
+    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, *storable);
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
     store_result(std::move(entry), cache_entry(std::move(installed.object), dep_text, installed), recorded);
   } else {
@@ -482,7 +484,8 @@ int Pipeline::miss() {
 compiler::MissPaths Pipeline::miss_paths(const std::string& scratch_dir) const {
   compiler::MissPaths paths;
   paths.scratch_dir = scratch_dir;
-  paths.object = util::join_path(scratch_dir, util::basename(job_.output));
+  const std::string& object_name = job_.scratch_object_name;
+  paths.object = util::join_path(scratch_dir, object_name.empty() ? util::basename(job_.output) : object_name);
   paths.depfile = util::join_path(scratch_dir, "deps.d");
   // Depends only on the (normalized) source, so the same file gives the same object wherever it is built.
   paths.seed = util::sha256(job_.roots.key_form(job_.source)).hex().substr(0, 16);
@@ -632,24 +635,43 @@ Pipeline::Installed Pipeline::install_outputs(const compiler::MissPaths& paths, 
 }
 
 // An object that still names one of this checkout's roots (or the scratch directory) would carry
-// this build's paths into another's: not stored.
-Outcome<Done> Pipeline::shareable_object(const std::string& object, const std::string& scratch_dir) const {
+// this build's paths into another's: not stored. A compile whose object is expected to name its roots
+// (-lineinfo: object_names_roots) may name those the key holds; one it names beyond them makes the
+// entry specific to this checkout (the value returned).
+Outcome<bool> Pipeline::shareable_object(const std::string& object, const std::string& scratch_dir) const {
+  bool names_unkeyed_root = false;
   if (job_.roots.enabled()) {
     for (const auto& root : job_.roots.roots()) {
-      if (object.find(root.path) != std::string::npos) {
-        core::log().debug("not storing: the object still contains {}", root.path);
-        return Failure{ReasonCategory::NotStored, reason::kPathInObject, root.path};
+      if (object.find(root.path) == std::string::npos) continue;
+      if (job_.object_names_roots) {
+        if (std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) continue;
+        names_unkeyed_root = true;
+        core::log().debug("the object names {}: the entry is specific to this checkout", root.path);
+        continue;
       }
+      core::log().debug("not storing: the object still contains {}", root.path);
+      return Failure{ReasonCategory::NotStored, reason::kPathInObject, root.path};
     }
   }
   if (object.find(scratch_dir) != std::string::npos) {
     return Failure{ReasonCategory::NotStored, reason::kPathInObject, scratch_dir};
   }
+  return names_unkeyed_root;
+}
+
+// The key leaves the depfile's target out when it is templated: a depfile whose rule does not start
+// with it (never seen: nvcc writes -MT verbatim) would hand one build's target to another.
+Outcome<Done> Pipeline::templatable_depfile(const std::string& dep_text) const {
+  if (!job_.depfile.empty() && !job_.depfile_target.empty() &&
+      templatize_target(dep_text, job_.depfile_target) == dep_text) {
+    return Failure{ReasonCategory::NotStored, reason::kDepfileTarget,
+                   "the dependency file does not start with its target " + job_.depfile_target};
+  }
   return Done{};
 }
 
 ManifestEntry Pipeline::describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
-                                       const std::string& object) const {
+                                       const std::string& object, bool checkout_specific) const {
   ManifestEntry entry;
   entry.files = std::move(files);
   entry.path_specific = job_.path_specific;
@@ -657,6 +679,7 @@ ManifestEntry Pipeline::describe_entry(std::vector<ManifestFile> files, const st
     if (object.find(marker) != std::string::npos) entry.path_specific = true;
   }
   entry.result_key = result_key(entry.files);
+  entry.checkout_specific = checkout_specific;
   for (const auto& c : closure) {
     if (outside_roots(c)) {
       entry.checkout_specific = true;

@@ -88,6 +88,8 @@ constexpr Reason kReasons[] = {
     // ---- compiled, installed, not stored ----------------------------------------------------------
     {C::NotStored, "closure-unreadable", "A file the compile read could not be read back to hash it."},
     {C::NotStored, "input-changed", "A file the compile read changed during the compile or while kache hashed it."},
+    {C::NotStored, "depfile-target",
+     "The dependency file does not start with its target, so the target could not be templated."},
     {C::NotStored, "path-in-object", "The object still contains a checkout-specific path, so it could not be shared."},
     // Hidden inputs (core/watch.cpp scan_hidden_inputs)
     {C::NotStored, "incbin", "Host code includes a file with asm .incbin, an input no dependency list names."},

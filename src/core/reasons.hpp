@@ -57,6 +57,7 @@ inline constexpr std::string_view kInternal = "internal";
 inline constexpr std::string_view kClosureUnreadable = "closure-unreadable";
 inline constexpr std::string_view kInputChanged = "input-changed";
 inline constexpr std::string_view kPathInObject = "path-in-object";
+inline constexpr std::string_view kDepfileTarget = "depfile-target";
 }  // namespace reason
 
 }  // namespace kache::core

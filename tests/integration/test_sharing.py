@@ -2,9 +2,10 @@
 
 Two checkouts of one small project (src/k.cu includes ../include/h.cuh; build dir build/) at
 different absolute paths share one KACHE_DIR. Entries are shared when every path the key sees is
-relative or under a mapped root (build dir, source dir, output dir, [paths] base_dirs); flag values
-are keyed as written; -lineinfo and -rdc objects are path-specific; an object that still names a
-mapped root is used but not stored; SOURCE_DATE_EPOCH is pinned on a miss but not keyed."""
+relative or under a mapped root (build dir, source dir, output dir, [paths] base_dirs); absolute flag
+values outside the roots are keyed as written; -lineinfo and -rdc objects are path-specific; an object
+that still names a mapped root is used but not stored; SOURCE_DATE_EPOCH is pinned on a miss but not
+keyed. test_path_keys.py covers the path rules of issue 10."""
 import os
 import shutil
 import time
@@ -199,13 +200,27 @@ class Sharing(KacheTestCase):
         self.relative(two, ["-I../include"], tool="nvcc")
         self.assert_same_object(obj, os.path.join(two, "build", "k.o"))
 
-    def test_absolute_depfile_path_keys_apart(self):
+    def test_absolute_depfile_path_is_not_keyed(self):
+        # A miss writes the dependency file into its scratch directory, so the -MF value reaches no
+        # output: two checkouts' absolute -MF values share an entry, each depfile names its own files.
         one, two = self.checkout("one"), self.checkout("two")
         for root in (one, two):
             self.run_in(root, ["-c", "../src/k.cu", "-o", "k.o", "-MD", "-MF", os.path.join(root, "build", "k.o.d")],
                         None, "kache")
-        self.assert_counts(hits=0, misses=2)
-        self.assertIn("../src/k.cu", self.text(two, "k.o.d"))
+        self.assert_counts(hits=1, misses=1)
+        dep = self.keep(two, "k.o.d", "kache.o.d")
+        self.assertIn("../src/k.cu", self.text(two, "kache.o.d"))
+        self.assertNotIn(one, self.text(two, "kache.o.d"))
+        self.run_in(two, ["-c", "../src/k.cu", "-o", "k.o", "-MD", "-MF", os.path.join(two, "build", "k.o.d")],
+                    None, "nvcc")
+        self.assertEqual(self.text(two, "kache.o.d"), self.text(two, "k.o.d"))
+        self.assertTrue(os.path.exists(dep))
+        # Keyed as written without normalization (spec 000).
+        env = {"KACHE_NVCC_PATH_NORMALIZE": "0"}
+        for root in (one, two):
+            self.run_in(root, ["-c", "../src/k.cu", "-o", "k.o", "-MD", "-MF", os.path.join(root, "build", "k.o.d")],
+                        env, "kache")
+        self.assert_counts(hits=1, misses=3)
 
     def test_path_normalization_off_makes_keys_path_specific(self):
         one, two = self.checkout("one"), self.checkout("two")
@@ -219,7 +234,8 @@ class Sharing(KacheTestCase):
         self.relative(two, tool="nvcc")
         self.assert_same_object(obj, os.path.join(two, "build", "k.o"))
 
-    def test_lineinfo_keys_literal_paths(self):
+    def test_lineinfo_with_a_relative_source_keys_the_checkout(self):
+        # "../src/k.cu" under -lineinfo reaches device code as "<build>/../src/k.cu".
         one, two = self.checkout("one"), self.checkout("two")
         self.relative(one, ["-lineinfo"])
         self.relative(one, ["-lineinfo"])

@@ -92,6 +92,18 @@ TEST(NvccPlanBasics, PlainCompileIsCachedWithSubstitutedKey) {
   EXPECT_EQ(p.append_flags, "");
 }
 
+TEST(NvccPlanBasics, PathValuesAreLocatedForNormalization) {
+  // Every spelling of the path-valued flags: separate, "=value" and attached (-I only); the adapter
+  // rewrites keyed_args[index].substr(offset).
+  CompilePlan p = planned({"-c", "/w/s/k.cu", "-I/w/b/gen", "-I", "/w/inc", "--include-path=a,b", "-isystem=/w/t",
+                           "--system-include", "/w/u", "-include", "/w/b/pre.h", "-MD", "-MF", "/w/b/k.d",
+                           "-MT", "/w/b/k.o", "-o", "k.o", "-DX=/w/b"});
+  std::vector<std::string> values;
+  for (const auto& pa : p.path_args) values.push_back(pa.flag + " " + p.keyed_args[pa.index].substr(pa.offset));
+  EXPECT_EQ(values, (Args{"-I /w/b/gen", "-I /w/inc", "--include-path a,b", "-isystem /w/t", "--system-include /w/u",
+                          "-include /w/b/pre.h", "-MF /w/b/k.d", "-MT /w/b/k.o"}));
+}
+
 TEST(NvccPlanBasics, OutputSpellingsAreSubstitutedInPlace) {
   EXPECT_EQ(planned({"-c", "a.cu", "--output-file", "a.o"}).keyed_args,
             (Args{"-c", "<source>", "--output-file", "<output>"}));

@@ -27,6 +27,18 @@ TEST(PathRoots, LongestRootWinsAndSpellingIsKept) {
   EXPECT_EQ(other.join(r.split("/p/build/../include/h.h")), "/q/b/../include/h.h");
 }
 
+TEST(PathRoots, FlagValuesAreKeyedByRootOrLiterally) {
+  const PathRoots r = roots();
+  EXPECT_EQ(r.key_value("/p/build/gen").form, "/kache/build/gen");
+  EXPECT_EQ(r.key_value("/p/build/obj/x.o").form, "/kache/out/x.o");
+  EXPECT_EQ(r.key_value("/p/buildx/gen").form, "/p/buildx/gen");  // another directory
+  EXPECT_EQ(r.key_value("/usr/include").form, "/usr/include");
+  EXPECT_EQ(r.key_value("../include").form, "../include");  // relative: as spelled
+  EXPECT_NE(r.key_value("/usr/include").why.find("outside every root"), std::string::npos);
+  EXPECT_EQ(r.key_list("/p/src/a,/q,rel", ',').form, "/kache/src/a,/q,rel");
+  EXPECT_EQ(PathRoots().key_value("/p/build/gen").form, "/p/build/gen");  // normalization off
+}
+
 TEST(PathRoots, DuplicatesAndTheFilesystemRootAreDropped) {
   const PathRoots r({{"/p", "/kache/build"}, {"/p", "/kache/src"}, {"/", "/kache/base0"}});
   ASSERT_EQ(r.roots().size(), 1u);

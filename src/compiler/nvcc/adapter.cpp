@@ -8,6 +8,7 @@
 #include "compiler/job_paths.hpp"
 #include "compiler/nvcc/plan.hpp"
 #include "compiler/nvcc/toolchain.hpp"
+#include "core/log.hpp"
 #include "util/fs.hpp"
 
 namespace kache::compiler {
@@ -29,6 +30,35 @@ bool names_path(const std::string& value, const std::string& root) {
     }
   }
   return false;
+}
+
+// A -Xcompiler value with the old path of each -ffile/-fmacro/-fdebug-prefix-map rule keyed as the roots
+// map it. On a miss the user's rules come after kache's and win (GCC tries the last rule first), so the
+// object names NEW + the rest below OLD; OLD below a root means the same subtree in every checkout that
+// keys alike, so the object is the same. Other host flags are kept as written.
+core::PathRoots::KeyedValue key_host_prefix_maps(const std::string& value, const core::PathRoots& roots) {
+  core::PathRoots::KeyedValue out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = value.find(',', start);
+    std::string token = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
+      if (!token.starts_with(kind)) continue;
+      const std::size_t eq = token.find('=', kind.size());
+      if (eq == std::string::npos) break;
+      const auto old_path = roots.key_value(token.substr(kind.size(), eq - kind.size()));
+      if (!out.why.empty()) out.why += "; ";
+      out.why += std::string(kind) + ": " + old_path.why;
+      token = std::string(kind) + old_path.form + token.substr(eq);
+      break;
+    }
+    out.form += token;
+    if (end == std::string::npos) break;
+    out.form += ',';
+    start = end + 1;
+  }
+  if (out.why.empty()) out.why = "kept as written: no prefix-map rule";
+  return out;
 }
 
 const char* mode_name(Mode m) {
@@ -137,8 +167,10 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
 
   // The user's own prefix maps in NVCC_PREPEND_FLAGS would come before kache's rules, which would then
   // win (GCC applies the last matching rule): no rules of kache's at all, paths keyed literally.
-  const bool literal = plan.path_literal || !cfg.nvcc_path_normalize ||
-                       opts.prepend_flags.find("-prefix-map") != std::string::npos;
+  // -lineinfo no longer forces literal keys: device code names the source's and headers' paths as
+  // resolved (measured, nvcc 13: not the working directory when those are absolute), which the
+  // lineinfo-source field and the object scan below account for; host code takes the prefix maps.
+  const bool literal = !cfg.nvcc_path_normalize || opts.prepend_flags.find("-prefix-map") != std::string::npos;
   if (!literal) {
     std::vector<core::PathRoots::Root> bases;
     for (std::size_t i = 0; i < cfg.base_dirs.size(); ++i) {
@@ -154,13 +186,23 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     // Only the base dirs: the build, source and output directories would give two files of one build
     // the same name (libA/kernel.cu and libB/kernel.cu, each compiled from its own directory).
     job.source_identity = core::PathRoots(std::move(bases)).key_form(job.source);
+    // nvcc -objtemp names its intermediates after the object (measured: "a.o.cudafe1.cpp" in the
+    // symbol table, "a.o.fatbin.c" and "a.o.cudafe1.stub.c" in -g debug info). Named after the source
+    // (keyed anyway), the object does not depend on -o, so -o is left out of the key.
+    std::string stem = util::basename(job.source);
+    if (auto dot = stem.rfind('.'); dot != std::string::npos && dot > 0) stem.resize(dot);
+    job.scratch_object_name = stem + ".o";
   } else {
     job.source_identity = job.source;
   }
   // Without -MT, nvcc names the rule after -o as written; a stored depfile holds a placeholder there.
-  if (plan.depfile != Depfile::None &&
-      !has_option(inv.args, {"-MT", "--dependency-target-name", "-dependency-target-name"})) {
+  // With roots, one -MT value is handled alike (CMake and Meson pass -MT <the -o value>): the target
+  // is the only place the value reaches, so "-o a.o -MT a.o" and "-o b.o -MT b.o" share an entry.
+  const bool user_target = has_option(inv.args, {"-MT", "--dependency-target-name", "-dependency-target-name"});
+  if (plan.depfile != Depfile::None && !user_target) {
     job.depfile_target = plan.output;
+  } else if (plan.depfile != Depfile::None && job.roots.enabled() && plan.depfile_targets.size() == 1) {
+    job.depfile_target = plan.depfile_targets[0];
   }
 
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, plan.ccbin,
@@ -168,33 +210,94 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   job.description = tc.description;
   job.system_dirs = tc.include_dirs;
 
+  auto& log = core::log();
+  const bool trace = log.should_log(spdlog::level::trace);
   auto& k = job.key_fields;
   k.emplace_back("adapter", "nvcc");
   k.emplace_back("toolchain", tc.id);
   k.emplace_back("mode", mode_name(plan.mode));
   k.emplace_back("normalize", job.roots.enabled() ? "roots" : "literal");
+  // The working directory is the build root: with roots it is keyed by its fixed name only (the prefix
+  // maps rewrite it wherever the host compiler writes it, -g's DW_AT_comp_dir included).
   k.emplace_back("cwd", job.roots.key_form(cwd));
+  if (trace) {
+    log.trace("path cwd {} keyed as {} ({})", cwd, job.roots.key_form(cwd),
+              job.roots.enabled() ? "normalized: the build root, mapped by the miss's prefix maps"
+                                  : "literal: path normalization is off");
+  }
   // A relative source path reaches __FILE__, device assert() messages and the depfile as spelled, where
   // no prefix map reaches it: keyed as spelled (src/old/x.cu moved to src/new/x.cu misses; headers
   // found next to it are spelled after it). An absolute one is keyed as the prefix maps rewrite it.
-  k.emplace_back("source", plan.source.starts_with("/") ? job.roots.key_form(plan.source) : plan.source);
-  k.emplace_back("output", job.roots.key_form(job.output));
-  for (const auto& a : plan.keyed_args) k.emplace_back("arg", a);
+  const auto source_keyed = job.roots.key_value(plan.source);
+  k.emplace_back("source", source_keyed.form);
+  if (trace) log.trace("path source {} keyed as {} ({})", plan.source, source_keyed.form, source_keyed.why);
+  if (plan.has_lineinfo && job.roots.enabled()) {
+    // -lineinfo writes the source's path, as nvcc resolves it, into device code where no prefix map
+    // reaches (measured: "/w/b1/../src/k.cu" for that spelling, "<cwd>/../src/k.cu" for a relative
+    // one): keyed literally, which keys every root it lies below (below), so two build directories
+    // of one checkout share while a moved checkout misses. Headers with device code are named there
+    // too; the object scan ties such an entry to its checkout (object_names_roots).
+    const std::string resolved = plan.source.starts_with("/") ? plan.source : cwd + "/" + plan.source;
+    k.emplace_back("lineinfo-source", resolved);
+    if (trace) {
+      log.trace("path lineinfo source {} keyed as {} (literal: -lineinfo writes it into device code)", plan.source,
+                resolved);
+    }
+    job.object_names_roots = true;
+  }
+  if (!job.roots.enabled()) {
+    k.emplace_back("output", job.output);
+    if (trace) log.trace("path output {} keyed as {} (literal: path normalization is off)", plan.output, job.output);
+  } else if (trace) {
+    log.trace("path output {} not keyed (the object does not name it; the depfile's default target is a "
+              "placeholder)", plan.output);
+  }
+  // The user's path values (-I, -isystem, -include, -MF, -MT) keyed as the roots map them: an absolute
+  // one below a root by the root's name, so a second build directory (-I<build>/include) or a moved
+  // checkout with its root as a base dir keys alike; the object names the same fixed name through the
+  // miss's prefix maps and the depfile and diagnostics are stored with placeholders.
+  // The -MF value never reaches nvcc on a miss (rewritten into the scratch directory), and a templated
+  // -MT value reaches only the stored depfile's placeholder: with roots, neither is keyed.
+  std::vector<std::string> keyed_args = plan.keyed_args;
+  for (const auto& pa : plan.path_args) {
+    std::string& arg = keyed_args[pa.index];
+    const std::string value = arg.substr(pa.offset);
+    const bool list = pa.flag == "-I" || pa.flag == "--include-path" || pa.flag == "-isystem" ||
+                      pa.flag == "--system-include";
+    const bool depfile_flag = pa.flag == "-MF" || pa.flag == "--dependency-output";
+    const bool target_flag = pa.flag == "-MT" || pa.flag == "--dependency-target-name";
+    const bool host_flag = pa.flag == "-Xcompiler" || pa.flag == "--compiler-options";
+    core::PathRoots::KeyedValue keyed;
+    if (host_flag) {
+      keyed = key_host_prefix_maps(value, job.roots);
+    } else if (job.roots.enabled() && depfile_flag) {
+      keyed = {"<depfile>", "not keyed: a miss writes the dependency file elsewhere, its path reaches no output"};
+    } else if (target_flag && !job.depfile_target.empty()) {
+      keyed = {"<target>", "not keyed: the stored dependency file holds a placeholder for the target"};
+    } else {
+      keyed = list ? job.roots.key_list(value, ',') : job.roots.key_value(value);
+    }
+    arg = arg.substr(0, pa.offset) + keyed.form;
+    if (trace && !(host_flag && keyed.form == value)) {
+      log.trace("path {} {} keyed as {} ({})", pa.flag, value, keyed.form, keyed.why);
+    }
+  }
+  for (const auto& a : keyed_args) k.emplace_back("arg", a);
   k.emplace_back("NVCC_PREPEND_FLAGS", opts.prepend_flags);
   k.emplace_back("NVCC_APPEND_FLAGS", opts.append_flags);
   // Every variable the table keys, an unset one apart from an empty one.
   add_env_key_fields(inv.env, true, k);
-  // An absolute path in a keyed value (-I/w/one/inc, -include, CPATH) below one of this build's roots
-  // reaches the object through kache's prefix maps (/kache/build/inc/h.cuh), and is re-rooted in the
-  // depfile and the direct-mode record; the same value in another checkout may lie outside its roots
-  // and stay literal. So each root a keyed value names is keyed with its path: equal keys then map
-  // such values alike, and a second build directory of one checkout (same -I<checkout>/include under
-  // a base dir) still shares. Checked before the source identity, an absolute path by design.
+  // A keyed value that still names a root's real path (-DWHERE=/w/build, CPATH, the lineinfo source)
+  // ties the key to that root: the same text in another checkout may lie outside its roots and mean
+  // something else. So each root a keyed value names is keyed with its path. Checked before the source
+  // identity, an absolute path by design.
   const std::size_t keyed_values = k.size();
   for (const auto& r : job.roots.roots()) {
     if (std::any_of(k.begin(), k.begin() + static_cast<std::ptrdiff_t>(keyed_values),
                     [&](const auto& field) { return names_path(field.second, r.path); })) {
       k.emplace_back("root", r.name + "=" + r.path);
+      job.keyed_roots.push_back(r.path);
+      if (trace) log.trace("path root {} keyed literally as {} (a keyed value names it)", r.name, r.path);
     }
   }
   // Stored depfiles template the target (see depfile_target); entries from before named it literally.
@@ -264,10 +367,11 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
   // Intermediate files next to the object, named after it, instead of /tmp/tmpxft_<pid>...: the
   // pid no longer lands in the symbol table.
   if (!has_option(inv.args, {"-objtemp", "--objdir-as-tempdir"})) argv.push_back("-objtemp");
-  // The scratch directory stands in for the output directory. It is kache's own, no user rule names
-  // it, and it lies below the output root, so its rule comes last (GCC tries the last rule first).
-  const std::string out_dir = util::dirname(job.output);
-  const std::string scratch_as = job.roots.enabled() ? job.roots.key_form(out_dir) : out_dir;
+  // The scratch directory is kache's own, no user rule names it, and it lies below the output root, so
+  // its rule comes last (GCC tries the last rule first).
+  // With roots, a fixed name that does not depend on where -o points (-g debug info names the
+  // intermediates there); without, the output directory, as before.
+  const std::string scratch_as = job.roots.enabled() ? "/kache/obj" : util::dirname(job.output);
   argv.insert(argv.end(), {"-Xcompiler", "-ffile-prefix-map=" + paths.scratch_dir + "=" + scratch_as});
   return argv;
 }

@@ -58,9 +58,9 @@ std::vector<FlagSpec> build_table() {
       // Same, without system headers (measured: -MMD wins when both -MD and -MMD are given).
       flag({"-MMD", "--generate-nonsystem-dependencies-with-compile"}).does(Effect::DepNonSystem),
       // Where the dependency file goes; required with -MD/-MMD so the sidecar has a known name.
-      flag({"-MF", "--dependency-output"}).value().does(Effect::DepOutput),
+      flag({"-MF", "--dependency-output"}).value().does(Effect::DepOutput).path(),
       // Target names written into the dependency file; keyed verbatim, so the stored file matches.
-      flag({"-MT", "--dependency-target-name"}).value().does(Effect::DepTarget),
+      flag({"-MT", "--dependency-target-name"}).value().does(Effect::DepTarget).path(),
       // Phony targets per header: changes the dependency file's shape; not modeled (spec).
       flag({"-MP", "--generate-dependency-targets"}).refuse("depfile-modifier"),
       // Not an nvcc option (gcc habit: missing headers are targets); refused with the same reason.
@@ -72,7 +72,7 @@ std::vector<FlagSpec> build_table() {
       // Lifts only nvcc's host-compiler version check; the host compiler's version is keyed anyway.
       flag({"-allow-unsupported-compiler", "--allow-unsupported-compiler"}),
       // Host flags reach the host pass and the device preprocessing passes; each one is checked.
-      flag({"-Xcompiler", "--compiler-options"}).value().does(Effect::HostOptions),
+      flag({"-Xcompiler", "--compiler-options"}).value().does(Effect::HostOptions).path(),
       // Lets nvcc pass flags it does not know to the host; kache still refuses every flag it does not
       // know (unless allow-listed), so nothing unseen is forwarded.
       flag({"-forward-unknown-to-host-compiler", "--forward-unknown-to-host-compiler", "-forward-unknown-opts",
@@ -90,11 +90,11 @@ std::vector<FlagSpec> build_table() {
       // Same for removing a macro.
       flag({"-U", "--undefine-macro"}).value(kAttachedToo),
       // Search directories: every header they supply is in the closure nvcc reports; keyed verbatim.
-      flag({"-I", "--include-path"}).value(kAttachedToo),
+      flag({"-I", "--include-path"}).value(kAttachedToo).path(),
       // Same for system directories (CMake writes "-isystem=<dir>"); -MD lists their headers too.
-      flag({"-isystem", "--system-include"}).value(),
+      flag({"-isystem", "--system-include"}).value().path(),
       // The pre-included file is listed by nvcc -MD like any header, so it is in the closure.
-      flag({"-include", "--pre-include"}).value(),
+      flag({"-include", "--pre-include"}).value().path(),
       // Language extensions in the device front end; keyed verbatim.
       flag({"-expt-relaxed-constexpr", "--expt-relaxed-constexpr"}),
       // Language extension (lambdas in device code); only changes how the same sources are parsed,
@@ -121,8 +121,9 @@ std::vector<FlagSpec> build_table() {
       flag({"-use_fast_math", "--use_fast_math"}).env(),
       // Register limit; the spec's allow-list example, so not built in. Fine in NVCC_*_FLAGS.
       flag({"-maxrregcount", "--maxrregcount"}).value().allowlist_only().env(),
-      // Writes the absolute source path into device code, which no prefix map reaches: the plan keys
-      // literal paths (path_literal), so an entry is only ever reused at the same absolute paths.
+      // Writes the source's and device-code headers' paths, as resolved, into device code, which no
+      // prefix map reaches: the adapter keys the source's resolved path and every root it lies below,
+      // and ties an object naming any other root to its checkout (NvccAdapter::prepare).
       flag({"-lineinfo", "--generate-line-info"}).does(Effect::LineInfo),
       // Embeds the absolute source path in the compressed device image and changes code; refused.
       flag({"-G", "--device-debug"}).refuse("device-debug"),

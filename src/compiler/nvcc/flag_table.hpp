@@ -61,6 +61,10 @@ struct FlagSpec {
   bool builtin = true;
   // Accepted inside NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS (codegen tuning and diagnostics only).
   bool env_ok = false;
+  // The value names a file or directory (a comma list for -I/-isystem; for -Xcompiler, the old path of
+  // a -f*-prefix-map rule): the adapter keys it root-normalized when it is absolute and below a mapped
+  // root (see NvccAdapter::prepare).
+  bool path_value = false;
 
   // Builders that keep the table readable.
   FlagSpec& value(unsigned f = kSeparate | kEquals) {
@@ -79,6 +83,10 @@ struct FlagSpec {
   }
   FlagSpec& env() {
     env_ok = true;
+    return *this;
+  }
+  FlagSpec& path() {
+    path_value = true;
     return *this;
   }
   FlagSpec& allowlist_only() {

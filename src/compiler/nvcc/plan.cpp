@@ -214,6 +214,10 @@ class Planner {
     auto forwarded_refusal = [&](const std::optional<FlagRefusal>& r) {
       if (r) refuse(r->reason, std::string(m.name) + " " + r->flag);
     };
+    if (spec.path_value && user && value) {
+      path_args_.push_back({value_index ? *value_index : a.index, value_index ? 0 : a.text.size() - value->size(),
+                            std::string(m.name)});
+    }
     switch (spec.effect) {
       case Effect::Keyed:
         break;
@@ -332,6 +336,7 @@ class Planner {
     p.keyed_args = args_;
     p.keyed_args[source_index] = "<source>";
     p.keyed_args[output_index_] = output_prefix_ ? *output_prefix_ + "<output>" : "<output>";
+    p.path_args = path_args_;
     p.prepend_flags = options_.prepend_flags;
     p.append_flags = options_.append_flags;
     p.ccbin = ccbin_;
@@ -359,6 +364,7 @@ class Planner {
   bool nonsystem_ = false;  // -MMD wins over -MD whatever the order (measured)
   std::vector<std::string> depfile_targets_;
   std::vector<std::string> gpu_arch_args_;
+  std::vector<CompilePlan::PathArg> path_args_;
   bool path_literal_ = false, has_lineinfo_ = false, has_debug_ = false;
 };
 

@@ -29,6 +29,14 @@ struct CompilePlan {
   // Everything the key must see, verbatim and in order, with the source argument replaced by
   // "<source>" and the -o value by "<output>" (the pipeline keys those two normalized).
   std::vector<std::string> keyed_args;
+  // Where keyed_args hold a path value of the user's (-I, -isystem, -include, -MF, -MT): the argument's
+  // index, the offset of the value inside it ("-I/x" and "--include-path=/x" hold it inline), the flag.
+  struct PathArg {
+    std::size_t index = 0;
+    std::size_t offset = 0;
+    std::string flag;
+  };
+  std::vector<PathArg> path_args;
   // The user's own arguments (without NVCC_*_FLAGS), untouched: what a miss runs, plus kache's additions.
   std::vector<std::string> args;
 
@@ -38,7 +46,7 @@ struct CompilePlan {
   std::vector<std::string> gpu_arch_args;  // the -arch/-code/-gencode arguments (for logs and probes)
 
   // The object embeds absolute paths no prefix map reaches (-lineinfo writes the source path into
-  // device code): key on literal absolute paths and do not add prefix maps.
+  // device code). The nvcc adapter keys the source's resolved path for it (see has_lineinfo).
   bool path_literal = false;
   bool has_lineinfo = false;
   bool has_debug = false;            // -g (host debug info names paths; prefix maps cover it)
