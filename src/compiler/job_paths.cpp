@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string_view>
 
+#include "core/log.hpp"
 #include "util/fs.hpp"
 
 namespace kache::compiler {
@@ -38,14 +39,18 @@ bool names_path(const std::string& value, const std::string& root) {
   return false;
 }
 
-void add_root_key_fields(std::vector<std::pair<std::string, std::string>>& fields, std::size_t keyed,
-                         const core::PathRoots& roots) {
+std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, std::string>>& fields,
+                                             std::size_t keyed, const core::PathRoots& roots) {
+  std::vector<std::string> keyed_roots;
   for (const auto& r : roots.roots()) {
     if (std::any_of(fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(keyed),
                     [&](const auto& field) { return names_path(field.second, r.path); })) {
       fields.emplace_back("root", r.name + "=" + r.path);
+      keyed_roots.push_back(r.path);
+      core::log().trace("path root {} keyed literally as {} (a keyed value names it)", r.name, r.path);
     }
   }
+  return keyed_roots;
 }
 
 std::vector<std::string> include_path_dirs(const util::Environment& env, const char* variable) {

@@ -1,8 +1,7 @@
 #pragma once
 // Path handling both adapters need for a CompileJob: the standard path roots (build, source and
 // output directories, [paths] base_dirs), the roots a keyed value names, and the include search path
-// GCC's environment variables add. The gcc adapter uses these; nvcc's adapter still holds its own
-// copies while path-root keying is being reworked there (to be folded in here).
+// GCC's environment variables add. Both adapters use these.
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,9 +21,9 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
 bool names_path(const std::string& value, const std::string& root);
 
 // Appends ("root", "<name>=<path>") for each root one of fields[0, keyed) names, so equal keys map
-// such values alike.
-void add_root_key_fields(std::vector<std::pair<std::string, std::string>>& fields, std::size_t keyed,
-                         const core::PathRoots& roots);
+// such values alike. Returns the real paths of the roots so keyed.
+std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, std::string>>& fields,
+                                             std::size_t keyed, const core::PathRoots& roots);
 
 // The directories an include-path variable (CPATH, C_INCLUDE_PATH, ...) adds, as GCC reads it: unset
 // or empty adds nothing; an empty element (":x", "x:", "a::b") is the cwd (".").

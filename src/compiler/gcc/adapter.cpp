@@ -88,7 +88,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   // from empty.
   add_env_key_fields(inv.env, false, k);
   // Each root a keyed value names (-I/w/one/inc, CPATH) is keyed with its path (see job_paths.hpp).
-  add_root_key_fields(k, k.size(), job.roots);
+  job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
 
   // The include search path, spelled as given (joined to the cwd, not normalized): the compiler names

@@ -17,21 +17,6 @@ namespace nvcc {
 
 namespace {
 
-// Whether `value` may name `root` or a path below it: an occurrence of the root's spelling that is not
-// continued by more characters of the same path component ("/ws/one" in "/ws/one-deps/x" is another
-// directory). Anything else (a '/', a list separator, the end) counts, so the answer errs towards yes.
-bool names_path(const std::string& value, const std::string& root) {
-  for (std::size_t hit = value.find(root); hit != std::string::npos; hit = value.find(root, hit + 1)) {
-    const std::size_t end = hit + root.size();
-    if (end == value.size()) return true;
-    const unsigned char next = static_cast<unsigned char>(value[end]);
-    if (!(std::isalnum(next) || std::string_view("._-+@~#%").find(static_cast<char>(next)) != std::string_view::npos)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // A -Xcompiler value with the old path of each -ffile/-fmacro/-fdebug-prefix-map rule keyed as the roots
 // map it. On a miss the user's rules come after kache's and win (GCC tries the last rule first), so the
 // object names NEW + the rest below OLD; OLD below a root means the same subtree in every checkout that
@@ -172,20 +157,7 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // lineinfo-source field and the object scan below account for; host code takes the prefix maps.
   const bool literal = !cfg.nvcc_path_normalize || opts.prepend_flags.find("-prefix-map") != std::string::npos;
   if (!literal) {
-    std::vector<core::PathRoots::Root> bases;
-    for (std::size_t i = 0; i < cfg.base_dirs.size(); ++i) {
-      bases.push_back({util::absolute_path(cfg.base_dirs[i], cwd), "/kache/base" + std::to_string(i)});
-    }
-    std::vector<core::PathRoots::Root> roots = {
-        {cwd, "/kache/build"},
-        {util::dirname(job.source), "/kache/src"},
-        {util::dirname(job.output), "/kache/out"},
-    };
-    roots.insert(roots.end(), bases.begin(), bases.end());
-    job.roots = core::PathRoots(std::move(roots));
-    // Only the base dirs: the build, source and output directories would give two files of one build
-    // the same name (libA/kernel.cu and libB/kernel.cu, each compiled from its own directory).
-    job.source_identity = core::PathRoots(std::move(bases)).key_form(job.source);
+    job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity);
     // nvcc -objtemp names its intermediates after the object (measured: "a.o.cudafe1.cpp" in the
     // symbol table, "a.o.fatbin.c" and "a.o.cudafe1.stub.c" in -g debug info). Named after the source
     // (keyed anyway), the object does not depend on -o, so -o is left out of the key.
@@ -291,15 +263,7 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // ties the key to that root: the same text in another checkout may lie outside its roots and mean
   // something else. So each root a keyed value names is keyed with its path. Checked before the source
   // identity, an absolute path by design.
-  const std::size_t keyed_values = k.size();
-  for (const auto& r : job.roots.roots()) {
-    if (std::any_of(k.begin(), k.begin() + static_cast<std::ptrdiff_t>(keyed_values),
-                    [&](const auto& field) { return names_path(field.second, r.path); })) {
-      k.emplace_back("root", r.name + "=" + r.path);
-      job.keyed_roots.push_back(r.path);
-      if (trace) log.trace("path root {} keyed literally as {} (a keyed value names it)", r.name, r.path);
-    }
-  }
+  job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   // Stored depfiles template the target (see depfile_target); entries from before named it literally.
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   // -rdc objects carry a module id hashed from the absolute source path (measured: two checkouts
