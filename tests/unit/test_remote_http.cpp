@@ -7,6 +7,7 @@
 
 #include "servers.hpp"
 #include "storage/remote/http_storage.hpp"
+#include "storage/remote/remote_factory.hpp"
 #include "util/fs.hpp"
 
 namespace kache::storage::remote {
@@ -79,9 +80,9 @@ TEST(RemoteHttp, GetPutRemoveOnWebDav) {
     EXPECT_EQ(store.get(kKey), std::nullopt);
     store.remove(kKey);  // DELETE of a missing key: 404, fine
   }
-  // What the server holds, by layout, read from its disk.
-  HttpStorage subdirs(url_of(server.base_url() + "/cache"));
-  subdirs.put(kKey, "on disk");
+  // What the server holds, by layout, read from its disk (the default layout through the factory).
+  const auto subdirs = make_remote_storage(url_of(server.base_url() + "/cache"), {});
+  subdirs->put(kKey, "on disk");
   EXPECT_EQ(util::read_file(server.data_dir() + "/cache/01/" + kKey.substr(2)), "on disk");
   HttpStorage bazel(url_of(server.base_url() + "|layout=bazel"));
   bazel.put(kKey, "bazel");

@@ -1,10 +1,14 @@
 // RedisStorage against a real redis-server (Debian's), started per test on a free loopback port.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <random>
 
 #include "servers.hpp"
 #include "storage/remote/redis_storage.hpp"
+#include "storage/remote/sigpipe_guard.hpp"
 
 namespace kache::storage::remote {
 namespace {
@@ -147,6 +151,24 @@ TEST(RemoteRedis, BlackHoledServerTimesOut) {
   testing::BlackHole full(true);
   RedisStorage never_connects(url_of(local(full.port()) + "|connect-timeout=200"));
   EXPECT_EQ(failure_kind([&] { never_connects.get("k"); }), RemoteFailure::Kind::timeout);
+}
+
+TEST(RemoteSigpipe, AWriteToAClosedPeerDoesNotKillTheProcess) {
+  // What a server closing the connection under a write does to hiredis or OpenSSL: a write to a pipe
+  // without reader raises SIGPIPE, which kills the process by default. Under the guard it is consumed.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  {
+    const SigpipeGuard guard;
+    errno = 0;
+    EXPECT_EQ(::write(fds[1], "x", 1), -1);
+    EXPECT_EQ(errno, EPIPE);
+  }
+  ::close(fds[1]);
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "storage/remote/curl_loader.hpp"
+#include "storage/remote/sigpipe_guard.hpp"
 #include "util/hash.hpp"
 
 namespace kache::storage::remote {
@@ -75,6 +76,7 @@ HttpStorage::HttpStorage(RemoteUrl url, std::string ca_file) : url_(std::move(ur
 
 HttpStorage::~HttpStorage() {
   if (handle_) {
+    const SigpipeGuard sigpipe;  // closing a TLS connection writes to it
     if (const CurlApi* api = load_curl(nullptr)) api->easy_cleanup(static_cast<CURL*>(handle_));
   }
 }
@@ -138,7 +140,10 @@ HttpStorage::Response HttpStorage::perform(Method method, std::string_view key, 
     case Method::remove: api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE"); break;
   }
 
-  const CURLcode code = api.easy_perform(curl);
+  const CURLcode code = [&] {
+    const SigpipeGuard sigpipe;
+    return api.easy_perform(curl);
+  }();
   if (code != CURLE_OK) {
     const auto kind = code == CURLE_OPERATION_TIMEDOUT ? RemoteFailure::Kind::timeout : RemoteFailure::Kind::error;
     throw RemoteError(kind, url_.redacted() + ": " + (error_text[0] ? error_text : api.easy_strerror(code)));

@@ -1,5 +1,7 @@
 #include "storage/remote/redis_storage.hpp"
 
+#include "storage/remote/sigpipe_guard.hpp"
+
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
@@ -105,6 +107,7 @@ void RedisStorage::connect() {
 }
 
 std::optional<std::string> RedisStorage::get(std::string_view key) {
+  const SigpipeGuard sigpipe;
   connect();
   Reply reply(static_cast<redisReply*>(command({"GET", prefix_ + std::string(key)}, "GET")));
   if (reply->type == REDIS_REPLY_STRING) return std::string(reply->str, reply->len);
@@ -116,12 +119,14 @@ std::optional<std::string> RedisStorage::get(std::string_view key) {
 
 void RedisStorage::put(std::string_view key, std::string_view value) {
   if (url_.read_only) return;
+  const SigpipeGuard sigpipe;
   connect();
   Reply(static_cast<redisReply*>(command({"SET", prefix_ + std::string(key), value}, "SET")));
 }
 
 void RedisStorage::remove(std::string_view key) {
   if (url_.read_only) return;
+  const SigpipeGuard sigpipe;
   connect();
   Reply(static_cast<redisReply*>(command({"DEL", prefix_ + std::string(key)}, "DEL")));
 }
