@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 namespace kache::storage::remote {
 
@@ -18,11 +19,6 @@ timeval to_timeval(int ms) {
   tv.tv_usec = static_cast<suseconds_t>(ms % 1000) * 1000;
   return tv;
 }
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
 bool starts_with(const char* text, std::size_t len, std::string_view prefix) {
   return len >= prefix.size() && std::memcmp(text, prefix.data(), prefix.size()) == 0;
@@ -39,6 +35,7 @@ bool is_auth_reply(const redisReply& r) {
 }  // namespace
 
 void RedisStorage::ContextDeleter::operator()(redisContext* c) const { redisFree(c); }
+void RedisStorage::ReplyDeleter::operator()(redisReply* r) const { freeReplyObject(r); }
 
 RedisStorage::RedisStorage(RemoteUrl url, std::string key_prefix)
     : url_(std::move(url)), prefix_(std::move(key_prefix)) {}
@@ -57,6 +54,9 @@ void RedisStorage::fail_from_context(const char* doing) {
        std::strstr(c->errstr, "timed out") || std::strstr(c->errstr, "temporarily unavailable"))) {
     kind = RemoteFailure::Kind::timeout;
   }
+#ifdef REDIS_ERR_TIMEOUT  // hiredis >= 1.0 reports timeouts by name
+  if (c && c->err == REDIS_ERR_TIMEOUT) kind = RemoteFailure::Kind::timeout;
+#endif
   if (c && c->err == REDIS_ERR_EOF) detail = "the server closed the connection";
   context_.reset();
   throw RemoteError(kind, url_.redacted() + ": " + doing + ": " + detail);
@@ -64,9 +64,11 @@ void RedisStorage::fail_from_context(const char* doing) {
 
 // Runs one command on the open connection; a failed call or an error reply throws, the connection is
 // dropped then (its state after a failure is unknown).
-void* RedisStorage::command(std::initializer_list<std::string_view> args, const char* doing) {
-  const char* argv[4];
-  std::size_t lens[4];
+RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view> args, const char* doing) {
+  constexpr std::size_t kMaxArgs = 4;  // AUTH user password is the longest
+  if (args.size() > kMaxArgs) throw std::logic_error("RedisStorage::command: too many arguments");
+  const char* argv[kMaxArgs];
+  std::size_t lens[kMaxArgs];
   int argc = 0;
   for (auto a : args) {
     argv[argc] = a.data();
@@ -82,7 +84,7 @@ void* RedisStorage::command(std::initializer_list<std::string_view> args, const 
     context_.reset();
     throw RemoteError(auth ? RemoteFailure::Kind::auth : RemoteFailure::Kind::error, std::move(message));
   }
-  return reply.release();
+  return reply;
 }
 
 void RedisStorage::connect() {
@@ -98,18 +100,18 @@ void RedisStorage::connect() {
   }
   if (url_.password) {
     if (url_.user.empty()) {
-      Reply(static_cast<redisReply*>(command({"AUTH", *url_.password}, "AUTH")));
+      command({"AUTH", *url_.password}, "AUTH");
     } else {
-      Reply(static_cast<redisReply*>(command({"AUTH", url_.user, *url_.password}, "AUTH")));
+      command({"AUTH", url_.user, *url_.password}, "AUTH");
     }
   }
-  if (url_.db != 0) Reply(static_cast<redisReply*>(command({"SELECT", std::to_string(url_.db)}, "SELECT")));
+  if (url_.db != 0) command({"SELECT", std::to_string(url_.db)}, "SELECT");
 }
 
 std::optional<std::string> RedisStorage::get(std::string_view key) {
   const SigpipeGuard sigpipe;
   connect();
-  Reply reply(static_cast<redisReply*>(command({"GET", prefix_ + std::string(key)}, "GET")));
+  const Reply reply = command({"GET", prefix_ + std::string(key)}, "GET");
   if (reply->type == REDIS_REPLY_STRING) return std::string(reply->str, reply->len);
   if (reply->type == REDIS_REPLY_NIL) return std::nullopt;
   context_.reset();
@@ -121,14 +123,14 @@ void RedisStorage::put(std::string_view key, std::string_view value) {
   if (url_.read_only) return;
   const SigpipeGuard sigpipe;
   connect();
-  Reply(static_cast<redisReply*>(command({"SET", prefix_ + std::string(key), value}, "SET")));
+  command({"SET", prefix_ + std::string(key), value}, "SET");
 }
 
 void RedisStorage::remove(std::string_view key) {
   if (url_.read_only) return;
   const SigpipeGuard sigpipe;
   connect();
-  Reply(static_cast<redisReply*>(command({"DEL", prefix_ + std::string(key)}, "DEL")));
+  command({"DEL", prefix_ + std::string(key)}, "DEL");
 }
 
 }  // namespace kache::storage::remote

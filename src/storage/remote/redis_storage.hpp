@@ -16,6 +16,7 @@
 #include "storage/storage.hpp"
 
 struct redisContext;
+struct redisReply;
 
 namespace kache::storage::remote {
 
@@ -33,9 +34,13 @@ class RedisStorage final : public Storage {
   struct ContextDeleter {
     void operator()(redisContext* c) const;
   };
+  struct ReplyDeleter {
+    void operator()(redisReply* r) const;
+  };
+  using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
   void connect();
-  // Returns the redisReply* (owned by the caller): hiredis's type stays out of this header.
-  void* command(std::initializer_list<std::string_view> args, const char* doing);
+  // Runs one command; a failed call or an error reply throws (and drops the connection).
+  Reply command(std::initializer_list<std::string_view> args, const char* doing);
   [[noreturn]] void fail_from_context(const char* doing);
 
   RemoteUrl url_;
