@@ -6,6 +6,7 @@
 #include <random>
 
 #include "servers.hpp"
+#include "storage/remote/curl_loader.hpp"
 #include "storage/remote/http_storage.hpp"
 #include "storage/remote/remote_factory.hpp"
 #include "util/fs.hpp"
@@ -62,6 +63,18 @@ TEST(RemoteHttp, KeyUrlsByLayout) {
   const std::string hashed = HttpStorage(url_of("http://h|layout=bazel")).key_url("short");
   EXPECT_EQ(hashed.size(), std::string("http://h/ac/").size() + 64);
   EXPECT_EQ(hashed, HttpStorage(url_of("http://h|layout=bazel")).key_url("short"));
+}
+
+TEST(RemoteHttp, MissingLibcurlIsOneSentence) {
+  const CurlLibrary missing = load_curl_library("libkache-test-no-such-curl.so.4");
+  EXPECT_FALSE(missing.ok);
+  EXPECT_NE(missing.why.find("libkache-test-no-such-curl.so.4 could not be loaded"), std::string::npos) << missing.why;
+  EXPECT_NE(missing.why.find("http and https remotes are disabled"), std::string::npos) << missing.why;
+  EXPECT_EQ(missing.why.find('\n'), std::string::npos);
+  // The real one, where installed, has every function kache calls.
+  const CurlLibrary real = load_curl_library("libcurl.so.4");
+  if (!real.ok) GTEST_SKIP() << real.why;
+  EXPECT_NE(real.api.easy_setopt, nullptr);
 }
 
 TEST(RemoteHttp, GetPutRemoveOnWebDav) {

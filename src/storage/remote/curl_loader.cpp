@@ -6,20 +6,12 @@
 
 namespace kache::storage::remote {
 
-namespace {
-
-struct Loaded {
-  CurlApi api{};
-  bool ok = false;
-  std::string why;
-};
-
-Loaded load() {
-  Loaded out;
-  void* lib = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+CurlLibrary load_curl_library(const char* soname) {
+  CurlLibrary out;
+  void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* err = ::dlerror();
-    out.why = std::string("libcurl.so.4 could not be loaded (") + (err ? err : "unknown reason") +
+    out.why = std::string(soname) + " could not be loaded (" + (err ? err : "unknown reason") +
               "), so http and https remotes are disabled";
     return out;
   }
@@ -27,7 +19,7 @@ Loaded load() {
   const auto find = [&](auto& slot, const char* name) {
     void* symbol = ::dlsym(lib, name);
     if (!symbol) {
-      if (!missing) out.why = std::string("libcurl.so.4 lacks ") + name + ", so http and https remotes are disabled";
+      if (!missing) out.why = std::string(soname) + " lacks " + name + ", so http and https remotes are disabled";
       missing = true;
       return;
     }
@@ -52,10 +44,8 @@ Loaded load() {
   return out;
 }
 
-}  // namespace
-
 const CurlApi* load_curl(std::string* why) {
-  static const Loaded loaded = load();  // thread-safe once; curl_global_init is not thread-safe itself
+  static const CurlLibrary loaded = load_curl_library("libcurl.so.4");  // thread-safe once; curl_global_init is not thread-safe itself
   if (!loaded.ok) {
     if (why) *why = loaded.why;
     return nullptr;

@@ -22,6 +22,14 @@ struct CurlApi {
   decltype(&curl_slist_free_all) slist_free_all;
 };
 
+struct CurlLibrary {
+  CurlApi api{};
+  bool ok = false;
+  std::string why;  // when not ok: one sentence saying what is missing and that http remotes are off
+};
+// Loads and initializes the library of that name (tests pass a missing one to see the refusal).
+CurlLibrary load_curl_library(const char* soname);
+
 // The loaded library (loaded and initialized once per process; never unloaded), or nullptr with a
 // one-sentence reason in *why when libcurl.so.4 or one of its functions is missing.
 const CurlApi* load_curl(std::string* why);
