@@ -142,6 +142,9 @@ TEST(RemoteUrl, Errors) {
   EXPECT_NE(error_of("redis://%zz@h").find("percent"), std::string::npos);
   EXPECT_NE(error_of("redis+unix://host/sock").find("no host"), std::string::npos);
   EXPECT_NE(error_of("redis://[::1").find("'['"), std::string::npos);
+  // Control bytes are shown escaped: a message stays one line, and a NUL does not cut it short.
+  const std::string nul_err = error_of(std::string_view("redis://h\0\n:1", 13));
+  EXPECT_NE(nul_err.find("redis://h\\x00\\x0a:1"), std::string::npos) << nul_err;
 }
 
 TEST(RemoteUrl, IdentityIgnoresAttributesAndSecrets) {

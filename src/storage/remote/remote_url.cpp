@@ -9,8 +9,26 @@ namespace {
 
 constexpr int kMaxTimeoutMs = 10 * 60 * 1000;
 
+// Control bytes of a configured value are shown as \xNN: a message is one line of text, whatever the
+// configuration holds (a NUL would also cut it short).
+std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b == 0x7f) {
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
-  throw RemoteUrlError("remote storage URL '" + redact_unparsed(spec) + "': " + why);
+  throw RemoteUrlError("remote storage URL '" + printable(redact_unparsed(spec)) + "': " + printable(why));
 }
 
 bool is_unreserved(char c) {
