@@ -1,0 +1,136 @@
+#include "storage/remote/redis_storage.hpp"
+
+#include "storage/remote/sigpipe_guard.hpp"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace kache::storage::remote {
+
+namespace {
+
+timeval to_timeval(int ms) {
+  timeval tv{};
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = static_cast<suseconds_t>(ms % 1000) * 1000;
+  return tv;
+}
+
+bool starts_with(const char* text, std::size_t len, std::string_view prefix) {
+  return len >= prefix.size() && std::memcmp(text, prefix.data(), prefix.size()) == 0;
+}
+
+// An error reply that says the credentials are missing, wrong or not allowed to do this.
+bool is_auth_reply(const redisReply& r) {
+  const auto n = static_cast<std::size_t>(r.len);
+  return starts_with(r.str, n, "NOAUTH") || starts_with(r.str, n, "WRONGPASS") ||
+         starts_with(r.str, n, "NOPERM") || starts_with(r.str, n, "ERR invalid password") ||
+         starts_with(r.str, n, "ERR AUTH");
+}
+
+}  // namespace
+
+void RedisStorage::ContextDeleter::operator()(redisContext* c) const { redisFree(c); }
+void RedisStorage::ReplyDeleter::operator()(redisReply* r) const { freeReplyObject(r); }
+
+RedisStorage::RedisStorage(RemoteUrl url, std::string key_prefix)
+    : url_(std::move(url)), prefix_(std::move(key_prefix)) {}
+
+RedisStorage::~RedisStorage() = default;
+
+void RedisStorage::fail_from_context(const char* doing) {
+  // errno right after the failed call tells a timeout (the socket timeouts give EAGAIN, a connect past
+  // its deadline ETIMEDOUT) from a refusal or reset.
+  const int saved_errno = errno;
+  const redisContext* c = context_.get();
+  RemoteFailure::Kind kind = RemoteFailure::Kind::error;
+  std::string detail = c ? c->errstr : "out of memory";
+  if (c && c->err == REDIS_ERR_IO &&
+      (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT ||
+       std::strstr(c->errstr, "timed out") || std::strstr(c->errstr, "temporarily unavailable"))) {
+    kind = RemoteFailure::Kind::timeout;
+  }
+#ifdef REDIS_ERR_TIMEOUT  // hiredis >= 1.0 reports timeouts by name
+  if (c && c->err == REDIS_ERR_TIMEOUT) kind = RemoteFailure::Kind::timeout;
+#endif
+  if (c && c->err == REDIS_ERR_EOF) detail = "the server closed the connection";
+  context_.reset();
+  throw RemoteError(kind, url_.redacted() + ": " + doing + ": " + detail);
+}
+
+// Runs one command on the open connection; a failed call or an error reply throws, the connection is
+// dropped then (its state after a failure is unknown).
+RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view> args, const char* doing) {
+  constexpr std::size_t kMaxArgs = 4;  // AUTH user password is the longest
+  if (args.size() > kMaxArgs) throw std::logic_error("RedisStorage::command: too many arguments");
+  const char* argv[kMaxArgs];
+  std::size_t lens[kMaxArgs];
+  int argc = 0;
+  for (auto a : args) {
+    argv[argc] = a.data();
+    lens[argc] = a.size();
+    ++argc;
+  }
+  errno = 0;
+  Reply reply(static_cast<redisReply*>(redisCommandArgv(context_.get(), argc, argv, lens)));
+  if (!reply) fail_from_context(doing);
+  if (reply->type == REDIS_REPLY_ERROR) {
+    const bool auth = std::string_view(doing) == "AUTH" || is_auth_reply(*reply);
+    std::string message = url_.redacted() + ": " + doing + ": " + std::string(reply->str, reply->len);
+    context_.reset();
+    throw RemoteError(auth ? RemoteFailure::Kind::auth : RemoteFailure::Kind::error, std::move(message));
+  }
+  return reply;
+}
+
+void RedisStorage::connect() {
+  if (context_) return;
+  const timeval connect_timeout = to_timeval(url_.connect_timeout_ms);
+  errno = 0;
+  context_.reset(url_.scheme == Scheme::redis_unix
+                     ? redisConnectUnixWithTimeout(url_.path.c_str(), connect_timeout)
+                     : redisConnectWithTimeout(url_.host.c_str(), url_.effective_port(), connect_timeout));
+  if (!context_ || context_->err) fail_from_context("connect");
+  if (redisSetTimeout(context_.get(), to_timeval(url_.operation_timeout_ms)) != REDIS_OK) {
+    fail_from_context("set timeout");
+  }
+  if (url_.password) {
+    if (url_.user.empty()) {
+      command({"AUTH", *url_.password}, "AUTH");
+    } else {
+      command({"AUTH", url_.user, *url_.password}, "AUTH");
+    }
+  }
+  if (url_.db != 0) command({"SELECT", std::to_string(url_.db)}, "SELECT");
+}
+
+std::optional<std::string> RedisStorage::get(std::string_view key) {
+  const SigpipeGuard sigpipe;
+  connect();
+  const Reply reply = command({"GET", prefix_ + std::string(key)}, "GET");
+  if (reply->type == REDIS_REPLY_STRING) return std::string(reply->str, reply->len);
+  if (reply->type == REDIS_REPLY_NIL) return std::nullopt;
+  context_.reset();
+  throw RemoteError(RemoteFailure::Kind::error,
+                    url_.redacted() + ": GET: unexpected reply type " + std::to_string(reply->type));
+}
+
+void RedisStorage::put(std::string_view key, std::string_view value) {
+  if (url_.read_only) return;
+  const SigpipeGuard sigpipe;
+  connect();
+  command({"SET", prefix_ + std::string(key), value}, "SET");
+}
+
+void RedisStorage::remove(std::string_view key) {
+  if (url_.read_only) return;
+  const SigpipeGuard sigpipe;
+  connect();
+  command({"DEL", prefix_ + std::string(key)}, "DEL");
+}
+
+}  // namespace kache::storage::remote

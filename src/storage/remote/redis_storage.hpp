@@ -1,0 +1,51 @@
+#pragma once
+// A Redis server as a store (hiredis, linked statically): values under "<prefix><key>" with GET, SET and
+// DEL; binary-safe. Connects on first use with the URL's connect timeout, then AUTH (user and password,
+// or password only) and SELECT db; every command runs under the operation timeout (SO_RCVTIMEO and
+// SO_SNDTIMEO). The connection is kept for the process and dropped after any failure.
+//
+// Failures throw RemoteError: refused, reset or closed connection and error replies = error; connect or
+// command that ran past its timeout (a black-holed server) = timeout; AUTH refused, or a command
+// answered NOAUTH/WRONGPASS/NOPERM = auth. A read-only URL makes put and remove do nothing.
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+#include "storage/remote/remote_failure.hpp"
+#include "storage/remote/remote_url.hpp"
+#include "storage/storage.hpp"
+
+struct redisContext;
+struct redisReply;
+
+namespace kache::storage::remote {
+
+class RedisStorage final : public Storage {
+ public:
+  explicit RedisStorage(RemoteUrl url, std::string key_prefix = "kache:");
+  ~RedisStorage() override;
+  std::string name() const override { return url_.redacted(); }
+  std::optional<std::string> get(std::string_view key) override;
+  void put(std::string_view key, std::string_view value) override;
+  void remove(std::string_view key) override;
+  const RemoteUrl& url() const { return url_; }
+
+ private:
+  struct ContextDeleter {
+    void operator()(redisContext* c) const;
+  };
+  struct ReplyDeleter {
+    void operator()(redisReply* r) const;
+  };
+  using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+  void connect();
+  // Runs one command; a failed call or an error reply throws (and drops the connection).
+  Reply command(std::initializer_list<std::string_view> args, const char* doing);
+  [[noreturn]] void fail_from_context(const char* doing);
+
+  RemoteUrl url_;
+  std::string prefix_;
+  std::unique_ptr<redisContext, ContextDeleter> context_;
+};
+
+}  // namespace kache::storage::remote

@@ -1,0 +1,18 @@
+#include "storage/remote/remote_factory.hpp"
+
+#include "storage/remote/http_storage.hpp"
+#include "storage/remote/redis_storage.hpp"
+
+namespace kache::storage::remote {
+
+std::unique_ptr<Storage> make_remote_storage(const RemoteUrl& url, const RemoteStoreOptions& options) {
+  switch (url.scheme) {
+    case Scheme::redis:
+    case Scheme::redis_unix: return std::make_unique<RedisStorage>(url, options.key_prefix);
+    case Scheme::http:
+    case Scheme::https: return std::make_unique<HttpStorage>(url, options.ca_file);
+  }
+  return std::make_unique<HttpStorage>(url, options.ca_file);
+}
+
+}  // namespace kache::storage::remote

@@ -1,0 +1,386 @@
+#include "storage/remote/remote_url.hpp"
+
+#include <charconv>
+#include <cstdlib>
+
+namespace kache::storage::remote {
+
+namespace {
+
+constexpr int kMaxTimeoutMs = 10 * 60 * 1000;
+
+// Control bytes of a configured value are shown as \xNN: a message is one line of text, whatever the
+// configuration holds (a NUL would also cut it short).
+std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b == 0x7f) {
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void fail(std::string_view spec, const std::string& why) {
+  throw RemoteUrlError("remote storage URL '" + printable(redact_unparsed(spec)) + "': " + printable(why));
+}
+
+bool is_unreserved(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    const int hi = hex_value(text[i + 1]), lo = hex_value(text[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : text) {
+    if (is_unreserved(c)) {
+      out += c;
+    } else {
+      const auto b = static_cast<unsigned char>(c);
+      out += '%';
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<int> parse_int(std::string_view text, int min, int max) {
+  int value = 0;
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+bool valid_host(std::string_view host, bool bracketed) {
+  if (host.empty()) return false;
+  for (char c : host) {
+    const bool ok = bracketed ? (hex_value(c) >= 0 || c == ':' || c == '.')
+                              : (is_unreserved(c) && c != '~');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool valid_http_path(std::string_view path) {
+  for (char c : path) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b <= 0x20 || b >= 0x7f || c == '?' || c == '#' || c == '|' || c == '\\') return false;
+  }
+  return true;
+}
+
+// Splits "[userinfo@]host[:port]" and fills user, password, host, port.
+void parse_authority(std::string_view spec, std::string_view authority, RemoteUrl& url) {
+  const std::size_t at = authority.rfind('@');
+  if (at != std::string_view::npos) {
+    const std::string_view userinfo = authority.substr(0, at);
+    authority.remove_prefix(at + 1);
+    const std::size_t colon = userinfo.find(':');
+    std::optional<std::string> user, password;
+    if (colon != std::string_view::npos) {
+      user = percent_decode(userinfo.substr(0, colon));
+      password = percent_decode(userinfo.substr(colon + 1));
+    } else if (url.is_redis()) {
+      user = "";  // ccache's "redis://PASSWORD@host"
+      password = percent_decode(userinfo);
+    } else {
+      user = percent_decode(userinfo);
+    }
+    const bool needs_password = colon != std::string_view::npos || url.is_redis();
+    if (!user || (needs_password && !password)) {
+      fail(spec, "bad percent-encoding in the credentials");
+    }
+    url.user = *user;
+    if (password) {
+      url.password = *password;
+      url.password_in_url = true;
+    }
+    if (url.is_http() && url.user.empty() && url.password) {
+      fail(spec, "HTTP basic authentication needs a user name before the password");
+    }
+  }
+  std::string_view host = authority;
+  std::string_view port;
+  bool bracketed = false;
+  if (!host.empty() && host.front() == '[') {
+    const std::size_t close = host.find(']');
+    if (close == std::string_view::npos) fail(spec, "unterminated '[' in the host");
+    port = host.substr(close + 1);
+    host = host.substr(1, close - 1);
+    bracketed = true;
+    if (!port.empty()) {
+      if (port.front() != ':') fail(spec, "unexpected text after ']'");
+      port.remove_prefix(1);
+      if (port.empty()) fail(spec, "empty port");
+    }
+  } else if (const std::size_t colon = host.find(':'); colon != std::string_view::npos) {
+    port = host.substr(colon + 1);
+    host = host.substr(0, colon);
+    if (port.empty()) fail(spec, "empty port");
+  }
+  if (!valid_host(host, bracketed)) fail(spec, "missing or invalid host name");
+  url.host = std::string(host);
+  if (!port.empty()) {
+    const auto p = parse_int(port, 1, 65535);
+    if (!p) fail(spec, "the port must be a number from 1 to 65535");
+    url.port = *p;
+  }
+}
+
+void parse_attribute(std::string_view spec, std::string_view attribute, RemoteUrl& url) {
+  const std::size_t eq = attribute.find('=');
+  const std::string_view name = attribute.substr(0, eq);
+  const std::optional<std::string_view> value =
+      eq == std::string_view::npos ? std::nullopt : std::optional(attribute.substr(eq + 1));
+  const auto timeout = [&]() {
+    const auto ms = value ? parse_int(*value, 1, kMaxTimeoutMs) : std::nullopt;
+    if (!ms) fail(spec, std::string(name) + " takes milliseconds, from 1 to " + std::to_string(kMaxTimeoutMs));
+    return *ms;
+  };
+  if (name == "read-only") {
+    if (value) fail(spec, "read-only takes no value");
+    url.read_only = true;
+  } else if (name == "connect-timeout") {
+    url.connect_timeout_ms = timeout();
+  } else if (name == "operation-timeout") {
+    url.operation_timeout_ms = timeout();
+  } else if (name == "layout") {
+    if (!url.is_http()) fail(spec, "layout applies to http and https URLs only");
+    if (value == "flat") {
+      url.layout = HttpLayout::flat;
+    } else if (value == "subdirs") {
+      url.layout = HttpLayout::subdirs;
+    } else if (value == "bazel") {
+      url.layout = HttpLayout::bazel;
+    } else {
+      fail(spec, "layout must be flat, subdirs or bazel");
+    }
+  } else {
+    fail(spec, "unknown attribute '" + std::string(name) +
+                   "' (known: read-only, connect-timeout, operation-timeout, layout)");
+  }
+}
+
+}  // namespace
+
+const char* scheme_name(Scheme scheme) {
+  switch (scheme) {
+    case Scheme::redis: return "redis";
+    case Scheme::redis_unix: return "redis+unix";
+    case Scheme::http: return "http";
+    case Scheme::https: return "https";
+  }
+  return "?";
+}
+
+const char* layout_name(HttpLayout layout) {
+  switch (layout) {
+    case HttpLayout::flat: return "flat";
+    case HttpLayout::subdirs: return "subdirs";
+    case HttpLayout::bazel: return "bazel";
+  }
+  return "?";
+}
+
+RemoteSecrets RemoteSecrets::from_environment() {
+  RemoteSecrets secrets;
+  if (const char* p = std::getenv("KACHE_REMOTE_PASSWORD"); p && *p) secrets.password = p;
+  if (const char* t = std::getenv("KACHE_REMOTE_BEARER_TOKEN"); t && *t) secrets.bearer_token = t;
+  return secrets;
+}
+
+std::string redact_unparsed(std::string_view spec) {
+  const std::size_t start = spec.find("://");
+  if (start == std::string_view::npos) return std::string(spec);
+  const std::size_t authority = start + 3;
+  // Up to the last '@' before the attributes: a password with an unencoded '/' or '?' stays hidden.
+  const std::size_t at = spec.substr(0, spec.find('|')).rfind('@');
+  if (at == std::string_view::npos || at < authority) return std::string(spec);
+  return std::string(spec.substr(0, authority)) + "***" + std::string(spec.substr(at));
+}
+
+int RemoteUrl::effective_port() const {
+  if (port != 0) return port;
+  switch (scheme) {
+    case Scheme::redis: return 6379;
+    case Scheme::http: return 80;
+    case Scheme::https: return 443;
+    case Scheme::redis_unix: return 0;
+  }
+  return 0;
+}
+
+namespace {
+
+std::string host_port(const RemoteUrl& url) {
+  std::string out = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
+  if (url.port != 0) out += ":" + std::to_string(url.port);
+  return out;
+}
+
+}  // namespace
+
+std::string RemoteUrl::to_string(bool with_secrets) const {
+  std::string out = std::string(scheme_name(scheme)) + "://";
+  const bool show_password = password && password_in_url;
+  if (!user.empty() || show_password) {
+    out += percent_encode(user);
+    if (show_password) out += ":" + (with_secrets ? percent_encode(*password) : std::string("***"));
+    out += '@';
+  }
+  if (scheme == Scheme::redis_unix) {
+    out += path;
+    if (db != 0) out += "?db=" + std::to_string(db);
+  } else {
+    out += host_port(*this);
+    if (is_http()) out += path;
+    if (scheme == Scheme::redis && db != 0) out += "/" + std::to_string(db);
+  }
+  if (read_only) out += "|read-only";
+  if (connect_timeout_ms != kDefaultConnectTimeoutMs) out += "|connect-timeout=" + std::to_string(connect_timeout_ms);
+  if (operation_timeout_ms != kDefaultOperationTimeoutMs) {
+    out += "|operation-timeout=" + std::to_string(operation_timeout_ms);
+  }
+  if (is_http() && layout != HttpLayout::subdirs) out += std::string("|layout=") + layout_name(layout);
+  return out;
+}
+
+std::string RemoteUrl::identity() const {
+  std::string out = std::string(scheme_name(scheme)) + "://";
+  if (!user.empty()) out += percent_encode(user) + "@";
+  if (scheme == Scheme::redis_unix) return out + path + "?db=" + std::to_string(db);
+  out += host_port(*this);
+  if (is_http()) return out + path;
+  return out + "/" + std::to_string(db);
+}
+
+std::string RemoteUrl::http_base() const {
+  return std::string(scheme_name(scheme)) + "://" + host_port(*this) + path;
+}
+
+RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets) {
+  const std::size_t bar = spec.find('|');
+  std::string_view text = spec.substr(0, bar);
+  RemoteUrl url;
+  const std::size_t sep = text.find("://");
+  if (sep == std::string_view::npos) fail(spec, "expected scheme://...");
+  const std::string_view scheme = text.substr(0, sep);
+  if (scheme == "redis") {
+    url.scheme = Scheme::redis;
+  } else if (scheme == "redis+unix") {
+    url.scheme = Scheme::redis_unix;
+  } else if (scheme == "http") {
+    url.scheme = Scheme::http;
+  } else if (scheme == "https") {
+    url.scheme = Scheme::https;
+  } else {
+    fail(spec, "unsupported scheme '" + std::string(scheme) + "' (redis, redis+unix, http, https)");
+  }
+  text.remove_prefix(sep + 3);
+
+  if (url.scheme == Scheme::redis_unix) {
+    // redis+unix://[[user]:password@]/path?db=N: the authority is empty or credentials only.
+    const std::size_t slash = text.find('/');
+    if (slash == std::string_view::npos) fail(spec, "expected redis+unix:///absolute/path/to/socket");
+    const std::string_view authority = text.substr(0, slash);
+    if (!authority.empty()) {
+      if (authority.back() != '@') fail(spec, "a redis+unix URL has no host: redis+unix:///path");
+      parse_authority(spec, std::string(authority) + "localhost", url);
+      url.host.clear();
+    }
+    std::string_view path = text.substr(slash);
+    if (const std::size_t q = path.find('?'); q != std::string_view::npos) {
+      const std::string_view query = path.substr(q + 1);
+      path = path.substr(0, q);
+      if (query.substr(0, 3) != "db=") fail(spec, "the only query is ?db=N");
+      const auto db = parse_int(query.substr(3), 0, 1 << 20);
+      if (!db) fail(spec, "the database must be a number");
+      url.db = *db;
+    }
+    if (path.size() < 2 || !valid_http_path(path)) fail(spec, "missing or invalid socket path");
+    url.path = std::string(path);
+  } else {
+    const std::size_t slash = text.find('/');
+    parse_authority(spec, text.substr(0, slash), url);
+    std::string_view path = slash == std::string_view::npos ? std::string_view() : text.substr(slash);
+    if (url.scheme == Scheme::redis) {
+      if (path.size() > 1) {
+        const auto db = parse_int(path.substr(1), 0, 1 << 20);
+        if (!db) fail(spec, "the path of a redis URL is the database number");
+        url.db = *db;
+      }
+    } else {
+      if (!valid_http_path(path)) fail(spec, "invalid character in the path (no query or fragment)");
+      while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+      url.path = std::string(path);
+    }
+  }
+
+  if (bar != std::string_view::npos) {
+    std::string_view rest = spec.substr(bar + 1);
+    while (true) {
+      const std::size_t next = rest.find('|');
+      const std::string_view attribute = rest.substr(0, next);
+      if (!attribute.empty()) parse_attribute(spec, attribute, url);
+      if (next == std::string_view::npos) break;
+      rest.remove_prefix(next + 1);
+    }
+  }
+
+  if (!url.password) {
+    if (url.is_redis() || (url.is_http() && !url.user.empty())) url.password = secrets.password;
+  }
+  if (url.is_http() && url.user.empty() && secrets.bearer_token) url.bearer_token = secrets.bearer_token;
+  return url;
+}
+
+std::vector<RemoteUrl> parse_remote_urls(std::string_view list, const RemoteSecrets& secrets) {
+  std::vector<RemoteUrl> urls;
+  std::size_t pos = 0;
+  while (pos < list.size()) {
+    const std::size_t start = list.find_first_not_of(" \t\r\n", pos);
+    if (start == std::string_view::npos) break;
+    std::size_t end = list.find_first_of(" \t\r\n", start);
+    if (end == std::string_view::npos) end = list.size();
+    urls.push_back(parse_remote_url(list.substr(start, end - start), secrets));
+    pos = end;
+  }
+  return urls;
+}
+
+}  // namespace kache::storage::remote

@@ -1,0 +1,277 @@
+"""Real servers for remote-storage integration tests (the Python twin of tests/unit/servers.*).
+
+Each runs on a free loopback port in its own temporary directory and is stopped by stop() (or by
+leaving its `with` block): Debian's redis-server, nginx with WebDAV (optional basic auth, bearer token,
+TLS with a CA made here with the openssl CLI) and a black-hole listener for timeouts.
+
+    with servers.Redis(password="pw") as r:   # r.port, r.url ("redis://:pw@127.0.0.1:PORT"), r.get(key)
+    with servers.Nginx(tls=True) as n:       # n.url, n.data_dir, n.ca_cert
+    with servers.BlackHole(full_backlog=True) as b:   # b.url("redis") -> "redis://127.0.0.1:PORT"
+
+missing(name) says why a test must skip: the binary is not installed (scripts/setup.sh installs both).
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+SEARCH_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin:/sbin"
+
+
+def find(name):
+    return shutil.which(name, path=SEARCH_PATH)
+
+
+def missing(name):
+    """A skip reason when the server binary `name` is not installed, else None."""
+    return None if find(name) else f"{name} is not installed (scripts/setup.sh)"
+
+
+def free_port():
+    """A port that was free on 127.0.0.1 a moment ago (bound to port 0, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port, what):
+    # Servers start in well under a second; 20 s covers a loaded machine (not a timed assertion).
+    for _ in range(2000):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.01)
+    raise RuntimeError(f"{what} on port {port} did not come up")
+
+
+def _stop_pid_file(pid_file):
+    try:
+        pid = int(open(pid_file).read().strip())
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(1000):
+            os.kill(pid, 0)
+            time.sleep(0.01)
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class _Server:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Redis(_Server):
+    """redis-server on a free port, daemonized, no persistence. users: {name: password} (ACL users with
+    every key and command); unix_socket=True also listens on self.socket."""
+
+    def __init__(self, password=None, users=None, unix_socket=False):
+        self.dir = tempfile.mkdtemp(prefix="kache-redis-")  # short: unix socket paths max 107 bytes
+        self.port = free_port()
+        self.password = password
+        self.socket = os.path.join(self.dir, "redis.sock") if unix_socket else None
+        argv = [find("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--daemonize", "yes", "--pidfile", os.path.join(self.dir, "redis.pid"),
+                "--dir", self.dir, "--logfile", os.path.join(self.dir, "redis.log")]
+        if self.socket:
+            argv += ["--unixsocket", self.socket, "--unixsocketperm", "700"]
+        if password:
+            argv += ["--requirepass", password]
+        for name, pw in (users or {}).items():
+            argv += ["--user", name, "on", ">" + pw, "~*", "&*", "+@all"]
+        subprocess.run(argv, check=True, capture_output=True)
+        _wait_for_port(self.port, "redis-server")
+
+    @property
+    def url(self):
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}"
+
+    def command(self, *args):
+        """One command over RESP; returns bytes, None (nil), an int, or raises on an error reply."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            f = s.makefile("rwb")
+            cmds = ([("AUTH", self.password)] if self.password else []) + [args]
+            for cmd in cmds:
+                parts = [a if isinstance(a, bytes) else str(a).encode() for a in cmd]
+                f.write(b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts))
+            f.flush()
+            reply = None
+            for _ in cmds:
+                reply = _read_reply(f)
+            return reply
+
+    def get(self, key):
+        return self.command("GET", key)
+
+    def keys(self, pattern="*"):
+        return sorted(k.decode() for k in self.command("KEYS", pattern))
+
+    def stop(self):
+        _stop_pid_file(os.path.join(self.dir, "redis.pid"))
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _read_reply(f):
+    line = f.readline()
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)
+        return data[:-2]
+    if kind == b"*":
+        return [_read_reply(f) for _ in range(int(rest))]
+    raise RuntimeError(f"unexpected RESP line {line!r}")
+
+
+def make_ca(dir):
+    """A CA and a server certificate for 127.0.0.1 and localhost: (ca_cert, server_cert, server_key)."""
+    ca_key, ca_cert = os.path.join(dir, "ca.key"), os.path.join(dir, "ca.crt")
+    key, csr, cert, ext = (os.path.join(dir, n) for n in ("server.key", "server.csr", "server.crt", "server.ext"))
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)  # noqa: E731
+    run("req", "-x509", *ec, "-keyout", ca_key, "-out", ca_cert, "-days", "2", "-subj", "/CN=kache test CA")
+    run("req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=localhost")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key, "-CAcreateserial", "-out", cert,
+        "-days", "2", "-extfile", ext)
+    return ca_cert, cert, key
+
+
+class Nginx(_Server):
+    """nginx serving a WebDAV share (PUT, DELETE, create_full_put_path) from self.data_dir.
+    basic_auth=(user, password): an htpasswd made with `openssl passwd -apr1`; bearer_token: requests
+    must carry "Authorization: Bearer TOKEN"; tls=True: https with a CA made here (self.ca_cert)."""
+
+    def __init__(self, basic_auth=None, bearer_token=None, tls=False):
+        self.dir = tempfile.mkdtemp(prefix="kache-nginx-")
+        self.data_dir = os.path.join(self.dir, "data")
+        os.makedirs(self.data_dir)
+        tmp = os.path.join(self.dir, "tmp")
+        os.makedirs(tmp)
+        self.port = free_port()
+        self.tls = tls
+        self.ca_cert = None
+        location = ["dav_methods PUT DELETE;", "create_full_put_path on;", "dav_access user:rw group:rw all:r;"]
+        if basic_auth:
+            user, password = basic_auth
+            digest = subprocess.run(["openssl", "passwd", "-apr1", password], check=True, capture_output=True,
+                                    text=True).stdout.strip()
+            htpasswd = os.path.join(self.dir, "htpasswd")
+            with open(htpasswd, "w") as f:
+                f.write(f"{user}:{digest}\n")
+            location += ['auth_basic "kache";', f"auth_basic_user_file {htpasswd};"]
+        if bearer_token:
+            location.append(f'if ($http_authorization != "Bearer {bearer_token}") {{ return 401; }}')
+        listen = [f"listen 127.0.0.1:{self.port}{' ssl' if tls else ''};"]
+        if tls:
+            self.ca_cert, cert, key = make_ca(self.dir)
+            listen += [f"ssl_certificate {cert};", f"ssl_certificate_key {key};"]
+        conf = "\n".join([
+            "user root;" if os.geteuid() == 0 else "",  # the WebDAV root belongs to us
+            "worker_processes 1;", "daemon on;", f"pid {self.dir}/nginx.pid;", f"error_log {self.dir}/error.log;",
+            "events { worker_connections 64; }",
+            "http {", "access_log off;", "client_max_body_size 0;",
+            *(f"{k}_temp_path {tmp}/{k};" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")),
+            "server {", *listen, f"root {self.data_dir};", "location / {", *location, "}", "}", "}", ""])
+        conf_path = os.path.join(self.dir, "nginx.conf")
+        with open(conf_path, "w") as f:
+            f.write(conf)
+        subprocess.run([find("nginx"), "-p", self.dir, "-c", conf_path, "-e", os.path.join(self.dir, "error.log")],
+                       check=True, capture_output=True)
+        _wait_for_port(self.port, "nginx")
+
+    @property
+    def url(self):
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def stored_files(self):
+        """Paths (relative to the share) of every value stored on the server."""
+        out = []
+        for root, _, files in os.walk(self.data_dir):
+            out += [os.path.relpath(os.path.join(root, f), self.data_dir) for f in files]
+        return sorted(out)
+
+    def stop(self):
+        _stop_pid_file(os.path.join(self.dir, "nginx.pid"))
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class BlackHole(_Server):
+    """A loopback listener that never accepts: connections complete in the kernel but nothing ever
+    answers (an operation timeout). full_backlog=True fills the accept queue first, so a new connect's
+    SYN is dropped and the connect itself times out."""
+
+    def __init__(self, full_backlog=False):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0 if full_backlog else 64)
+        self.port = self.listener.getsockname()[1]
+        self.fillers = []
+        if full_backlog:
+            for _ in range(2):
+                s = socket.socket()
+                s.setblocking(False)
+                s.connect_ex(("127.0.0.1", self.port))
+                self.fillers.append(s)
+            time.sleep(0.05)  # let the handshakes settle
+
+    def url(self, scheme):
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    def stop(self):
+        for s in self.fillers:
+            s.close()
+        self.listener.close()
+
+
+if __name__ == "__main__":
+    # Smoke check of the helpers themselves: python3 tests/integration/servers.py
+    import base64
+    import ssl
+    import urllib.error
+    import urllib.request
+    with Redis(password="pw", users={"alice": "a"}) as r:
+        assert r.command("SET", "kache:k", b"\x00v") == b"OK" and r.get("kache:k") == b"\x00v"
+        assert r.keys("kache:*") == ["kache:k"]
+    with Nginx(basic_auth=("u", "p w")) as n:
+        auth = "Basic " + base64.b64encode(b"u:p w").decode()
+        req = urllib.request.Request(n.url + "/a/b", data=b"x", method="PUT", headers={"Authorization": auth})
+        urllib.request.urlopen(req).close()
+        assert n.stored_files() == ["a/b"]
+        try:
+            urllib.request.urlopen(n.url + "/a/b")
+            raise AssertionError("no 401")
+        except urllib.error.HTTPError as e:
+            assert e.code == 401
+    with Nginx(tls=True) as n:
+        ctx = ssl.create_default_context(cafile=n.ca_cert)
+        req = urllib.request.Request(n.url + "/k", data=b"tls", method="PUT")
+        urllib.request.urlopen(req, context=ctx).close()
+        assert urllib.request.urlopen(n.url + "/k", context=ctx).read() == b"tls"
+    with BlackHole(full_backlog=True) as b:
+        try:
+            socket.create_connection(("127.0.0.1", b.port), timeout=0.2)
+            raise AssertionError("connected")
+        except (TimeoutError, socket.timeout):
+            pass
+    print("servers.py: redis, nginx (basic auth, tls) and black hole ok")

@@ -1,0 +1,194 @@
+// HttpStorage against a real nginx (Debian's, WebDAV module) started per test on a free loopback port:
+// plain, basic auth, bearer token, HTTPS with a CA made by the test; a black hole for the timeouts.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "servers.hpp"
+#include "storage/remote/curl_loader.hpp"
+#include "storage/remote/http_storage.hpp"
+#include "storage/remote/remote_factory.hpp"
+#include "util/fs.hpp"
+
+namespace kache::storage::remote {
+namespace {
+
+namespace fs = std::filesystem;
+
+#define SKIP_WITHOUT_NGINX()                                                                              \
+  if (!testing::find_server_binary("nginx")) GTEST_SKIP() << "nginx is not installed (scripts/setup.sh)"; \
+  if (std::string why; !HttpStorage::available(&why)) GTEST_SKIP() << why
+
+const std::string kKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+RemoteUrl url_of(const std::string& spec, const RemoteSecrets& secrets = {}) { return parse_remote_url(spec, secrets); }
+
+RemoteSecrets password_secret(const std::string& password) {
+  RemoteSecrets secrets;
+  secrets.password = password;
+  return secrets;
+}
+
+RemoteSecrets token_secret(const std::string& token) {
+  RemoteSecrets secrets;
+  secrets.bearer_token = token;
+  return secrets;
+}
+
+std::string binary_value(std::size_t n) {
+  std::mt19937 rng(11);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+RemoteFailure::Kind failure_kind(const std::function<void()>& action, std::string* message = nullptr) {
+  try {
+    action();
+  } catch (const RemoteError& e) {
+    if (message) *message = e.what();
+    return e.kind();
+  }
+  ADD_FAILURE() << "no RemoteError thrown";
+  return RemoteFailure::Kind::error;
+}
+
+TEST(RemoteHttp, KeyUrlsByLayout) {
+  // No server: only the request URLs.
+  EXPECT_EQ(HttpStorage(url_of("http://h:81/c/")).key_url("abcdef"), "http://h:81/c/ab/cdef");
+  EXPECT_EQ(HttpStorage(url_of("http://h|layout=flat")).key_url("abcdef"), "http://h/abcdef");
+  EXPECT_EQ(HttpStorage(url_of("https://u:pw@h/x|layout=bazel")).key_url(kKey), "https://h/x/ac/" + kKey);
+  // Bazel takes exactly 64 hex digits: other keys are hashed into that form (always the same one).
+  const std::string hashed = HttpStorage(url_of("http://h|layout=bazel")).key_url("short");
+  EXPECT_EQ(hashed.size(), std::string("http://h/ac/").size() + 64);
+  EXPECT_EQ(hashed, HttpStorage(url_of("http://h|layout=bazel")).key_url("short"));
+}
+
+TEST(RemoteHttp, MissingLibcurlIsOneSentence) {
+  const CurlLibrary missing = load_curl_library("libkache-test-no-such-curl.so.4");
+  EXPECT_FALSE(missing.ok);
+  EXPECT_NE(missing.why.find("libkache-test-no-such-curl.so.4 could not be loaded"), std::string::npos) << missing.why;
+  EXPECT_NE(missing.why.find("http and https remotes are disabled"), std::string::npos) << missing.why;
+  EXPECT_EQ(missing.why.find('\n'), std::string::npos);
+  // The real one, where installed, has every function kache calls.
+  const CurlLibrary real = load_curl_library("libcurl.so.4");
+  if (!real.ok) GTEST_SKIP() << real.why;
+  EXPECT_NE(real.api.easy_setopt, nullptr);
+}
+
+TEST(RemoteHttp, GetPutRemoveOnWebDav) {
+  SKIP_WITHOUT_NGINX();
+  testing::NginxServer server;
+  for (const char* layout : {"flat", "subdirs", "bazel"}) {
+    SCOPED_TRACE(layout);
+    HttpStorage store(url_of(server.base_url() + "/cache/|layout=" + layout));
+    EXPECT_EQ(store.get(kKey), std::nullopt);  // 404 = miss
+    const std::string value = binary_value(2 << 20);
+    store.put(kKey, value);
+    EXPECT_EQ(store.get(kKey), value);
+    store.put(kKey, "replaced");
+    EXPECT_EQ(store.get(kKey), "replaced");
+    store.remove(kKey);
+    EXPECT_EQ(store.get(kKey), std::nullopt);
+    store.remove(kKey);  // DELETE of a missing key: 404, fine
+  }
+  // What the server holds, by layout, read from its disk (the default layout through the factory).
+  const auto subdirs = make_remote_storage(url_of(server.base_url() + "/cache"), {});
+  subdirs->put(kKey, "on disk");
+  EXPECT_EQ(util::read_file(server.data_dir() + "/cache/01/" + kKey.substr(2)), "on disk");
+  HttpStorage bazel(url_of(server.base_url() + "|layout=bazel"));
+  bazel.put(kKey, "bazel");
+  EXPECT_EQ(util::read_file(server.data_dir() + "/ac/" + kKey), "bazel");
+}
+
+TEST(RemoteHttp, ReadOnlyWritesNothing) {
+  SKIP_WITHOUT_NGINX();
+  testing::NginxServer server;
+  HttpStorage writer(url_of(server.base_url()));
+  writer.put(kKey, "v");
+  HttpStorage reader(url_of(server.base_url() + "|read-only"));
+  EXPECT_EQ(reader.get(kKey), "v");
+  reader.put(kKey, "changed");
+  reader.remove(kKey);
+  EXPECT_EQ(writer.get(kKey), "v");
+}
+
+TEST(RemoteHttp, BasicAuth) {
+  SKIP_WITHOUT_NGINX();
+  testing::NginxOptions options;
+  options.basic_auth = {"kache", "p@ss word"};
+  testing::NginxServer server(options);
+  const std::string hostport = server.base_url().substr(std::string("http://").size());
+  HttpStorage good(url_of("http://kache:p%40ss%20word@" + hostport));
+  good.put(kKey, "v");
+  EXPECT_EQ(good.get(kKey), "v");
+  HttpStorage from_env(url_of("http://kache@" + hostport, password_secret("p@ss word")));
+  EXPECT_EQ(from_env.get(kKey), "v");
+
+  std::string message;
+  HttpStorage wrong(url_of("http://kache:hunter2@" + hostport));
+  EXPECT_EQ(failure_kind([&] { wrong.get(kKey); }, &message), RemoteFailure::Kind::auth);
+  EXPECT_EQ(message.find("hunter2"), std::string::npos) << message;
+  EXPECT_NE(message.find("401"), std::string::npos) << message;
+  HttpStorage anonymous(url_of(server.base_url()));
+  EXPECT_EQ(failure_kind([&] { anonymous.put(kKey, "x"); }), RemoteFailure::Kind::auth);
+  EXPECT_EQ(good.get(kKey), "v");
+}
+
+TEST(RemoteHttp, BearerToken) {
+  SKIP_WITHOUT_NGINX();
+  testing::NginxOptions options;
+  options.bearer_token = "t0ken";
+  testing::NginxServer server(options);
+  HttpStorage good(url_of(server.base_url(), token_secret("t0ken")));
+  good.put(kKey, "v");
+  EXPECT_EQ(good.get(kKey), "v");
+  HttpStorage wrong(url_of(server.base_url(), token_secret("other")));
+  EXPECT_EQ(failure_kind([&] { wrong.get(kKey); }), RemoteFailure::Kind::auth);
+}
+
+TEST(RemoteHttp, HttpsWithTheConfiguredCa) {
+  SKIP_WITHOUT_NGINX();
+  testing::NginxOptions options;
+  options.tls = true;
+  testing::NginxServer server(options);
+  ASSERT_EQ(server.base_url().substr(0, 8), "https://");
+  HttpStorage trusted(url_of(server.base_url() + "/c"), server.ca_cert());
+  trusted.put(kKey, "over tls");
+  EXPECT_EQ(trusted.get(kKey), "over tls");
+  // Without the CA the server's certificate is not trusted: an error, not a miss.
+  HttpStorage untrusted(url_of(server.base_url() + "/c"));
+  std::string message;
+  EXPECT_EQ(failure_kind([&] { untrusted.get(kKey); }, &message), RemoteFailure::Kind::error);
+  EXPECT_NE(message.find("certificate"), std::string::npos) << message;
+}
+
+TEST(RemoteHttp, OtherStatusesAreErrors) {
+  SKIP_WITHOUT_NGINX();
+  testing::NginxServer server;
+  // A directory where the value's file would go: nginx answers PUT with 409/500, GET with 403-or-301.
+  fs::create_directories(server.data_dir() + "/" + kKey);
+  HttpStorage flat(url_of(server.base_url() + "|layout=flat"));
+  std::string message;
+  const auto kind = failure_kind([&] { flat.put(kKey, "v"); }, &message);
+  EXPECT_NE(kind, RemoteFailure::Kind::timeout) << message;
+  EXPECT_NE(message.find("PUT"), std::string::npos) << message;
+}
+
+TEST(RemoteHttp, RefusedIsAnErrorAndABlackHoleTimesOut) {
+  if (std::string why; !HttpStorage::available(&why)) GTEST_SKIP() << why;
+  HttpStorage nobody(url_of("http://127.0.0.1:" + std::to_string(testing::free_loopback_port())));
+  EXPECT_EQ(failure_kind([&] { nobody.get(kKey); }), RemoteFailure::Kind::error);
+
+  // The test finishing shows the waits are bounded; nothing asserts how long they took.
+  testing::BlackHole silent(false);
+  HttpStorage no_answer(url_of("http://127.0.0.1:" + std::to_string(silent.port()) + "|operation-timeout=200"));
+  EXPECT_EQ(failure_kind([&] { no_answer.get(kKey); }), RemoteFailure::Kind::timeout);
+  testing::BlackHole full(true);
+  HttpStorage no_connect(url_of("http://127.0.0.1:" + std::to_string(full.port()) + "|connect-timeout=200"));
+  EXPECT_EQ(failure_kind([&] { no_connect.get(kKey); }), RemoteFailure::Kind::timeout);
+}
+
+}  // namespace
+}  // namespace kache::storage::remote
