@@ -14,7 +14,7 @@
 
 #include "core/config.hpp"
 #include "core/stats.hpp"
-#include "storage/local/local_storage.hpp"
+#include "storage/layered.hpp"
 
 namespace kache::core {
 namespace {
@@ -41,11 +41,6 @@ Environment (overrides the config file; see --show-config for every setting):
   KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra nvcc flags known to be safe to cache
   KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml))";
 
-storage::LocalStorage open_storage(const Config& config) {
-  return storage::LocalStorage(
-      storage::LocalStorageOptions{config.cache_dir, config.max_size, config.compression_level, config.compression});
-}
-
 // Reason counters "<prefix><reason>" sorted by count (largest first), then by name.
 std::vector<std::pair<std::string, std::uint64_t>> reasons(const StatsSnapshot& stats, std::string_view prefix) {
   std::vector<std::pair<std::string, std::uint64_t>> out;
@@ -70,9 +65,9 @@ void show_stats(const Config& config, bool json) {
     // A cache dir we may not write (shared, read-only): read() sums the journal all the same.
   }
   const StatsSnapshot stats = file.read();
-  auto store = open_storage(config);
-  const std::uint64_t size = store.total_size();
-  const std::uint64_t entries = store.entry_count();
+  auto store = storage::open_storage(config);
+  const std::uint64_t size = store.local().total_size();
+  const std::uint64_t entries = store.local().entry_count();
   const auto passthrough = reasons(stats, "passthrough.");
   const auto errors = reasons(stats, "error.");
   const auto not_stored = reasons(stats, "not_stored.");
@@ -155,9 +150,9 @@ void set_max_size(const Config& config, const std::string& text) {
     fmt::print("Note: KACHE_MAX_SIZE is set in this environment and overrides it ({}).\n",
                format_size(effective.max_size));
   }
-  auto store = open_storage(effective);
-  store.trim_all();
-  fmt::print("Cache size is now {} of {}.\n", format_size(store.total_size()), format_size(effective.max_size));
+  auto store = storage::open_storage(effective);
+  store.local().trim_all();
+  fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()), format_size(effective.max_size));
 }
 
 }  // namespace
@@ -216,9 +211,9 @@ int run_cli(int argc, char** argv) {
       fmt::print("Statistics zeroed in {}.\n", config.cache_dir);
     }
     if (clear) {
-      auto store = open_storage(config);
-      const std::uint64_t entries = store.entry_count();
-      store.clear();
+      auto store = storage::open_storage(config);
+      const std::uint64_t entries = store.local().entry_count();
+      store.local().clear();
       fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
                  config.cache_dir);
     }

@@ -26,7 +26,7 @@
 #include "core/manifest.hpp"
 #include "core/stats.hpp"
 #include "core/watch.hpp"
-#include "storage/local/local_storage.hpp"
+#include "storage/layered.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
@@ -102,7 +102,7 @@ class Pipeline {
  public:
   Pipeline(const Invocation& inv, const Config& cfg, compiler::Adapter& adapter, Counts& counts)
       : inv_(inv), cfg_(cfg), adapter_(adapter), counts_(counts),
-        store_({cfg.cache_dir, cfg.max_size, cfg.compression_level, cfg.compression}) {}
+        store_(storage::open_storage(cfg)) {}
 
   // Returns the exit code, or nullopt when the invocation must run unchanged (passthrough_ is set).
   std::optional<int> run();
@@ -124,7 +124,7 @@ class Pipeline {
   const Config& cfg_;
   compiler::Adapter& adapter_;
   Counts& counts_;
-  storage::LocalStorage store_;
+  storage::LayeredStorage store_;
   compiler::CompileJob job_;
   compiler::Passthrough passthrough_;
   util::Digest direct_;
@@ -276,19 +276,17 @@ std::optional<int> Pipeline::try_hit() {
       unwritable_destination()) {
     return std::nullopt;
   }
-  std::optional<std::string> data;
-  try {
-    data = store_.get(manifest_key_);
-  } catch (const std::exception& e) {
-    log.info("cannot read manifest: {}", e.what());
+  storage::StorageLookup data = store_.get_record(manifest_key_);
+  if (!data) {
+    log.info("cannot read manifest: {}", data.error().message);
     counts_["errors"]++;
     counts_["error.storage-read"]++;
     return std::nullopt;
   }
-  if (!data) return std::nullopt;
+  if (!*data) return std::nullopt;
   Manifest manifest;
   try {
-    manifest = deserialize_manifest(*data);
+    manifest = deserialize_manifest(**data);
   } catch (const std::exception& e) {
     log.info("corrupt manifest {}: {}", manifest_key_.substr(0, 12), e.what());
     counts_[counter::kCorrupt]++;
@@ -301,25 +299,26 @@ std::optional<int> Pipeline::try_hit() {
     // The recorded result key holds for any checkout (it names files by their fixed root names);
     // path-specific objects are stored under it combined with this build's source identity.
     const util::Digest rk = storage_key(entry);
-    std::optional<storage::Storage::Parts> parts;
-    try {
-      parts = store_.get_parts(rk.hex(), util::dirname(job_.output));
-    } catch (const std::exception& e) {
-      log.info("cannot read entry: {}", e.what());
+    auto found = store_.get_parts(rk.hex(), util::dirname(job_.output));
+    if (!found) {
+      log.info("cannot read entry: {}", found.error().message);
       return std::nullopt;
     }
+    std::optional<storage::Parts>& parts = *found;
     if (!parts) continue;
     // The object, when the store already wrote it next to the output; removed unless it is used.
     util::UnlinkOnExit body(parts->body_file);
-    CacheEntryView ce;
-    try {
-      ce = body.empty() ? view_entry(parts->value) : view_entry_head(parts->value, parts->body_size);
-    } catch (const std::exception&) {
+    Decoded<CacheEntryView> viewed = body.empty() ? view_entry(parts->value) : view_entry_head(parts->value, parts->body_size);
+    if (!viewed) {
+      // An entry of an older format is a plain miss (the compile stores a new one); others are damaged.
+      if (viewed.error() == FormatError::unknown_format) continue;
       counts_[counter::kCorrupt]++;
       store_.remove(rk.hex());
       continue;
     }
-    if (!job_.depfile.empty() && !ce.depfile_template) continue;
+    const CacheEntryView& ce = *viewed;
+    if (!ce.body_is(OutputType::object)) continue;
+    if (!job_.depfile.empty() && !ce.find(OutputType::depfile)) continue;
     // Every output is staged beside its destination before any is replaced, so a destination nvcc
     // could not write (a missing or read-only directory) fails here with nothing of the user's
     // touched; the miss path then passes the command through and nvcc reports it. Staging is what
@@ -333,10 +332,10 @@ std::optional<int> Pipeline::try_hit() {
         return std::string();
       }
     };
-    util::UnlinkOnExit object_tmp(body.empty() ? stage(job_.output, ce.object) : std::string());
+    util::UnlinkOnExit object_tmp(body.empty() ? stage(job_.output, *ce.find(OutputType::object)) : std::string());
     util::UnlinkOnExit depfile_tmp(job_.depfile.empty() || !unwritable.empty()
                                        ? std::string()
-                                       : stage(job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.depfile_template)),
+                                       : stage(job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.find(OutputType::depfile))),
                                                                   job_.depfile_target)));
     if (!unwritable.empty()) {
       log.debug("cannot restore here ({}): no hit", unwritable);
@@ -361,10 +360,7 @@ std::optional<int> Pipeline::try_hit() {
     log.debug("hit: {} (result {})", job_.output, rk.hex().substr(0, 16));
     if (refreshed) {
       // Remember the new identities so the next lookup needs no hashing.
-      try {
-        store_.put_uncompressed(manifest_key_, serialize_manifest(manifest));
-      } catch (const std::exception&) {
-      }
+      (void)store_.put_record(manifest_key_, serialize_manifest(manifest));
     }
     // Stored with the path roots as placeholders: this build's own paths, as nvcc would print them here.
     write_all(STDOUT_FILENO, job_.roots.instantiate_text(std::string(ce.stdout_text)));
@@ -632,26 +628,28 @@ int Pipeline::miss() {
       }
     }
     CacheEntry ce;
-    ce.object = std::move(object);
     if (!job_.depfile.empty()) {
-      ce.depfile_template = job_.roots.templatize(templatize_target(dep_text, job_.depfile_target));
+      ce.outputs.push_back({OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target))});
     }
+    ce.outputs.push_back({OutputType::object, std::move(object)});  // last: the body a store keeps apart
     // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
     ce.stdout_text = job_.roots.templatize_text(out_text);
     ce.stderr_text = job_.roots.templatize_text(err_text);
     try {
-      store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), ce.object);
-      if (!opaque) {
+      storage::StorageStatus stored = store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), entry_body(ce));
+      if (stored && !opaque) {
         Manifest manifest;
-        if (auto current = store_.get(manifest_key_)) {
+        storage::StorageLookup current = store_.get_record(manifest_key_);
+        if (current && *current) {
           try {
-            manifest = deserialize_manifest(*current);
+            manifest = deserialize_manifest(**current);
           } catch (const std::exception&) {
           }
         }
         manifest_add(manifest, std::move(entry));
-        store_.put_uncompressed(manifest_key_, serialize_manifest(manifest));
+        stored = current ? store_.put_record(manifest_key_, serialize_manifest(manifest)) : current.error();
       }
+      if (!stored) throw std::runtime_error(stored.error().message);  // counted below
       counts_[counter::kStored]++;
       log.debug("miss: stored {}", job_.output);
     } catch (const std::exception& e) {

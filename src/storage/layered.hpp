@@ -1,0 +1,70 @@
+#pragma once
+// What the pipeline and the CLI talk to: the stores in order, local first, then remotes (none yet).
+// A lookup asks each store in turn; a value from a lower store is checked (the one decoder of
+// core/entry_format.hpp), then written back into every store above it, so the next lookup finds it
+// nearer. A value that fails the check counts as corrupt, is removed from that store, and the next one
+// is asked. A store that fails (error or timeout) is switched off for the rest of this compile: kache
+// never waits on a broken store twice. Every store keeps the same bytes: a value is encoded once.
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/entry_format.hpp"
+#include "storage/local/local_storage.hpp"
+#include "storage/storage.hpp"
+
+namespace kache::core {
+struct Config;
+}
+
+namespace kache::storage {
+
+class LayeredStorage {
+ public:
+  LayeredStorage(std::unique_ptr<LocalStorage> local, std::vector<std::unique_ptr<Storage>> remotes,
+                 core::PartsEncoding encoding);
+
+  // A record read on every hit (a manifest); stored uncompressed, as decompressing costs more than
+  // reading the bytes.
+  StorageLookup get_record(std::string_view key);
+  StorageStatus put_record(std::string_view key, std::string_view value);
+  // A result entry: a head and a large body (see Parts).
+  StorageResult<std::optional<Parts>> get_parts(std::string_view key, const std::string& body_dir);
+  StorageStatus put_parts(std::string_view key, std::string_view head, std::string_view body);
+  // Forgets key in every store (a value the caller found unusable); best effort.
+  void remove(std::string_view key);
+
+  // Writes report the local store's outcome (what the next lookup here depends on); a remote's
+  // failure only switches that remote off. Level 0 is the local store, remotes follow in order.
+  bool disabled(std::size_t level) const { return levels_.at(level).failure.has_value(); }
+  LocalStorage& local() { return *local_; }
+  // Damaged values found by any store or by the check of a remote's value.
+  int corrupt_found() const { return local_->corrupt_found() + corrupt_found_; }
+
+ private:
+  struct Level {
+    Storage* store;
+    std::optional<StorageFailure> failure;  // set: switched off for this compile
+  };
+  template <typename T, typename ReadLocal, typename Wrap>
+  StorageResult<std::optional<T>> lookup(std::string_view key, ReadLocal read_local, Wrap wrap);
+  std::optional<std::string> fetch_from(std::size_t level, std::string_view key);
+  void write_back(std::size_t below, std::string_view key, std::string_view bytes);
+  StorageStatus put_everywhere(std::string_view key, std::string_view bytes);
+  template <typename T>
+  bool usable(std::size_t level, StorageResult<T>& r);
+
+  std::unique_ptr<LocalStorage> local_;
+  std::vector<std::unique_ptr<Storage>> remotes_;
+  std::vector<Level> levels_;
+  core::PartsEncoding encoding_;
+  int corrupt_found_ = 0;
+};
+
+// The stores the configuration names, for the pipeline and the CLI alike.
+LayeredStorage open_storage(const core::Config& cfg);
+
+}  // namespace kache::storage
