@@ -152,7 +152,8 @@ void set_max_size(const Config& config, const std::string& text) {
   }
   auto store = storage::open_storage(effective);
   store.local().trim_all();
-  fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()), format_size(effective.max_size));
+  fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
+             format_size(effective.max_size));
 }
 
 }  // namespace

@@ -308,7 +308,8 @@ std::optional<int> Pipeline::try_hit() {
     if (!parts) continue;
     // The object, when the store already wrote it next to the output; removed unless it is used.
     util::UnlinkOnExit body(parts->body_file);
-    Decoded<CacheEntryView> viewed = body.empty() ? view_entry(parts->value) : view_entry_head(parts->value, parts->body_size);
+    Decoded<CacheEntryView> viewed =
+        body.empty() ? view_entry(parts->value) : view_entry_head(parts->value, parts->body_size);
     if (!viewed) {
       // An entry of an older format is a plain miss (the compile stores a new one); others are damaged.
       if (viewed.error() == FormatError::unknown_format) continue;
@@ -629,14 +630,16 @@ int Pipeline::miss() {
     }
     CacheEntry ce;
     if (!job_.depfile.empty()) {
-      ce.outputs.push_back({OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target))});
+      ce.outputs.push_back(
+          {OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target))});
     }
     ce.outputs.push_back({OutputType::object, std::move(object)});  // last: the body a store keeps apart
     // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
     ce.stdout_text = job_.roots.templatize_text(out_text);
     ce.stderr_text = job_.roots.templatize_text(err_text);
     try {
-      storage::StorageStatus stored = store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), entry_body(ce));
+      storage::StorageStatus stored =
+          store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), entry_body(ce));
       if (stored && !opaque) {
         Manifest manifest;
         storage::StorageLookup current = store_.get_record(manifest_key_);

@@ -106,7 +106,9 @@ class LocalStorageTest : public ::testing::Test {
   std::string entry_file(const std::string& key) const {
     return dir_.path() + "/" + key.substr(0, 1) + "/" + key.substr(1, 2) + "/" + key;
   }
-  Store make(std::uint64_t max_size = 1ull << 30, bool compress = true) { return Store(dir_.path(), max_size, compress); }
+  Store make(std::uint64_t max_size = 1ull << 30, bool compress = true) {
+    return Store(dir_.path(), max_size, compress);
+  }
   util::TempDir dir_{test_root()};
 };
 
