@@ -13,11 +13,11 @@ LayeredStorage::LayeredStorage(std::unique_ptr<LocalStorage> local, std::vector<
   for (const auto& r : remotes_) levels_.push_back({r.get(), std::nullopt});
 }
 
-// Whether a store's answer can be used; a failure switches the store off.
+// Whether a store's answer can be used; a failure switches a remote off (never the local store).
 template <typename T>
 bool LayeredStorage::usable(std::size_t level, StorageResult<T>& r) {
   if (r) return true;
-  levels_[level].failure = r.error();
+  if (level > 0) levels_[level].failure = r.error();
   return false;
 }
 
@@ -25,15 +25,13 @@ bool LayeredStorage::usable(std::size_t level, StorageResult<T>& r) {
 // are asked for bytes, which are checked and decoded here and written back above.
 template <typename T, typename ReadLocal, typename Wrap>
 StorageResult<std::optional<T>> LayeredStorage::lookup(std::string_view key, ReadLocal read_local, Wrap wrap) {
-  if (!levels_[0].failure) {
-    auto r = read_local();
-    if (usable(0, r) && *r) return r;
-  }
+  auto local = read_local();
+  if (local && *local) return local;
   for (std::size_t i = 1; i < levels_.size(); ++i) {
     if (levels_[i].failure) continue;
     if (auto value = fetch_from(i, key)) return std::optional<T>(wrap(std::move(*value)));
   }
-  if (levels_[0].failure) return *levels_[0].failure;
+  if (!local) return local.error();
   return std::optional<T>();
 }
 
@@ -62,9 +60,13 @@ void LayeredStorage::write_back(std::size_t below, std::string_view key, std::st
 }
 
 StorageStatus LayeredStorage::put_everywhere(std::string_view key, std::string_view bytes) {
-  write_back(levels_.size(), key, bytes);
-  if (levels_[0].failure) return *levels_[0].failure;
-  return util::Done{};
+  StorageStatus local = local_->put(key, bytes);
+  for (std::size_t i = 1; i < levels_.size(); ++i) {
+    if (levels_[i].failure) continue;
+    auto r = levels_[i].store->put(key, bytes);
+    usable(i, r);
+  }
+  return local;
 }
 
 StorageLookup LayeredStorage::get_record(std::string_view key) {

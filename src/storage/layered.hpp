@@ -3,8 +3,10 @@
 // A lookup asks each store in turn; a value from a lower store is checked (the one decoder of
 // core/entry_format.hpp), then written back into every store above it, so the next lookup finds it
 // nearer. A value that fails the check counts as corrupt, is removed from that store, and the next one
-// is asked. A store that fails (error or timeout) is switched off for the rest of this compile: kache
-// never waits on a broken store twice. Every store keeps the same bytes: a value is encoded once.
+// is asked. A remote that fails (error or timeout) is switched off for the rest of this compile: kache
+// never waits on a broken server twice. The local store is never switched off: each call reports its own
+// outcome, as it did before there were layers (one unreadable entry says nothing of the next write).
+// Every store keeps the same bytes: a value is encoded once.
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -37,8 +39,8 @@ class LayeredStorage {
   // Forgets key in every store (a value the caller found unusable); best effort.
   void remove(std::string_view key);
 
-  // Writes report the local store's outcome (what the next lookup here depends on); a remote's
-  // failure only switches that remote off. Level 0 is the local store, remotes follow in order.
+  // Lookups and writes report the local store's outcome (what the next lookup here depends on); a
+  // remote's failure only switches that remote off. Level 0 is the local store, remotes follow in order.
   bool disabled(std::size_t level) const { return levels_.at(level).failure.has_value(); }
   LocalStorage& local() { return *local_; }
   // Damaged values found by any store or by the check of a remote's value.
@@ -47,7 +49,7 @@ class LayeredStorage {
  private:
   struct Level {
     Storage* store;
-    std::optional<StorageFailure> failure;  // set: switched off for this compile
+    std::optional<StorageFailure> failure;  // set: switched off for this compile (remotes only)
   };
   template <typename T, typename ReadLocal, typename Wrap>
   StorageResult<std::optional<T>> lookup(std::string_view key, ReadLocal read_local, Wrap wrap);

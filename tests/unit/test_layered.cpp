@@ -148,7 +148,8 @@ TEST_F(LayeredTest, RemoteFailureIsAMissNotAFailure) {
   EXPECT_TRUE(s.put_record(key_of("absent"), "x"));
 }
 
-// The local store's failure is the caller's (the pipeline counts it): typed, never thrown.
+// The local store's failure is the caller's (the pipeline counts it): typed, never thrown, and per call
+// (the local store is not switched off).
 TEST_F(LayeredTest, LocalFailureIsReportedTyped) {
   const std::string file = dir_.path() + "/not-a-directory";
   util::write_file(file, "");
@@ -156,14 +157,16 @@ TEST_F(LayeredTest, LocalFailureIsReportedTyped) {
   const auto put = s.put_record(key_of("k"), "v");
   ASSERT_FALSE(put);
   EXPECT_EQ(put.error().kind, StorageFailure::Kind::error);
-  EXPECT_TRUE(s.disabled(0));
+  EXPECT_FALSE(s.disabled(0));
   EXPECT_EQ(mem_[0]->values.count(key_of("k")), 1u);  // the remote still took it
   const auto got = s.get_record(key_of("k"));
-  EXPECT_TRUE(got);  // the remote's copy, not written back into the switched-off local store
+  ASSERT_TRUE(got);  // a local miss (no such directory), then the remote's copy
   EXPECT_EQ(*got, std::optional<std::string>("v"));
-  const auto missing = s.get_record(key_of("nowhere"));
-  ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().kind, StorageFailure::Kind::error);
+  const auto invalid = s.get_record("not hex");  // the local store refuses the key: its failure is reported
+  ASSERT_FALSE(invalid);
+  EXPECT_EQ(invalid.error().kind, StorageFailure::Kind::error);
+  EXPECT_FALSE(s.disabled(0));
+  EXPECT_FALSE(s.disabled(1));
 }
 
 // A damaged remote value is counted, removed there, and the next store is asked.
