@@ -74,6 +74,17 @@ Decoded<std::string> decompress_frame(std::string_view frame, std::uint64_t size
   return out;
 }
 
+// The raw and zstd layout: magic, the value's size, the checksum of the payload, the payload.
+std::string wrap_whole(const char (&magic)[kMagicLen], std::uint64_t value_size, std::string_view payload) {
+  std::string out;
+  out.reserve(kRawHeaderLen + payload.size());
+  out.append(magic, kMagicLen);
+  put_u64_le(out, value_size);
+  out += util::xxh128_hex(payload);
+  out += payload;
+  return out;
+}
+
 std::string concat(std::string_view head, std::string_view body) {
   std::string value;
   value.reserve(head.size() + body.size());
@@ -122,25 +133,10 @@ const char* format_error_name(FormatError e) {
   return "?";
 }
 
-std::string encode_raw(std::string_view value) {
-  std::string out;
-  out.reserve(kRawHeaderLen + value.size());
-  out.append(kRawMagic, kMagicLen);
-  put_u64_le(out, value.size());
-  out += util::xxh128_hex(value);
-  out += value;
-  return out;
-}
+std::string encode_raw(std::string_view value) { return wrap_whole(kRawMagic, value.size(), value); }
 
 std::string encode_zstd(std::string_view value, int level) {
-  const std::string frame = compress_frame(value, level);
-  std::string out;
-  out.reserve(kRawHeaderLen + frame.size());
-  out.append(kZstdMagic, kMagicLen);
-  put_u64_le(out, value.size());
-  out += util::xxh128_hex(frame);
-  out += frame;
-  return out;
+  return wrap_whole(kZstdMagic, value.size(), compress_frame(value, level));
 }
 
 std::string encode_split(std::string_view head, std::string_view body) {
