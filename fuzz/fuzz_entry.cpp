@@ -1,14 +1,16 @@
-// Fuzzes result entries: the entry record (core/entry.cpp) and the local store's file containers
-// ("KACHE\0E1" zstd, "KACHE\0R1" raw, "KACHE\0E2" zstd with a head size, "KACHE\0B1" split head/body),
-// read through LocalStorage::get and get_parts exactly as a lookup reads them.
+// Fuzzes result entries: the entry record (core/entry.cpp) and the stored containers
+// (core/entry_format.cpp: "KACHE\0E1" zstd, "KACHE\0R1" raw, "KACHE\0E2" zstd with a head size,
+// "KACHE\0B1" split head/body), decoded as a remote value is (decode_value) and read through
+// LocalStorage::read_value and read_parts exactly as a local lookup reads them.
 // Input: byte 0 chooses what the rest is and what is done with it:
 //   bit 0 clear: the entry file as is (damaged files, foreign files, truncated writes);
 //   bit 0 set:   an entry file whose checksums are fixed up first, so the fuzzer reaches the size
 //                fields, the zstd frames and the entry records behind the checksums;
 //   bit 1 set:   also put the rest through every container and read it back (slow: file I/O).
-// Properties: a damaged file is a miss (nullopt, never an exception or a crash); what a lookup returns
-// decodes as an entry or throws std::runtime_error; a decoded entry re-encodes to the same bytes
-// (decode(encode(x)) == x); a value put through each container comes back byte for byte.
+// Properties: a damaged file is a miss (nullopt, never a failure, an exception or a crash); the decoder
+// agrees with the local store's hit path; what a lookup returns decodes as an entry or gives a typed
+// failure; a decoded entry re-encodes to the same bytes (decode(encode(x)) == x); a value put through
+// each container comes back byte for byte.
 // An entry names no path: the pipeline writes its object to the -o path and its dependency file to
 // the -MF path of the command line, so no decoded bytes can redirect a write.
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "core/entry.hpp"
+#include "core/entry_format.hpp"
 #include "fuzz_check.hpp"
 #include "storage/local/local_storage.hpp"
 #include "util/fs.hpp"
@@ -40,7 +43,7 @@ std::uint64_t get_u64_le(const std::string& s, std::size_t at) {
 void set_hex(std::string& out, std::size_t at, const std::string& hex) { out.replace(at, hex.size(), hex); }
 
 // Rewrites the checksum fields of a container so that they match its contents (layouts in
-// local_storage.cpp). Sizes and frames stay as the fuzzer wrote them.
+// core/entry_format.hpp). Sizes and frames stay as the fuzzer wrote them.
 void fix_checksums(std::string& f) {
   if (f.size() < 8 || std::memcmp(f.data(), "KACHE\0", 6) != 0) return;
   const std::string_view kind(f.data() + 6, 2);
@@ -62,21 +65,25 @@ void fix_checksums(std::string& f) {
 
 // A value a lookup returned: an entry record, or (for manifests) anything else.
 void check_value(std::string_view value) {
-  core::CacheEntry e;
-  try {
-    e = core::deserialize_entry(value);
-  } catch (const std::runtime_error&) {
-    return;
-  }
+  const auto decoded = core::deserialize_entry(value);
+  if (!decoded) return;
+  const core::CacheEntry& e = *decoded;
   const std::string encoded = core::serialize_entry(e);
-  const core::CacheEntry again = core::deserialize_entry(encoded);
-  KACHE_FUZZ_CHECK(again.object == e.object && again.depfile_template == e.depfile_template &&
-                   again.stdout_text == e.stdout_text && again.stderr_text == e.stderr_text);
-  KACHE_FUZZ_CHECK(core::serialize_entry(again) == encoded);
-  // The head alone with the object kept apart gives the same fields.
+  KACHE_FUZZ_CHECK(encoded == value);
+  const auto again = core::deserialize_entry(encoded);
+  KACHE_FUZZ_CHECK(again && *again == e);
+  // The head alone with the body kept apart gives the same fields.
   const std::string head = core::serialize_entry_head(e);
-  const core::CacheEntryView v = core::view_entry_head(head, e.object.size());
-  KACHE_FUZZ_CHECK(v.object.empty() && v.stdout_text == e.stdout_text && v.stderr_text == e.stderr_text);
+  const auto v = core::view_entry_head(head, core::entry_body(e).size());
+  KACHE_FUZZ_CHECK(v && v->outputs.size() == e.outputs.size() && v->stdout_text == e.stdout_text &&
+                   v->stderr_text == e.stderr_text);
+  KACHE_FUZZ_CHECK(v->outputs.empty() || v->outputs.back().data.empty());
+}
+
+template <typename T>
+T must(storage::StorageResult<T> r) {
+  KACHE_FUZZ_CHECK(r.ok());  // damage is a miss, never a store failure
+  return std::move(*r);
 }
 
 }  // namespace
@@ -93,20 +100,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string file(reinterpret_cast<const char*>(data) + 1, size - 1);
   if (data[0] & 1) fix_checksums(file);
 
-  // The record decoder on the raw bytes (as a remote store would hand them over).
+  // The record decoder on the raw bytes, and the container decoder (as a remote value is checked).
   check_value(file);
+  const core::Decoded<std::string> decoded = core::decode_value(std::string(file));
+  if (decoded) check_value(*decoded);
 
   const std::string entry_dir = dir + "/0/12";
   const std::string path = entry_dir + "/" + kKey;
   const std::string body_dir = dir + "/out";
   util::create_directories(entry_dir);
   util::create_directories(body_dir);
+  storage::LocalStorage store({dir, 1ull << 40});
   for (bool compress : {true, false}) {
-    storage::LocalStorage store({dir, 1ull << 40, 1, compress});
     util::write_file(path, file);
-    if (auto v = store.get(kKey)) check_value(*v);
+    const std::optional<std::string> v = must(store.read_value(kKey));
+    KACHE_FUZZ_CHECK(v.has_value() == decoded.ok());  // the hit path and the decoder agree
+    if (v) check_value(*v);
     util::write_file(path, file);
-    if (auto parts = store.get_parts(kKey, body_dir)) {
+    if (auto parts = must(store.read_parts(kKey, body_dir))) {
       if (!parts->body_file.empty()) {
         KACHE_FUZZ_CHECK(util::read_file(parts->body_file).size() == parts->body_size);
         ::unlink(parts->body_file.c_str());
@@ -115,13 +126,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!(data[0] & 2)) continue;
     // Round trips through every container with the input as the value (split in the middle).
     const std::string_view value(file);
-    store.put(kKey, value);
-    KACHE_FUZZ_CHECK(store.get(kKey) == std::string(value));
-    store.put_uncompressed(kKey, value);
-    KACHE_FUZZ_CHECK(store.get(kKey) == std::string(value));
+    KACHE_FUZZ_CHECK(store.put(kKey, core::encode_zstd(value, 1)).ok());
+    KACHE_FUZZ_CHECK(must(store.read_value(kKey)) == std::string(value));
+    KACHE_FUZZ_CHECK(store.put(kKey, core::encode_raw(value)).ok());
+    KACHE_FUZZ_CHECK(must(store.read_value(kKey)) == std::string(value));
     const std::string_view head = value.substr(0, value.size() / 2), body = value.substr(value.size() / 2);
-    store.put_parts(kKey, head, body);
-    auto parts = store.get_parts(kKey, body_dir);
+    KACHE_FUZZ_CHECK(store.put(kKey, core::encode_parts(head, body, {compress, 1})).ok());
+    auto parts = must(store.read_parts(kKey, body_dir));
     KACHE_FUZZ_CHECK(parts.has_value());
     std::string whole = parts->value;
     if (!parts->body_file.empty()) {

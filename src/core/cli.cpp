@@ -18,7 +18,7 @@
 #include "core/explain.hpp"
 #include "core/path_roots.hpp"
 #include "core/stats.hpp"
-#include "storage/local/local_storage.hpp"
+#include "storage/layered.hpp"
 #include "util/fs.hpp"
 
 namespace kache::core {
@@ -51,11 +51,6 @@ Environment (overrides the config file; see --show-config for every setting):
   KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra nvcc flags known to be safe to cache
   KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml))";
 
-storage::LocalStorage open_storage(const Config& config) {
-  return storage::LocalStorage(
-      storage::LocalStorageOptions{config.cache_dir, config.max_size, config.compression_level, config.compression});
-}
-
 // Reason counters "<prefix><reason>" sorted by count (largest first), then by name.
 std::vector<std::pair<std::string, std::uint64_t>> reasons(const StatsSnapshot& stats, std::string_view prefix) {
   std::vector<std::pair<std::string, std::uint64_t>> out;
@@ -75,6 +70,11 @@ std::uint64_t sum(const std::vector<std::pair<std::string, std::uint64_t>>& item
   return total;
 }
 
+// What the remote stores count (storage/remote/remote_store.cpp); `hits` already includes remote hits.
+constexpr std::string_view kRemoteCounters[] = {
+    "remote_hits",   "remote_misses",     "remote_errors",        "remote_timeouts", "remote_skipped",
+    "remote_writes", "remote_bytes_read", "remote_bytes_written", "remote_oversized"};
+
 void show_stats(const Config& config, bool json) {
   StatsFile file(config.cache_dir);
   try {
@@ -83,9 +83,9 @@ void show_stats(const Config& config, bool json) {
     // A cache dir we may not write (shared, read-only): read() sums the journal all the same.
   }
   const StatsSnapshot stats = file.read();
-  auto store = open_storage(config);
-  const std::uint64_t size = store.total_size();
-  const std::uint64_t entries = store.entry_count();
+  auto store = storage::open_storage(config);
+  const std::uint64_t size = store.local().total_size();
+  const std::uint64_t entries = store.local().entry_count();
   const auto passthrough = reasons(stats, "passthrough.");
   const auto errors = reasons(stats, "error.");
   const auto not_stored = reasons(stats, "not_stored.");
@@ -108,6 +108,7 @@ void show_stats(const Config& config, bool json) {
     out["stored"] = stats.get(counter::kStored);
     out["not_stored"] = sum(not_stored);
     out["corrupt_entries"] = stats.get(counter::kCorrupt);
+    for (std::string_view name : kRemoteCounters) out[std::string(name)] = stats.get(std::string(name));
     out["cache_size"] = size;
     out["max_size"] = config.max_size;
     out["entries"] = entries;
@@ -145,6 +146,13 @@ void show_stats(const Config& config, bool json) {
   line("not stored", std::to_string(sum(not_stored)));
   details(not_stored);
   line("corrupt entries", std::to_string(stats.get(counter::kCorrupt)));
+  if (!config.remote_storage.empty() || stats.get("remote_hits") + stats.get("remote_misses") > 0) {
+    // Counted by each compile from what it did; `kache -s` itself never contacts a server.
+    line("remote storage", "");
+    for (std::string_view name : kRemoteCounters) {
+      line("  " + std::string(name.substr(std::string_view("remote_").size())), std::to_string(stats.get(std::string(name))));
+    }
+  }
   line("cache size", fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
                                  config.max_size ? 100.0 * static_cast<double>(size) / config.max_size : 0.0));
   line("entries", std::to_string(entries));
@@ -179,9 +187,10 @@ void set_max_size(const Config& config, const std::string& text) {
     fmt::print("Note: KACHE_MAX_SIZE is set in this environment and overrides it ({}).\n",
                format_size(effective.max_size));
   }
-  auto store = open_storage(effective);
-  store.trim_all();
-  fmt::print("Cache size is now {} of {}.\n", format_size(store.total_size()), format_size(effective.max_size));
+  auto store = storage::open_storage(effective);
+  store.local().trim_all();
+  fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
+             format_size(effective.max_size));
 }
 
 }  // namespace
@@ -249,9 +258,9 @@ int run_cli(int argc, char** argv) {
       fmt::print("Statistics zeroed in {}.\n", config.cache_dir);
     }
     if (clear) {
-      auto store = open_storage(config);
-      const std::uint64_t entries = store.entry_count();
-      store.clear();
+      auto store = storage::open_storage(config);
+      const std::uint64_t entries = store.local().entry_count();
+      store.local().clear();
       util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
       fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
                  config.cache_dir);

@@ -18,6 +18,7 @@
 #include <toml++/toml.h>
 
 #include "core/log.hpp"
+#include "storage/remote/remote_url.hpp"
 
 namespace kache::core {
 namespace {
@@ -262,6 +263,36 @@ std::string set_epoch_node(Config& c, const toml::node& n) {
   return "is neither a number of seconds nor 'passthrough'";
 }
 
+// The remote URLs are checked when read, so a typo is one sentence here rather than an error per
+// compile; what is shown of them never carries a password.
+std::string set_remote_storage(Config& c, const std::string& v) {
+  try {
+    storage::remote::parse_remote_urls(v, storage::remote::RemoteSecrets{});
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  c.remote_storage = trim(v);
+  return {};
+}
+
+std::string show_remote_storage(const Config& c) {
+  if (c.remote_storage.empty()) return "(none)";
+  try {
+    std::vector<std::string> shown;
+    for (const auto& url : storage::remote::parse_remote_urls(c.remote_storage, storage::remote::RemoteSecrets{})) {
+      shown.push_back(url.redacted());
+    }
+    return join(shown, " ");
+  } catch (const std::exception&) {
+    return "(invalid)";
+  }
+}
+
+std::string set_remote_ca_file(Config& c, const std::string& v) {
+  c.remote_ca_file = expand_home(trim(v));
+  return {};
+}
+
 std::string set_log_filter(Config& c, const std::string& v) {
   if (!parse_log_filter(v)) return "is not a log filter (try 'debug' or 'kache=debug')";
   c.log_filter = trim(v);
@@ -293,6 +324,15 @@ const KeySpec kKeys[] = {
      set_bool_node<&Config::nvcc_path_normalize>, show_bool<&Config::nvcc_path_normalize>, "a boolean"},
     {"nvcc", "source_date_epoch", "KACHE_NVCC_SOURCE_DATE_EPOCH", set_epoch, set_epoch_node,
      [](const Config& c) { return c.nvcc_source_date_epoch; }, "a number of seconds or 'passthrough'"},
+    {"remote", "storage", "KACHE_REMOTE_STORAGE", set_remote_storage, nullptr, show_remote_storage,
+     "a space-separated list of redis://, redis+unix://, http:// or https:// URLs"},
+    {"remote", "read_only", "KACHE_REMOTE_READ_ONLY", set_bool<&Config::remote_read_only>,
+     set_bool_node<&Config::remote_read_only>, show_bool<&Config::remote_read_only>, "a boolean"},
+    {"remote", "only", "KACHE_REMOTE_ONLY", set_bool<&Config::remote_only>, set_bool_node<&Config::remote_only>,
+     show_bool<&Config::remote_only>, "a boolean"},
+    {"remote", "ca_file", "KACHE_REMOTE_CA_FILE", set_remote_ca_file, nullptr,
+     [](const Config& c) { return c.remote_ca_file.empty() ? std::string("(system CAs)") : c.remote_ca_file; },
+     "a path"},
     {"log", "filter", "KACHE_LOG", set_log_filter, nullptr,
      [](const Config& c) { return c.log_filter.empty() ? std::string("warn (default)") : c.log_filter; },
      "a log filter string"},

@@ -13,6 +13,10 @@
 //   paths.base_dirs              KACHE_PATHS_BASE_DIRS     (list; env: ':' separated)
 //   nvcc.path_normalize          KACHE_NVCC_PATH_NORMALIZE (bool)
 //   nvcc.source_date_epoch       KACHE_NVCC_SOURCE_DATE_EPOCH ("0" default, or "passthrough")
+//   remote.storage               KACHE_REMOTE_STORAGE      (URLs, space separated; see README "Remote storage")
+//   remote.read_only             KACHE_REMOTE_READ_ONLY    (bool: never write to a remote)
+//   remote.only                  KACHE_REMOTE_ONLY         (bool: no local store writes)
+//   remote.ca_file               KACHE_REMOTE_CA_FILE      (extra CA certificate for https remotes)
 //   log.filter                   KACHE_LOG                 (e.g. "kache=debug")
 //   log.file                     KACHE_LOG_FILE
 // A bad key or value produces one sentence naming the key and where it came from; kache then keeps
@@ -35,6 +39,10 @@ struct Config {
   std::vector<std::string> base_dirs;
   bool nvcc_path_normalize = true;
   std::string nvcc_source_date_epoch = "0";
+  std::string remote_storage;          // as configured, secrets included: print remote_storage_shown()
+  bool remote_read_only = false;
+  bool remote_only = false;
+  std::string remote_ca_file;
   std::string log_filter;
   std::string log_file;
 

@@ -445,8 +445,7 @@ void check_cache(Rows& rows, const Config& cfg) {
   std::uint64_t size = 0;
   if (exists) {
     try {
-      size = storage::LocalStorage(storage::LocalStorageOptions{dir, cfg.max_size, cfg.compression_level, cfg.compression})
-                 .total_size();
+      size = storage::LocalStorage(storage::LocalStorageOptions{dir, cfg.max_size}).total_size();
     } catch (const std::exception&) {
     }
   }

@@ -1,37 +1,67 @@
 #pragma once
-// What a cached compile stores: the object, the dependency-file template, and what the compiler
-// printed (a hit replays it so a warm build shows the same diagnostics as a cold one).
+// What a cached compile stores: its outputs as a typed list (the object, the dependency-file template;
+// later .dwo, fatbin, ptx, cubin as new type numbers), and what the compiler printed (a hit replays it
+// so a warm build shows the same diagnostics as a cold one).
+//
+// The record ("KEN3"; the store wraps it in a checksummed container, core/entry_format.hpp), integers
+// little endian, str = u64 length + bytes:
+//   u32 magic "KEN3"  str stdout  str stderr  u32 output-count
+//   (u8 type, str bytes) for every output but the last
+//   u8 type, u64 size of the last output (the body), then its bytes to the end
+// The body comes last so a store can keep it apart (a file it can clone into place) and hand back only
+// the head. Older records ("KEN2": fixed object and depfile fields) read as unknown, i.e. a miss.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "core/entry_format.hpp"
 
 namespace kache::core {
 
+// Append-only numbers: a stored number never changes its meaning.
+enum class OutputType : std::uint8_t {
+  object = 1,
+  depfile = 2,  // the dependency file, roots replaced by placeholders (PathRoots)
+};
+
+struct Output {
+  OutputType type;
+  std::string data;
+  bool operator==(const Output&) const = default;
+};
+
 struct CacheEntry {
-  std::string object;
-  std::optional<std::string> depfile_template;  // roots replaced by placeholders (PathRoots)
+  std::vector<Output> outputs;  // the last one is the body (for a compile: the object)
   std::string stdout_text;
   std::string stderr_text;
+  bool operator==(const CacheEntry&) const = default;
+};
+
+struct OutputView {
+  OutputType type;
+  std::string_view data;
 };
 
 // The same fields as views into a serialized entry (a hit writes the object straight from the
 // decompressed buffer instead of copying it first).
 struct CacheEntryView {
-  std::string_view object;
-  std::optional<std::string_view> depfile_template;
+  std::vector<OutputView> outputs;
   std::string_view stdout_text;
   std::string_view stderr_text;
+  // The first output of that type; nullopt when the entry has none.
+  std::optional<std::string_view> find(OutputType type) const;
+  bool body_is(OutputType type) const { return !outputs.empty() && outputs.back().type == type; }
 };
 
-// serialize_entry(e) == serialize_entry_head(e) + e.object: a store may keep the object apart (a
-// file it can clone into place) and hand back only the head.
+// serialize_entry(e) == serialize_entry_head(e) + entry_body(e).
 std::string serialize_entry(const CacheEntry& entry);
 std::string serialize_entry_head(const CacheEntry& entry);
-// Throw std::runtime_error on malformed input.
-CacheEntry deserialize_entry(std::string_view data);
-CacheEntryView view_entry(std::string_view data);
-// A head whose object (of object_size bytes) was restored separately; the view's object is empty.
-CacheEntryView view_entry_head(std::string_view head, std::uint64_t object_size);
+std::string_view entry_body(const CacheEntry& entry);
+Decoded<CacheEntry> deserialize_entry(std::string_view data);
+Decoded<CacheEntryView> view_entry(std::string_view data);
+// A head whose body (of body_size bytes) was restored separately; the view's last output is empty.
+Decoded<CacheEntryView> view_entry_head(std::string_view head, std::uint64_t body_size);
 
 }  // namespace kache::core

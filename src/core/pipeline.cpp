@@ -29,7 +29,7 @@
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
 #include "core/watch.hpp"
-#include "storage/local/local_storage.hpp"
+#include "storage/layered.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
@@ -105,12 +105,13 @@ class Pipeline {
  public:
   Pipeline(const Invocation& inv, const Config& cfg, compiler::Adapter& adapter, Counts& counts)
       : inv_(inv), cfg_(cfg), adapter_(adapter), counts_(counts),
-        store_({cfg.cache_dir, cfg.max_size, cfg.compression_level, cfg.compression}) {}
+        store_(storage::open_storage(cfg)) {}
 
   // Returns the exit code, or nullopt when the invocation must run unchanged (passthrough_ is set).
   std::optional<int> run();
   const compiler::Passthrough& passthrough() const { return passthrough_; }
   int corrupt_found() const { return store_.corrupt_found(); }
+  void add_storage_counts(Counts& counts) const { store_.add_counts(counts); }
 
  private:
   util::Digest direct_key();
@@ -163,13 +164,13 @@ class Pipeline {
   bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);
   CacheEntry cache_entry(std::string object, const std::string& dep_text, const Installed& installed) const;
   void store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded);
-  void add_to_manifest(ManifestEntry entry);
+  storage::StorageStatus add_to_manifest(ManifestEntry entry);
 
   const Invocation& inv_;
   const Config& cfg_;
   compiler::Adapter& adapter_;
   Counts& counts_;
-  storage::LocalStorage store_;
+  storage::LayeredStorage store_;
   compiler::CompileJob job_;
   compiler::Passthrough passthrough_;
   util::Digest direct_;
@@ -321,18 +322,16 @@ std::optional<int> Pipeline::try_hit() {
       unwritable_destination()) {
     return std::nullopt;
   }
-  std::optional<std::string> data;
-  try {
-    data = store_.get(manifest_key_);
-  } catch (const std::exception& e) {
-    log.info("cannot read manifest: {}", e.what());
+  storage::StorageLookup data = store_.get_record(manifest_key_);
+  if (!data) {
+    log.info("cannot read manifest: {}", data.error().message);
     count_reason(counts_, ReasonCategory::Error, reason::kStorageRead);
     return std::nullopt;
   }
-  if (!data) return std::nullopt;
+  if (!*data) return std::nullopt;
   Manifest manifest;
   try {
-    manifest = deserialize_manifest(*data);
+    manifest = deserialize_manifest(**data);
   } catch (const std::exception& e) {
     log.info("corrupt manifest {}: {}", manifest_key_.substr(0, 12), e.what());
     counts_[counter::kCorrupt]++;
@@ -345,25 +344,27 @@ std::optional<int> Pipeline::try_hit() {
     // The recorded result key holds for any checkout (it names files by their fixed root names);
     // path-specific objects are stored under it combined with this build's source identity.
     const util::Digest rk = storage_key(entry);
-    std::optional<storage::Storage::Parts> parts;
-    try {
-      parts = store_.get_parts(rk.hex(), util::dirname(job_.output));
-    } catch (const std::exception& e) {
-      log.info("cannot read entry: {}", e.what());
+    auto found = store_.get_parts(rk.hex(), util::dirname(job_.output));
+    if (!found) {
+      log.info("cannot read entry: {}", found.error().message);
       return std::nullopt;
     }
+    std::optional<storage::Parts>& parts = *found;
     if (!parts) continue;
     // The object, when the store already wrote it next to the output; removed unless it is used.
     util::UnlinkOnExit body(parts->body_file);
-    CacheEntryView ce;
-    try {
-      ce = body.empty() ? view_entry(parts->value) : view_entry_head(parts->value, parts->body_size);
-    } catch (const std::exception&) {
+    Decoded<CacheEntryView> viewed =
+        body.empty() ? view_entry(parts->value) : view_entry_head(parts->value, parts->body_size);
+    if (!viewed) {
+      // An entry of an older format is a plain miss (the compile stores a new one); others are damaged.
+      if (viewed.error() == FormatError::unknown_format) continue;
       counts_[counter::kCorrupt]++;
       store_.remove(rk.hex());
       continue;
     }
-    if (!job_.depfile.empty() && !ce.depfile_template) continue;
+    const CacheEntryView& ce = *viewed;
+    if (!ce.body_is(OutputType::object)) continue;
+    if (!job_.depfile.empty() && !ce.find(OutputType::depfile)) continue;
     // Every output is staged beside its destination before any is replaced, so a destination nvcc
     // could not write (a missing or read-only directory) fails here with nothing of the user's
     // touched; the miss path then passes the command through and nvcc reports it. Staging is what
@@ -377,10 +378,10 @@ std::optional<int> Pipeline::try_hit() {
         return std::string();
       }
     };
-    util::UnlinkOnExit object_tmp(body.empty() ? stage(job_.output, ce.object) : std::string());
+    util::UnlinkOnExit object_tmp(body.empty() ? stage(job_.output, *ce.find(OutputType::object)) : std::string());
     util::UnlinkOnExit depfile_tmp(job_.depfile.empty() || !unwritable.empty()
                                        ? std::string()
-                                       : stage(job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.depfile_template)),
+                                       : stage(job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.find(OutputType::depfile))),
                                                                   job_.depfile_target)));
     if (!unwritable.empty()) {
       log.debug("cannot restore here ({}): no hit", unwritable);
@@ -405,10 +406,7 @@ std::optional<int> Pipeline::try_hit() {
     log.debug("hit: {} (result {})", job_.output, rk.hex().substr(0, 16));
     if (refreshed) {
       // Remember the new identities so the next lookup needs no hashing.
-      try {
-        store_.put_uncompressed(manifest_key_, serialize_manifest(manifest));
-      } catch (const std::exception&) {
-      }
+      (void)store_.put_record(manifest_key_, serialize_manifest(manifest));
     }
     // Stored with the path roots as placeholders: this build's own paths, as nvcc would print them here.
     write_all(STDOUT_FILENO, job_.roots.instantiate_text(std::string(ce.stdout_text)));
@@ -759,10 +757,11 @@ bool Pipeline::record_named_targets(ManifestEntry& entry, const std::vector<std:
 
 CacheEntry Pipeline::cache_entry(std::string object, const std::string& dep_text, const Installed& installed) const {
   CacheEntry ce;
-  ce.object = std::move(object);
   if (!job_.depfile.empty()) {
-    ce.depfile_template = job_.roots.templatize(templatize_target(dep_text, job_.depfile_target));
+    ce.outputs.push_back(
+        {OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target))});
   }
+  ce.outputs.push_back({OutputType::object, std::move(object)});  // last: the body a store keeps apart
   // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
   ce.stdout_text = job_.roots.templatize_text(installed.stdout_text);
   ce.stderr_text = job_.roots.templatize_text(installed.stderr_text);
@@ -773,28 +772,40 @@ CacheEntry Pipeline::cache_entry(std::string object, const std::string& dep_text
 // A failure costs only the store: the outputs are already installed.
 void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded) {
   auto& log = core::log();
+  std::string failure;
   try {
-    store_.put_parts(storage_key(entry).hex(), serialize_entry_head(ce), ce.object);
-    explain::record(cfg_.cache_dir, job_, direct_.hex(), storage_key(entry).hex(), entry.files);
-    if (recorded) add_to_manifest(std::move(entry));
-    counts_[counter::kStored]++;
-    log.debug("miss: stored {}", job_.output);
+    const std::string key = storage_key(entry).hex();
+    storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
+    if (stored) {
+      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files);
+      if (recorded) stored = add_to_manifest(std::move(entry));
+    }
+    if (!stored) failure = stored.error().message;
   } catch (const std::exception& e) {
-    count_reason(counts_, ReasonCategory::Error, reason::kStorageWrite);
-    log.info("miss: could not store {}: {}", job_.output, e.what());
+    failure = e.what();
   }
+  if (!failure.empty()) {
+    count_reason(counts_, ReasonCategory::Error, reason::kStorageWrite);
+    log.info("miss: could not store {}: {}", job_.output, failure);
+    return;
+  }
+  counts_[counter::kStored]++;
+  log.debug("miss: stored {}", job_.output);
 }
 
-void Pipeline::add_to_manifest(ManifestEntry entry) {
+storage::StorageStatus Pipeline::add_to_manifest(ManifestEntry entry) {
   Manifest manifest;
-  if (auto current = store_.get(manifest_key_)) {
+  storage::StorageLookup current = store_.get_record(manifest_key_);
+  if (!current) return current.error();
+  if (*current) {
     try {
-      manifest = deserialize_manifest(*current);
+      manifest = deserialize_manifest(**current);
     } catch (const std::exception&) {
+      // A damaged manifest is replaced by one holding this entry.
     }
   }
   manifest_add(manifest, std::move(entry));
-  store_.put_uncompressed(manifest_key_, serialize_manifest(manifest));
+  return store_.put_record(manifest_key_, serialize_manifest(manifest));
 }
 
 [[noreturn]] void run_unchanged(const Invocation& inv) {
@@ -830,6 +841,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     pipeline.emplace(inv, cfg, *adapter, counts);
     std::optional<int> code = pipeline->run();
     if (pipeline->corrupt_found() > 0) counts[counter::kCorrupt] += pipeline->corrupt_found();
+    pipeline->add_storage_counts(counts);
     if (!code || *code < 0) pass(pipeline->passthrough().reason, pipeline->passthrough().detail);
     stats.add(counts);
     if (log.should_log(spdlog::level::debug)) {

@@ -1,50 +1,53 @@
 #pragma once
-// The storage interface every backend implements: local disk today, remote servers later.
-// Keys are lowercase hex digests; values are opaque byte strings (serialized entries or manifests).
+// The interface every backend implements: local disk today, remote servers later. A backend is get,
+// put and remove on bytes: keys are lowercase hex digests, values are containers of
+// core/entry_format.hpp, the same bytes in every backend. A backend reports failures as values, never
+// by throwing: "error" or "timeout", so the caller (storage/layered.hpp) can switch that backend off
+// for the rest of the compile and go on without it.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "util/result.hpp"
+
 namespace kache::storage {
+
+struct StorageFailure {
+  enum class Kind { error, timeout };
+  Kind kind = Kind::error;
+  std::string message;
+};
+
+template <typename T>
+using StorageResult = util::Result<T, StorageFailure>;
+using StorageStatus = StorageResult<util::Done>;
+// ok() and a value: a hit; ok() and nullopt: a miss.
+using StorageLookup = StorageResult<std::optional<std::string>>;
 
 class Storage {
  public:
   virtual ~Storage() = default;
   virtual std::string name() const = 0;
-  // nullopt on a miss. A corrupt entry is detected, removed and reported as a miss (never thrown).
-  // Throws only on an internal failure of the backend (the caller degrades to running the compiler).
-  virtual std::optional<std::string> get(std::string_view key) = 0;
-  // Publishes value under key atomically; a concurrent reader sees the old value, the new one or none.
-  virtual void put(std::string_view key, std::string_view value) = 0;
-  virtual void remove(std::string_view key) = 0;
+  // The bytes stored under key, as they were put (the caller checks and decodes them).
+  virtual StorageLookup get(std::string_view key) = 0;
+  // Publishes bytes under key atomically; a concurrent reader sees the old bytes, the new ones or none.
+  virtual StorageStatus put(std::string_view key, std::string_view bytes) = 0;
+  virtual StorageStatus remove(std::string_view key) = 0;
+  // Adds this store's own counters (remote hits, errors, bytes, ...) for `kache -s`; none by default.
+  virtual void add_counts(std::map<std::string, std::uint64_t>& counts) const { (void)counts; }
+};
 
-  // A value made of a small head and a large body (a cache entry and its object), for backends that
-  // can put the body into a file without passing it through memory: a reflink, else an in-kernel
-  // copy; never a hard link (a later write through it would change the cache). get_parts(key) after
-  // put_parts(key, h, b) gives either {value = h, body_file holding b} or {value = h + b, no file},
-  // so callers handle both. The defaults store and return the whole value.
-  struct Parts {
-    std::string value;
-    std::string body_file;  // a new file in the requested directory, owned by the caller; empty if none
-    std::uint64_t body_size = 0;
-    const char* body_copied_by = nullptr;  // "reflink", "copy_file_range" or "read/write"
-  };
-  virtual void put_parts(std::string_view key, std::string_view head, std::string_view body) {
-    std::string value;
-    value.reserve(head.size() + body.size());
-    value.append(head);
-    value.append(body);
-    put(key, value);
-  }
-  // body_dir: where to create body_file (the directory of its final destination, so a rename
-  // publishes it).
-  virtual std::optional<Parts> get_parts(std::string_view key, const std::string& body_dir) {
-    (void)body_dir;
-    auto v = get(key);
-    if (!v) return std::nullopt;
-    return Parts{std::move(*v), "", 0, nullptr};
-  }
+// A value made of a small head and a large body (a cache entry and its object), as a lookup hands it
+// over: either {value = head, body_file holding the body} (a store that can put the body into a file
+// without passing it through memory: a reflink, else an in-kernel copy; never a hard link, as a later
+// write through it would change the cache) or {value = head + body, no file}. Callers handle both.
+struct Parts {
+  std::string value;
+  std::string body_file;  // a new file in the requested directory, owned by the caller; empty if none
+  std::uint64_t body_size = 0;
+  const char* body_copied_by = nullptr;  // "reflink", "copy_file_range", "read/write" or "zstd stream"
 };
 
 }  // namespace kache::storage

@@ -570,6 +570,66 @@ class Corruption(StoreTestCase):
         self.assert_next_build_hits()
 
 
+def ken3_to_ken2(record):
+    """The same entry in the record format before typed outputs ("KEN2": has-depfile flag, depfile,
+    stdout, stderr, object size, object), from a "KEN3" record (stdout, stderr, typed outputs). A "KEN2"
+    record (stored by a kache from before typed outputs) is returned as it is."""
+    if record[:4] == b"2NEK":
+        return record
+    assert record[:4] == b"3NEK", record[:4]
+    pos = 4
+
+    def take_str():
+        nonlocal pos
+        n = struct.unpack_from("<Q", record, pos)[0]
+        pos += 8 + n
+        return record[pos - n:pos]
+    stdout, stderr = take_str(), take_str()
+    count = struct.unpack_from("<I", record, pos)[0]
+    pos += 4
+    outputs = {}
+    for _ in range(count - 1):
+        kind = record[pos]
+        pos += 1
+        outputs[kind] = take_str()
+    pos += 1 + 8  # the body's type (the object) and size; its bytes follow
+    depfile = outputs.get(2)
+
+    def put_str(b):
+        return struct.pack("<Q", len(b)) + b
+    return (b"2NEK" + bytes([depfile is not None]) + put_str(depfile or b"") + put_str(stdout) + put_str(stderr)
+            + struct.pack("<Q", len(record) - pos) + record[pos:])
+
+
+def raw_container(value):
+    xxh, _ = _CODEC
+    return RAW_MAGIC + struct.pack("<Q", len(value)) + _hex128(xxh.XXH3_128bits(value, len(value))) + value
+
+
+class FormatVersion(StoreTestCase):
+    populate = Corruption.populate
+    assert_next_build_hits = Corruption.assert_next_build_hits
+
+    def test_entry_of_the_previous_record_format_is_a_plain_miss_and_is_replaced(self):
+        # The typed-outputs record ("KEN3") replaced "KEN2". A kache that still read "KEN2" would hit this
+        # entry; now it is a miss like any absent entry (not counted as corrupt), and the compile stores
+        # the current format in its place.
+        if _CODEC is None:
+            self.skipTest("libxxhash/libzstd not loadable through ctypes")
+        result, _ = self.populate()
+        old = raw_container(ken3_to_ken2(decode_entry(read_bytes(result))))
+        with open(result, "wb") as f:
+            f.write(old)
+        before = self.stats()
+        self.build()
+        self.assert_object_is_nvccs("k.o", KERNEL, ["-c"], "k")
+        s = self.stats()
+        self.assertEqual((s["hits"], s["misses"]), (before["hits"], before["misses"] + 1), json.dumps(s, indent=1))
+        self.assertEqual(s["corrupt_entries"], before["corrupt_entries"], "an older format is not corruption")
+        self.assertNotEqual(read_bytes(result), old, "the old entry was not replaced")
+        self.assert_next_build_hits()
+
+
 # ======================================================================================================
 class UnusableCache(StoreTestCase):
     def test_cache_dir_that_cannot_be_created_still_builds(self):

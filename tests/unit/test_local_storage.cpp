@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "core/stats.hpp"
+#include "core/entry_format.hpp"
 #include "storage/local/local_storage.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
@@ -65,13 +66,48 @@ void set_mtime(const std::string& path, std::int64_t sec) {
   ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), t, 0), 0) << path;
 }
 
+// The local store as the layering uses it: values encoded in the shared containers
+// (core/entry_format.hpp), read back through the hit path. A failure the store reports is thrown here.
+class Store {
+ public:
+  Store(std::string dir, std::uint64_t max_size, bool compress = true)
+      : local_(LocalStorageOptions{std::move(dir), max_size}), parts_{compress, 3} {}
+  std::optional<std::string> get(const std::string& key) { return checked(local_.read_value(key)); }
+  std::optional<Parts> get_parts(const std::string& key, const std::string& body_dir) {
+    return checked(local_.read_parts(key, body_dir));
+  }
+  void put(const std::string& key, std::string_view value) { checked(local_.put(key, core::encode_zstd(value, 3))); }
+  void put_uncompressed(const std::string& key, std::string_view value) {
+    checked(local_.put(key, core::encode_raw(value)));
+  }
+  void put_parts(const std::string& key, std::string_view head, std::string_view body) {
+    checked(local_.put(key, core::encode_parts(head, body, parts_)));
+  }
+  void remove(const std::string& key) { checked(local_.remove(key)); }
+  std::string name() const { return local_.name(); }
+  int corrupt_found() const { return local_.corrupt_found(); }
+  std::uint64_t total_size() const { return local_.total_size(); }
+  std::uint64_t entry_count() const { return local_.entry_count(); }
+  void clear() { local_.clear(); }
+  void trim_all() { local_.trim_all(); }
+
+ private:
+  template <typename T>
+  static T checked(StorageResult<T> r) {
+    if (!r) throw std::runtime_error(r.error().message);
+    return std::move(*r);
+  }
+  LocalStorage local_;
+  core::PartsEncoding parts_;
+};
+
 class LocalStorageTest : public ::testing::Test {
  protected:
   std::string entry_file(const std::string& key) const {
     return dir_.path() + "/" + key.substr(0, 1) + "/" + key.substr(1, 2) + "/" + key;
   }
-  LocalStorage make(std::uint64_t max_size = 1ull << 30, bool compress = true) {
-    return LocalStorage(LocalStorageOptions{dir_.path(), max_size, 3, compress});
+  Store make(std::uint64_t max_size = 1ull << 30, bool compress = true) {
+    return Store(dir_.path(), max_size, compress);
   }
   util::TempDir dir_{test_root()};
 };
@@ -247,11 +283,32 @@ TEST_F(LocalStorageTest, RemoveAndClear) {
   EXPECT_EQ(s.get(b), "again");
 }
 
+// Keys become path components: anything but lowercase hex is refused, as a typed failure (no throw).
 TEST_F(LocalStorageTest, RejectsKeysThatAreNotHex) {
-  auto s = make();
-  EXPECT_THROW(s.put("../../etc/passwd", "x"), std::invalid_argument);
-  EXPECT_THROW(s.get("ABCDEF"), std::invalid_argument);
-  EXPECT_THROW(s.get("ab"), std::invalid_argument);
+  LocalStorage s(LocalStorageOptions{dir_.path(), 1ull << 30});
+  const auto put = s.put("../../etc/passwd", core::encode_raw("x"));
+  ASSERT_FALSE(put);
+  EXPECT_EQ(put.error().kind, StorageFailure::Kind::error);
+  EXPECT_NE(put.error().message.find("invalid cache key"), std::string::npos);
+  EXPECT_FALSE(s.get("ABCDEF"));
+  EXPECT_FALSE(s.read_value("ab"));
+  EXPECT_FALSE(s.read_parts("ab", dir_.path()));
+  EXPECT_FALSE(s.remove("x/y"));
+}
+
+// get() hands over the stored bytes as they are, for the layering to check and to write back.
+TEST_F(LocalStorageTest, GetReturnsTheStoredBytes) {
+  LocalStorage s(LocalStorageOptions{dir_.path(), 1ull << 30});
+  const std::string key = key_of("bytes");
+  const std::string bytes = core::encode_parts("head", "body", {false, 3});
+  ASSERT_TRUE(s.put(key, bytes));
+  const auto got = s.get(key);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, bytes);
+  EXPECT_EQ(util::read_file(entry_file(key)), bytes);
+  EXPECT_EQ(*s.read_value(key), "headbody");
+  ASSERT_TRUE(s.remove(key));
+  EXPECT_EQ(*s.get(key), std::nullopt);
 }
 
 TEST_F(LocalStorageTest, HitBumpsMtime) {
@@ -311,7 +368,7 @@ void run_children(const std::string& dir, std::uint64_t max_size, bool overlap) 
     if (pid == 0) {
       int rc = 0;
       try {
-        LocalStorage s(LocalStorageOptions{dir, max_size, 1});
+        Store s(dir, max_size);
         core::StatsFile stats(dir);
         for (int i = 0; i < kPerChild; ++i) {
           // With overlap, children also rewrite each other's keys (old-size accounting under load).

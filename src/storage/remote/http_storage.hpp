@@ -13,11 +13,11 @@
 
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_url.hpp"
-#include "storage/storage.hpp"
+#include "storage/remote/remote_store.hpp"
 
 namespace kache::storage::remote {
 
-class HttpStorage final : public Storage {
+class HttpStorage final : public RemoteBackend {
  public:
   explicit HttpStorage(RemoteUrl url, std::string ca_file = "");
   ~HttpStorage() override;

@@ -13,14 +13,14 @@
 
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_url.hpp"
-#include "storage/storage.hpp"
+#include "storage/remote/remote_store.hpp"
 
 struct redisContext;
 struct redisReply;
 
 namespace kache::storage::remote {
 
-class RedisStorage final : public Storage {
+class RedisStorage final : public RemoteBackend {
  public:
   explicit RedisStorage(RemoteUrl url, std::string key_prefix = "kache:");
   ~RedisStorage() override;

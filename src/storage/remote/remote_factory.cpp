@@ -5,7 +5,7 @@
 
 namespace kache::storage::remote {
 
-std::unique_ptr<Storage> make_remote_storage(const RemoteUrl& url, const RemoteStoreOptions& options) {
+std::unique_ptr<RemoteBackend> make_remote_storage(const RemoteUrl& url, const RemoteStoreOptions& options) {
   switch (url.scheme) {
     case Scheme::redis:
     case Scheme::redis_unix: return std::make_unique<RedisStorage>(url, options.key_prefix);

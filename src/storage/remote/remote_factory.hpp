@@ -4,16 +4,11 @@
 #include <string>
 
 #include "storage/remote/remote_url.hpp"
-#include "storage/storage.hpp"
+#include "storage/remote/remote_store.hpp"
 
 namespace kache::storage::remote {
 
-struct RemoteStoreOptions {
-  std::string ca_file;                 // remote.ca_file: extra CA for https (empty: the system's)
-  std::string key_prefix = "kache:";   // Redis keys are <prefix><key>
-};
-
 // Never null. Creating a store does no I/O: connections open, and libcurl loads, on first use.
-std::unique_ptr<Storage> make_remote_storage(const RemoteUrl& url, const RemoteStoreOptions& options);
+std::unique_ptr<RemoteBackend> make_remote_storage(const RemoteUrl& url, const RemoteStoreOptions& options);
 
 }  // namespace kache::storage::remote

@@ -1,0 +1,95 @@
+#include "storage/remote/remote_store.hpp"
+
+#include <utility>
+
+#include "core/log.hpp"
+
+namespace kache::storage::remote {
+
+RemoteStore::RemoteStore(std::unique_ptr<RemoteBackend> backend, std::string identity,
+                         const RemoteStoreOptions& options)
+    : backend_(std::move(backend)), read_only_(options.read_only), max_entry_size_(options.max_entry_size) {
+  if (!options.breaker_dir.empty()) {
+    BreakerOptions breaker;
+    breaker.dir = options.breaker_dir;
+    breaker_.emplace(std::move(breaker), identity);
+  }
+}
+
+// Runs one operation of the backend under the breaker: a server the breaker holds open is not asked
+// (a failure of kind error, so the layers switch it off for this compile); a RemoteError becomes the
+// typed failure and counts towards opening the breaker.
+template <typename T, typename Op>
+StorageResult<T> RemoteStore::guarded(const char* doing, Op op) {
+  const Breaker::Decision decision = breaker_ ? breaker_->decide() : Breaker::Decision::use;
+  if (decision == Breaker::Decision::skip) {
+    counts_["remote_skipped"]++;
+    return StorageFailure{StorageFailure::Kind::error, name() + " is skipped after repeated failures"};
+  }
+  try {
+    T value = op();
+    if (breaker_) breaker_->record_success();
+    return value;
+  } catch (const RemoteError& e) {
+    if (breaker_) breaker_->record_failure();
+    const bool timeout = e.kind() == RemoteFailure::Kind::timeout;
+    counts_[timeout ? "remote_timeouts" : "remote_errors"]++;
+    if (e.kind() == RemoteFailure::Kind::auth) {
+      // A configuration mistake, not an outage: said once per compile, until the breaker opens.
+      core::log().warn("remote storage {} refused the credentials while trying to {}: {}", name(), doing, e.what());
+    } else {
+      core::log().info("remote storage {} failed to {}: {}", name(), doing, e.what());
+    }
+    return StorageFailure{timeout ? StorageFailure::Kind::timeout : StorageFailure::Kind::error, e.what()};
+  } catch (const std::exception& e) {
+    if (breaker_) breaker_->record_failure();
+    counts_["remote_errors"]++;
+    core::log().info("remote storage {} failed to {}: {}", name(), doing, e.what());
+    return StorageFailure{StorageFailure::Kind::error, e.what()};
+  }
+}
+
+StorageLookup RemoteStore::get(std::string_view key) {
+  StorageLookup r = guarded<std::optional<std::string>>("read", [&] { return backend_->get(key); });
+  if (!r) return r;
+  if (!*r) {
+    counts_["remote_misses"]++;
+    return r;
+  }
+  if ((*r)->size() > max_entry_size_) {
+    // Never decoded: a value this large is no entry kache wrote within the configured bound.
+    counts_["remote_oversized"]++;
+    core::log().info("remote storage {}: a value of {} bytes exceeds remote.max_entry_size", name(), (*r)->size());
+    return std::optional<std::string>();
+  }
+  counts_["remote_hits"]++;
+  counts_["remote_bytes_read"] += (*r)->size();
+  return r;
+}
+
+StorageStatus RemoteStore::put(std::string_view key, std::string_view bytes) {
+  if (read_only_) return util::Done{};
+  StorageStatus r = guarded<util::Done>("write", [&] {
+    backend_->put(key, bytes);
+    return util::Done{};
+  });
+  if (r) {
+    counts_["remote_writes"]++;
+    counts_["remote_bytes_written"] += bytes.size();
+  }
+  return r;
+}
+
+StorageStatus RemoteStore::remove(std::string_view key) {
+  if (read_only_) return util::Done{};
+  return guarded<util::Done>("remove", [&] {
+    backend_->remove(key);
+    return util::Done{};
+  });
+}
+
+void RemoteStore::add_counts(std::map<std::string, std::uint64_t>& counts) const {
+  for (const auto& [name, value] : counts_) counts[name] += value;
+}
+
+}  // namespace kache::storage::remote

@@ -1,0 +1,57 @@
+#pragma once
+// A remote server as one store of the layered storage (storage/layered.hpp). The backends (Redis, HTTP)
+// speak the server's protocol and throw RemoteError; RemoteStore turns that into the typed failures the
+// layers expect, asks the cross-process breaker first (a server that keeps failing is skipped without a
+// connection attempt), and counts what it did for `kache -s`.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "storage/remote/breaker.hpp"
+#include "storage/remote/remote_failure.hpp"
+#include "storage/storage.hpp"
+
+namespace kache::storage::remote {
+
+// One server's protocol: get/put/remove that throw RemoteError on failure (a miss is nullopt).
+class RemoteBackend {
+ public:
+  virtual ~RemoteBackend() = default;
+  virtual std::string name() const = 0;  // the redacted URL
+  virtual std::optional<std::string> get(std::string_view key) = 0;
+  virtual void put(std::string_view key, std::string_view value) = 0;
+  virtual void remove(std::string_view key) = 0;
+};
+
+struct RemoteStoreOptions {
+  std::string ca_file;                 // remote.ca_file: extra CA for https (empty: the system's)
+  std::string key_prefix = "kache:";   // Redis keys are <prefix><key>
+  std::string breaker_dir;             // the breakers' state files (empty: no breaker)
+  bool read_only = false;              // remote.read_only: never written, whatever the URL says
+  std::uint64_t max_entry_size = 256ull << 20;  // remote.max_entry_size: a larger value is a miss
+};
+
+class RemoteStore final : public Storage {
+ public:
+  RemoteStore(std::unique_ptr<RemoteBackend> backend, std::string identity, const RemoteStoreOptions& options);
+  std::string name() const override { return backend_->name(); }
+  StorageLookup get(std::string_view key) override;
+  StorageStatus put(std::string_view key, std::string_view bytes) override;
+  StorageStatus remove(std::string_view key) override;
+  void add_counts(std::map<std::string, std::uint64_t>& counts) const override;
+
+ private:
+  template <typename T, typename Op>
+  StorageResult<T> guarded(const char* doing, Op op);
+
+  std::unique_ptr<RemoteBackend> backend_;
+  std::optional<Breaker> breaker_;
+  bool read_only_;
+  std::uint64_t max_entry_size_;
+  std::map<std::string, std::uint64_t> counts_;
+};
+
+}  // namespace kache::storage::remote

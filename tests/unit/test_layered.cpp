@@ -1,0 +1,187 @@
+// The layering between the pipeline and the stores (storage/layered.hpp): local first, then remotes in
+// order; a lower hit checked and written back above; a failing store switched off for the compile.
+// The remotes here are in-memory stores with the same byte interface a remote backend implements.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/entry_format.hpp"
+#include "storage/layered.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+
+namespace kache::storage {
+namespace {
+
+class MemoryStorage final : public Storage {
+ public:
+  std::string name() const override { return "memory"; }
+  StorageLookup get(std::string_view key) override {
+    if (auto f = call()) return *f;
+    auto it = values.find(key);
+    if (it == values.end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->second);
+  }
+  StorageStatus put(std::string_view key, std::string_view bytes) override {
+    if (auto f = call()) return *f;
+    values.insert_or_assign(std::string(key), std::string(bytes));
+    return util::Done{};
+  }
+  StorageStatus remove(std::string_view key) override {
+    if (auto f = call()) return *f;
+    if (auto it = values.find(key); it != values.end()) values.erase(it);
+    return util::Done{};
+  }
+
+  std::map<std::string, std::string, std::less<>> values;
+  std::optional<StorageFailure::Kind> fail;  // set: every call fails so
+  int calls = 0;
+
+ private:
+  std::optional<StorageFailure> call() {
+    ++calls;
+    if (fail) return StorageFailure{*fail, "injected"};
+    return std::nullopt;
+  }
+};
+
+std::string key_of(const std::string& seed) { return util::sha256(seed).hex(); }
+
+class LayeredTest : public ::testing::Test {
+ protected:
+  // A local store in a temporary directory (or at `dir`), then `remotes` in-memory stores.
+  LayeredStorage make(int remotes, bool compress = false, std::string dir = "") {
+    std::vector<std::unique_ptr<Storage>> list;
+    mem_.clear();
+    for (int i = 0; i < remotes; ++i) {
+      auto m = std::make_unique<MemoryStorage>();
+      mem_.push_back(m.get());
+      list.push_back(std::move(m));
+    }
+    auto local = std::make_unique<LocalStorage>(LocalStorageOptions{dir.empty() ? dir_.path() : dir, 1ull << 30});
+    return LayeredStorage(std::move(local), std::move(list), core::PartsEncoding{compress, 3});
+  }
+  util::TempDir dir_{(std::filesystem::temp_directory_path() / "kache-unit").string()};
+  std::vector<MemoryStorage*> mem_;
+};
+
+TEST_F(LayeredTest, LowerHitIsWrittenBackIntoEveryStoreAbove) {
+  auto s = make(2);
+  const std::string key = key_of("manifest");
+  const std::string bytes = core::encode_raw("the manifest");
+  mem_[1]->values[key] = bytes;
+  const auto got = s.get_record(key);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, std::optional<std::string>("the manifest"));
+  EXPECT_EQ(mem_[0]->values.at(key), bytes);  // the same bytes in every store
+  EXPECT_EQ(*s.local().get(key), std::optional<std::string>(bytes));
+  // The next lookup is a local hit: no remote is asked.
+  const int asked = mem_[0]->calls + mem_[1]->calls;
+  EXPECT_EQ(*s.get_record(key), std::optional<std::string>("the manifest"));
+  EXPECT_EQ(mem_[0]->calls + mem_[1]->calls, asked);
+}
+
+TEST_F(LayeredTest, RemoteEntryComesBackWholeThenFromLocalWithItsBodyInAFile) {
+  auto s = make(1);
+  const std::string key = key_of("entry");
+  const std::string body(20'000, 'o');
+  mem_[0]->values[key] = core::encode_parts("head", body, {false, 3});
+  util::TempDir out(dir_.path());
+  auto remote = s.get_parts(key, out.path());
+  ASSERT_TRUE(remote && *remote);
+  EXPECT_EQ((*remote)->value, "head" + body);
+  EXPECT_TRUE((*remote)->body_file.empty());
+  auto local = s.get_parts(key, out.path());  // written back: now the local clone-ready path
+  ASSERT_TRUE(local && *local);
+  EXPECT_EQ((*local)->value, "head");
+  EXPECT_EQ(util::read_file((*local)->body_file), body);
+  EXPECT_EQ(mem_[0]->calls, 1);
+}
+
+TEST_F(LayeredTest, PutEncodesOnceAndStoresTheSameBytesEverywhere) {
+  auto s = make(2, true);
+  const std::string key = key_of("put");
+  ASSERT_TRUE(s.put_parts(key, "head", std::string(5000, 'b')));
+  const std::string bytes = **s.local().get(key);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("KACHE\0E2", 8));
+  EXPECT_EQ(mem_[0]->values.at(key), bytes);
+  EXPECT_EQ(mem_[1]->values.at(key), bytes);
+  ASSERT_TRUE(s.put_record(key_of("record"), "m"));
+  EXPECT_EQ(mem_[1]->values.at(key_of("record")), core::encode_raw("m"));
+  s.remove(key);
+  EXPECT_EQ(*s.local().get(key), std::nullopt);
+  EXPECT_FALSE(mem_[0]->values.count(key) || mem_[1]->values.count(key));
+}
+
+TEST_F(LayeredTest, FailingStoreIsSkippedForTheRestOfTheCompile) {
+  for (auto kind : {StorageFailure::Kind::error, StorageFailure::Kind::timeout}) {
+    auto s = make(2);
+    mem_[0]->fail = kind;
+    const std::string key = key_of("skip");
+    mem_[1]->values[key] = core::encode_raw("v");
+    auto got = s.get_record(key);  // the failing remote is passed over, the next one answers
+    ASSERT_TRUE(got);
+    EXPECT_EQ(*got, std::optional<std::string>("v"));
+    EXPECT_EQ(mem_[0]->calls, 1);
+    EXPECT_TRUE(s.disabled(1));
+    EXPECT_FALSE(s.disabled(0));
+    EXPECT_FALSE(s.disabled(2));
+    // Never asked again: not for another lookup, a write, a write-back or a removal.
+    EXPECT_TRUE(s.get_record(key_of("other")));
+    EXPECT_TRUE(s.put_record(key_of("new"), "n"));
+    s.remove(key);
+    EXPECT_EQ(mem_[0]->calls, 1);
+    EXPECT_TRUE(mem_[1]->values.count(key_of("new")));
+  }
+}
+
+// A remote's failure is its own: the lookup is a miss and writes succeed (the local store has them).
+TEST_F(LayeredTest, RemoteFailureIsAMissNotAFailure) {
+  auto s = make(1);
+  mem_[0]->fail = StorageFailure::Kind::timeout;
+  const auto got = s.get_record(key_of("absent"));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, std::nullopt);
+  EXPECT_TRUE(s.put_record(key_of("absent"), "x"));
+}
+
+// The local store's failure is the caller's (the pipeline counts it): typed, never thrown, and per call
+// (the local store is not switched off).
+TEST_F(LayeredTest, LocalFailureIsReportedTyped) {
+  const std::string file = dir_.path() + "/not-a-directory";
+  util::write_file(file, "");
+  auto s = make(1, false, file);
+  const auto put = s.put_record(key_of("k"), "v");
+  ASSERT_FALSE(put);
+  EXPECT_EQ(put.error().kind, StorageFailure::Kind::error);
+  EXPECT_FALSE(s.disabled(0));
+  EXPECT_EQ(mem_[0]->values.count(key_of("k")), 1u);  // the remote still took it
+  const auto got = s.get_record(key_of("k"));
+  ASSERT_TRUE(got);  // a local miss (no such directory), then the remote's copy
+  EXPECT_EQ(*got, std::optional<std::string>("v"));
+  const auto invalid = s.get_record("not hex");  // the local store refuses the key: its failure is reported
+  ASSERT_FALSE(invalid);
+  EXPECT_EQ(invalid.error().kind, StorageFailure::Kind::error);
+  EXPECT_FALSE(s.disabled(0));
+  EXPECT_FALSE(s.disabled(1));
+}
+
+// A damaged remote value is counted, removed there, and the next store is asked.
+TEST_F(LayeredTest, DamagedRemoteValueIsRemovedAndTheNextStoreAsked) {
+  auto s = make(2);
+  const std::string key = key_of("damaged");
+  std::string bad = core::encode_raw("value");
+  bad.back() ^= 1;
+  mem_[0]->values[key] = bad;
+  mem_[1]->values[key] = core::encode_raw("value");
+  EXPECT_EQ(*s.get_record(key), std::optional<std::string>("value"));
+  EXPECT_EQ(s.corrupt_found(), 1);
+  EXPECT_EQ(mem_[0]->values.at(key), core::encode_raw("value"));  // replaced by the good copy
+  EXPECT_FALSE(s.disabled(1));
+}
+
+}  // namespace
+}  // namespace kache::storage
