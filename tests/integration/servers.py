@@ -50,7 +50,8 @@ def _wait_for_port(port, what):
 
 def _stop_pid_file(pid_file):
     try:
-        pid = int(open(pid_file).read().strip())
+        with open(pid_file) as f:
+            pid = int(f.read().strip())
     except (OSError, ValueError):
         return
     try:

@@ -1,0 +1,243 @@
+"""Remote storage on real servers (issue 16): redis-server and nginx (WebDAV) started here on loopback.
+
+Two checkouts of one project at different paths, each with its own local cache, share entries through
+the server: the second build is all remote hits, its objects equal a plain nvcc build in that checkout,
+and no compiler process runs on those hits. A read-only remote is never written; a dead, restarted or
+black-holed server and a corrupt or unauthenticated one never break a build and never give a wrong
+object, and the stats count what happened.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+import kachetest
+import servers
+from kachetest import KacheTestCase
+
+STRACE = shutil.which("strace")
+
+HEADER = """#pragma once
+__device__ inline float twice(float x) { return 2.0f * x; }
+"""
+KERNEL = """#include "scale.cuh"
+__global__ void k%d(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]) + %d.0f; }
+int host%d() { return %d; }
+"""
+UNITS = ["a", "b", "c"]
+
+
+class RemoteCase(KacheTestCase):
+    def setUp(self):
+        super().setUp()
+        for name in ("redis-server", "nginx"):
+            if servers.missing(name):
+                self.skipTest(f"{name} is not installed")
+        for checkout in ("one", "two"):
+            self.write(f"{checkout}/include/scale.cuh", HEADER)
+            for i, u in enumerate(UNITS):
+                self.write(f"{checkout}/src/{u}.cu", KERNEL % (i, i, i, i))
+            os.makedirs(self.path(checkout, "build"))
+
+    def env_for(self, checkout, url, **extra):
+        env = {"KACHE_DIR": self.path("cache-" + checkout), "KACHE_REMOTE_STORAGE": url,
+               "KACHE_PATHS_BASE_DIRS": self.path(checkout)}
+        env.update(extra)
+        return env
+
+    def compile(self, checkout, unit, env, check=True):
+        root = self.path(checkout)
+        return self.kache(["nvcc", "-c", f"{root}/src/{unit}.cu", f"-I{root}/include", "-o", f"{unit}.o"],
+                          cwd=self.path(checkout, "build"), env=env, check=check)
+
+    def stats_of(self, env):
+        return self.stats(env=env)
+
+    def build(self, checkout, env):
+        for u in UNITS:
+            self.compile(checkout, u, env)
+
+    def assert_plain_equivalent(self, checkout):
+        root = self.path(checkout)
+        for u in UNITS:
+            self.nvcc(["-c", f"{root}/src/{u}.cu", f"-I{root}/include", "-o", f"plain-{u}.o"],
+                      cwd=self.path(checkout, "build"))
+            self.assert_same_object(self.path(checkout, "build", f"{u}.o"),
+                                    self.path(checkout, "build", f"plain-{u}.o"))
+
+    def executed(self, checkout, unit, env):
+        """The programs one compile runs (strace -f), kache itself excluded."""
+        trace = self.path("trace-" + unit)
+        root = self.path(checkout)
+        e = dict(self.env)
+        e.update(env)
+        subprocess.run([STRACE, "-f", "-qq", "-e", "trace=execve", "-o", trace, kachetest.KACHE, "nvcc", "-c",
+                        f"{root}/src/{unit}.cu", f"-I{root}/include", "-o", f"{unit}.o"],
+                       cwd=self.path(checkout, "build"), env=e, check=True, capture_output=True)
+        with open(trace) as f:
+            progs = re.findall(r'execve\("([^"]+)"', f.read())
+        return [p for p in progs if os.path.realpath(p) != os.path.realpath(kachetest.KACHE)]
+
+    def share_through(self, url):
+        one = self.env_for("one", url)
+        two = self.env_for("two", url)
+        self.build("one", one)
+        s = self.stats_of(one)
+        self.assertEqual((s["misses"], s["remote_writes"] > 0), (3, True), s)
+        # The second checkout's cache is empty: the first compile also probes the toolchain (once per
+        # cache dir), the others must run nothing at all.
+        self.compile("two", UNITS[0], two)
+        if STRACE:
+            for u in UNITS[1:]:
+                self.assertEqual(self.executed("two", u, two), [], f"{u}: a remote hit ran a process")
+        else:
+            for u in UNITS[1:]:
+                self.compile("two", u, two)
+        s = self.stats_of(two)
+        self.assertEqual((s["hits"], s["misses"]), (3, 0), s)
+        self.assertEqual(s["remote_hits"] > 0, True, s)
+        self.assert_plain_equivalent("two")
+        # Hits were written back: the same build again is local only.
+        before = s["remote_hits"]
+        self.build("two", two)
+        self.assertEqual(self.stats_of(two)["remote_hits"], before)
+
+
+class SharedThroughServers(RemoteCase):
+    def test_redis(self):
+        with servers.Redis() as redis:
+            self.share_through(redis.url)
+            self.assertTrue(any(k.startswith("kache:") for k in redis.keys()))
+
+    def test_redis_with_password(self):
+        with servers.Redis(password="s3cret") as redis:
+            self.share_through(redis.url)
+
+    def test_webdav(self):
+        with servers.Nginx() as nginx:
+            self.share_through(nginx.url + "/cache")
+            self.assertTrue(nginx.stored_files())
+
+    def test_webdav_basic_auth(self):
+        with servers.Nginx(basic_auth=("kache", "pw")) as nginx:
+            self.share_through(nginx.url.replace("http://", "http://kache:pw@") + "/cache")
+
+    def test_https_with_a_ca_file(self):
+        with servers.Nginx(tls=True) as nginx:
+            self.env["KACHE_REMOTE_CA_FILE"] = nginx.ca_cert
+            self.share_through(nginx.url + "/cache|layout=bazel")
+
+    def test_show_config_redacts_the_password(self):
+        r = self.kache(["--show-config"], env={"KACHE_REMOTE_STORAGE": "redis://:hunter2@127.0.0.1:1"})
+        self.assertIn("redis://:***@127.0.0.1:1", r.stdout)
+        self.assertNotIn("hunter2", r.stdout + r.stderr)
+
+
+class Modes(RemoteCase):
+    def test_read_only_stores_nothing_remotely(self):
+        with servers.Redis() as redis:
+            self.build("one", self.env_for("one", redis.url + "|read-only"))
+            self.assertEqual(redis.keys(), [])
+            self.build("one", self.env_for("one", redis.url, KACHE_REMOTE_READ_ONLY="1", KACHE_DIR=self.path("c2")))
+            self.assertEqual(redis.keys(), [])
+
+    def test_remote_only_writes_no_local_entries(self):
+        with servers.Redis() as redis:
+            env = self.env_for("one", redis.url, KACHE_REMOTE_ONLY="1")
+            self.build("one", env)
+            self.assertEqual(self.stats_of(env)["entries"], 0)
+            self.assertTrue(redis.keys())
+            two = self.env_for("two", redis.url)
+            self.build("two", two)
+            self.assertEqual(self.stats_of(two)["hits"], 3)
+
+
+class Outages(RemoteCase):
+    def test_dead_server_never_breaks_a_build(self):
+        url = f"redis://127.0.0.1:{servers.free_port()}"
+        env = self.env_for("one", url)
+        self.build("one", env)
+        s = self.stats_of(env)
+        self.assertEqual((s["misses"], s["remote_errors"], s["remote_skipped"]), (3, 3, 0), s)
+        self.assert_plain_equivalent("one")
+        # After three failures the breaker skips the server without connecting (for 30 s).
+        self.kache(["-C"], env=env)
+        self.build("one", env)
+        s = self.stats_of(env)
+        self.assertEqual((s["misses"], s["remote_errors"], s["remote_skipped"]), (6, 3, 3), s)
+        self.assert_plain_equivalent("one")
+
+    def test_black_holed_server_times_out(self):
+        for full in (False, True):
+            with servers.BlackHole(full_backlog=full) as hole:
+                env = self.env_for("one", hole.url("redis") + "|connect-timeout=100|operation-timeout=300",
+                                   KACHE_DIR=self.path(f"c-{full}"))
+                self.build("one", env)
+                s = self.stats_of(env)
+                self.assertEqual(s["misses"], 3, s)
+                self.assertGreater(s["remote_timeouts"] + s["remote_skipped"], 0, s)
+        self.assert_plain_equivalent("one")
+
+    def test_server_killed_and_restarted(self):
+        redis = servers.Redis()
+        port = redis.port
+        env = self.env_for("one", redis.url)
+        try:
+            self.compile("one", "a", env)
+            redis.stop()
+            self.compile("one", "b", env)
+            s = self.stats_of(env)
+            self.assertGreater(s["remote_errors"], 0, s)
+        finally:
+            redis.stop()
+        # A new server on the same port: written again (one failure does not open the breaker).
+        redis = servers.Redis()
+        try:
+            env = self.env_for("one", f"redis://127.0.0.1:{redis.port}")
+            self.compile("one", "c", env)
+            self.assertTrue(redis.keys())
+        finally:
+            redis.stop()
+        self.assertTrue(port > 0)
+        self.assert_plain_equivalent("one")
+
+    def test_wrong_password_warns_and_builds(self):
+        with servers.Redis(password="right") as redis:
+            env = self.env_for("one", redis.url.replace(":right@", ":wrong@"))
+            r = self.compile("one", "a", env)
+            self.assertIn("refused the credentials", r.stderr)
+            self.assertNotIn("wrong", r.stderr.replace("wrong@", ""))
+            self.compile("one", "b", env)
+            self.compile("one", "c", env)
+            self.assert_plain_equivalent("one")
+            self.assertEqual(redis.keys(), [])
+
+
+class Poisoning(RemoteCase):
+    def corrupt_every_value(self, redis, how):
+        for key in redis.keys():
+            value = redis.get(key)
+            redis.command("SET", key, how(value))
+
+    def check_never_served(self, how):
+        with servers.Redis() as redis:
+            self.build("one", self.env_for("one", redis.url))
+            self.corrupt_every_value(redis, how)
+            two = self.env_for("two", redis.url)
+            self.build("two", two)
+            s = self.stats_of(two)
+            self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
+            self.assert_plain_equivalent("two")
+
+    def test_flipped_byte(self):
+        self.check_never_served(lambda v: v[:-20] + bytes([v[-20] ^ 0x40]) + v[-19:])
+
+    def test_truncated(self):
+        self.check_never_served(lambda v: v[: len(v) // 2])
+
+    def test_garbage(self):
+        self.check_never_served(lambda v: b"\x00" * len(v))
+
+
+if __name__ == "__main__":
+    kachetest.main()
