@@ -31,21 +31,26 @@ if [[ -z "$cxx" ]]; then
 fi
 [[ -n "$cxx" ]] || { echo "fuzz: no clang++ found (install clang-14 and libclang-rt-14-dev)" >&2; exit 1; }
 
-# Warnings are not errors here: a newer clang's new warning must not stop the fuzz step (the GCC
-# build keeps -Werror for the code itself).
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-  -DKACHE_FUZZ=ON -DKACHE_TESTS=OFF -DKACHE_WERROR=OFF >/dev/null
-cmake --build build-fuzz -j "${KACHE_JOBS:-$(nproc)}" --target "${targets[@]}"
+# KACHE_FUZZ_BUILD names a build dir configured with -DKACHE_FUZZ=ON already (CI reuses
+# scripts/clang-build.sh's build-clang); otherwise build-fuzz/ is configured here, optimized.
+build="${KACHE_FUZZ_BUILD:-build-fuzz}"
+if [[ -z "${KACHE_FUZZ_BUILD:-}" ]]; then
+  # Warnings are not errors here: a newer clang's new warning must not stop the fuzz step (the GCC
+  # build keeps -Werror for the code itself).
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
+    -DKACHE_FUZZ=ON -DKACHE_TESTS=OFF -DKACHE_WERROR=OFF >/dev/null
+fi
+cmake --build "$build" -j "${KACHE_JOBS:-$(nproc)}" --target "${targets[@]}"
 
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-mkdir -p build-fuzz/logs
+mkdir -p "$build/logs"
 failed=()
 for t in "${targets[@]}"; do
-  work="build-fuzz/corpus/$t"
+  work="$build/corpus/$t"
   mkdir -p "$work" "fuzz/regressions/$t"
-  log="build-fuzz/logs/$t.log"
+  log="$build/logs/$t.log"
   echo "fuzz: $t for ${seconds}s"
-  if build-fuzz/fuzz/"$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  if "$build"/fuzz/"$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="fuzz/regressions/$t/" "$work" "fuzz/corpus/$t" "fuzz/regressions/$t" >"$log" 2>&1; then
     # The last status line carries the coverage figures ("#123 DONE cov: 456 ft: 789 corp: ...").
     echo "fuzz: $t ok: $(grep -E '^#[0-9]+' "$log" | tail -1) $(grep -E 'stat::number_of_executed_units' "$log")"
