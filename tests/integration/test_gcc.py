@@ -170,6 +170,37 @@ class Basics(GccCase):
         self.assert_counts(hits=1, misses=1)
 
 
+class SecondBuildDir(GccCase):
+    """CMake's shape: absolute source, -I into the build directory (a generated header), -MD -MF and -o
+    in the build directory, -g. A second build directory keys alike (paths under a root by the root's
+    name, README "Checkouts at other paths") and gets the object a plain build there gives; a header
+    that differs between the two build directories still misses."""
+
+    def compile_in(self, build, compiler="g++-12", gen="#define VAL 3\n"):
+        self.write(f"{build}/gen/h.h", gen)
+        os.makedirs(self.path(build, "obj"), exist_ok=True)
+        src = self.path("src", "a.cpp")
+        args = ["-g", "-O1", f"-I{self.path(build, 'gen')}", "-MD", "-MT", "obj/a.o", "-MF", "obj/a.o.d",
+                "-o", "obj/a.o", "-c", src]
+        self.kache([compiler] + args, cwd=self.path(build))
+        self.plain(compiler, args[:3] + ["-o", "obj/plain.o", "-c", src], cwd=self.path(build))
+        self.assert_same_object(self.path(build, "obj/a.o"), self.path(build, "obj/plain.o"))
+        with open(self.path(build, "obj/a.o.d")) as f:
+            self.assertIn(self.path(build, "gen", "h.h"), f.read())
+
+    def test_second_build_dir_hits(self):
+        self.write("src/a.cpp", VALUE_SRC)
+        for compiler in [c for c in COMPILERS if "++" in c]:
+            with self.subTest(compiler=compiler):
+                self.zero()
+                self.compile_in(f"build1-{compiler}", compiler)
+                self.compile_in(f"build2-{compiler}", compiler)
+                self.assert_counts(hits=1, misses=1)
+                # The same layout with another generated header: a miss, not the first one's object.
+                self.compile_in(f"build3-{compiler}", compiler, gen="#define VAL 4\n")
+                self.assert_counts(hits=1, misses=2)
+
+
 class Passthrough(GccCase):
     CASES = [
         (["gcc", "a.c", "-o", "prog"], "link"),

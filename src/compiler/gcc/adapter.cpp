@@ -7,6 +7,7 @@
 #include "compiler/gcc/plan.hpp"
 #include "compiler/gcc/toolchain.hpp"
 #include "compiler/job_paths.hpp"
+#include "core/log.hpp"
 #include "util/fs.hpp"
 
 namespace kache::compiler::gcc {
@@ -21,6 +22,24 @@ void replace_value(std::vector<std::string>& args, const CompilePlan::ArgRef& re
   } else {
     args[ref.index + 1] = value;
   }
+}
+
+// The command line as keyed: each path-valued option's absolute value under a root by the root's
+// name (-I/w/one/build/gen -> -I/kache/build/gen), so another build directory or checkout keys alike;
+// the miss's prefix maps and the depfile's templating give the same outputs there. Paths outside
+// every root, and relative ones, stay as written.
+std::vector<std::string> keyed_args(const CompilePlan& plan, const core::PathRoots& roots) {
+  std::vector<std::string> args = plan.keyed_args;
+  if (!roots.enabled()) return args;
+  for (const auto& pv : plan.path_values) {
+    std::string& a = args[pv.index];
+    const auto keyed = roots.key_value(a.substr(pv.offset));
+    if (core::log().should_log(spdlog::level::trace) && keyed.form != a.substr(pv.offset)) {
+      core::log().trace("path {} keyed as {} ({})", a, keyed.form, keyed.why);
+    }
+    a = a.substr(0, pv.offset) + keyed.form;
+  }
+  return args;
 }
 
 }  // namespace
@@ -83,7 +102,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   // A relative source path reaches __FILE__ and the dependency file as spelled: keyed as spelled.
   k.emplace_back("source", plan.source.starts_with("/") ? job.roots.key_form(plan.source) : plan.source);
   k.emplace_back("output", job.roots.key_form(job.output));
-  for (const auto& a : plan.keyed_args) k.emplace_back("arg", a);
+  for (const auto& a : keyed_args(plan, job.roots)) k.emplace_back("arg", a);
   // Every variable the table keys (CPATH, C_INCLUDE_PATH, GCC_EXEC_PREFIX, LC_ALL...), unset apart
   // from empty.
   add_env_key_fields(inv.env, false, k);

@@ -94,6 +94,8 @@ class Planner {
         separate = true;
       }
     }
+    // Where the value sits: the next argument, or the tail of this one.
+    const CompilePlan::PathValue value_at{separate ? last : i, separate ? 0 : t.size() - value.size()};
     switch (f.effect) {
       case Effect::Keyed:
         if (t == "-MP") dep_flag_args_.push_back(i);
@@ -113,9 +115,11 @@ class Planner {
         break;
       case Effect::IncludeDir:
         include_dirs_.push_back(value);
+        path_values_.push_back(value_at);
         break;
       case Effect::ForcedInclude:
         forced_includes_.push_back(value);
+        path_values_.push_back(value_at);
         break;
       case Effect::Debug:
         if (!t.starts_with("-gno-") && t != "-g0") has_debug_ = true;
@@ -130,10 +134,12 @@ class Planner {
         break;
       case Effect::DepFile:
         depfile_path_ = value;
+        path_values_.push_back(value_at);
         depfile_arg_ = CompilePlan::ArgRef{i, !separate};
         break;
       case Effect::DepTarget:
         has_dep_target_ = true;
+        path_values_.push_back(value_at);
         dep_target_args_.push_back({i, !separate});
         break;
       case Effect::Refuse:
@@ -186,6 +192,7 @@ class Planner {
     if (output_) p.keyed_args[output_index_] = output_attached_ ? "-o<output>" : "<output>";
     p.include_dirs = include_dirs_;
     p.forced_includes = forced_includes_;
+    p.path_values = path_values_;
     p.has_debug = has_debug_;
     return p;
   }
@@ -198,6 +205,7 @@ class Planner {
   const std::vector<std::string>& args_;
   const std::vector<std::string>& allowlist_;
   std::optional<Passthrough> phase_refusal_, flag_refusal_;
+  std::vector<CompilePlan::PathValue> path_values_;
   bool has_compile_ = false, has_debug_ = false, has_dep_target_ = false;
   std::string language_;
   std::vector<Input> inputs_;

@@ -33,6 +33,14 @@ struct CompilePlan {
   std::vector<std::size_t> dep_flag_args;  // -MD / -MMD / -MP
   // The command line with the source replaced by "<source>" and the -o value by "<output>".
   std::vector<std::string> keyed_args;
+  // Path-valued options in keyed_args (-I, -isystem, -iquote, -idirafter, -include, -imacros, -MF,
+  // -MT, -MQ): the index of the argument holding the value and where the value starts in it, so the
+  // adapter keys an absolute path under a root by the root's name (README "Checkouts at other paths").
+  struct PathValue {
+    std::size_t index;
+    std::size_t offset;
+  };
+  std::vector<PathValue> path_values;
   std::vector<std::string> include_dirs;    // -I/-iquote/-isystem/-idirafter values, in order
   std::vector<std::string> forced_includes; // -include/-imacros values
   bool has_debug = false;
