@@ -1,5 +1,6 @@
 #include "core/pipeline.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/lock.hpp"
 #include "util/parallel.hpp"
 #include "util/process.hpp"
 #include "util/scoped_file.hpp"
@@ -654,6 +656,9 @@ int Pipeline::miss() {
       }
       counts_[counter::kStored]++;
       log.debug("miss: stored {}", job_.output);
+    } catch (const util::LockTimeout& e) {
+      counts_["not_stored.lock-timeout"]++;  // another process holds the lock and does not let go
+      log.info("miss: not stored ({}): {}", e.what(), job_.output);
     } catch (const std::exception& e) {
       counts_["errors"]++;
       counts_["error.storage-write"]++;
@@ -666,6 +671,13 @@ int Pipeline::miss() {
   write_all(STDOUT_FILENO, out_text);
   write_all(STDERR_FILENO, err_text);
   return 0;
+}
+
+// The cache dir grants write permission to others (sticky or not: anyone may create a shard in it).
+bool world_writable(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return false;
+  return (st.st_mode & S_IWOTH) != 0;
 }
 
 [[noreturn]] void run_unchanged(const Invocation& inv) {
@@ -692,6 +704,13 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     run_unchanged(inv);
   };
   if (cfg.disable) pass("disabled", "");
+  if (!cfg.allow_world_writable && world_writable(cfg.cache_dir)) {
+    // Anyone could plant an entry there (an object with code of theirs): never read from it.
+    log.warn("the cache directory {} is writable by every user, so kache does not use it; run `chmod o-w {}` "
+             "(or set cache.allow_world_writable = true if every user of this machine is trusted)",
+             cfg.cache_dir, cfg.cache_dir);
+    pass("cache-world-writable", cfg.cache_dir);
+  }
   auto adapter = compiler::find_adapter(inv.compiler_arg);
   if (!adapter) pass("unsupported-compiler", inv.compiler_arg);
 

@@ -19,9 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include "util/cache_umask.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/lock.hpp"
 #include "util/scoped_file.hpp"
 
 namespace kache::storage {
@@ -88,11 +90,11 @@ class ShardLock {
     std::string path = util::join_path(shard_dir, name);
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd_ < 0) throw_errno(errno, "open " + path);
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
+    try {
+      util::lock_bounded(fd_, LOCK_EX, path);  // util::LockTimeout when a stopped process holds it
+    } catch (...) {
       ::close(fd_);
-      throw_errno(err, "flock " + path);
+      throw;
     }
   }
   ~ShardLock() { ::close(fd_); }  // closing releases the lock
@@ -421,6 +423,7 @@ std::string shard_at(const std::string& dir, int i) { return util::join_path(dir
 // file is still that inode (a concurrent put may have replaced a corrupt entry by a good one).
 void unlink_entry(const std::string& shard_dir, const std::string& path,
                   std::optional<std::pair<dev_t, ino_t>> expect) {
+  util::CacheUmaskScope cache_umask;
   ShardLock lock(shard_dir);
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;
@@ -641,6 +644,7 @@ void LocalStorage::put_blob(std::string_view key, const std::string& blob) {
   const std::string path = entry_path(key);
   const std::string dir = util::dirname(path);
   const std::string shard = shard_of(opt_.dir, key);
+  util::CacheUmaskScope cache_umask;
   util::create_directories(dir);
   // The slow part (writing) happens outside the lock; only publish + accounting are serialized.
   std::string tmp = util::write_temp_file(dir, key, blob);
@@ -667,7 +671,13 @@ void LocalStorage::put_blob(std::string_view key, const std::string& blob) {
 // since the scan (a hit refreshed it) is spared. `keep` (the entry just stored) is never evicted, so
 // an entry larger than the share a smaller bound would leave it still gets used once.
 void LocalStorage::evict(const std::string& keep) {
-  ShardLock cleanup(opt_.dir, "cleanup.lock");
+  util::CacheUmaskScope cache_umask;
+  std::optional<ShardLock> cleanup;
+  try {
+    cleanup.emplace(opt_.dir, "cleanup.lock");
+  } catch (const util::LockTimeout&) {
+    return;  // another process is evicting, or is stopped holding the lock: the next put tries again
+  }
   {
     std::uint64_t total = total_size();
     if (total > opt_.max_size) {
@@ -693,7 +703,12 @@ void LocalStorage::evict(const std::string& keep) {
       for (int i = 0; i < kShards; ++i) {
         if (by_shard[i].empty()) continue;
         const std::string shard = shard_at(opt_.dir, i);
-        ShardLock lock(shard);
+        std::optional<ShardLock> lock;
+        try {
+          lock.emplace(shard);
+        } catch (const util::LockTimeout&) {
+          continue;  // a stopped holder: this shard keeps its files until a later eviction
+        }
         for (const auto& e : by_shard[i]) {
           struct stat st {};
           if (::lstat(e.path.c_str(), &st) != 0 || mtime_ns(st) != e.mtime_ns) continue;
@@ -732,6 +747,7 @@ std::uint64_t LocalStorage::entry_count() const {
 }
 
 void LocalStorage::clear() {
+  util::CacheUmaskScope cache_umask;
   for (int i = 0; i < kShards; ++i) {
     const std::string shard = shard_at(opt_.dir, i);
     if (!util::exists(shard)) continue;
@@ -745,6 +761,7 @@ void LocalStorage::clear() {
 }
 
 void LocalStorage::trim_all() {
+  util::CacheUmaskScope cache_umask;
   for (int i = 0; i < kShards; ++i) {
     const std::string shard = shard_at(opt_.dir, i);
     if (!util::exists(shard)) continue;
