@@ -118,6 +118,21 @@ void remove_stale_temp(int dirfd, const char* name, const struct stat& st, std::
   if (now - mtime_ns(st) > kStaleTempNs) ::unlinkat(dirfd, name, 0);
 }
 
+// Removes stale ".tmp.*" files in the cache dir itself: the stats files are replaced through temp files
+// there, and a kache killed between writing one and renaming it leaves it behind.
+void remove_stale_root_temps(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const std::int64_t now = util::now_ns();
+  while (dirent* de = ::readdir(d)) {
+    if (!is_temp_name(de->d_name)) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+      remove_stale_temp(::dirfd(d), de->d_name, st, now);
+  }
+  ::closedir(d);
+}
+
 // Lists the entry files of one shard: regular files in <shard>/<xx>/ whose names do not start with
 // '.' (temp files do). Optionally removes stale temp files along the way.
 std::vector<EntryFile> scan_shard(const std::string& shard_dir, bool clean_temps) {
@@ -678,6 +693,7 @@ void LocalStorage::evict(const std::string& keep) {
   } catch (const util::LockTimeout&) {
     return;  // another process is evicting, or is stopped holding the lock: the next put tries again
   }
+  remove_stale_root_temps(opt_.dir);
   {
     std::uint64_t total = total_size();
     if (total > opt_.max_size) {
@@ -748,6 +764,7 @@ std::uint64_t LocalStorage::entry_count() const {
 
 void LocalStorage::clear() {
   util::CacheUmaskScope cache_umask;
+  remove_stale_root_temps(opt_.dir);
   for (int i = 0; i < kShards; ++i) {
     const std::string shard = shard_at(opt_.dir, i);
     if (!util::exists(shard)) continue;
