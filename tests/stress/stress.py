@@ -21,7 +21,7 @@ Each round ("step"):
             eviction passes.
   corrupt a few entries are damaged at random (bit flips, truncation, emptied, garbage) for the next round.
 
-Short form (default; CI runs it through ctest, label "stress"): 12 TUs, 4 rounds, 6 concurrent
+Short form (default; CI runs it through ctest, label "stress"): 10 TUs, 4 rounds, 6 concurrent
 compiles: a miss runs nvcc's six-process pipeline and CI has 2 cores, so 32 concurrent nvcc's there
 would measure the scheduler, not kache. Long form (`--long` or KACHE_STRESS_LONG=1): 36 TUs, 8 rounds,
 32 concurrent compiles. Figures are printed at the end (and as JSON with --json FILE).
@@ -251,6 +251,9 @@ class Stress:
 
     # --- one round -----------------------------------------------------------------------------------
     def chaos_round(self, rnd, out_dir, clear_loop, fill, read_only, corrupted):
+        # The same output paths every round (the output's name is part of a compile's key), emptied
+        # first so that no object of an earlier round passes for a new one.
+        shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
         tus = list(range(self.args.tus))
         self.rng.shuffle(tus)
@@ -383,7 +386,7 @@ class Stress:
         # A few quiet builds, so every round checks the stats on more than the reruns.
         sample = self.rng.sample(range(self.args.tus), min(4, self.args.tus))
         for tu in sample:
-            out = os.path.join(out_dir, f"check{tu}.o")
+            out = os.path.join(out_dir, f"tu{tu}.o")
             r = self.build_one(tu, out)
             if r.returncode != 0 or sections(out) != self.baseline_of(tu):
                 self.figures["wrong_objects" if r.returncode == 0 else "failed_builds"] += 1
@@ -424,7 +427,7 @@ class Stress:
             fill = rnd % 4 == 3
             self.figures["full_fs_rounds"] += int(fill and self.tmpfs)
             self.figures["read_only_rounds"] += int(read_only and self.tmpfs)
-            out_dir = os.path.join(self.ws, f"round{rnd}")
+            out_dir = os.path.join(self.ws, "out")
             self.run_kache(["-z"])
             results = self.chaos_round(rnd, out_dir, clear_loop, fill, read_only, corrupted)
             chaos_stats = self.stats()
@@ -438,7 +441,6 @@ class Stress:
                   f"clear/zero loop {'on' if clear_loop else 'off'}, full fs {fill and self.tmpfs}, "
                   f"read-only {read_only and self.tmpfs}: {'ok' if not fails else str(len(fails)) + ' failures'}",
                   flush=True)
-            shutil.rmtree(out_dir, ignore_errors=True)
         # The final cleanup removes every temp file older than the run.
         old = self.plant_old_temps(3)
         self.run_kache(["-C"])
@@ -468,7 +470,7 @@ def main():
     if args.long:
         args.tus, args.rounds, args.concurrency, args.corrupt, args.fs_kib = 36, 8, 32, 6, 4096
     else:
-        args.tus, args.rounds, args.concurrency, args.corrupt, args.fs_kib = 12, 4, 6, 3, 2048
+        args.tus, args.rounds, args.concurrency, args.corrupt, args.fs_kib = 10, 4, 6, 3, 2048
     args.kill_rate = 0.15
     print(f"stress: {'long' if args.long else 'short'} form, seed {args.seed} (KACHE_STRESS_SEED to repeat), "
           f"{args.tus} TUs, {args.rounds} rounds, {args.concurrency} concurrent", flush=True)
