@@ -462,6 +462,8 @@ def main():
     ap.add_argument("--long", action="store_true", default=os.environ.get("KACHE_STRESS_LONG") == "1")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("KACHE_STRESS_SEED", "0")) or None)
     ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("--rounds", type=int, help="override the form's number of rounds")
+    ap.add_argument("--tus", type=int, help="override the form's number of TUs")
     args = ap.parse_args()
     if NVCC is None:
         print("nvcc is not on PATH: skipped")
@@ -472,6 +474,10 @@ def main():
     else:
         args.tus, args.rounds, args.concurrency, args.corrupt, args.fs_kib = 10, 4, 6, 3, 2048
     args.kill_rate = 0.15
+    overrides = {"rounds": ap.parse_args().rounds, "tus": ap.parse_args().tus}
+    for name, value in overrides.items():
+        if value:
+            setattr(args, name, value)
     print(f"stress: {'long' if args.long else 'short'} form, seed {args.seed} (KACHE_STRESS_SEED to repeat), "
           f"{args.tus} TUs, {args.rounds} rounds, {args.concurrency} concurrent", flush=True)
     s = Stress(args)
