@@ -206,6 +206,11 @@ void write_counter(const std::string& shard_dir, std::uint64_t value) {
   util::write_file_atomic(util::join_path(shard_dir, "size"), std::to_string(value) + "\n");
 }
 
+// Removes the shard's counter before a batch of unlinks that rewrites it at the end: a kache killed
+// halfway through then leaves no counter (the next reader counts the files) instead of one that still
+// counts the files already gone. Caller holds the lock.
+void forget_counter_locked(const std::string& shard_dir) { ::unlink(util::join_path(shard_dir, "size").c_str()); }
+
 // The shard's counter; a missing or damaged one is rebuilt from the files. Caller holds the lock.
 std::uint64_t load_counter_locked(const std::string& shard_dir) {
   if (auto v = read_counter(shard_dir)) return *v;
@@ -725,6 +730,7 @@ void LocalStorage::evict(const std::string& keep) {
         } catch (const util::LockTimeout&) {
           continue;  // a stopped holder: this shard keeps its files until a later eviction
         }
+        forget_counter_locked(shard);
         for (const auto& e : by_shard[i]) {
           struct stat st {};
           if (::lstat(e.path.c_str(), &st) != 0 || mtime_ns(st) != e.mtime_ns) continue;
@@ -769,6 +775,7 @@ void LocalStorage::clear() {
     const std::string shard = shard_at(opt_.dir, i);
     if (!util::exists(shard)) continue;
     ShardLock lock(shard);
+    forget_counter_locked(shard);
     std::uint64_t left = 0;
     for (const auto& e : scan_shard(shard, true)) {
       if (::unlink(e.path.c_str()) != 0 && errno != ENOENT) left += e.size;
