@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev libhiredis-dev libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   ccache sccache redis-server nginx hyperfine strace meson python3 python3-matplotlib binutils make
   xfsprogs e2fsprogs
+  faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)
   clang-14 libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh
 )
 

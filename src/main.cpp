@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   inv.env = util::current_environment();
 
   const core::Config cfg = core::load_config();
+  core::apply_process_settings(cfg);
   core::init_logging(cfg.log_filter, cfg.log_file);
   for (const auto& problem : cfg.problems) core::log().warn("{}", problem);
 

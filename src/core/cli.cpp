@@ -247,6 +247,7 @@ int run_cli(int argc, char** argv) {
 
   const Config config = load_config();
   for (const auto& problem : config.problems) fmt::print(stderr, "{}\n", problem);
+  apply_process_settings(config);
 
   try {
     if (show_config) {

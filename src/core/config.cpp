@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -19,6 +20,8 @@
 
 #include "core/log.hpp"
 #include "storage/remote/remote_url.hpp"
+#include "util/cache_umask.hpp"
+#include "util/lock.hpp"
 
 namespace kache::core {
 namespace {
@@ -304,6 +307,43 @@ std::string set_log_file(Config& c, const std::string& v) {
   return {};
 }
 
+std::string set_umask(Config& c, const std::string& v) {
+  const std::string t = trim(v);
+  unsigned mask = 0;
+  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), mask, 8);
+  if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || mask > 0777)
+    return "is not an octal umask such as 002 or 022";
+  c.cache_umask = static_cast<int>(mask);
+  return {};
+}
+
+std::string set_umask_node(Config& c, const toml::node& n) {
+  // TOML 0o002 is an integer; a bare 002 is not valid TOML, "002" arrives as a string.
+  if (auto i = n.value_exact<std::int64_t>(); i && *i >= 0 && *i <= 0777) {
+    c.cache_umask = static_cast<int>(*i);
+    return {};
+  }
+  return "is not an octal umask such as \"002\" or 0o002";
+}
+
+std::string set_lock_timeout(Config& c, const std::string& v) {
+  const std::string t = trim(v);
+  char* end = nullptr;
+  const double s = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !(s >= 0) || s > 86400) return "is not a number of seconds";
+  c.lock_timeout_s = s;
+  return {};
+}
+
+std::string set_lock_timeout_node(Config& c, const toml::node& n) {
+  std::optional<double> s;
+  if (auto i = n.value_exact<std::int64_t>()) s = static_cast<double>(*i);
+  if (auto d = n.value_exact<double>()) s = *d;
+  if (!s || !(*s >= 0) || *s > 86400) return "is not a number of seconds";
+  c.lock_timeout_s = *s;
+  return {};
+}
+
 const KeySpec kKeys[] = {
     {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path"},
     {"cache", "max_size", "KACHE_MAX_SIZE", set_max_size, set_max_size_node,
@@ -338,6 +378,13 @@ const KeySpec kKeys[] = {
      "a log filter string"},
     {"log", "file", "KACHE_LOG_FILE", set_log_file, nullptr,
      [](const Config& c) { return c.log_file.empty() ? std::string("(stderr)") : c.log_file; }, "a path"},
+    {"cache", "umask", "KACHE_UMASK", set_umask, set_umask_node,
+     [](const Config& c) { return c.cache_umask < 0 ? std::string("(the process umask)") : fmt::format("{:03o}", c.cache_umask); },
+     "an octal umask"},
+    {"cache", "allow_world_writable", "KACHE_ALLOW_WORLD_WRITABLE", set_bool<&Config::allow_world_writable>,
+     set_bool_node<&Config::allow_world_writable>, show_bool<&Config::allow_world_writable>, "a boolean"},
+    {"cache", "lock_timeout", "KACHE_LOCK_TIMEOUT", set_lock_timeout, set_lock_timeout_node,
+     [](const Config& c) { return fmt::format("{}s", c.lock_timeout_s); }, "a number of seconds"},
 };
 
 std::string full_name(const KeySpec& k) { return fmt::format("{}.{}", k.section, k.name); }
@@ -628,6 +675,11 @@ std::string describe_config(const Config& config) {
     out += fmt::format("{:<{}}  {:<{}}  ({})\n", name, key_width, k.show(config), value_width, origin);
   }
   return out;
+}
+
+void apply_process_settings(const Config& config) {
+  util::set_cache_umask(config.cache_umask);
+  util::set_lock_timeout_ms(static_cast<std::int64_t>(config.lock_timeout_s * 1000));
 }
 
 }  // namespace kache::core

@@ -19,6 +19,10 @@
 //   remote.ca_file               KACHE_REMOTE_CA_FILE      (extra CA certificate for https remotes)
 //   log.filter                   KACHE_LOG                 (e.g. "kache=debug")
 //   log.file                     KACHE_LOG_FILE
+//   cache.umask                  KACHE_UMASK               (octal, e.g. "002": for files and dirs kache
+//                                                           creates in the cache; outputs keep the user's)
+//   cache.allow_world_writable   KACHE_ALLOW_WORLD_WRITABLE (bool: use a cache dir others may write)
+//   cache.lock_timeout           KACHE_LOCK_TIMEOUT        (seconds: the longest wait for a cache lock)
 // A bad key or value produces one sentence naming the key and where it came from; kache then keeps
 // going with the default for that key (the build must keep working).
 #include <cstdint>
@@ -45,6 +49,9 @@ struct Config {
   std::string remote_ca_file;
   std::string log_filter;
   std::string log_file;
+  int cache_umask = -1;  // -1: the process umask
+  bool allow_world_writable = false;
+  double lock_timeout_s = 10.0;
 
   std::string config_file;             // the file that was read (may not exist)
   std::vector<std::string> problems;   // one sentence each; printed as warnings
@@ -62,6 +69,8 @@ void set_config_value(const std::string& file, const std::string& section, const
                       const std::string& value);
 // Reads a boolean word: 1/0, true/false, yes/no, on/off (any case); false if it is none of them.
 bool parse_bool(const std::string& text, bool& value);
+// Makes the settings that live in process-wide state take effect (cache umask, lock timeout).
+void apply_process_settings(const Config& config);
 // Human-readable listing of every effective setting and its origin.
 std::string describe_config(const Config& config);
 

@@ -1,5 +1,6 @@
 #include "core/pipeline.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +34,7 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/lock.hpp"
 #include "util/parallel.hpp"
 #include "util/process.hpp"
 #include "util/scoped_file.hpp"
@@ -780,6 +782,13 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool reco
       explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files);
       if (recorded) stored = add_to_manifest(std::move(entry));
     }
+    if (!stored && stored.error().kind == storage::StorageFailure::Kind::timeout) {
+      // The store's lock is held by a process that does not let go (cache.lock_timeout): the result
+      // is installed; storing it is left to the next miss.
+      count_reason(counts_, ReasonCategory::NotStored, reason::kLockTimeout);
+      log.info("miss: not stored ({}): {}", stored.error().message, job_.output);
+      return;
+    }
     if (!stored) failure = stored.error().message;
   } catch (const std::exception& e) {
     failure = e.what();
@@ -808,6 +817,13 @@ storage::StorageStatus Pipeline::add_to_manifest(ManifestEntry entry) {
   return store_.put_record(manifest_key_, serialize_manifest(manifest));
 }
 
+// The cache dir grants write permission to others (sticky or not: anyone may create a shard in it).
+bool world_writable(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return false;
+  return (st.st_mode & S_IWOTH) != 0;
+}
+
 [[noreturn]] void run_unchanged(const Invocation& inv) {
   std::fflush(stdout);
   std::fflush(stderr);
@@ -833,6 +849,13 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     run_unchanged(inv);
   };
   if (cfg.disable) pass(reason::kDisabled, "");
+  if (!cfg.allow_world_writable && world_writable(cfg.cache_dir)) {
+    // Anyone could plant an entry there (an object with code of theirs): never read from it.
+    log.warn("the cache directory {} is writable by every user, so kache does not use it; run `chmod o-w {}` "
+             "(or set cache.allow_world_writable = true if every user of this machine is trusted)",
+             cfg.cache_dir, cfg.cache_dir);
+    pass(reason::kCacheWorldWritable, cfg.cache_dir);
+  }
   auto adapter = compiler::find_adapter(inv.compiler_arg);
   if (!adapter) pass(reason::kUnsupportedCompiler, inv.compiler_arg);
 

@@ -13,6 +13,9 @@ constexpr Reason kReasons[] = {
     // kache itself (core/pipeline.cpp)
     {C::Passthrough, "disabled", "Caching is switched off (KACHE_DISABLE or cache.disable)."},
     {C::Passthrough, "unsupported-compiler", "kache has no adapter for this compiler, so it runs it unchanged."},
+    {C::Passthrough, "cache-world-writable",
+     "The cache directory is writable by every user, so its entries cannot be trusted (chmod o-w, or "
+     "cache.allow_world_writable)."},
     {C::Passthrough, "output-dir-missing",
      "The directory of the output or dependency file does not exist; the compiler reports it itself."},
     {C::Passthrough, "output-dir-unwritable",
@@ -88,6 +91,8 @@ constexpr Reason kReasons[] = {
     // ---- compiled, installed, not stored ----------------------------------------------------------
     {C::NotStored, "closure-unreadable", "A file the compile read could not be read back to hash it."},
     {C::NotStored, "input-changed", "A file the compile read changed during the compile or while kache hashed it."},
+    {C::NotStored, "lock-timeout",
+     "A lock of the cache was held longer than cache.lock_timeout (a stopped process?); the result is not stored."},
     {C::NotStored, "depfile-target",
      "The dependency file does not start with its target, so the target could not be templated."},
     {C::NotStored, "path-in-object", "The object still contains a checkout-specific path, so it could not be shared."},

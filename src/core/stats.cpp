@@ -10,8 +10,10 @@
 #include <string_view>
 #include <system_error>
 
+#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/lock.hpp"
 #include "util/scoped_file.hpp"
 
 namespace kache::core {
@@ -127,11 +129,8 @@ std::string read_fd_all(int fd, const std::string& what) {
   }
 }
 
-void lock(int fd, int how, const std::string& what) {
-  while (::flock(fd, how) != 0) {
-    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "flock " + what);
-  }
-}
+// Bounded (util::LockTimeout): a process stopped mid-compaction must not stall every compile.
+void lock(int fd, int how, const std::string& what) { util::lock_bounded(fd, how, what); }
 
 // The journal opened with `flags` (O_CREAT creates the cache dir as needed); -1 when absent without O_CREAT.
 util::UniqueFd open_journal(const std::string& dir, const std::string& path, int flags) {
@@ -183,6 +182,7 @@ void StatsFile::add(const Counters& increments) noexcept {
     record += payload;
     record += '\n';
     const std::string path = journal_path(dir_);
+    util::CacheUmaskScope cache_umask;
     std::uint64_t end = 0;
     {
       util::UniqueFd fd = open_journal(dir_, path, O_WRONLY | O_APPEND | O_CREAT);
@@ -202,13 +202,20 @@ StatsSnapshot StatsFile::read() const {
   StatsSnapshot snap;
   const std::string path = journal_path(dir_);
   util::UniqueFd fd = open_journal(dir_, path, O_RDONLY);
-  if (fd.get() >= 0) lock(fd.get(), LOCK_SH, path);  // no compaction halfway through while we read
+  if (fd.get() >= 0) {
+    try {
+      lock(fd.get(), LOCK_SH, path);  // no compaction halfway through while we read
+    } catch (const util::LockTimeout&) {
+      // A compaction stopped halfway: read anyway; a record may show in both files until it resumes.
+    }
+  }
   parse_totals(read_if_present(totals_path(dir_)), snap.counters);
   if (fd.get() >= 0) parse_journal(read_fd_all(fd.get(), path), snap.counters);
   return snap;
 }
 
 void StatsFile::compact() {
+  util::CacheUmaskScope cache_umask;
   const std::string path = journal_path(dir_);
   util::UniqueFd fd = open_journal(dir_, path, O_RDWR);
   if (fd.get() < 0) return;  // nothing journalled
@@ -225,6 +232,7 @@ void StatsFile::compact() {
 }
 
 void StatsFile::zero() {
+  util::CacheUmaskScope cache_umask;
   const std::string path = journal_path(dir_);
   util::UniqueFd fd = open_journal(dir_, path, O_RDWR | O_CREAT);
   lock(fd.get(), LOCK_EX, path);

@@ -73,7 +73,7 @@ Found produced_passthrough_reasons() {
     if (!r.reason.empty()) found[std::string(r.reason)].insert("env_rules()");
   }
   for (std::string_view name : {core::reason::kDisabled, core::reason::kUnsupportedCompiler,
-                                core::reason::kOutputDirMissing, core::reason::kOutputDirUnwritable}) {
+                                core::reason::kOutputDirMissing, core::reason::kOutputDirUnwritable, core::reason::kCacheWorldWritable}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;
@@ -83,7 +83,7 @@ Found produced_not_stored_reasons() {
   Found found;
   for (std::string_view r : core::hidden_input_reasons()) found[std::string(r)].insert("hidden_input_reasons()");
   for (std::string_view name :
-       {core::reason::kClosureUnreadable, core::reason::kInputChanged, core::reason::kPathInObject, core::reason::kDepfileTarget}) {
+       {core::reason::kClosureUnreadable, core::reason::kInputChanged, core::reason::kPathInObject, core::reason::kDepfileTarget, core::reason::kLockTimeout}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;

@@ -11,6 +11,7 @@
 #include "compiler/gcc/driver_probe.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/log.hpp"
+#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
@@ -306,6 +307,8 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
     }
   }
 
+  // The memo lives in the cache dir: its files and directories take the cache umask (cache.umask).
+  util::CacheUmaskScope cache_umask;
   util::TempDir scratch(memo_dir.empty() ? "/tmp" : memo_dir, ".probe-");
   Memo m = probe(nvcc_path, env, ccbin, scratch.path(), memo_dir);
   if (!memo_path.empty()) {

@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "core/entry_format.hpp"
+#include "util/cache_umask.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/lock.hpp"
 #include "util/scoped_file.hpp"
 
 namespace kache::storage {
@@ -63,11 +65,11 @@ class ShardLock {
     std::string path = util::join_path(shard_dir, name);
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd_ < 0) throw_errno(errno, "open " + path);
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
+    try {
+      util::lock_bounded(fd_, LOCK_EX, path);  // util::LockTimeout when a stopped process holds it
+    } catch (...) {
       ::close(fd_);
-      throw_errno(err, "flock " + path);
+      throw;
     }
   }
   ~ShardLock() { ::close(fd_); }  // closing releases the lock
@@ -89,6 +91,21 @@ bool is_temp_name(std::string_view name) { return name.starts_with(kTempPrefix);
 // Removes ".tmp.*" files in dir older than the stale limit (callers hold the shard lock).
 void remove_stale_temp(int dirfd, const char* name, const struct stat& st, std::int64_t now) {
   if (now - mtime_ns(st) > kStaleTempNs) ::unlinkat(dirfd, name, 0);
+}
+
+// Removes stale ".tmp.*" files in the cache dir itself: the stats files are replaced through temp files
+// there, and a kache killed between writing one and renaming it leaves it behind.
+void remove_stale_root_temps(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const std::int64_t now = util::now_ns();
+  while (dirent* de = ::readdir(d)) {
+    if (!is_temp_name(de->d_name)) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+      remove_stale_temp(::dirfd(d), de->d_name, st, now);
+  }
+  ::closedir(d);
 }
 
 // Lists the entry files of one shard: regular files in <shard>/<xx>/ whose names do not start with
@@ -163,6 +180,11 @@ std::optional<std::uint64_t> read_counter(const std::string& shard_dir) {
 void write_counter(const std::string& shard_dir, std::uint64_t value) {
   util::write_file_atomic(util::join_path(shard_dir, "size"), std::to_string(value) + "\n");
 }
+
+// Removes the shard's counter before a batch of unlinks that rewrites it at the end: a kache killed
+// halfway through then leaves no counter (the next reader counts the files) instead of one that still
+// counts the files already gone. Caller holds the lock.
+void forget_counter_locked(const std::string& shard_dir) { ::unlink(util::join_path(shard_dir, "size").c_str()); }
 
 // The shard's counter; a missing or damaged one is rebuilt from the files. Caller holds the lock.
 std::uint64_t load_counter_locked(const std::string& shard_dir) {
@@ -248,6 +270,7 @@ std::string shard_at(const std::string& dir, int i) { return util::join_path(dir
 // file is still that inode (a concurrent put may have replaced a corrupt entry by a good one).
 void unlink_entry(const std::string& shard_dir, const std::string& path,
                   std::optional<std::pair<dev_t, ino_t>> expect) {
+  util::CacheUmaskScope cache_umask;
   ShardLock lock(shard_dir);
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;
@@ -298,6 +321,8 @@ template <typename F>
 auto guarded(F&& f) -> StorageResult<decltype(f())> {
   try {
     return f();
+  } catch (const util::LockTimeout& e) {
+    return StorageFailure{StorageFailure::Kind::timeout, e.what()};  // a lock held too long (cache.lock_timeout)
   } catch (const std::exception& e) {
     return StorageFailure{StorageFailure::Kind::error, e.what()};
   }
@@ -496,6 +521,7 @@ void LocalStorage::put_blob(std::string_view key, std::string_view blob) {
   const std::string path = entry_path(key);
   const std::string dir = util::dirname(path);
   const std::string shard = shard_of(opt_.dir, key);
+  util::CacheUmaskScope cache_umask;
   util::create_directories(dir);
   // The slow part (writing) happens outside the lock; only publish + accounting are serialized.
   std::string tmp = util::write_temp_file(dir, key, blob);
@@ -522,7 +548,14 @@ void LocalStorage::put_blob(std::string_view key, std::string_view blob) {
 // since the scan (a hit refreshed it) is spared. `keep` (the entry just stored) is never evicted, so
 // an entry larger than the share a smaller bound would leave it still gets used once.
 void LocalStorage::evict(const std::string& keep) {
-  ShardLock cleanup(opt_.dir, "cleanup.lock");
+  util::CacheUmaskScope cache_umask;
+  std::optional<ShardLock> cleanup;
+  try {
+    cleanup.emplace(opt_.dir, "cleanup.lock");
+  } catch (const util::LockTimeout&) {
+    return;  // another process is evicting, or is stopped holding the lock: the next put tries again
+  }
+  remove_stale_root_temps(opt_.dir);
   {
     std::uint64_t total = total_size();
     if (total > opt_.max_size) {
@@ -548,7 +581,13 @@ void LocalStorage::evict(const std::string& keep) {
       for (int i = 0; i < kShards; ++i) {
         if (by_shard[i].empty()) continue;
         const std::string shard = shard_at(opt_.dir, i);
-        ShardLock lock(shard);
+        std::optional<ShardLock> lock;
+        try {
+          lock.emplace(shard);
+        } catch (const util::LockTimeout&) {
+          continue;  // a stopped holder: this shard keeps its files until a later eviction
+        }
+        forget_counter_locked(shard);
         for (const auto& e : by_shard[i]) {
           struct stat st {};
           if (::lstat(e.path.c_str(), &st) != 0 || mtime_ns(st) != e.mtime_ns) continue;
@@ -587,10 +626,13 @@ std::uint64_t LocalStorage::entry_count() const {
 }
 
 void LocalStorage::clear() {
+  util::CacheUmaskScope cache_umask;
+  remove_stale_root_temps(opt_.dir);
   for (int i = 0; i < kShards; ++i) {
     const std::string shard = shard_at(opt_.dir, i);
     if (!util::exists(shard)) continue;
     ShardLock lock(shard);
+    forget_counter_locked(shard);
     std::uint64_t left = 0;
     for (const auto& e : scan_shard(shard, true)) {
       if (::unlink(e.path.c_str()) != 0 && errno != ENOENT) left += e.size;
@@ -600,6 +642,7 @@ void LocalStorage::clear() {
 }
 
 void LocalStorage::trim_all() {
+  util::CacheUmaskScope cache_umask;
   for (int i = 0; i < kShards; ++i) {
     const std::string shard = shard_at(opt_.dir, i);
     if (!util::exists(shard)) continue;
