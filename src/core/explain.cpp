@@ -22,6 +22,7 @@
 #include "core/invocation.hpp"
 #include "core/log.hpp"
 #include "util/clock.hpp"
+#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
@@ -531,6 +532,7 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     const std::string root = explain_root(cache_dir);
     const std::string dir_name = source_dir_name(job.source);
     const std::string dir = util::join_path(root, dir_name);
+    const util::CacheUmaskScope umask;  // the records live in the cache dir, shared like its entries
     util::create_directories(dir);
     util::write_file_atomic(util::join_path(dir, storage_key + ".json"), to_json(r).dump());
     util::write_file_atomic(util::join_path(root, "last"), dir_name + "/" + storage_key + ".json");

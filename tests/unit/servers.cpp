@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,6 +51,17 @@ sockaddr_in loopback(int port) {
 bool port_answers(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const sockaddr_in addr = loopback(port);
+  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// The socket file appears at bind(), a moment before listen(): only a connect proves it serves.
+bool unix_socket_answers(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  path.copy(addr.sun_path, sizeof addr.sun_path - 1);
   const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
   ::close(fd);
   return ok;
@@ -130,7 +142,7 @@ RedisServer::RedisServer(RedisOptions options) : password_(options.password) {
   wait_until([port] { return port_answers(port); }, "redis-server on port " + std::to_string(port_));
   if (!socket_.empty()) {
     const std::string socket = socket_;
-    wait_until([socket] { return fs::exists(socket); }, "redis-server's unix socket");
+    wait_until([socket] { return unix_socket_answers(socket); }, "redis-server's unix socket");
   }
 }
 

@@ -6,6 +6,7 @@
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/plan.hpp"
 #include "compiler/gcc/toolchain.hpp"
+#include "compiler/common.hpp"
 #include "compiler/job_paths.hpp"
 #include "core/log.hpp"
 #include "util/fs.hpp"
@@ -166,11 +167,7 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
 }
 
 void GccAdapter::miss_environment(util::Environment& env, const core::Config& cfg) const {
-  // __DATE__/__TIME__ follow SOURCE_DATE_EPOCH; pinning it keeps rebuilds identical. A build's own
-  // value wins; not keyed (as for nvcc): a hit keeps the date it was built with.
-  if (cfg.nvcc_source_date_epoch != "passthrough" && !util::env_get(env, "SOURCE_DATE_EPOCH")) {
-    util::env_set(env, "SOURCE_DATE_EPOCH", cfg.nvcc_source_date_epoch);
-  }
+  pin_source_date_epoch(env, cfg);
 }
 
 std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv, const CompileJob& job) const {

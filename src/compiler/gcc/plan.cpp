@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "compiler/common.hpp"
 #include "compiler/gcc/flag_table.hpp"
 #include "compiler/gcc/host_rules.hpp"
 #include "util/fs.hpp"
@@ -47,11 +48,8 @@ class Planner {
     if (!slot) slot = Passthrough{std::string(reason), std::move(detail)};
   }
 
-  bool allowlisted(std::string_view arg) const {
-    return std::any_of(allowlist_.begin(), allowlist_.end(), [&](const std::string& e) {
-      return !e.empty() && (arg == e || (arg.size() > e.size() && arg.starts_with(e) && arg[e.size()] == '='));
-    });
-  }
+  bool allowlisted(std::string_view arg) const { return allowlist_names(allowlist_, arg); }
+
 
   std::size_t scan(std::size_t i) {
     const std::string& t = args_[i];

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "compiler/env_table.hpp"
+#include "compiler/common.hpp"
 #include "compiler/job_paths.hpp"
 #include "compiler/nvcc/plan.hpp"
 #include "compiler/nvcc/toolchain.hpp"
@@ -341,11 +342,7 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
 }
 
 void NvccAdapter::miss_environment(util::Environment& env, const core::Config& cfg) const {
-  // __DATE__/__TIME__ follow SOURCE_DATE_EPOCH; pinning it keeps rebuilds identical. A build's own
-  // value wins. The value is deliberately not keyed (spec): a hit keeps the date it was built with.
-  if (cfg.nvcc_source_date_epoch != "passthrough" && !util::env_get(env, "SOURCE_DATE_EPOCH")) {
-    util::env_set(env, "SOURCE_DATE_EPOCH", cfg.nvcc_source_date_epoch);
-  }
+  pin_source_date_epoch(env, cfg);
 }
 
 std::vector<std::string> NvccAdapter::closure_command(const core::Invocation& inv, const CompileJob& job) const {

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "compiler/common.hpp"
 #include "compiler/nvcc/flag_table.hpp"
 
 namespace kache::compiler::nvcc {
@@ -68,13 +69,7 @@ class Planner {
   }
 
   // The allow-list as the spec defines it: the flag itself or the flag followed by "=value".
-  bool allowlisted(std::string_view arg) const {
-    for (const auto& e : options_.extra_allowlist) {
-      if (e.empty()) continue;
-      if (arg == e || (arg.size() > e.size() && arg.starts_with(e) && arg[e.size()] == '=')) return true;
-    }
-    return false;
-  }
+  bool allowlisted(std::string_view arg) const { return allowlist_names(options_.extra_allowlist, arg); }
 
   // A non-built-in table entry is admitted when the allow-list names the argument (above) or any
   // spelling of the same option (nvcc reads "-use_fast_math" and "--use_fast_math" alike), written

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "util/clock.hpp"
+#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 
@@ -39,6 +40,7 @@ Breaker::State Breaker::read_state() const {
 }
 
 void Breaker::write_state(const State& state) const {
+  const util::CacheUmaskScope umask;  // a group-shared cache dir stays writable by the group
   try {
     util::create_directories(opt_.dir);
     util::write_file_atomic(state_path_, std::to_string(state.failures) + " " +
@@ -60,6 +62,7 @@ Breaker::Decision Breaker::decide() {
   State state = read_state();
   if (state.failures < opt_.threshold) return Decision::use;
   if (now() < state.open_until_ns) return Decision::skip;
+  const util::CacheUmaskScope umask;  // the probe file and its directory, as for the state file
   try {
     util::create_directories(opt_.dir);
   } catch (const std::exception&) {
