@@ -45,8 +45,7 @@ bool usable_root(const std::string& r) {
   // "$$" is not read back as written. Known and left: no real checkout path holds "$$".
   if (r.find("$$") != std::string::npos) return false;
   const std::string s = r + "/";
-  return s.find("//") == std::string::npos && s.find("/./") == std::string::npos &&
-         s.find("/../") == std::string::npos;
+  return s.find("//") == std::string::npos && s.find("/./") == std::string::npos && s.find("/../") == std::string::npos;
 }
 
 }  // namespace

@@ -61,11 +61,20 @@ void check_cacheable(const CompilePlan& p, const std::vector<std::string>& args,
     }
     if (!value) continue;
     switch (m->spec->effect) {
-      case Effect::GpuArch: KACHE_FUZZ_CHECK(!gpu_native(*value)); break;
-      case Effect::HostOptions: KACHE_FUZZ_CHECK(!check_host_options(*value)); break;
-      case Effect::PtxasOptions: KACHE_FUZZ_CHECK(!check_ptxas_options(*value)); break;
-      case Effect::Rdc: KACHE_FUZZ_CHECK(*value == "true" || *value == "false"); break;
-      default: break;
+      case Effect::GpuArch:
+        KACHE_FUZZ_CHECK(!gpu_native(*value));
+        break;
+      case Effect::HostOptions:
+        KACHE_FUZZ_CHECK(!check_host_options(*value));
+        break;
+      case Effect::PtxasOptions:
+        KACHE_FUZZ_CHECK(!check_ptxas_options(*value));
+        break;
+      case Effect::Rdc:
+        KACHE_FUZZ_CHECK(*value == "true" || *value == "false");
+        break;
+      default:
+        break;
     }
   }
   KACHE_FUZZ_CHECK(!p.source.empty() && !p.output.empty());

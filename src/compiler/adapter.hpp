@@ -21,17 +21,17 @@ struct Passthrough {
 };
 
 struct CompileJob {
-  std::string source;          // absolute, lexically normal
-  std::string output;          // absolute, lexically normal
-  std::string output_written;  // the output as the user spelled it
-  std::string depfile;         // user's dependency file, absolute; empty when none was asked for
-  std::string depfile_written;  // the dependency file as the user spelled it
+  std::string source;            // absolute, lexically normal
+  std::string output;            // absolute, lexically normal
+  std::string output_written;    // the output as the user spelled it
+  std::string depfile;           // user's dependency file, absolute; empty when none was asked for
+  std::string depfile_written;   // the dependency file as the user spelled it
   bool depfile_partial = false;  // the user's dependency file omits headers (nvcc -MMD)
   // The depfile's target when the user gave no -MT: the output as written (nvcc's default, and the -MT
   // a miss passes). Stored depfiles hold a placeholder there, so "-o o1/x.o" and "-o o2/x.o" share an
   // entry and each gets its own target. Empty when the user's -MT (keyed) names it.
   std::string depfile_target;
-  core::PathRoots roots;       // empty when paths are keyed literally
+  core::PathRoots roots;                                        // empty when paths are keyed literally
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
   std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch
   std::vector<std::string> system_dirs;  // toolchain-owned include directories
@@ -46,7 +46,7 @@ struct CompileJob {
   // lies below one (so two files of one build never share a key, while a moved checkout still does),
   // else the literal absolute path.
   std::string source_identity;
-  std::string description;     // toolchain, for logs
+  std::string description;  // toolchain, for logs
   // The object may name the real paths of some roots where no prefix map reaches (nvcc -lineinfo
   // writes the source's and headers' paths, as resolved, into device code). A root the key names
   // literally (a "root" key field, listed in keyed_roots) may then appear in a stored object; any other

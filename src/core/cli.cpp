@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "core/config.hpp"
-#include "core/reasons.hpp"
 #include "core/doctor.hpp"
 #include "core/explain.hpp"
 #include "core/path_roots.hpp"
+#include "core/reasons.hpp"
 #include "core/stats.hpp"
 #include "storage/layered.hpp"
 #include "util/fs.hpp"
@@ -25,8 +25,8 @@ namespace kache::core {
 namespace {
 
 constexpr std::string_view kOptionTokens[] = {
-    "-s", "--show-stats", "--json",  "-z",        "--zero-stats", "-C", "--clear", "-M",
-    "--max-size", "--show-config", "-V", "--version", "-h", "--help", "--reasons",
+    "-s",         "--show-stats",  "--json", "-z",        "--zero-stats", "-C",     "--clear",   "-M",
+    "--max-size", "--show-config", "-V",     "--version", "-h",           "--help", "--reasons",
 };
 
 constexpr const char* kFooter = R"(Compiling through kache:
@@ -59,8 +59,9 @@ std::vector<std::pair<std::string, std::uint64_t>> reasons(const StatsSnapshot& 
   }
   // Not std::stable_sort (libstdc++ 12's get_temporary_buffer is deprecated under clang 19): the names
   // are unique, so the name as tie-break gives the same order.
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   return out;
 }
 
@@ -71,9 +72,9 @@ std::uint64_t sum(const std::vector<std::pair<std::string, std::uint64_t>>& item
 }
 
 // What the remote stores count (storage/remote/remote_store.cpp); `hits` already includes remote hits.
-constexpr std::string_view kRemoteCounters[] = {
-    "remote_hits",   "remote_misses",     "remote_errors",        "remote_timeouts", "remote_skipped",
-    "remote_writes", "remote_bytes_read", "remote_bytes_written", "remote_oversized"};
+constexpr std::string_view kRemoteCounters[] = {"remote_hits",       "remote_misses",        "remote_errors",
+                                                "remote_timeouts",   "remote_skipped",       "remote_writes",
+                                                "remote_bytes_read", "remote_bytes_written", "remote_oversized"};
 
 void show_stats(const Config& config, bool json) {
   StatsFile file(config.cache_dir);
@@ -150,7 +151,8 @@ void show_stats(const Config& config, bool json) {
     // Counted by each compile from what it did; `kache -s` itself never contacts a server.
     line("remote storage", "");
     for (std::string_view name : kRemoteCounters) {
-      line("  " + std::string(name.substr(std::string_view("remote_").size())), std::to_string(stats.get(std::string(name))));
+      line("  " + std::string(name.substr(std::string_view("remote_").size())),
+           std::to_string(stats.get(std::string(name))));
     }
   }
   line("cache size", fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
@@ -189,8 +191,7 @@ void set_max_size(const Config& config, const std::string& text) {
   }
   auto store = storage::open_storage(effective);
   store.local().trim_all();
-  fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
-             format_size(effective.max_size));
+  fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()), format_size(effective.max_size));
 }
 
 }  // namespace
@@ -216,8 +217,9 @@ int run_cli(int argc, char** argv) {
   app.add_flag("--json", json, "With --show-stats: print the statistics as JSON");
   app.add_flag("-z,--zero-stats", zero, "Reset the statistics to zero");
   app.add_flag("-C,--clear", clear, "Remove every cache entry (statistics and configuration are kept)");
-  auto* max_size_option = app.add_option("-M,--max-size", max_size, "Set cache.max_size in the config file (e.g. 10G) and trim the cache")
-      ->type_name("SIZE");
+  auto* max_size_option =
+      app.add_option("-M,--max-size", max_size, "Set cache.max_size in the config file (e.g. 10G) and trim the cache")
+          ->type_name("SIZE");
   app.add_flag("--show-config", show_config, "Print every setting, its value and where it came from");
   bool list_reasons = false;
   app.add_flag("--reasons", list_reasons, "Print every reason kache counts for not caching, with what it means");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -16,7 +17,6 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
-#include <toml++/toml.h>
 
 #include "core/log.hpp"
 #include "storage/remote/remote_url.hpp"
@@ -118,7 +118,7 @@ struct KeySpec {
   StringSetter from_string;
   NodeSetter from_node;  // for non-string TOML values; nullptr: only strings are accepted
   Shower show;
-  const char* not_a;     // used when a TOML value has the wrong type: "is not <not_a>"
+  const char* not_a;  // used when a TOML value has the wrong type: "is not <not_a>"
 };
 
 std::string set_dir(Config& c, const std::string& v) {
@@ -348,12 +348,12 @@ const KeySpec kKeys[] = {
     {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path"},
     {"cache", "max_size", "KACHE_MAX_SIZE", set_max_size, set_max_size_node,
      [](const Config& c) { return format_size(c.max_size); }, "a size"},
-    {"cache", "compression", "KACHE_COMPRESSION", set_bool<&Config::compression>,
-     set_bool_node<&Config::compression>, show_bool<&Config::compression>, "a boolean"},
+    {"cache", "compression", "KACHE_COMPRESSION", set_bool<&Config::compression>, set_bool_node<&Config::compression>,
+     show_bool<&Config::compression>, "a boolean"},
     {"cache", "compression_level", "KACHE_COMPRESSION_LEVEL", set_level, set_level_node,
      [](const Config& c) { return std::to_string(c.compression_level); }, "a compression level"},
-    {"cache", "direct_mode", "KACHE_DIRECT_MODE", set_bool<&Config::direct_mode>,
-     set_bool_node<&Config::direct_mode>, show_bool<&Config::direct_mode>, "a boolean"},
+    {"cache", "direct_mode", "KACHE_DIRECT_MODE", set_bool<&Config::direct_mode>, set_bool_node<&Config::direct_mode>,
+     show_bool<&Config::direct_mode>, "a boolean"},
     {"cache", "disable", "KACHE_DISABLE", set_bool<&Config::disable>, set_bool_node<&Config::disable>,
      show_bool<&Config::disable>, "a boolean"},
     {"cc", "extra_allowlist_flags", "KACHE_CC_EXTRA_ALLOWLIST_FLAGS", set_allowlist, set_allowlist_node,
@@ -379,7 +379,9 @@ const KeySpec kKeys[] = {
     {"log", "file", "KACHE_LOG_FILE", set_log_file, nullptr,
      [](const Config& c) { return c.log_file.empty() ? std::string("(stderr)") : c.log_file; }, "a path"},
     {"cache", "umask", "KACHE_UMASK", set_umask, set_umask_node,
-     [](const Config& c) { return c.cache_umask < 0 ? std::string("(the process umask)") : fmt::format("{:03o}", c.cache_umask); },
+     [](const Config& c) {
+       return c.cache_umask < 0 ? std::string("(the process umask)") : fmt::format("{:03o}", c.cache_umask);
+     },
      "an octal umask"},
     {"cache", "allow_world_writable", "KACHE_ALLOW_WORLD_WRITABLE", set_bool<&Config::allow_world_writable>,
      set_bool_node<&Config::allow_world_writable>, show_bool<&Config::allow_world_writable>, "a boolean"},
@@ -555,11 +557,20 @@ bool parse_size(const std::string& text, std::uint64_t& bytes) {
   if (!suffix.empty() && suffix != "b") {
     // K, M, G and T are binary multiples whether or not they carry the "i" (like ccache's sizes).
     switch (suffix[0]) {
-      case 'k': multiplier = 1ull << 10; break;
-      case 'm': multiplier = 1ull << 20; break;
-      case 'g': multiplier = 1ull << 30; break;
-      case 't': multiplier = 1ull << 40; break;
-      default: return false;
+      case 'k':
+        multiplier = 1ull << 10;
+        break;
+      case 'm':
+        multiplier = 1ull << 20;
+        break;
+      case 'g':
+        multiplier = 1ull << 30;
+        break;
+      case 't':
+        multiplier = 1ull << 40;
+        break;
+      default:
+        return false;
     }
     std::string_view rest = std::string_view(suffix).substr(1);
     if (rest.starts_with('i')) rest.remove_prefix(1);
@@ -658,9 +669,9 @@ void set_config_value(const std::string& file, const std::string& section, const
 std::string describe_config(const Config& config) {
   std::error_code ec;
   const bool exists = !config.config_file.empty() && fs::exists(config.config_file, ec);
-  std::string out = fmt::format("config file: {} ({})\n",
-                                config.config_file.empty() ? std::string("(none)") : config.config_file,
-                                exists ? "read" : "not present");
+  std::string out =
+      fmt::format("config file: {} ({})\n", config.config_file.empty() ? std::string("(none)") : config.config_file,
+                  exists ? "read" : "not present");
   std::size_t key_width = 0;
   std::size_t value_width = 0;
   for (const auto& k : kKeys) {

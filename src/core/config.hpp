@@ -43,7 +43,7 @@ struct Config {
   std::vector<std::string> base_dirs;
   bool nvcc_path_normalize = true;
   std::string nvcc_source_date_epoch = "0";
-  std::string remote_storage;          // as configured, secrets included: print remote_storage_shown()
+  std::string remote_storage;  // as configured, secrets included: print remote_storage_shown()
   bool remote_read_only = false;
   bool remote_only = false;
   std::string remote_ca_file;
@@ -53,8 +53,8 @@ struct Config {
   bool allow_world_writable = false;
   double lock_timeout_s = 10.0;
 
-  std::string config_file;             // the file that was read (may not exist)
-  std::vector<std::string> problems;   // one sentence each; printed as warnings
+  std::string config_file;            // the file that was read (may not exist)
+  std::vector<std::string> problems;  // one sentence each; printed as warnings
   // "section.key" -> "file" or "env" for every key not left at its built-in default.
   std::map<std::string, std::string> origins;
 };

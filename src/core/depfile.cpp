@@ -30,13 +30,29 @@ Depfile parse_depfile(const std::string& text) {
     const char c = text[i];
     if (c == '\\' && i + 1 < text.size()) {
       const char n = text[i + 1];
-      if (n == '\n') { flush(); ++i; continue; }            // line continuation
-      if (n == '\r' && i + 2 < text.size() && text[i + 2] == '\n') { flush(); i += 2; continue; }
-      if (n == ' ' || n == '#' || n == '\\') { token += n; ++i; continue; }
+      if (n == '\n') {
+        flush();
+        ++i;
+        continue;
+      }  // line continuation
+      if (n == '\r' && i + 2 < text.size() && text[i + 2] == '\n') {
+        flush();
+        i += 2;
+        continue;
+      }
+      if (n == ' ' || n == '#' || n == '\\') {
+        token += n;
+        ++i;
+        continue;
+      }
       token += c;
       continue;
     }
-    if (c == '$' && i + 1 < text.size() && text[i + 1] == '$') { token += '$'; ++i; continue; }
+    if (c == '$' && i + 1 < text.size() && text[i + 1] == '$') {
+      token += '$';
+      ++i;
+      continue;
+    }
     if (c == ':' && !in_deps &&
         (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\t' || text[i + 1] == '\n')) {
       flush();
@@ -44,7 +60,10 @@ Depfile parse_depfile(const std::string& text) {
       saw_colon = true;
       continue;
     }
-    if (c == ' ' || c == '\t' || c == '\r') { flush(); continue; }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      flush();
+      continue;
+    }
     if (c == '\n') {
       flush();
       // A new rule starts on the next line (e.g. -MP phony targets); kache only reads the first rule's

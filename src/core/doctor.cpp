@@ -49,7 +49,8 @@ std::optional<std::string> guard_of(const std::string& text, std::string_view er
 }  // namespace
 
 std::optional<int> newest_host_major(const std::string& host_config, bool clang) {
-  const auto guard = guard_of(host_config, clang ? "#error -- unsupported clang version!" : "#error -- unsupported GNU version!");
+  const auto guard =
+      guard_of(host_config, clang ? "#error -- unsupported clang version!" : "#error -- unsupported GNU version!");
   if (!guard) return std::nullopt;
   const std::regex upper(clang ? R"(__clang_major__\s*(>=|>)\s*(\d+))" : R"(__GNUC__\s*(>=|>)\s*(\d+))");
   std::smatch m;
@@ -80,9 +81,12 @@ enum class Status { ok, warn, fail };
 
 const char* status_name(Status s) {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::warn: return "warn";
-    case Status::fail: return "fail";
+    case Status::ok:
+      return "ok";
+    case Status::warn:
+      return "warn";
+    case Status::fail:
+      return "fail";
   }
   return "?";
 }
@@ -164,7 +168,8 @@ DryRun read_dry_run(const std::string& text) {
       d.vars[body.substr(0, eq)] = body.substr(eq + 1);
       continue;
     }
-    if (d.host_word.empty() && body.find(" -E ") != std::string::npos && body.find("-D__CUDACC__") != std::string::npos) {
+    if (d.host_word.empty() && body.find(" -E ") != std::string::npos &&
+        body.find("-D__CUDACC__") != std::string::npos) {
       d.host_word = words_of(body).at(0);
     }
   }
@@ -204,7 +209,8 @@ int macro_int(const std::map<std::string, std::string>& m, const std::string& na
 
 // The toolkit's facts: nvcc, the host compiler and its bound, the C library.
 void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optional<std::string>& ccbin,
-                     const util::Environment& env, const std::string& scratch, std::optional<std::pair<int, int>>& release) {
+                     const util::Environment& env, const std::string& scratch,
+                     std::optional<std::pair<int, int>>& release) {
   const std::string path_var = util::env_get(env, "PATH").value_or("");
   std::optional<std::string> nvcc;
   if (nvcc_arg.find('/') != std::string::npos) {
@@ -225,13 +231,14 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optiona
   if (std::regex_search(version.out, m, std::regex(R"(V\d+\.\d+\.\d+)"))) long_version = m.str();
   release = toolkit_release(version.out);
   if (!version.ok() || !release) {
-    rows.add("toolchain", "nvcc", Status::fail, *nvcc, fmt::format("{} --version did not report a CUDA release.", *nvcc),
+    rows.add("toolchain", "nvcc", Status::fail, *nvcc,
+             fmt::format("{} --version did not report a CUDA release.", *nvcc),
              "check the toolkit installation (nvcc --version must work)");
     return;
   }
 
-  std::vector<std::string> dry = {*nvcc, "--dryrun", "-c", util::join_path(scratch, "probe.cu"), "-o",
-                                  util::join_path(scratch, "probe.o")};
+  std::vector<std::string> dry = {
+      *nvcc, "--dryrun", "-c", util::join_path(scratch, "probe.cu"), "-o", util::join_path(scratch, "probe.o")};
   if (ccbin) dry.insert(dry.end(), {"-ccbin", *ccbin});
   const auto dr = util::run_capture(*nvcc, dry, env);
   const DryRun facts = read_dry_run(dr.err + dr.out);
@@ -258,10 +265,11 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optiona
   const auto macros = host_macros(host, env);
   const bool clang = macros.count("__clang__") > 0;
   const int major = clang ? macro_int(macros, "__clang_major__") : macro_int(macros, "__GNUC__");
-  const std::string host_version =
-      clang ? fmt::format("clang {}.{}", major, macro_int(macros, "__clang_minor__"))
-            : fmt::format("gcc {}.{}.{}", major, macro_int(macros, "__GNUC_MINOR__"), macro_int(macros, "__GNUC_PATCHLEVEL__"));
-  rows.add("toolchain", "host-compiler", major < 0 ? Status::warn : Status::ok, fmt::format("{} at {}", host_version, host),
+  const std::string host_version = clang ? fmt::format("clang {}.{}", major, macro_int(macros, "__clang_minor__"))
+                                         : fmt::format("gcc {}.{}.{}", major, macro_int(macros, "__GNUC_MINOR__"),
+                                                       macro_int(macros, "__GNUC_PATCHLEVEL__"));
+  rows.add("toolchain", "host-compiler", major < 0 ? Status::warn : Status::ok,
+           fmt::format("{} at {}", host_version, host),
            major < 0 ? "the host compiler's version could not be read." : "",
            major < 0 ? "check that it runs: " + host + " -E -dM -x c++ /dev/null" : "");
 
@@ -302,8 +310,9 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optiona
     return;
   }
   const bool new_glibc = glibc_major > 2 || (glibc_major == 2 && glibc_minor >= 41);
-  const auto lacks = math_functions_path.empty() ? std::nullopt
-                                                 : doctor::math_functions_lacks_noexcept(read_or_empty(math_functions_path));
+  const auto lacks = math_functions_path.empty()
+                         ? std::nullopt
+                         : doctor::math_functions_lacks_noexcept(read_or_empty(math_functions_path));
   const std::string glibc = fmt::format("glibc {}.{}", glibc_major, glibc_minor);
   if (new_glibc && lacks.value_or(false)) {
     rows.add("toolchain", "glibc", Status::fail, fmt::format("{} with {}", glibc, math_functions_path),
@@ -316,7 +325,7 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optiona
     rows.add("toolchain", "glibc", Status::ok,
              fmt::format("{}; {}", glibc,
                          math_functions_path.empty() ? "no crt/math_functions.h in nvcc's include directories"
-                         : !lacks ? "math_functions.h: no host cospi declaration found"
+                         : !lacks                    ? "math_functions.h: no host cospi declaration found"
                          : *lacks ? "math_functions.h lacks noexcept on cospi/sinpi/rsqrt, harmless below glibc 2.41"
                                   : "math_functions.h declares cospi/sinpi/rsqrt with an exception specification"));
   }
@@ -384,14 +393,15 @@ void check_driver(Rows& rows, const std::optional<std::pair<int, int>>& release)
     rows.add("driver", "driver", Status::fail, fact,
              fmt::format("objects from CUDA {}.{} need a driver for CUDA >= {}.0, and this machine has {}.{}.",
                          release->first, release->second, release->first, major, minor),
-             fmt::format("install an NVIDIA driver for CUDA {}.0 or newer, or compile with a CUDA {}.x toolkit", release->first,
-                         major));
+             fmt::format("install an NVIDIA driver for CUDA {}.0 or newer, or compile with a CUDA {}.x toolkit",
+                         release->first, major));
   } else if (major == release->first && minor < release->second) {
-    rows.add("driver", "driver", Status::warn, fact,
-             fmt::format("PTX embedded by CUDA {}.{} cannot be JIT-compiled by this driver ({}.{}), so GPUs outside the "
-                         "compiled architecture set will not run it.",
-                         release->first, release->second, major, minor),
-             "name every target GPU in -arch/-gencode, or update the driver");
+    rows.add(
+        "driver", "driver", Status::warn, fact,
+        fmt::format("PTX embedded by CUDA {}.{} cannot be JIT-compiled by this driver ({}.{}), so GPUs outside the "
+                    "compiled architecture set will not run it.",
+                    release->first, release->second, major, minor),
+        "name every target GPU in -arch/-gencode, or update the driver");
   } else {
     rows.add("driver", "driver", Status::ok, fmt::format("{} >= toolkit {}.{}", fact, release->first, release->second));
   }
@@ -399,20 +409,34 @@ void check_driver(Rows& rows, const std::optional<std::pair<int, int>>& release)
 
 std::string filesystem_name(std::uint64_t type) {
   switch (type) {
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0xCA451A4E: return "bcachefs";
-    case 0x01021994: return "tmpfs";
-    case 0x794C7630: return "overlayfs";
-    case 0x6969: return "nfs";
-    case 0x2FC12FC1: return "zfs";
-    case 0x65735546: return "fuse";
-    case 0x4D44: return "vfat";
-    case 0x2011BAB0: return "exfat";
-    case 0x482B: return "hfsplus";
-    case 0xFF534D42: return "cifs";
-    default: return fmt::format("0x{:x}", type);
+    case 0xEF53:
+      return "ext4";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0xCA451A4E:
+      return "bcachefs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x794C7630:
+      return "overlayfs";
+    case 0x6969:
+      return "nfs";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0x65735546:
+      return "fuse";
+    case 0x4D44:
+      return "vfat";
+    case 0x2011BAB0:
+      return "exfat";
+    case 0x482B:
+      return "hfsplus";
+    case 0xFF534D42:
+      return "cifs";
+    default:
+      return fmt::format("0x{:x}", type);
   }
 }
 
@@ -428,11 +452,12 @@ void check_cache(Rows& rows, const Config& cfg) {
   struct statvfs svfs {};
   if (::statfs(probe.c_str(), &sfs) == 0) {
     const std::int64_t margin = util::file_time_margin_ns(probe);
-    timespec res {};
+    timespec res{};
     ::clock_getres(CLOCK_REALTIME_COARSE, &res);
     rows.add("cache", "filesystem", Status::ok,
-             fmt::format("{}; racy-file margin {} ms (file clock tick {:.1f} ms)", filesystem_name(static_cast<std::uint64_t>(sfs.f_type)),
-                         margin / 1000000, (res.tv_sec * 1e9 + res.tv_nsec) / 1e6));
+             fmt::format("{}; racy-file margin {} ms (file clock tick {:.1f} ms)",
+                         filesystem_name(static_cast<std::uint64_t>(sfs.f_type)), margin / 1000000,
+                         (res.tv_sec * 1e9 + res.tv_nsec) / 1e6));
   }
   const int writable = ::access(probe.c_str(), W_OK | X_OK);
   if (writable != 0) {
@@ -450,16 +475,18 @@ void check_cache(Rows& rows, const Config& cfg) {
     }
   }
   const double percent = cfg.max_size ? 100.0 * static_cast<double>(size) / static_cast<double>(cfg.max_size) : 0.0;
-  rows.add("cache", "size", Status::ok, fmt::format("{} of {} ({:.1f} %)", format_size(size), format_size(cfg.max_size), percent));
+  rows.add("cache", "size", Status::ok,
+           fmt::format("{} of {} ({:.1f} %)", format_size(size), format_size(cfg.max_size), percent));
   if (::statvfs(probe.c_str(), &svfs) == 0) {
     const std::uint64_t free = static_cast<std::uint64_t>(svfs.f_bavail) * svfs.f_frsize;
     const std::uint64_t room = cfg.max_size > size ? cfg.max_size - size : 0;
     if (free < room) {
-      rows.add("cache", "free-space", Status::warn, format_size(free),
-               fmt::format("the filesystem has {} free, less than the {} the size limit still allows, so stores may fail "
-                           "before eviction starts.",
-                           format_size(free), format_size(room)),
-               "lower cache.max_size (kache -M SIZE) or free space");
+      rows.add(
+          "cache", "free-space", Status::warn, format_size(free),
+          fmt::format("the filesystem has {} free, less than the {} the size limit still allows, so stores may fail "
+                      "before eviction starts.",
+                      format_size(free), format_size(room)),
+          "lower cache.max_size (kache -M SIZE) or free space");
     } else {
       rows.add("cache", "free-space", Status::ok, format_size(free));
     }
@@ -468,12 +495,14 @@ void check_cache(Rows& rows, const Config& cfg) {
 
 void check_config(Rows& rows, const Config& cfg, const util::Environment& env) {
   std::string origins;
-  for (const auto& [key, origin] : cfg.origins) origins += fmt::format("{}{} ({})", origins.empty() ? "" : ", ", key, origin);
+  for (const auto& [key, origin] : cfg.origins)
+    origins += fmt::format("{}{} ({})", origins.empty() ? "" : ", ", key, origin);
   rows.add("config", "file", Status::ok,
            fmt::format("{}{}; {}", cfg.config_file, util::exists(cfg.config_file) ? "" : " (absent)",
                        origins.empty() ? "every setting at its default" : "set: " + origins));
   for (const auto& problem : cfg.problems) {
-    rows.add("config", "problem", Status::warn, "", problem, "correct the value named (kache --show-config shows every setting)");
+    rows.add("config", "problem", Status::warn, "", problem,
+             "correct the value named (kache --show-config shows every setting)");
   }
   if (cfg.disable) {
     const std::string origin = cfg.origins.count("cache.disable") ? cfg.origins.at("cache.disable") : "file";
@@ -489,19 +518,22 @@ void check_config(Rows& rows, const Config& cfg, const util::Environment& env) {
   if (!opts.prepend_flags.empty() || !opts.append_flags.empty()) {
     const auto planned = compiler::nvcc::plan({"-c", "probe.cu", "-o", "probe.o"}, opts);
     if (const auto* p = std::get_if<compiler::nvcc::Passthrough>(&planned)) {
-      rows.add("config", "nvcc-env-flags", Status::warn,
-               fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}'", opts.prepend_flags, opts.append_flags),
-               fmt::format("every compile passes through ({}{}{}).", p->reason, p->detail.empty() ? "" : ": ", p->detail),
-               "remove the flag from the variable, or add it to cc.extra_allowlist_flags if it cannot change an object");
+      rows.add(
+          "config", "nvcc-env-flags", Status::warn,
+          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}'", opts.prepend_flags, opts.append_flags),
+          fmt::format("every compile passes through ({}{}{}).", p->reason, p->detail.empty() ? "" : ": ", p->detail),
+          "remove the flag from the variable, or add it to cc.extra_allowlist_flags if it cannot change an object");
     } else {
-      rows.add("config", "nvcc-env-flags", Status::ok,
-               fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}' (keyed)", opts.prepend_flags, opts.append_flags));
+      rows.add(
+          "config", "nvcc-env-flags", Status::ok,
+          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}' (keyed)", opts.prepend_flags, opts.append_flags));
     }
   }
   if (auto refusal = compiler::env_refusal(env, true)) {
-    rows.add("config", "environment", Status::warn, refusal->variable + " is set",
-             fmt::format("{} is set, so every compile passes through (passthrough.{}).", refusal->variable, refusal->reason),
-             "unset " + refusal->variable);
+    rows.add(
+        "config", "environment", Status::warn, refusal->variable + " is set",
+        fmt::format("{} is set, so every compile passes through (passthrough.{}).", refusal->variable, refusal->reason),
+        "unset " + refusal->variable);
   }
 }
 
@@ -511,8 +543,10 @@ void print_text(const Rows& rows) {
   for (const auto& r : rows.rows) {
     fmt::print("{:<4}  {:<{}}  {}\n", status_name(r.status), r.section + "." + r.name, width, r.value);
     if (!r.message.empty()) fmt::print("{:<4}  {:<{}}  {}\n", "", "", width, r.message);
-    if (!r.fix.empty() && r.status != Status::ok) fmt::print("{:<4}  {:<{}}  fix: {}\n", "", "", width, r.fix);
-    else if (!r.fix.empty()) fmt::print("{:<4}  {:<{}}  {}\n", "", "", width, r.fix);
+    if (!r.fix.empty() && r.status != Status::ok)
+      fmt::print("{:<4}  {:<{}}  fix: {}\n", "", "", width, r.fix);
+    else if (!r.fix.empty())
+      fmt::print("{:<4}  {:<{}}  {}\n", "", "", width, r.fix);
   }
 }
 
@@ -584,8 +618,12 @@ int run_doctor(const std::vector<std::string>& args) {
     j["warns"] = warns;
     j["rows"] = json::array();
     for (const auto& r : rows.rows) {
-      j["rows"].push_back({{"section", r.section}, {"name", r.name}, {"status", status_name(r.status)},
-                           {"value", r.value}, {"message", r.message}, {"fix", r.fix}});
+      j["rows"].push_back({{"section", r.section},
+                           {"name", r.name},
+                           {"status", status_name(r.status)},
+                           {"value", r.value},
+                           {"message", r.message},
+                           {"fix", r.fix}});
     }
     fmt::print("{}\n", j.dump(2));
   } else {

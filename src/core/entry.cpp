@@ -8,7 +8,7 @@ namespace kache::core {
 
 namespace {
 constexpr std::uint32_t kEntryMagic = 0x4b454e33;  // "KEN3": typed outputs, the body last
-constexpr std::size_t kMinOutputSize = 1 + 8;       // a type and a length
+constexpr std::size_t kMinOutputSize = 1 + 8;      // a type and a length
 
 // Everything up to the body's size; the body's bytes follow it. Throws std::runtime_error (from the
 // Reader) on truncated input; the callers turn that into a FormatError.

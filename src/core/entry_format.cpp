@@ -116,8 +116,7 @@ Decoded<std::string> decode_raw(std::string&& bytes) {
 Decoded<std::string> decode_zstd(std::string_view data) {
   if (data.size() < kRawHeaderLen) return FormatError::truncated;
   const std::uint64_t size = get_u64_le(data.data() + kMagicLen);
-  if (auto bad = check_frame(data.substr(kRawHeaderLen), data.substr(kMagicLen + 8, kChecksumLen), size))
-    return *bad;
+  if (auto bad = check_frame(data.substr(kRawHeaderLen), data.substr(kMagicLen + 8, kChecksumLen), size)) return *bad;
   return decompress_frame(data.substr(kRawHeaderLen), size);
 }
 
@@ -125,10 +124,14 @@ Decoded<std::string> decode_zstd(std::string_view data) {
 
 const char* format_error_name(FormatError e) {
   switch (e) {
-    case FormatError::unknown_format: return "unknown format";
-    case FormatError::truncated: return "truncated";
-    case FormatError::checksum: return "checksum mismatch";
-    case FormatError::malformed: return "malformed";
+    case FormatError::unknown_format:
+      return "unknown format";
+    case FormatError::truncated:
+      return "truncated";
+    case FormatError::checksum:
+      return "checksum mismatch";
+    case FormatError::malformed:
+      return "malformed";
   }
   return "?";
 }

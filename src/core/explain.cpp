@@ -21,8 +21,8 @@
 #include "core/depfile.hpp"
 #include "core/invocation.hpp"
 #include "core/log.hpp"
-#include "util/clock.hpp"
 #include "util/cache_umask.hpp"
+#include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
@@ -49,12 +49,12 @@ struct Record {
   std::string output;     // absolute
   std::string toolchain;  // human-readable description of the toolchain id
   std::int64_t created_ns = 0;
-  Fields fields;          // the direct key's fields, in order, then source-content
+  Fields fields;                    // the direct key's fields, in order, then source-content
   std::vector<RecordedFile> files;  // the closure outside the toolchain's include directories
   // The closure inside them (the toolkit's and the host compiler's headers, hundreds of files that
   // change with the toolchain): one digest, so a record stays a few KiB. "" when unknown.
   std::string system_headers;
-  std::string file;       // where it was read from
+  std::string file;  // where it was read from
 };
 
 // Splits a closure into the project's files (recorded one by one) and the toolchain's (one digest).
@@ -70,7 +70,8 @@ class ClosureSplit {
   }
   // Returns true when the file went into the toolchain digest.
   bool add(const RecordedFile& f) {
-    if (std::none_of(dirs_.begin(), dirs_.end(), [&](const std::string& d) { return util::path_starts_with(f.path, d); })) {
+    if (std::none_of(dirs_.begin(), dirs_.end(),
+                     [&](const std::string& d) { return util::path_starts_with(f.path, d); })) {
       return false;
     }
     hasher_.add_field("file", f.key_path);
@@ -186,13 +187,16 @@ std::vector<Difference> field_differences(const Fields& was, const Fields& now) 
     std::vector<std::string> only_x = x, only_y;
     for (const auto& v : y) {
       auto it = std::find(only_x.begin(), only_x.end(), v);
-      if (it != only_x.end()) only_x.erase(it);
-      else only_y.push_back(v);
+      if (it != only_x.end())
+        only_x.erase(it);
+      else
+        only_y.push_back(v);
     }
     for (const auto& v : only_x) out.push_back({name, "", v, std::nullopt});
     for (const auto& v : only_y) out.push_back({name, "", std::nullopt, v});
     if (only_x.empty() && only_y.empty()) {
-      out.push_back({name + " (order)", "", fmt::format("{}", fmt::join(x, " ")), fmt::format("{}", fmt::join(y, " "))});
+      out.push_back(
+          {name + " (order)", "", fmt::format("{}", fmt::join(x, " ")), fmt::format("{}", fmt::join(y, " "))});
     }
   }
   return out;
@@ -238,7 +242,7 @@ std::vector<Difference> file_differences(const Record& entry, const std::vector<
 
 std::string format_time(std::int64_t ns) {
   const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
-  std::tm tm {};
+  std::tm tm{};
   ::gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
@@ -272,11 +276,14 @@ int print(const Verdict& v, bool as_json) {
     j["source"] = v.source;
     j["output"] = v.output;
     j["message"] = v.message;
-    if (v.status == "passthrough") j["passthrough"] = {{"reason", v.passthrough.reason}, {"detail", v.passthrough.detail}};
+    if (v.status == "passthrough")
+      j["passthrough"] = {{"reason", v.passthrough.reason}, {"detail", v.passthrough.detail}};
     j["records"] = v.records;
     if (v.closest) {
-      j["closest"] = {{"key", v.closest->key}, {"output", v.closest->output},
-                      {"stored", format_time(v.closest->created_ns)}, {"toolchain", v.closest->toolchain}};
+      j["closest"] = {{"key", v.closest->key},
+                      {"output", v.closest->output},
+                      {"stored", format_time(v.closest->created_ns)},
+                      {"toolchain", v.closest->toolchain}};
     }
     j["toolchain_now"] = v.toolchain_now;
     j["differences"] = json::array();
@@ -299,7 +306,8 @@ int print(const Verdict& v, bool as_json) {
   }
   fmt::print("{}\n", v.message);
   std::size_t width = 12;
-  for (const auto& d : v.differences) width = std::max(width, d.field.size() + (d.path.empty() ? 0 : d.path.size() + 1));
+  for (const auto& d : v.differences)
+    width = std::max(width, d.field.size() + (d.path.empty() ? 0 : d.path.size() + 1));
   for (const auto& d : v.differences) {
     const std::string label = d.path.empty() ? d.field : d.field + " " + d.path;
     fmt::print("  {:<{}}  {} -> {}\n", label, width, short_value(d.was, d.field), short_value(d.now, d.field));
@@ -314,8 +322,8 @@ int print(const Verdict& v, bool as_json) {
 // Picks the record with the fewest differences (then the same output, then the newest) and fills
 // the verdict with its differences.
 void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& now_fields,
-             const std::vector<RecordedFile>* now_files,
-             const DigestNow& digest_now, const std::string& system_headers_now) {
+             const std::vector<RecordedFile>* now_files, const DigestNow& digest_now,
+             const std::string& system_headers_now) {
   v.records = candidates.size();
   std::optional<std::size_t> best;
   std::vector<Difference> best_diffs;
@@ -346,9 +354,10 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
   v.differences = std::move(best_diffs);
   if (v.differences.empty()) {
     v.status = "match";
-    v.message = "no difference: this compile has the key fields and headers of a recorded entry, so a lookup "
-                "finds it, unless a new header now shadows a recorded one (--closure lists them) or the entry "
-                "was evicted or removed (kache -C) since.";
+    v.message =
+        "no difference: this compile has the key fields and headers of a recorded entry, so a lookup "
+        "finds it, unless a new header now shadows a recorded one (--closure lists them) or the entry "
+        "was evicted or removed (kache -C) since.";
   } else {
     v.status = "differs";
     v.message = fmt::format("differs from it in {} field{} (entry -> now):", v.differences.size(),
@@ -429,8 +438,8 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
   inv.args.assign(command.begin() + 1, command.end());
   inv.env = util::current_environment();
   inv.cwd = util::current_dir();
-  auto resolved = util::find_executable(inv.compiler_arg, util::env_get(inv.env, "PATH").value_or(""),
-                                        util::self_executable());
+  auto resolved =
+      util::find_executable(inv.compiler_arg, util::env_get(inv.env, "PATH").value_or(""), util::self_executable());
   if (!resolved) {
     v.status = "error";
     v.message = fmt::format("cannot find the compiler '{}' on PATH.", inv.compiler_arg);
@@ -467,9 +476,10 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
       const auto records = records_for(cfg.cache_dir, job.source);
       if (records.empty()) {
         v.status = "no-entry";
-        v.message = fmt::format("no entry is recorded for this source in {}: it was never stored from this "
-                                "path (or its records were pruned), so the compile misses.",
-                                cfg.cache_dir);
+        v.message = fmt::format(
+            "no entry is recorded for this source in {}: it was never stored from this "
+            "path (or its records were pruned), so the compile misses.",
+            cfg.cache_dir);
         return v;
       }
       std::map<std::string, std::optional<std::string>> digests;  // one hash per file however many records
@@ -551,9 +561,12 @@ int run(const std::vector<std::string>& args) {
       command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
-    if (args[i] == "--json") as_json = true;
-    else if (args[i] == "--last") last = true;
-    else if (args[i] == "--closure") closure = true;
+    if (args[i] == "--json")
+      as_json = true;
+    else if (args[i] == "--last")
+      last = true;
+    else if (args[i] == "--closure")
+      closure = true;
     else if (args[i] == "-h" || args[i] == "--help") {
       fmt::print("{}", kUsage);
       return 0;

@@ -8,9 +8,9 @@
 namespace kache::core {
 
 struct Invocation {
-  std::string compiler_arg;         // the compiler as the user wrote it ("nvcc", "/usr/local/cuda/bin/nvcc")
-  std::string compiler_path;        // resolved executable (never kache itself)
-  std::vector<std::string> args;    // arguments after the compiler
+  std::string compiler_arg;       // the compiler as the user wrote it ("nvcc", "/usr/local/cuda/bin/nvcc")
+  std::string compiler_path;      // resolved executable (never kache itself)
+  std::vector<std::string> args;  // arguments after the compiler
   std::string cwd;
   util::Environment env;
 

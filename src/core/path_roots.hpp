@@ -33,8 +33,8 @@ class PathRoots {
   // abs: an absolute path, spelled as the compiler spelled it (not normalized: "/b/../include/h.h"
   // stays below the root "/b", so in another checkout it resolves the way the compiler resolves it).
   RootedPath split(const std::string& abs) const;
-  std::string join(const RootedPath& p) const;        // back to this checkout's path
-  std::string key_form(const RootedPath& p) const;    // with the fixed name, for hashing
+  std::string join(const RootedPath& p) const;      // back to this checkout's path
+  std::string key_form(const RootedPath& p) const;  // with the fixed name, for hashing
   std::string key_form(const std::string& abs) const { return key_form(split(abs)); }
 
   // How a path written in a flag value is keyed, and why (for KACHE_LOG=kache=trace). An absolute path
@@ -65,8 +65,8 @@ class PathRoots {
   std::string instantiate_text(const std::string& text) const;
 
  private:
-  std::vector<Root> roots_;            // priority order, deduplicated
-  std::vector<std::size_t> by_length_; // indices, longest path first
+  std::vector<Root> roots_;             // priority order, deduplicated
+  std::vector<std::size_t> by_length_;  // indices, longest path first
 };
 
 // For kache --show-config: the roots a compile in `cwd` gets (the working directory, each base dir;

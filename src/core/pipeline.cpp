@@ -58,7 +58,6 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
-
 void add_real_paths(std::vector<std::string>& dirs) {
   const std::size_t n = dirs.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -106,8 +105,7 @@ class Margins {
 class Pipeline {
  public:
   Pipeline(const Invocation& inv, const Config& cfg, compiler::Adapter& adapter, Counts& counts)
-      : inv_(inv), cfg_(cfg), adapter_(adapter), counts_(counts),
-        store_(storage::open_storage(cfg)) {}
+      : inv_(inv), cfg_(cfg), adapter_(adapter), counts_(counts), store_(storage::open_storage(cfg)) {}
 
   // Returns the exit code, or nullopt when the invocation must run unchanged (passthrough_ is set).
   std::optional<int> run();
@@ -381,10 +379,11 @@ std::optional<int> Pipeline::try_hit() {
       }
     };
     util::UnlinkOnExit object_tmp(body.empty() ? stage(job_.output, *ce.find(OutputType::object)) : std::string());
-    util::UnlinkOnExit depfile_tmp(job_.depfile.empty() || !unwritable.empty()
-                                       ? std::string()
-                                       : stage(job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.find(OutputType::depfile))),
-                                                                  job_.depfile_target)));
+    util::UnlinkOnExit depfile_tmp(
+        job_.depfile.empty() || !unwritable.empty()
+            ? std::string()
+            : stage(job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.find(OutputType::depfile))),
+                                                     job_.depfile_target)));
     if (!unwritable.empty()) {
       log.debug("cannot restore here ({}): no hit", unwritable);
       return std::nullopt;
@@ -851,9 +850,10 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
   if (cfg.disable) pass(reason::kDisabled, "");
   if (!cfg.allow_world_writable && world_writable(cfg.cache_dir)) {
     // Anyone could plant an entry there (an object with code of theirs): never read from it.
-    log.warn("the cache directory {} is writable by every user, so kache does not use it; run `chmod o-w {}` "
-             "(or set cache.allow_world_writable = true if every user of this machine is trusted)",
-             cfg.cache_dir, cfg.cache_dir);
+    log.warn(
+        "the cache directory {} is writable by every user, so kache does not use it; run `chmod o-w {}` "
+        "(or set cache.allow_world_writable = true if every user of this machine is trusted)",
+        cfg.cache_dir, cfg.cache_dir);
     pass(reason::kCacheWorldWritable, cfg.cache_dir);
   }
   auto adapter = compiler::find_adapter(inv.compiler_arg);
@@ -870,7 +870,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     if (log.should_log(spdlog::level::debug)) {
       // kache's own cost (all its threads, not the compiler it ran): what a cache adds to a compile.
       // CLOCK_PROCESS_CPUTIME_ID is exact; getrusage's times can be tick-sampled.
-      timespec ts {};
+      timespec ts{};
       ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
       log.debug("own CPU time {:.2f} ms", ts.tv_sec * 1e3 + ts.tv_nsec / 1e6);
     }

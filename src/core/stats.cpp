@@ -102,9 +102,7 @@ std::string serialize(const Counters& counters) {
 }
 
 // A name must survive both line formats.
-bool valid_name(const std::string& name) {
-  return !name.empty() && name.find_first_of(" \t\r\n") == std::string::npos;
-}
+bool valid_name(const std::string& name) { return !name.empty() && name.find_first_of(" \t\r\n") == std::string::npos; }
 
 std::string read_if_present(const std::string& path) {
   try {
@@ -218,7 +216,7 @@ void StatsFile::compact() {
   util::CacheUmaskScope cache_umask;
   const std::string path = journal_path(dir_);
   util::UniqueFd fd = open_journal(dir_, path, O_RDWR);
-  if (fd.get() < 0) return;  // nothing journalled
+  if (fd.get() < 0) return;       // nothing journalled
   lock(fd.get(), LOCK_EX, path);  // no writer is mid-record now; new ones wait
   const std::string journal = read_fd_all(fd.get(), path);
   if (journal.empty()) return;

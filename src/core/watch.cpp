@@ -206,7 +206,8 @@ std::vector<std::string> watch_set(const std::vector<std::string>& closure, cons
     std::size_t start = 0;
     while (true) {
       std::size_t slash = rel.find('/', start);
-      std::string_view comp = rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+      std::string_view comp =
+          rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
       cur += '/';
       cur += comp;
       if (slash == std::string_view::npos) {
@@ -268,16 +269,17 @@ std::optional<std::vector<AbsentGroup>> group_absent(
     auto it = observed->find(p);
     return it == observed->end() ? nullptr : &it->second;
   };
-  auto join = [](const std::string& dir, const std::string& name) { return dir == "/" ? "/" + name : dir + "/" + name; };
+  auto join = [](const std::string& dir, const std::string& name) {
+    return dir == "/" ? "/" + name : dir + "/" + name;
+  };
   for (auto& g : groups) {
     // The directory first, its names after: an entry created in between moves the recorded identity
     // past what a lookup will see, never the other way round.
     const Observed* d = seen(g.dir);
-    const bool seen_first =
-        d && d->id && std::all_of(g.names.begin(), g.names.end(), [&](const std::string& name) {
-          const Observed* n = seen(join(g.dir, name));
-          return n && !n->id && n->order > d->order;
-        });
+    const bool seen_first = d && d->id && std::all_of(g.names.begin(), g.names.end(), [&](const std::string& name) {
+                              const Observed* n = seen(join(g.dir, name));
+                              return n && !n->id && n->order > d->order;
+                            });
     if (seen_first) {
       if (d->id->is_dir && trusted(g.dir, *d->id, d->clock_ns)) g.guard = d->id;
     } else {

@@ -82,8 +82,8 @@ struct AbsentGroup {
 // Groups `absent` by directory. A directory watch_set stat'ed before every one of its names (see
 // `observed`) is guarded by that identity as is; any other is stat'ed now and its names confirmed
 // missing again after that. trusted(dir, identity, clock) says whether the directory's times lie
-// outside the clock-tick margin of `clock`, the file clock read right after that identity was taken. Returns nullopt when a path appeared meanwhile (the caller must not record the
-// closure).
+// outside the clock-tick margin of `clock`, the file clock read right after that identity was taken. Returns nullopt
+// when a path appeared meanwhile (the caller must not record the closure).
 std::optional<std::vector<AbsentGroup>> group_absent(
     const std::vector<std::string>& absent, const std::vector<std::string>& system_dirs,
     const std::function<bool(const std::string&, const util::FileIdentity&, std::int64_t)>& trusted,

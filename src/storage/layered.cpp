@@ -84,7 +84,8 @@ void LayeredStorage::add_counts(std::map<std::string, std::uint64_t>& counts) co
 }
 
 StorageLookup LayeredStorage::get_record(std::string_view key) {
-  return lookup<std::string>(key, [&] { return local_->read_value(key); }, [](std::string v) { return v; });
+  return lookup<std::string>(
+      key, [&] { return local_->read_value(key); }, [](std::string v) { return v; });
 }
 
 StorageStatus LayeredStorage::put_record(std::string_view key, std::string_view value) {
@@ -92,8 +93,11 @@ StorageStatus LayeredStorage::put_record(std::string_view key, std::string_view 
 }
 
 StorageResult<std::optional<Parts>> LayeredStorage::get_parts(std::string_view key, const std::string& body_dir) {
-  return lookup<Parts>(key, [&] { return local_->read_parts(key, body_dir); },
-                       [](std::string v) { return Parts{std::move(v), "", 0, nullptr}; });
+  return lookup<Parts>(
+      key, [&] { return local_->read_parts(key, body_dir); },
+      [](std::string v) {
+        return Parts{std::move(v), "", 0, nullptr};
+      });
 }
 
 StorageStatus LayeredStorage::put_parts(std::string_view key, std::string_view head, std::string_view body) {
@@ -122,8 +126,8 @@ LayeredStorage open_storage(const core::Config& cfg) {
     } catch (const std::exception&) {
     }
     for (const auto& url : urls) {
-      remotes.push_back(std::make_unique<remote::RemoteStore>(remote::make_remote_storage(url, options),
-                                                              url.identity(), options));
+      remotes.push_back(
+          std::make_unique<remote::RemoteStore>(remote::make_remote_storage(url, options), url.identity(), options));
     }
   }
   LayeredStorage layered(std::move(local), std::move(remotes),

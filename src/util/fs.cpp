@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <memory>
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
 #include "util/parallel.hpp"
@@ -30,7 +30,6 @@ namespace {
 std::int64_t to_ns(const struct timespec& ts) {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
-
 
 // 64 random bits for temp names; several processes (and forks of one) must not collide.
 std::string random_hex() {
@@ -227,9 +226,12 @@ int create_temp_file(const std::string& dir, std::string_view stem, std::string*
 
 const char* copy_method_name(CopyMethod m) {
   switch (m) {
-    case CopyMethod::reflink: return "reflink";
-    case CopyMethod::kernel_copy: return "copy_file_range";
-    case CopyMethod::read_write: return "read/write";
+    case CopyMethod::reflink:
+      return "reflink";
+    case CopyMethod::kernel_copy:
+      return "copy_file_range";
+    case CopyMethod::read_write:
+      return "read/write";
   }
   return "?";
 }
@@ -256,8 +258,8 @@ std::string copy_range_to_temp(int in, std::uint64_t offset, std::uint64_t lengt
           continue;
         }
         if (n < 0 && errno == EINTR) continue;
-        if (n == 0 || errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP ||
-            errno == EPERM || errno == EBADF) {
+        if (n == 0 || errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == EPERM ||
+            errno == EBADF) {
           used = CopyMethod::read_write;
           break;
         }

@@ -117,15 +117,13 @@ void env_set(Environment& env, std::string_view name, std::string_view value) {
   if (!replaced) env.push_back(std::move(entry));
 }
 
-ProcessResult run_capture(const std::string& exe, const std::vector<std::string>& argv,
-                          const Environment& env) {
+ProcessResult run_capture(const std::string& exe, const std::vector<std::string>& argv, const Environment& env) {
   Fd out_rd, out_wr, err_rd, err_wr;
   make_pipe(out_rd, out_wr);
   make_pipe(err_rd, err_wr);
 
   posix_spawn_file_actions_t actions;
-  if (int rc = posix_spawn_file_actions_init(&actions); rc != 0)
-    throw_errno(rc, "posix_spawn_file_actions_init");
+  if (int rc = posix_spawn_file_actions_init(&actions); rc != 0) throw_errno(rc, "posix_spawn_file_actions_init");
   int rc = posix_spawn_file_actions_adddup2(&actions, out_wr.get(), STDOUT_FILENO);
   if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, err_wr.get(), STDERR_FILENO);
   if (rc != 0) {

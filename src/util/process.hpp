@@ -7,10 +7,10 @@
 namespace kache::util {
 
 struct ProcessResult {
-  int exit_code = -1;    // valid when term_signal == 0
-  int term_signal = 0;   // non-zero when the child died by a signal
-  std::string out;       // captured stdout (run_capture only)
-  std::string err;       // captured stderr (run_capture only)
+  int exit_code = -1;   // valid when term_signal == 0
+  int term_signal = 0;  // non-zero when the child died by a signal
+  std::string out;      // captured stdout (run_capture only)
+  std::string err;      // captured stderr (run_capture only)
   bool ok() const { return term_signal == 0 && exit_code == 0; }
 };
 
@@ -22,8 +22,7 @@ void env_set(Environment& env, std::string_view name, std::string_view value);
 
 // Runs exe with argv (argv[0] included) and env, stdin inherited, stdout/stderr captured.
 // Throws std::system_error if the process cannot be started.
-ProcessResult run_capture(const std::string& exe, const std::vector<std::string>& argv,
-                          const Environment& env);
+ProcessResult run_capture(const std::string& exe, const std::vector<std::string>& argv, const Environment& env);
 
 // Replaces this process by exe (execve): stdin/stdout/stderr, exit status and death by signal are
 // then the compiler's own. Returns only on failure (errno set).

@@ -13,7 +13,7 @@ struct Done {};
 template <typename T, typename E>
 class Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit on purpose
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit on purpose
   Result(E failure) : v_(std::in_place_index<1>, std::move(failure)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }

@@ -125,10 +125,23 @@ RedisServer::RedisServer(RedisOptions options) : password_(options.password) {
   if (!bin) throw std::runtime_error("redis-server is not installed");
   dir_ = make_temp_dir("kache-redis");
   port_ = free_loopback_port();
-  std::vector<std::string> argv = {"redis-server",  "--port",      std::to_string(port_), "--bind", "127.0.0.1",
-                                   "--save",        "",            "--appendonly",        "no",     "--daemonize",
-                                   "yes",           "--pidfile",   dir_ + "/redis.pid",   "--dir",  dir_,
-                                   "--logfile",     dir_ + "/redis.log"};
+  std::vector<std::string> argv = {"redis-server",
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--daemonize",
+                                   "yes",
+                                   "--pidfile",
+                                   dir_ + "/redis.pid",
+                                   "--dir",
+                                   dir_,
+                                   "--logfile",
+                                   dir_ + "/redis.log"};
   if (options.unix_socket) {
     socket_ = dir_ + "/redis.sock";
     argv.insert(argv.end(), {"--unixsocket", socket_, "--unixsocketperm", "700"});
@@ -172,13 +185,13 @@ TestCa::TestCa(const std::string& dir) {
   server_key = dir + "/server.key";
   const std::string ca_key = dir + "/ca.key", csr = dir + "/server.csr", ext = dir + "/server.ext";
   // EC keys: generated in milliseconds, unlike RSA on a loaded machine.
-  run_checked(bin, {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-keyout", ca_key, "-out", ca_cert, "-days", "2", "-subj", "/CN=kache test CA"});
-  run_checked(bin, {"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", server_key, "-out", csr, "-subj", "/CN=localhost"});
+  run_checked(bin, {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", ca_key, "-out", ca_cert, "-days", "2", "-subj", "/CN=kache test CA"});
+  run_checked(bin, {"openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                    server_key, "-out", csr, "-subj", "/CN=localhost"});
   util::write_file(ext, "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
-  run_checked(bin, {"openssl", "x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key,
-                    "-CAcreateserial", "-out", server_cert, "-days", "2", "-extfile", ext});
+  run_checked(bin, {"openssl", "x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key, "-CAcreateserial", "-out",
+                    server_cert, "-days", "2", "-extfile", ext});
 }
 
 // ---- nginx ----------------------------------------------------------------------------------------
@@ -192,8 +205,9 @@ NginxServer::NginxServer(NginxOptions options) : tls_(options.tls) {
   util::create_directories(dir_ + "/tmp");
   port_ = free_loopback_port();
 
-  std::string location = "      dav_methods PUT DELETE;\n      create_full_put_path on;\n"
-                          "      dav_access user:rw group:rw all:r;\n";
+  std::string location =
+      "      dav_methods PUT DELETE;\n      create_full_put_path on;\n"
+      "      dav_access user:rw group:rw all:r;\n";
   if (options.basic_auth) {
     const auto& [user, password] = *options.basic_auth;
     const std::string hash = run_checked(openssl(), {"openssl", "passwd", "-apr1", password}).out;
@@ -212,27 +226,42 @@ NginxServer::NginxServer(NginxOptions options) : tls_(options.tls) {
     listen += ";\n";
   }
   const std::string tmp = dir_ + "/tmp";
-  const std::string config =
-      std::string(::geteuid() == 0 ? "user root;\n" : "") +  // the WebDAV root belongs to us
-      "worker_processes 1;\n"
-      "daemon on;\n"
-      "pid " + dir_ + "/nginx.pid;\n"
-      "error_log " + dir_ + "/error.log;\n"
-      "events { worker_connections 64; }\n"
-      "http {\n"
-      "  access_log off;\n"
-      "  client_max_body_size 0;\n"
-      "  client_body_temp_path " + tmp + "/body;\n"
-      "  proxy_temp_path " + tmp + "/proxy;\n"
-      "  fastcgi_temp_path " + tmp + "/fastcgi;\n"
-      "  uwsgi_temp_path " + tmp + "/uwsgi;\n"
-      "  scgi_temp_path " + tmp + "/scgi;\n"
-      "  server {\n" + listen +
-      "    root " + data_ + ";\n"
-      "    location / {\n" + location +
-      "    }\n"
-      "  }\n"
-      "}\n";
+  const std::string config = std::string(::geteuid() == 0 ? "user root;\n" : "") +  // the WebDAV root belongs to us
+                             "worker_processes 1;\n"
+                             "daemon on;\n"
+                             "pid " +
+                             dir_ +
+                             "/nginx.pid;\n"
+                             "error_log " +
+                             dir_ +
+                             "/error.log;\n"
+                             "events { worker_connections 64; }\n"
+                             "http {\n"
+                             "  access_log off;\n"
+                             "  client_max_body_size 0;\n"
+                             "  client_body_temp_path " +
+                             tmp +
+                             "/body;\n"
+                             "  proxy_temp_path " +
+                             tmp +
+                             "/proxy;\n"
+                             "  fastcgi_temp_path " +
+                             tmp +
+                             "/fastcgi;\n"
+                             "  uwsgi_temp_path " +
+                             tmp +
+                             "/uwsgi;\n"
+                             "  scgi_temp_path " +
+                             tmp +
+                             "/scgi;\n"
+                             "  server {\n" +
+                             listen + "    root " + data_ +
+                             ";\n"
+                             "    location / {\n" +
+                             location +
+                             "    }\n"
+                             "  }\n"
+                             "}\n";
   util::write_file(dir_ + "/nginx.conf", config);
   run_checked(*bin, {"nginx", "-p", dir_, "-c", dir_ + "/nginx.conf", "-e", dir_ + "/error.log"});
   const int port = port_;

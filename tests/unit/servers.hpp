@@ -61,8 +61,8 @@ class NginxServer {
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;
   int port() const { return port_; }
-  std::string base_url() const;            // http(s)://127.0.0.1:PORT
-  const std::string& data_dir() const { return data_; }  // the WebDAV root on disk
+  std::string base_url() const;                            // http(s)://127.0.0.1:PORT
+  const std::string& data_dir() const { return data_; }    // the WebDAV root on disk
   const std::string& ca_cert() const { return ca_cert_; }  // with tls
 
  private:

@@ -24,11 +24,21 @@ using kache::core::load_config;
 
 // Every variable load_config looks at; each test starts with all of them unset and restores them after.
 const char* const kEnvVars[] = {
-    "KACHE_CONFIG",          "XDG_CONFIG_HOME",        "XDG_CACHE_HOME",
-    "HOME",                  "KACHE_DIR",              "KACHE_MAX_SIZE",
-    "KACHE_COMPRESSION_LEVEL", "KACHE_DIRECT_MODE",    "KACHE_DISABLE",
-    "KACHE_CC_EXTRA_ALLOWLIST_FLAGS", "KACHE_PATHS_BASE_DIRS", "KACHE_NVCC_PATH_NORMALIZE",
-    "KACHE_NVCC_SOURCE_DATE_EPOCH", "KACHE_LOG",       "KACHE_LOG_FILE",
+    "KACHE_CONFIG",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "HOME",
+    "KACHE_DIR",
+    "KACHE_MAX_SIZE",
+    "KACHE_COMPRESSION_LEVEL",
+    "KACHE_DIRECT_MODE",
+    "KACHE_DISABLE",
+    "KACHE_CC_EXTRA_ALLOWLIST_FLAGS",
+    "KACHE_PATHS_BASE_DIRS",
+    "KACHE_NVCC_PATH_NORMALIZE",
+    "KACHE_NVCC_SOURCE_DATE_EPOCH",
+    "KACHE_LOG",
+    "KACHE_LOG_FILE",
 };
 
 class ConfigTest : public ::testing::Test {
@@ -38,9 +48,8 @@ class ConfigTest : public ::testing::Test {
       if (const char* value = std::getenv(name)) saved_[name] = value;
       ::unsetenv(name);
     }
-    dir_ = fs::temp_directory_path() /
-           ("kache-config-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("kache-config-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     file_ = (dir_ / "config.toml").string();
@@ -52,9 +61,7 @@ class ConfigTest : public ::testing::Test {
     for (const auto& [name, value] : saved_) ::setenv(name.c_str(), value.c_str(), 1);
     fs::remove_all(dir_);
   }
-  void write(const std::string& text) {
-    std::ofstream(file_) << text;
-  }
+  void write(const std::string& text) { std::ofstream(file_) << text; }
   static std::string all(const std::vector<std::string>& problems) {
     std::string out;
     for (const auto& p : problems) out += p + "\n";
@@ -143,9 +150,9 @@ TEST_F(ConfigTest, UnknownKeyNamesKeyAndFile) {
   write("[cache]\nmaxsize = \"1G\"\n[bogus]\nx = 1\n");
   const Config c = load_config();
   ASSERT_EQ(c.problems.size(), 2u) << all(c.problems);
-  EXPECT_NE(std::find(c.problems.begin(), c.problems.end(),
-                      "kache: ignoring unknown key 'cache.maxsize' in " + file_ + "."),
-            c.problems.end())
+  EXPECT_NE(
+      std::find(c.problems.begin(), c.problems.end(), "kache: ignoring unknown key 'cache.maxsize' in " + file_ + "."),
+      c.problems.end())
       << all(c.problems);
   const std::string text = all(c.problems);
   EXPECT_NE(text.find("'cache.maxsize'"), std::string::npos) << text;
@@ -200,8 +207,8 @@ TEST_F(ConfigTest, InvalidTomlIsReportedAndIgnored) {
 }
 
 TEST_F(ConfigTest, BooleansFromEnvironment) {
-  const std::pair<const char*, bool> cases[] = {{"1", true},     {"0", false},  {"true", true}, {"FALSE", false},
-                                                {"yes", true},   {"no", false}, {"On", true},   {"off", false}};
+  const std::pair<const char*, bool> cases[] = {{"1", true},   {"0", false},  {"true", true}, {"FALSE", false},
+                                                {"yes", true}, {"no", false}, {"On", true},   {"off", false}};
   for (const auto& [text, expected] : cases) {
     ::setenv("KACHE_DISABLE", text, 1);
     const Config c = load_config();
@@ -268,8 +275,8 @@ TEST(ConfigSize, ParseSize) {
     EXPECT_TRUE(parse_size(text, bytes)) << text;
     EXPECT_EQ(bytes, expected) << text;
   }
-  for (const char* text : {"", "abc", "G", "-1", "1X", "1GG", "1.5", "1..5G", "1 G i", "99999999999999999999",
-                           "20000000T"}) {
+  for (const char* text :
+       {"", "abc", "G", "-1", "1X", "1GG", "1.5", "1..5G", "1 G i", "99999999999999999999", "20000000T"}) {
     std::uint64_t bytes = 0;
     EXPECT_FALSE(parse_size(text, bytes)) << text;
   }

@@ -13,7 +13,10 @@ namespace {
 CacheEntry sample(bool with_depfile) {
   CacheEntry e;
   if (with_depfile) e.outputs.push_back({OutputType::depfile, "@KACHE_OUT@/x.o: @KACHE_SRC@/x.cu\n"});
-  e.outputs.push_back({OutputType::object, std::string("\x7f" "ELF", 4) + std::string(5000, '\x01')});
+  e.outputs.push_back({OutputType::object, std::string("\x7f"
+                                                       "ELF",
+                                                       4) +
+                                               std::string(5000, '\x01')});
   e.stdout_text = "out";
   e.stderr_text = "warning: x";
   return e;
@@ -42,8 +45,8 @@ TEST(Entry, WholeEqualsHeadPlusBody) {
 TEST(Entry, RoundTrip) {
   std::vector<CacheEntry> entries = {sample(true), sample(false), CacheEntry{}};
   CacheEntry several;
-  several.outputs = {{OutputType::depfile, ""}, {static_cast<OutputType>(7), std::string(3, '\0')},
-                     {OutputType::object, ""}};
+  several.outputs = {
+      {OutputType::depfile, ""}, {static_cast<OutputType>(7), std::string(3, '\0')}, {OutputType::object, ""}};
   several.stderr_text = std::string("\0\xff", 2);
   entries.push_back(several);
   for (const auto& e : entries) {

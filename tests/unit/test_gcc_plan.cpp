@@ -41,8 +41,8 @@ TEST(GccDriver, NamesItClaims) {
 }
 
 TEST(GccPlan, CMakeCompile) {
-  CompilePlan p = cached({"-DFOO=1", "-I/w/include", "-isystem", "/w/ext", "-O2", "-g", "-std=gnu++17", "-fPIC",
-                          "-MD", "-MT", "CMakeFiles/x.dir/a.cpp.o", "-MF", "CMakeFiles/x.dir/a.cpp.o.d", "-o",
+  CompilePlan p = cached({"-DFOO=1", "-I/w/include", "-isystem", "/w/ext", "-O2", "-g", "-std=gnu++17", "-fPIC", "-MD",
+                          "-MT", "CMakeFiles/x.dir/a.cpp.o", "-MF", "CMakeFiles/x.dir/a.cpp.o.d", "-o",
                           "CMakeFiles/x.dir/a.cpp.o", "-c", "/w/src/a.cpp"});
   EXPECT_EQ(p.language, "c++");
   EXPECT_EQ(p.output, "CMakeFiles/x.dir/a.cpp.o");
@@ -56,9 +56,9 @@ TEST(GccPlan, CMakeCompile) {
 }
 
 TEST(GccPlan, MesonCompile) {
-  CompilePlan p = cached({"-Ilibm.a.p", "-I.", "-I..", "-fdiagnostics-color=always", "-D_FILE_OFFSET_BITS=64",
-                          "-Wall", "-Winvalid-pch", "-O0", "-g", "-MD", "-MQ", "libm.a.p/a.c.o", "-MF",
-                          "libm.a.p/a.c.o.d", "-o", "libm.a.p/a.c.o", "-c", "../a.c"});
+  CompilePlan p = cached({"-Ilibm.a.p", "-I.", "-I..", "-fdiagnostics-color=always", "-D_FILE_OFFSET_BITS=64", "-Wall",
+                          "-Winvalid-pch", "-O0", "-g", "-MD", "-MQ", "libm.a.p/a.c.o", "-MF", "libm.a.p/a.c.o.d", "-o",
+                          "libm.a.p/a.c.o", "-c", "../a.c"});
   EXPECT_EQ(p.language, "c");
 }
 

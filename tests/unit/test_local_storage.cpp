@@ -15,8 +15,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/stats.hpp"
 #include "core/entry_format.hpp"
+#include "core/stats.hpp"
 #include "storage/local/local_storage.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
@@ -270,7 +270,7 @@ TEST_F(LocalStorageTest, RemoveAndClear) {
   s.put(b, "2");
   s.put(c, "3");
   s.remove(a);
-  s.remove(a);                 // absent: no-op
+  s.remove(a);                // absent: no-op
   s.remove(key_of("never"));  // shard may not even exist
   EXPECT_EQ(s.get(a), std::nullopt);
   EXPECT_EQ(s.entry_count(), 2u);
@@ -419,7 +419,7 @@ TEST_F(LocalStorageTest, SplitEntriesRestoreTheBodyIntoAFile) {
   const std::string file = entry_file(key);
   const std::string raw = util::read_file(file);
   EXPECT_EQ(raw.substr(0, 8), std::string("KACHE\0B1", 8));
-  EXPECT_EQ(raw.size(), 4096 + body.size());      // head padded to one block, body to the end
+  EXPECT_EQ(raw.size(), 4096 + body.size());  // head padded to one block, body to the end
   EXPECT_EQ(raw.substr(4096), body);
   EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
 
@@ -499,10 +499,8 @@ TEST_F(LocalStorageTest, CorruptSplitEntriesAreMisses) {
   const std::string body = random_bytes(9000, 5);
   // A flipped bit in the body, in the head, in the header; a truncated file; a grown file.
   std::vector<std::function<void(std::string&)>> damage = {
-      [](std::string& f) { f[4096 + 100] ^= 1; },
-      [](std::string& f) { f[90] ^= 1; },
-      [](std::string& f) { f[9] ^= 1; },
-      [](std::string& f) { f.resize(f.size() - 1); },
+      [](std::string& f) { f[4096 + 100] ^= 1; }, [](std::string& f) { f[90] ^= 1; },
+      [](std::string& f) { f[9] ^= 1; },          [](std::string& f) { f.resize(f.size() - 1); },
       [](std::string& f) { f += "x"; },
   };
   for (std::size_t i = 0; i < damage.size(); ++i) {

@@ -96,8 +96,8 @@ TEST(NvccPlanBasics, PathValuesAreLocatedForNormalization) {
   // Every spelling of the path-valued flags: separate, "=value" and attached (-I only); the adapter
   // rewrites keyed_args[index].substr(offset).
   CompilePlan p = planned({"-c", "/w/s/k.cu", "-I/w/b/gen", "-I", "/w/inc", "--include-path=a,b", "-isystem=/w/t",
-                           "--system-include", "/w/u", "-include", "/w/b/pre.h", "-MD", "-MF", "/w/b/k.d",
-                           "-MT", "/w/b/k.o", "-o", "k.o", "-DX=/w/b"});
+                           "--system-include", "/w/u", "-include", "/w/b/pre.h", "-MD", "-MF", "/w/b/k.d", "-MT",
+                           "/w/b/k.o", "-o", "k.o", "-DX=/w/b"});
   std::vector<std::string> values;
   for (const auto& pa : p.path_args) values.push_back(pa.flag + " " + p.keyed_args[pa.index].substr(pa.offset));
   EXPECT_EQ(values, (Args{"-I /w/b/gen", "-I /w/inc", "--include-path a,b", "-isystem /w/t", "--system-include /w/u",
@@ -353,8 +353,8 @@ TEST(NvccPlanPassthrough, UnknownFlag) {
 TEST(NvccPlanModeled, RealProjectFlagsBeyondTheSpecAreBuiltIn) {
   // The spec's tool passes these through; real CMake projects use them on every TU, and their
   // effect is captured by keying them verbatim (-lineinfo additionally keys literal paths).
-  for (const char* f : {"--use_fast_math", "-use_fast_math", "--extended-lambda", "-expt-extended-lambda",
-                        "-lineinfo", "--generate-line-info"}) {
+  for (const char* f : {"--use_fast_math", "-use_fast_math", "--extended-lambda", "-expt-extended-lambda", "-lineinfo",
+                        "--generate-line-info"}) {
     EXPECT_TRUE(caches(compile({f}))) << f;
   }
   EXPECT_TRUE(caches(compile({"-Xcudafe", "--diag_suppress=177"})));

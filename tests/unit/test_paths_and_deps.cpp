@@ -161,9 +161,10 @@ TEST(Watch, HasIncludeWrappersUnderOtherNamesAreOpaque) {
 TEST(Watch, IncludeNamesOfEveryBranch) {
   std::vector<std::string> names;
   bool opaque = false;
-  scan_include_names("#include \"a.h\"\n#if 0\n  #  include <sub/b.h>\n#endif\n#include_next <c.h>\n"
-                     "// #include \"comment.h\" is no directive\nint include = 1;\n",
-                     names, opaque);
+  scan_include_names(
+      "#include \"a.h\"\n#if 0\n  #  include <sub/b.h>\n#endif\n#include_next <c.h>\n"
+      "// #include \"comment.h\" is no directive\nint include = 1;\n",
+      names, opaque);
   EXPECT_EQ(names, (std::vector<std::string>{"a.h", "sub/b.h", "c.h"}));
   EXPECT_FALSE(opaque);
   scan_include_names("#include CONFIG_HEADER\n", names, opaque);

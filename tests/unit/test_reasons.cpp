@@ -72,8 +72,9 @@ Found produced_passthrough_reasons() {
   for (const auto& r : kache::compiler::env_rules()) {
     if (!r.reason.empty()) found[std::string(r.reason)].insert("env_rules()");
   }
-  for (std::string_view name : {core::reason::kDisabled, core::reason::kUnsupportedCompiler,
-                                core::reason::kOutputDirMissing, core::reason::kOutputDirUnwritable, core::reason::kCacheWorldWritable}) {
+  for (std::string_view name :
+       {core::reason::kDisabled, core::reason::kUnsupportedCompiler, core::reason::kOutputDirMissing,
+        core::reason::kOutputDirUnwritable, core::reason::kCacheWorldWritable}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;
@@ -83,7 +84,8 @@ Found produced_not_stored_reasons() {
   Found found;
   for (std::string_view r : core::hidden_input_reasons()) found[std::string(r)].insert("hidden_input_reasons()");
   for (std::string_view name :
-       {core::reason::kClosureUnreadable, core::reason::kInputChanged, core::reason::kPathInObject, core::reason::kDepfileTarget, core::reason::kLockTimeout}) {
+       {core::reason::kClosureUnreadable, core::reason::kInputChanged, core::reason::kPathInObject,
+        core::reason::kDepfileTarget, core::reason::kLockTimeout}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;
@@ -162,7 +164,8 @@ TEST(NamedReasons, CountedUnderTheNamesStatsShow) {
 
 TEST(NamedReasons, UnknownNamesAreExplainedAsSuch) {
   EXPECT_EQ(core::find_reason(ReasonCategory::Passthrough, "no-such-reason"), nullptr);
-  EXPECT_NE(core::reason_sentence(ReasonCategory::Passthrough, "no-such-reason").find("reason table"), std::string_view::npos);
+  EXPECT_NE(core::reason_sentence(ReasonCategory::Passthrough, "no-such-reason").find("reason table"),
+            std::string_view::npos);
   // A name is looked up within its category only.
   EXPECT_EQ(core::find_reason(ReasonCategory::Error, "link"), nullptr);
 }

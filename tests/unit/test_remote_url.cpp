@@ -96,7 +96,7 @@ TEST(RemoteUrl, SecretsFromTheEnvironment) {
   RemoteUrl u = parse("redis://host", secrets);
   EXPECT_EQ(u.password, "envpw");
   EXPECT_FALSE(u.password_in_url);
-  EXPECT_EQ(u.redacted(), "redis://host");  // nothing of the environment's secret printed
+  EXPECT_EQ(u.redacted(), "redis://host");                             // nothing of the environment's secret printed
   EXPECT_EQ(parse("redis://:urlpw@host", secrets).password, "urlpw");  // the URL wins
 
   u = parse("http://host/c", secrets);

@@ -113,10 +113,10 @@ TEST_F(StatsTest, DamagedJournalRecordsAreIgnored) {
   const std::string good = util::read_file(journal());
   ASSERT_TRUE(good.starts_with("@k1 ") && good.ends_with("\n")) << good;
   std::string damaged = good;
-  damaged[damaged.size() - 2] = '7';  // "direct_hits 1 hits 7": the checksum no longer matches
+  damaged[damaged.size() - 2] = '7';                         // "direct_hits 1 hits 7": the checksum no longer matches
   const std::string torn = good.substr(0, good.size() / 2);  // a write cut short by a crash...
-  std::string text = good + damaged + torn + good;             // ...then the next record on its line
-  text += good.substr(0, good.size() - 1);                     // the tail, still being written
+  std::string text = good + damaged + torn + good;           // ...then the next record on its line
+  text += good.substr(0, good.size() - 1);                   // the tail, still being written
   util::write_file(journal(), text);
   const auto snap = stats.read();
   EXPECT_EQ(snap.get(counter::kHits), 2u);

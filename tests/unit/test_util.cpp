@@ -213,13 +213,19 @@ TEST(UtilFs, CopyFileIsAnIndependentCopy) {
   copy_file(src, dst);
   EXPECT_EQ(read_file(dst), content);
 
-  struct stat s1 {}, s2 {};
+  struct stat s1 {
+  }, s2{};
   ASSERT_EQ(::stat(src.c_str(), &s1), 0);
   ASSERT_EQ(::stat(dst.c_str(), &s2), 0);
   EXPECT_NE(s1.st_ino, s2.st_ino);  // not a hard link
   EXPECT_EQ(s1.st_nlink, 1u);
   EXPECT_EQ(s2.st_nlink, 1u);
-  EXPECT_EQ(s2.st_mode & 0777, 0644u & ~[] { mode_t m = ::umask(0); ::umask(m); return m; }());
+  EXPECT_EQ(
+      s2.st_mode & 0777, 0644u & ~[] {
+        mode_t m = ::umask(0);
+        ::umask(m);
+        return m;
+      }());
 
   // Writing through the copy must not touch the source.
   write_file(dst, "changed");
@@ -472,8 +478,7 @@ TEST_F(UtilFindExecutable, SkipsTheSameFileEvenThroughSymlinks) {
   EXPECT_EQ(find_executable("tool", path, p("self")), p("bin2/tool"));
   create_directories(p("bin5"));
   ASSERT_EQ(::symlink(p("bin2/tool").c_str(), p("bin5/tool").c_str()), 0);
-  EXPECT_EQ(find_executable("tool", p("bin5") + ":" + p("bin2") + ":" + p("bin1"), p("bin2/tool")),
-            p("bin1/tool"));
+  EXPECT_EQ(find_executable("tool", p("bin5") + ":" + p("bin2") + ":" + p("bin1"), p("bin2/tool")), p("bin1/tool"));
   EXPECT_FALSE(find_executable("tool", p("bin1"), p("bin1/tool")));
 }
 

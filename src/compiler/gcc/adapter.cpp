@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <string_view>
 
+#include "compiler/common.hpp"
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/plan.hpp"
 #include "compiler/gcc/toolchain.hpp"
-#include "compiler/common.hpp"
 #include "compiler/job_paths.hpp"
 #include "core/log.hpp"
 #include "util/fs.hpp"

@@ -28,8 +28,8 @@ void add_driver_programs(ProbeFiles& files, const std::string& driver, const uti
 std::vector<std::string> driver_include_dirs(const std::string& driver, std::string_view language,
                                              const util::Environment& env) {
   std::vector<std::string> dirs;
-  auto hs = util::run_capture(driver, {driver, "-E", "-x", std::string(language), "-v", "/dev/null", "-o", "/dev/null"},
-                              env);
+  auto hs =
+      util::run_capture(driver, {driver, "-E", "-x", std::string(language), "-v", "/dev/null", "-o", "/dev/null"}, env);
   std::istringstream err(hs.err);
   std::string line;
   bool in_list = false;

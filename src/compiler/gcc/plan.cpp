@@ -50,7 +50,6 @@ class Planner {
 
   bool allowlisted(std::string_view arg) const { return allowlist_names(allowlist_, arg); }
 
-
   std::size_t scan(std::size_t i) {
     const std::string& t = args_[i];
     if (t.starts_with('@')) {
@@ -243,9 +242,10 @@ bool is_gcc_driver(const std::string& argv0) {
   std::string_view name = argv0;
   if (auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
   // A version suffix: "-12", "-19", "-12.2".
-  if (auto dash = name.rfind('-'); dash != std::string_view::npos && dash + 1 < name.size() &&
-                                   std::all_of(name.begin() + static_cast<std::ptrdiff_t>(dash) + 1, name.end(),
-                                               [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; })) {
+  if (auto dash = name.rfind('-');
+      dash != std::string_view::npos && dash + 1 < name.size() &&
+      std::all_of(name.begin() + static_cast<std::ptrdiff_t>(dash) + 1, name.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; })) {
     name = name.substr(0, dash);
   }
   for (std::string_view driver : {"gcc", "g++", "cc", "c++", "clang", "clang++"}) {

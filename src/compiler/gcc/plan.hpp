@@ -13,12 +13,12 @@ namespace kache::compiler::gcc {
 enum class Depfile { None, MD, MMD };
 
 struct CompilePlan {
-  std::string source;         // as written
-  std::string language;       // c, c++ or assembler-with-cpp
-  std::string output;         // as written, or the implied <source basename>.o
+  std::string source;    // as written
+  std::string language;  // c, c++ or assembler-with-cpp
+  std::string output;    // as written, or the implied <source basename>.o
   bool output_implied = false;
   Depfile depfile = Depfile::None;
-  std::string depfile_path;   // -MF as written, or the implied <output minus suffix>.d; "" without -MD/-MMD
+  std::string depfile_path;  // -MF as written, or the implied <output minus suffix>.d; "" without -MD/-MMD
   bool depfile_implied = false;
   bool has_dep_target = false;  // -MT / -MQ given
   // Where the planner found the options a miss rewrites or drops: the index of the option's own
@@ -29,7 +29,7 @@ struct CompilePlan {
     bool attached;
   };
   std::optional<ArgRef> output_arg, depfile_arg;
-  std::vector<ArgRef> dep_target_args;  // -MT / -MQ
+  std::vector<ArgRef> dep_target_args;     // -MT / -MQ
   std::vector<std::size_t> dep_flag_args;  // -MD / -MMD / -MP
   // The command line with the source replaced by "<source>" and the -o value by "<output>".
   std::vector<std::string> keyed_args;
@@ -41,8 +41,8 @@ struct CompilePlan {
     std::size_t offset;
   };
   std::vector<PathValue> path_values;
-  std::vector<std::string> include_dirs;    // -I/-iquote/-isystem/-idirafter values, in order
-  std::vector<std::string> forced_includes; // -include/-imacros values
+  std::vector<std::string> include_dirs;     // -I/-iquote/-isystem/-idirafter values, in order
+  std::vector<std::string> forced_includes;  // -include/-imacros values
   bool has_debug = false;
 };
 

@@ -4,8 +4,8 @@
 #include <cctype>
 #include <string_view>
 
-#include "compiler/env_table.hpp"
 #include "compiler/common.hpp"
+#include "compiler/env_table.hpp"
 #include "compiler/job_paths.hpp"
 #include "compiler/nvcc/plan.hpp"
 #include "compiler/nvcc/toolchain.hpp"
@@ -49,9 +49,12 @@ core::PathRoots::KeyedValue key_host_prefix_maps(const std::string& value, const
 
 const char* mode_name(Mode m) {
   switch (m) {
-    case Mode::Compile: return "c";
-    case Mode::DeviceCompile: return "dc";
-    case Mode::CompileRdc: return "c-rdc";
+    case Mode::Compile:
+      return "c";
+    case Mode::DeviceCompile:
+      return "dc";
+    case Mode::CompileRdc:
+      return "c-rdc";
   }
   return "?";
 }
@@ -70,8 +73,8 @@ std::vector<std::string> NvccAdapter::include_dirs_in(const std::vector<std::str
   std::vector<std::string> dirs;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    for (std::string_view opt : {"--include-path", "-include-path", "--system-include", "-system-include",
-                                 "-isystem", "-I"}) {
+    for (std::string_view opt :
+         {"--include-path", "-include-path", "--system-include", "-system-include", "-isystem", "-I"}) {
       if (!a.starts_with(opt)) continue;
       std::string rest = a.substr(opt.size());
       if (rest.empty()) {
@@ -129,7 +132,8 @@ std::vector<std::string> NvccAdapter::rewrite_outputs(const std::vector<std::str
   return out;
 }
 
-std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
+std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocation& inv,
+                                                                     const core::Config& cfg) {
   PlanOptions opts;
   opts.extra_allowlist = cfg.extra_allowlist_flags;
   opts.prepend_flags = util::env_get(inv.env, "NVCC_PREPEND_FLAGS").value_or("");
@@ -222,8 +226,10 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     k.emplace_back("output", job.output);
     if (trace) log.trace("path output {} keyed as {} (literal: path normalization is off)", plan.output, job.output);
   } else if (trace) {
-    log.trace("path output {} not keyed (the object does not name it; the depfile's default target is a "
-              "placeholder)", plan.output);
+    log.trace(
+        "path output {} not keyed (the object does not name it; the depfile's default target is a "
+        "placeholder)",
+        plan.output);
   }
   // The user's path values (-I, -isystem, -include, -MF, -MT) keyed as the roots map them: an absolute
   // one below a root by the root's name, so a second build directory (-I<build>/include) or a moved
@@ -235,8 +241,8 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   for (const auto& pa : plan.path_args) {
     std::string& arg = keyed_args[pa.index];
     const std::string value = arg.substr(pa.offset);
-    const bool list = pa.flag == "-I" || pa.flag == "--include-path" || pa.flag == "-isystem" ||
-                      pa.flag == "--system-include";
+    const bool list =
+        pa.flag == "-I" || pa.flag == "--include-path" || pa.flag == "-isystem" || pa.flag == "--system-include";
     const bool depfile_flag = pa.flag == "-MF" || pa.flag == "--dependency-output";
     const bool target_flag = pa.flag == "-MT" || pa.flag == "--dependency-target-name";
     const bool host_flag = pa.flag == "-Xcompiler" || pa.flag == "--compiler-options";
@@ -359,7 +365,8 @@ std::vector<std::string> NvccAdapter::closure_command(const core::Invocation& in
       continue;
     }
     bool dropped = false;
-    for (std::string_view n : {"-o", "--output-file", "-MF", "--dependency-output", "-MT", "--dependency-target-name"}) {
+    for (std::string_view n :
+         {"-o", "--output-file", "-MF", "--dependency-output", "-MT", "--dependency-target-name"}) {
       if (x == n) {
         ++i;
         dropped = true;

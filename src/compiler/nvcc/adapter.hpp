@@ -6,7 +6,8 @@ namespace kache::compiler::nvcc {
 class NvccAdapter final : public Adapter {
  public:
   std::string name() const override { return "nvcc"; }
-  std::variant<compiler::Passthrough, CompileJob> prepare(const core::Invocation& inv, const core::Config& cfg) override;
+  std::variant<compiler::Passthrough, CompileJob> prepare(const core::Invocation& inv,
+                                                          const core::Config& cfg) override;
   std::vector<std::string> miss_command(const core::Invocation& inv, const CompileJob& job,
                                         const MissPaths& paths) const override;
   void miss_environment(util::Environment& env, const core::Config& cfg) const override;

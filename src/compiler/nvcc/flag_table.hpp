@@ -113,8 +113,8 @@ std::optional<FlagMatch> find_flag(const std::vector<FlagSpec>& table, std::stri
 // Checks for flags nvcc hands to another tool. Each returns the refusal for the first offending
 // flag, or nullopt. The host compiler's rules (-Xcompiler) are GCC knowledge and live with the gcc
 // adapter (compiler/gcc/host_rules.hpp); nvcc consults them unchanged.
-using gcc::FlagRefusal;
 using gcc::check_host_options;
+using gcc::FlagRefusal;
 using gcc::is_machine_native;
 using gcc::split_option_list;
 std::optional<FlagRefusal> check_ptxas_options(std::string_view value);

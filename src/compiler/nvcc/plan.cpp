@@ -210,8 +210,8 @@ class Planner {
       if (r) refuse(r->reason, std::string(m.name) + " " + r->flag);
     };
     if (spec.path_value && user && value) {
-      path_args_.push_back({value_index ? *value_index : a.index, value_index ? 0 : a.text.size() - value->size(),
-                            std::string(m.name)});
+      path_args_.push_back(
+          {value_index ? *value_index : a.index, value_index ? 0 : a.text.size() - value->size(), std::string(m.name)});
     }
     switch (spec.effect) {
       case Effect::Keyed:

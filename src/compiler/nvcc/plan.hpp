@@ -20,10 +20,10 @@ struct CompilePlan {
   Mode mode = Mode::Compile;
   bool rdc() const { return mode != Mode::Compile; }
 
-  std::string source;                 // as written
-  std::string output;                 // -o value as written
+  std::string source;  // as written
+  std::string output;  // -o value as written
   Depfile depfile = Depfile::None;
-  std::string depfile_path;           // -MF value as written (set iff depfile != None)
+  std::string depfile_path;                  // -MF value as written (set iff depfile != None)
   std::vector<std::string> depfile_targets;  // -MT values, in order (empty: nvcc's default target)
 
   // Everything the key must see, verbatim and in order, with the source argument replaced by
@@ -40,16 +40,16 @@ struct CompilePlan {
   // The user's own arguments (without NVCC_*_FLAGS), untouched: what a miss runs, plus kache's additions.
   std::vector<std::string> args;
 
-  std::string prepend_flags;          // NVCC_PREPEND_FLAGS verbatim ("" if unset)
-  std::string append_flags;           // NVCC_APPEND_FLAGS verbatim
-  std::optional<std::string> ccbin;   // -ccbin / --compiler-bindir value (last one wins)
+  std::string prepend_flags;               // NVCC_PREPEND_FLAGS verbatim ("" if unset)
+  std::string append_flags;                // NVCC_APPEND_FLAGS verbatim
+  std::optional<std::string> ccbin;        // -ccbin / --compiler-bindir value (last one wins)
   std::vector<std::string> gpu_arch_args;  // the -arch/-code/-gencode arguments (for logs and probes)
 
   // The object embeds absolute paths no prefix map reaches (-lineinfo writes the source path into
   // device code). The nvcc adapter keys the source's resolved path for it (see has_lineinfo).
   bool path_literal = false;
   bool has_lineinfo = false;
-  bool has_debug = false;            // -g (host debug info names paths; prefix maps cover it)
+  bool has_debug = false;  // -g (host debug info names paths; prefix maps cover it)
 };
 
 using Plan = std::variant<Passthrough, CompilePlan>;

@@ -74,7 +74,11 @@ std::vector<std::string> split_words(const std::string& line) {
   std::string cur;
   bool quoted = false, any = false;
   for (char c : line) {
-    if (c == '"') { quoted = !quoted; any = true; continue; }
+    if (c == '"') {
+      quoted = !quoted;
+      any = true;
+      continue;
+    }
     if (!quoted && (c == ' ' || c == '\t')) {
       if (any) words.push_back(cur);
       cur.clear();
@@ -154,8 +158,9 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   // 13's -c runs cudafe++, cicc, ptxas, fatbinary and the host compiler whatever the -arch set (a
   // PTX-only or LTO target runs a subset of them); the rest of bin/ is link-only (nvlink, bin2c) or
   // serves -arch=native, which passes through.
-  std::vector<std::string> dry = {nvcc_path, "--dryrun", "-c", util::join_path(scratch_dir, "probe.cu"), "-o",
-                                  util::join_path(scratch_dir, "probe.o")};
+  std::vector<std::string> dry = {nvcc_path, "--dryrun",
+                                  "-c",      util::join_path(scratch_dir, "probe.cu"),
+                                  "-o",      util::join_path(scratch_dir, "probe.o")};
   if (ccbin) {
     dry.push_back("-ccbin");
     dry.push_back(*ccbin);
@@ -178,7 +183,8 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
       if (var->first == "PATH") m.tools.search_path = var->second;
       // PATH and LD_LIBRARY_PATH carry the caller's values; what they select is covered by the
       // resolved tools' content and the LD_LIBRARY_PATH key field.
-      else if (var->first != "LD_LIBRARY_PATH") profile_vars.push_back(*var);
+      else if (var->first != "LD_LIBRARY_PATH")
+        profile_vars.push_back(*var);
       continue;
     }
     auto words = split_words(body);
@@ -198,8 +204,10 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
 
   ProbeFiles files(m.tools, cwd, memo_dir);
   m.tc.host_compiler = files.resolve(host_word);
-  if (m.tc.host_compiler.empty()) throw std::runtime_error("host compiler '" + host_word + "' not found on nvcc's PATH");
-  if (!util::stat_identity(m.tc.host_compiler)) throw std::runtime_error("cannot stat host compiler " + m.tc.host_compiler);
+  if (m.tc.host_compiler.empty())
+    throw std::runtime_error("host compiler '" + host_word + "' not found on nvcc's PATH");
+  if (!util::stat_identity(m.tc.host_compiler))
+    throw std::runtime_error("cannot stat host compiler " + m.tc.host_compiler);
   files.add("host", m.tc.host_compiler);
   for (const auto& p : programs) {
     const std::string path = files.resolve(p);
@@ -242,8 +250,10 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   m.tc.include_dirs = gcc::driver_include_dirs(m.tc.host_compiler, "c++", probe_env);
   for (const char* spec : {"INCLUDES", "SYSTEM_INCLUDES"}) {
     for (const auto& w : split_words(vars[spec])) {
-      if (w.starts_with("-I") && w.size() > 2) m.tc.include_dirs.push_back(w.substr(2));
-      else if (!w.starts_with("-")) m.tc.include_dirs.push_back(w);
+      if (w.starts_with("-I") && w.size() > 2)
+        m.tc.include_dirs.push_back(w.substr(2));
+      else if (!w.starts_with("-"))
+        m.tc.include_dirs.push_back(w);
     }
   }
 
@@ -261,8 +271,8 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   for (const auto& [name, value] : profile_vars) h.add_field("profile:" + name, value);
   m.tc.id = h.finish().hex();
   m.tc.description = first_line(version.out.substr(version.out.rfind("Cuda compilation tools") == std::string::npos
-                                                        ? 0
-                                                        : version.out.rfind("Cuda compilation tools"))) +
+                                                       ? 0
+                                                       : version.out.rfind("Cuda compilation tools"))) +
                      "; host " + m.tc.host_compiler + " (" + first_line(hv.out) + ")";
   return m;
 }
@@ -289,7 +299,8 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
   add_identity(mk, "nvcc-profile-id", util::join_path(util::dirname(nvcc_path), "nvcc.profile"));
   mk.add_field("ccbin", ccbin.value_or(""));
   // Everything the environment table says changes the probe's answer (PATH, NVCC_CCBIN, INCLUDES, ...).
-  for (std::string_view var : probe_variables(true)) mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
+  for (std::string_view var : probe_variables(true))
+    mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
   const std::string memo_key = mk.finish().hex();
   core::log().trace("toolchain memo key = {}", memo_key);
   const std::string memo_path = memo_dir.empty() ? "" : util::join_path(memo_dir, memo_key);

@@ -9,11 +9,11 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <memory>
-#include <new>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
@@ -356,7 +356,7 @@ bool stream_frame(std::string_view frame, std::uint64_t size, std::uint64_t head
     }
     if (!chunk.empty()) util::write_fully(out_fd, chunk, out_path);
     produced += ob.pos;
-    if (ret == 0) break;                                        // the frame is complete
+    if (ret == 0) break;                                      // the frame is complete
     if (in.pos == in.size && ob.pos < ob.size) return false;  // input exhausted before the frame ended
   }
   return produced == size;
@@ -474,8 +474,8 @@ std::optional<Parts> LocalStorage::restore_split(std::string_view key, const Ope
     return std::nullopt;
   }
   if (h.body_size > 0) {
-    void* map = ::mmap(nullptr, h.body_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
-                       static_cast<off_t>(h.body_offset));
+    void* map =
+        ::mmap(nullptr, h.body_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, static_cast<off_t>(h.body_offset));
     if (map == MAP_FAILED) throw_errno(errno, "mmap " + e.path);
     const bool intact =
         container::payload_matches(std::string_view(static_cast<const char*>(map), h.body_size), h.body_checksum);

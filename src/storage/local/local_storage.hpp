@@ -12,10 +12,10 @@
 // <shard>/lock). When the sum passes max_size after a put, one process (flock on <dir>/cleanup.lock)
 // evicts least recently used entries across all shards (a hit bumps the entry's mtime) down to 90% of
 // max_size. Many kache processes can do this at once.
+#include <sys/stat.h>
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <sys/stat.h>
 
 #include "storage/storage.hpp"
 
@@ -49,10 +49,10 @@ class LocalStorage final : public Storage {
   StorageResult<std::optional<Parts>> read_parts(std::string_view key, const std::string& body_dir);
 
   // Housekeeping used by the CLI (throw on failure).
-  std::uint64_t total_size() const;          // bytes on disk, from the shard counters
-  std::uint64_t entry_count() const;         // files, by scanning
-  void clear();                              // removes every entry
-  void trim_all();                           // enforces max_size now (after --max-size lowers it)
+  std::uint64_t total_size() const;   // bytes on disk, from the shard counters
+  std::uint64_t entry_count() const;  // files, by scanning
+  void clear();                       // removes every entry
+  void trim_all();                    // enforces max_size now (after --max-size lowers it)
   // Counts corrupt entries found by reads; the pipeline folds it into the stats.
   int corrupt_found() const { return corrupt_found_; }
 

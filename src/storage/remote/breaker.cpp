@@ -6,8 +6,8 @@
 
 #include <cstdio>
 
-#include "util/clock.hpp"
 #include "util/cache_umask.hpp"
+#include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 
@@ -43,8 +43,8 @@ void Breaker::write_state(const State& state) const {
   const util::CacheUmaskScope umask;  // a group-shared cache dir stays writable by the group
   try {
     util::create_directories(opt_.dir);
-    util::write_file_atomic(state_path_, std::to_string(state.failures) + " " +
-                                             std::to_string(state.open_until_ns) + "\n");
+    util::write_file_atomic(state_path_,
+                            std::to_string(state.failures) + " " + std::to_string(state.open_until_ns) + "\n");
   } catch (const std::exception&) {
     // Best effort: without the state each process finds out about the remote on its own.
   }

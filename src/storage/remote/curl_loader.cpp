@@ -45,7 +45,8 @@ CurlLibrary load_curl_library(const char* soname) {
 }
 
 const CurlApi* load_curl(std::string* why) {
-  static const CurlLibrary loaded = load_curl_library("libcurl.so.4");  // thread-safe once; curl_global_init is not thread-safe itself
+  static const CurlLibrary loaded =
+      load_curl_library("libcurl.so.4");  // thread-safe once; curl_global_init is not thread-safe itself
   if (!loaded.ok) {
     if (why) *why = loaded.why;
     return nullptr;

@@ -30,8 +30,8 @@ std::string path_segment(std::string_view key) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (char c : key) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '-' || c == '_' || c == '.';
+    const bool plain =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
     if (plain) {
       out += c;
     } else {
@@ -87,7 +87,8 @@ std::string HttpStorage::key_url(std::string_view key) const {
   const std::string segment = path_segment(key);
   std::string out = url_.http_base();
   switch (url_.layout) {
-    case HttpLayout::flat: return out + "/" + segment;
+    case HttpLayout::flat:
+      return out + "/" + segment;
     case HttpLayout::subdirs:
       if (segment.size() < 3) return out + "/" + segment;
       return out + "/" + segment.substr(0, 2) + "/" + segment.substr(2);
@@ -130,14 +131,17 @@ HttpStorage::Response HttpStorage::perform(Method method, std::string_view key, 
   }
   if (!ca_file_.empty()) api.easy_setopt(curl, CURLOPT_CAINFO, ca_file_.c_str());
   switch (method) {
-    case Method::get: break;
+    case Method::get:
+      break;
     case Method::put:
       api.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
       api.easy_setopt(curl, CURLOPT_READFUNCTION, &read_upload);
       api.easy_setopt(curl, CURLOPT_READDATA, &upload);
       api.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(upload_data.size()));
       break;
-    case Method::remove: api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE"); break;
+    case Method::remove:
+      api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
+      break;
   }
 
   const CURLcode code = [&] {
@@ -150,9 +154,8 @@ HttpStorage::Response HttpStorage::perform(Method method, std::string_view key, 
   }
   api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   if (response.status == 401 || response.status == 403) {
-    throw RemoteError(RemoteFailure::Kind::auth,
-                      url_.redacted() + ": the server refused the credentials (HTTP " +
-                          std::to_string(response.status) + ")");
+    throw RemoteError(RemoteFailure::Kind::auth, url_.redacted() + ": the server refused the credentials (HTTP " +
+                                                     std::to_string(response.status) + ")");
   }
   return response;
 }

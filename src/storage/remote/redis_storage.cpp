@@ -27,9 +27,8 @@ bool starts_with(const char* text, std::size_t len, std::string_view prefix) {
 // An error reply that says the credentials are missing, wrong or not allowed to do this.
 bool is_auth_reply(const redisReply& r) {
   const auto n = static_cast<std::size_t>(r.len);
-  return starts_with(r.str, n, "NOAUTH") || starts_with(r.str, n, "WRONGPASS") ||
-         starts_with(r.str, n, "NOPERM") || starts_with(r.str, n, "ERR invalid password") ||
-         starts_with(r.str, n, "ERR AUTH");
+  return starts_with(r.str, n, "NOAUTH") || starts_with(r.str, n, "WRONGPASS") || starts_with(r.str, n, "NOPERM") ||
+         starts_with(r.str, n, "ERR invalid password") || starts_with(r.str, n, "ERR AUTH");
 }
 
 }  // namespace

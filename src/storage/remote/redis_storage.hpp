@@ -12,8 +12,8 @@
 #include <string>
 
 #include "storage/remote/remote_failure.hpp"
-#include "storage/remote/remote_url.hpp"
 #include "storage/remote/remote_store.hpp"
+#include "storage/remote/remote_url.hpp"
 
 struct redisContext;
 struct redisReply;

@@ -8,9 +8,11 @@ namespace kache::storage::remote {
 std::unique_ptr<RemoteBackend> make_remote_storage(const RemoteUrl& url, const RemoteStoreOptions& options) {
   switch (url.scheme) {
     case Scheme::redis:
-    case Scheme::redis_unix: return std::make_unique<RedisStorage>(url, options.key_prefix);
+    case Scheme::redis_unix:
+      return std::make_unique<RedisStorage>(url, options.key_prefix);
     case Scheme::http:
-    case Scheme::https: return std::make_unique<HttpStorage>(url, options.ca_file);
+    case Scheme::https:
+      return std::make_unique<HttpStorage>(url, options.ca_file);
   }
   return std::make_unique<HttpStorage>(url, options.ca_file);
 }

@@ -3,8 +3,8 @@
 #include <memory>
 #include <string>
 
-#include "storage/remote/remote_url.hpp"
 #include "storage/remote/remote_store.hpp"
+#include "storage/remote/remote_url.hpp"
 
 namespace kache::storage::remote {
 

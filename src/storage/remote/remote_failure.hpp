@@ -16,19 +16,20 @@ struct RemoteFailure {
 
 inline const char* kind_name(RemoteFailure::Kind kind) {
   switch (kind) {
-    case RemoteFailure::Kind::error: return "error";
-    case RemoteFailure::Kind::timeout: return "timeout";
-    case RemoteFailure::Kind::auth: return "auth";
+    case RemoteFailure::Kind::error:
+      return "error";
+    case RemoteFailure::Kind::timeout:
+      return "timeout";
+    case RemoteFailure::Kind::auth:
+      return "auth";
   }
   return "error";
 }
 
 class RemoteError : public std::runtime_error {
  public:
-  explicit RemoteError(RemoteFailure failure)
-      : std::runtime_error(failure.message), failure_(std::move(failure)) {}
-  RemoteError(RemoteFailure::Kind kind, std::string message)
-      : RemoteError(RemoteFailure{kind, std::move(message)}) {}
+  explicit RemoteError(RemoteFailure failure) : std::runtime_error(failure.message), failure_(std::move(failure)) {}
+  RemoteError(RemoteFailure::Kind kind, std::string message) : RemoteError(RemoteFailure{kind, std::move(message)}) {}
   const RemoteFailure& failure() const { return failure_; }
   RemoteFailure::Kind kind() const { return failure_.kind; }
 

@@ -27,10 +27,10 @@ class RemoteBackend {
 };
 
 struct RemoteStoreOptions {
-  std::string ca_file;                 // remote.ca_file: extra CA for https (empty: the system's)
-  std::string key_prefix = "kache:";   // Redis keys are <prefix><key>
-  std::string breaker_dir;             // the breakers' state files (empty: no breaker)
-  bool read_only = false;              // remote.read_only: never written, whatever the URL says
+  std::string ca_file;                          // remote.ca_file: extra CA for https (empty: the system's)
+  std::string key_prefix = "kache:";            // Redis keys are <prefix><key>
+  std::string breaker_dir;                      // the breakers' state files (empty: no breaker)
+  bool read_only = false;                       // remote.read_only: never written, whatever the URL says
   std::uint64_t max_entry_size = 256ull << 20;  // remote.max_entry_size: a larger value is a miss
 };
 

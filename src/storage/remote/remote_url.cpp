@@ -32,8 +32,8 @@ std::string printable(std::string_view text) {
 }
 
 bool is_unreserved(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
 }
 
 int hex_value(char c) {
@@ -89,8 +89,7 @@ std::optional<int> parse_int(std::string_view text, int min, int max) {
 bool valid_host(std::string_view host, bool bracketed) {
   if (host.empty()) return false;
   for (char c : host) {
-    const bool ok = bracketed ? (hex_value(c) >= 0 || c == ':' || c == '.')
-                              : (is_unreserved(c) && c != '~');
+    const bool ok = bracketed ? (hex_value(c) >= 0 || c == ':' || c == '.') : (is_unreserved(c) && c != '~');
     if (!ok) return false;
   }
   return true;
@@ -200,19 +199,26 @@ void parse_attribute(std::string_view spec, std::string_view attribute, RemoteUr
 
 const char* scheme_name(Scheme scheme) {
   switch (scheme) {
-    case Scheme::redis: return "redis";
-    case Scheme::redis_unix: return "redis+unix";
-    case Scheme::http: return "http";
-    case Scheme::https: return "https";
+    case Scheme::redis:
+      return "redis";
+    case Scheme::redis_unix:
+      return "redis+unix";
+    case Scheme::http:
+      return "http";
+    case Scheme::https:
+      return "https";
   }
   return "?";
 }
 
 const char* layout_name(HttpLayout layout) {
   switch (layout) {
-    case HttpLayout::flat: return "flat";
-    case HttpLayout::subdirs: return "subdirs";
-    case HttpLayout::bazel: return "bazel";
+    case HttpLayout::flat:
+      return "flat";
+    case HttpLayout::subdirs:
+      return "subdirs";
+    case HttpLayout::bazel:
+      return "bazel";
   }
   return "?";
 }
@@ -237,10 +243,14 @@ std::string redact_unparsed(std::string_view spec) {
 int RemoteUrl::effective_port() const {
   if (port != 0) return port;
   switch (scheme) {
-    case Scheme::redis: return 6379;
-    case Scheme::http: return 80;
-    case Scheme::https: return 443;
-    case Scheme::redis_unix: return 0;
+    case Scheme::redis:
+      return 6379;
+    case Scheme::http:
+      return 80;
+    case Scheme::https:
+      return 443;
+    case Scheme::redis_unix:
+      return 0;
   }
   return 0;
 }
@@ -289,9 +299,7 @@ std::string RemoteUrl::identity() const {
   return out + "/" + std::to_string(db);
 }
 
-std::string RemoteUrl::http_base() const {
-  return std::string(scheme_name(scheme)) + "://" + host_port(*this) + path;
-}
+std::string RemoteUrl::http_base() const { return std::string(scheme_name(scheme)) + "://" + host_port(*this) + path; }
 
 RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets) {
   const std::size_t bar = spec.find('|');
