@@ -310,11 +310,15 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optiona
     return;
   }
   const bool new_glibc = glibc_major > 2 || (glibc_major == 2 && glibc_minor >= 41);
-  const auto lacks = math_functions_path.empty()
-                         ? std::nullopt
-                         : doctor::math_functions_lacks_noexcept(read_or_empty(math_functions_path));
+  // Plain booleans, not the optional itself: GCC 12 -O3 reports a read of the optional's flag as
+  // maybe-uninitialized (a false positive that -Werror would turn into a failed Release build).
+  const std::optional<bool> answer = math_functions_path.empty()
+                                         ? std::nullopt
+                                         : doctor::math_functions_lacks_noexcept(read_or_empty(math_functions_path));
+  const bool declared = answer.has_value();
+  const bool lacks_noexcept = declared && *answer;
   const std::string glibc = fmt::format("glibc {}.{}", glibc_major, glibc_minor);
-  if (new_glibc && lacks.value_or(false)) {
+  if (new_glibc && lacks_noexcept) {
     rows.add("toolchain", "glibc", Status::fail, fmt::format("{} with {}", glibc, math_functions_path),
              fmt::format("CUDA {}.{}'s crt/math_functions.h declares cospi, sinpi and rsqrt without the noexcept {} "
                          "gives them, so every compile that includes <cmath> stops with 'exception specification is "
@@ -322,12 +326,13 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optiona
                          release->first, release->second, glibc),
              "use a CUDA 13.x toolkit (or a host compiler whose sysroot has glibc older than 2.41)");
   } else {
-    rows.add("toolchain", "glibc", Status::ok,
-             fmt::format("{}; {}", glibc,
-                         math_functions_path.empty() ? "no crt/math_functions.h in nvcc's include directories"
-                         : !lacks                    ? "math_functions.h: no host cospi declaration found"
-                         : *lacks ? "math_functions.h lacks noexcept on cospi/sinpi/rsqrt, harmless below glibc 2.41"
-                                  : "math_functions.h declares cospi/sinpi/rsqrt with an exception specification"));
+    rows.add(
+        "toolchain", "glibc", Status::ok,
+        fmt::format("{}; {}", glibc,
+                    math_functions_path.empty() ? "no crt/math_functions.h in nvcc's include directories"
+                    : !declared                 ? "math_functions.h: no host cospi declaration found"
+                    : lacks_noexcept ? "math_functions.h lacks noexcept on cospi/sinpi/rsqrt, harmless below glibc 2.41"
+                                     : "math_functions.h declares cospi/sinpi/rsqrt with an exception specification"));
   }
 }
 
