@@ -296,6 +296,11 @@ std::string set_remote_ca_file(Config& c, const std::string& v) {
   return {};
 }
 
+std::string set_remote_signing_key_file(Config& c, const std::string& v) {
+  c.remote_signing_key_file = expand_home(trim(v));
+  return {};
+}
+
 std::string set_log_filter(Config& c, const std::string& v) {
   if (!parse_log_filter(v)) return "is not a log filter (try 'debug' or 'kache=debug')";
   c.log_filter = trim(v);
@@ -372,6 +377,12 @@ const KeySpec kKeys[] = {
      show_bool<&Config::remote_only>, "a boolean"},
     {"remote", "ca_file", "KACHE_REMOTE_CA_FILE", set_remote_ca_file, nullptr,
      [](const Config& c) { return c.remote_ca_file.empty() ? std::string("(system CAs)") : c.remote_ca_file; },
+     "a path"},
+    {"remote", "signing_key_file", "KACHE_REMOTE_SIGNING_KEY_FILE", set_remote_signing_key_file, nullptr,
+     [](const Config& c) {
+       return c.remote_signing_key_file.empty() ? std::string("(none: remote entries are not signed)")
+                                                : c.remote_signing_key_file;
+     },
      "a path"},
     {"log", "filter", "KACHE_LOG", set_log_filter, nullptr,
      [](const Config& c) { return c.log_filter.empty() ? std::string("warn (default)") : c.log_filter; },

@@ -17,6 +17,7 @@
 //   remote.read_only             KACHE_REMOTE_READ_ONLY    (bool: never write to a remote)
 //   remote.only                  KACHE_REMOTE_ONLY         (bool: no local store writes)
 //   remote.ca_file               KACHE_REMOTE_CA_FILE      (extra CA certificate for https remotes)
+//   remote.signing_key_file      KACHE_REMOTE_SIGNING_KEY_FILE (a file holding the HMAC key for remote entries)
 //   log.filter                   KACHE_LOG                 (e.g. "kache=debug")
 //   log.file                     KACHE_LOG_FILE
 //   cache.umask                  KACHE_UMASK               (octal, e.g. "002": for files and dirs kache
@@ -47,6 +48,7 @@ struct Config {
   bool remote_read_only = false;
   bool remote_only = false;
   std::string remote_ca_file;
+  std::string remote_signing_key_file;  // the key itself is read when the stores open, never printed
   std::string log_filter;
   std::string log_file;
   int cache_umask = -1;  // -1: the process umask

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/config.hpp"
+#include "core/log.hpp"
 #include "storage/remote/remote_factory.hpp"
 #include "storage/remote/remote_store.hpp"
 #include "util/fs.hpp"
@@ -116,13 +117,28 @@ LayeredStorage open_storage(const core::Config& cfg) {
   std::vector<std::unique_ptr<Storage>> remotes;
   if (!cfg.remote_storage.empty()) {
     remote::RemoteStoreOptions options;
+    bool urls_usable = true;
     options.ca_file = cfg.remote_ca_file;
     options.breaker_dir = util::join_path(cfg.cache_dir, "remote-state");
     options.read_only = cfg.remote_read_only;
+    if (!cfg.remote_signing_key_file.empty()) {
+      try {
+        options.signing_key = util::read_file(cfg.remote_signing_key_file);
+      } catch (const std::exception& e) {
+        // Without its key kache would accept unsigned values: no remotes at all instead.
+        core::log().warn("cannot read remote.signing_key_file {}: {}; remote storage is off",
+                         cfg.remote_signing_key_file, e.what());
+        urls_usable = false;
+      }
+      if (urls_usable && options.signing_key.empty()) {
+        core::log().warn("remote.signing_key_file {} is empty; remote storage is off", cfg.remote_signing_key_file);
+        urls_usable = false;
+      }
+    }
     // Parsed when the configuration was read (a bad list is one warning there and no remotes here).
     std::vector<remote::RemoteUrl> urls;
     try {
-      urls = remote::parse_remote_urls(cfg.remote_storage, remote::RemoteSecrets::from_environment());
+      if (urls_usable) urls = remote::parse_remote_urls(cfg.remote_storage, remote::RemoteSecrets::from_environment());
     } catch (const std::exception&) {
     }
     for (const auto& url : urls) {

@@ -8,6 +8,8 @@
 // instructions (about 2 ms) per process, which is most of a cache hit's budget. The direct API costs
 // ~0.1 million. It is deprecated in OpenSSL 3 but present throughout 3.x.
 #define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include <xxhash.h>
 
@@ -98,6 +100,17 @@ Digest sha256(std::string_view data) {
   Hasher h;
   h.update(data);
   return h.finish();
+}
+
+Digest hmac_sha256(std::string_view key, std::string_view data) {
+  Digest d;
+  unsigned int len = 0;
+  if (::HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+             reinterpret_cast<const unsigned char*>(data.data()), data.size(), d.bytes.data(), &len) == nullptr ||
+      len != d.bytes.size()) {
+    throw std::runtime_error("HMAC-SHA-256 failed");
+  }
+  return d;
 }
 
 Digest hash_file(const std::string& path) {

@@ -35,6 +35,10 @@ Digest sha256(std::string_view data);
 // Hashes a file's content; throws std::system_error when it cannot be read.
 Digest hash_file(const std::string& path);
 
+// HMAC-SHA-256 through OpenSSL's HMAC (EVP: its first use costs ~2 ms of provider set-up, so only the
+// remote path, which waits on a network anyway, uses it).
+Digest hmac_sha256(std::string_view key, std::string_view data);
+
 // 128-bit XXH3 of data, as 32 hex characters (stored-entry checksums).
 std::string xxh128_hex(std::string_view data);
 // The same with a seed (a record's header fields folded in, so the checksum covers them too).

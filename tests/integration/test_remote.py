@@ -213,6 +213,68 @@ class Outages(RemoteCase):
             self.assertEqual(redis.keys(), [])
 
 
+class Signing(RemoteCase):
+    """remote.signing_key_file: values carry an HMAC-SHA-256 over their key and bytes; a reader with a
+    key refuses unsigned and wrongly signed values (a miss, counted), never serving them."""
+
+    def key_file(self, name, text):
+        return self.write(name, text)
+
+    def test_same_key_shares(self):
+        key = self.key_file("team.key", "team secret\n")
+        with servers.Redis() as redis:
+            self.build("one", self.env_for("one", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key))
+            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key)
+            self.build("two", two)
+            s = self.stats_of(two)
+            self.assertEqual((s["hits"], s["misses"], s["remote_bad_signature"]), (3, 0, 0), s)
+            self.assert_plain_equivalent("two")
+            for k in redis.keys():
+                self.assertTrue(redis.get(k).endswith(b"KACHESG1"), k)
+
+    def test_other_key_is_refused(self):
+        with servers.Redis() as redis:
+            self.build("one", self.env_for("one", redis.url,
+                                           KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("a.key", "attacker")))
+            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team"))
+            self.build("two", two)
+            s = self.stats_of(two)
+            self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
+            self.assertGreater(s["remote_bad_signature"], 0, s)
+            self.assert_plain_equivalent("two")
+
+    def test_unsigned_values_are_refused_with_a_key(self):
+        with servers.Redis() as redis:
+            self.build("one", self.env_for("one", redis.url))
+            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team"))
+            self.build("two", two)
+            s = self.stats_of(two)
+            self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
+            self.assertGreater(s["remote_unsigned"], 0, s)
+            self.assert_plain_equivalent("two")
+
+    def test_signed_value_with_a_forged_payload_is_refused(self):
+        key = self.key_file("team.key", "team")
+        with servers.Redis() as redis:
+            self.build("one", self.env_for("one", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key))
+            # Keep every trailer, change the payload: the signature no longer matches.
+            for k in redis.keys():
+                v = redis.get(k)
+                redis.command("SET", k, bytes([v[0] ^ 1]) + v[1:])
+            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key)
+            self.build("two", two)
+            s = self.stats_of(two)
+            self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
+            self.assertGreater(s["remote_bad_signature"], 0, s)
+
+    def test_unreadable_key_file_turns_remotes_off(self):
+        with servers.Redis() as redis:
+            env = self.env_for("one", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.path("missing.key"))
+            r = self.compile("one", "a", env)
+            self.assertIn("remote storage is off", r.stderr)
+            self.assertEqual(redis.keys(), [])
+
+
 class Poisoning(RemoteCase):
     def corrupt_every_value(self, redis, how):
         for key in redis.keys():

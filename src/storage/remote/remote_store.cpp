@@ -3,12 +3,16 @@
 #include <utility>
 
 #include "core/log.hpp"
+#include "util/hash.hpp"
 
 namespace kache::storage::remote {
 
 RemoteStore::RemoteStore(std::unique_ptr<RemoteBackend> backend, std::string identity,
                          const RemoteStoreOptions& options)
-    : backend_(std::move(backend)), read_only_(options.read_only), max_entry_size_(options.max_entry_size) {
+    : backend_(std::move(backend)),
+      read_only_(options.read_only),
+      max_entry_size_(options.max_entry_size),
+      signing_key_(options.signing_key) {
   if (!options.breaker_dir.empty()) {
     BreakerOptions breaker;
     breaker.dir = options.breaker_dir;
@@ -62,20 +66,73 @@ StorageLookup RemoteStore::get(std::string_view key) {
     core::log().info("remote storage {}: a value of {} bytes exceeds remote.max_entry_size", name(), (*r)->size());
     return std::optional<std::string>();
   }
-  counts_["remote_hits"]++;
   counts_["remote_bytes_read"] += (*r)->size();
+  switch (open_signed(signing_key_, key, **r)) {
+    case Signature::valid:
+      break;
+    case Signature::absent:
+      if (signing_key_.empty()) break;
+      counts_["remote_unsigned"]++;
+      core::log().info("remote storage {}: an unsigned value is refused (remote.signing_key_file is set)", name());
+      return std::optional<std::string>();
+    case Signature::invalid:
+      counts_["remote_bad_signature"]++;
+      core::log().warn("remote storage {}: a value with a wrong signature is refused", name());
+      return std::optional<std::string>();
+  }
+  counts_["remote_hits"]++;
   return r;
+}
+
+namespace {
+constexpr std::string_view kSignatureMagic = "KACHESG1";
+constexpr std::size_t kTrailerSize = 32 + kSignatureMagic.size();
+
+util::Digest value_mac(std::string_view signing_key, std::string_view key, std::string_view value) {
+  std::string message = "kache-remote-1";
+  message.push_back('\0');
+  message.append(key);
+  message.push_back('\0');
+  message.append(value);
+  return util::hmac_sha256(signing_key, message);
+}
+}  // namespace
+
+std::string sign_value(std::string_view signing_key, std::string_view key, std::string_view value) {
+  const util::Digest mac = value_mac(signing_key, key, value);
+  std::string out(value);
+  out.append(reinterpret_cast<const char*>(mac.bytes.data()), mac.bytes.size());
+  out.append(kSignatureMagic);
+  return out;
+}
+
+Signature open_signed(std::string_view signing_key, std::string_view key, std::string& value) {
+  if (value.size() < kTrailerSize || !std::string_view(value).ends_with(kSignatureMagic)) return Signature::absent;
+  const std::string_view payload(value.data(), value.size() - kTrailerSize);
+  const std::string_view mac(value.data() + payload.size(), 32);
+  Signature result = Signature::valid;
+  if (!signing_key.empty()) {
+    const util::Digest want = value_mac(signing_key, key, payload);
+    // Constant time: the comparison must not tell a forger how many bytes were right.
+    unsigned char diff = 0;
+    for (std::size_t i = 0; i < 32; ++i) diff |= static_cast<unsigned char>(mac[i]) ^ want.bytes[i];
+    if (diff != 0) result = Signature::invalid;
+  }
+  value.resize(payload.size());
+  return result;
 }
 
 StorageStatus RemoteStore::put(std::string_view key, std::string_view bytes) {
   if (read_only_) return util::Done{};
+  const std::string signed_value = signing_key_.empty() ? std::string() : sign_value(signing_key_, key, bytes);
+  const std::string_view value = signing_key_.empty() ? bytes : std::string_view(signed_value);
   StorageStatus r = guarded<util::Done>("write", [&] {
-    backend_->put(key, bytes);
+    backend_->put(key, value);
     return util::Done{};
   });
   if (r) {
     counts_["remote_writes"]++;
-    counts_["remote_bytes_written"] += bytes.size();
+    counts_["remote_bytes_written"] += value.size();
   }
   return r;
 }

@@ -32,7 +32,16 @@ struct RemoteStoreOptions {
   std::string breaker_dir;                      // the breakers' state files (empty: no breaker)
   bool read_only = false;                       // remote.read_only: never written, whatever the URL says
   std::uint64_t max_entry_size = 256ull << 20;  // remote.max_entry_size: a larger value is a miss
+  // remote.signing_key_file's content. Set: every value written carries an HMAC-SHA-256 over its key
+  // and bytes, and a value read without a valid one is refused (a miss, counted).
+  std::string signing_key;
 };
+
+// The signature trailer: value + HMAC-SHA-256("kache-remote-1\0" + key + "\0" + value) + "KACHESG1".
+std::string sign_value(std::string_view signing_key, std::string_view key, std::string_view value);
+enum class Signature { valid, invalid, absent };
+// Checks and strips the trailer (with an empty signing key: strips it unchecked, reports valid or absent).
+Signature open_signed(std::string_view signing_key, std::string_view key, std::string& value);
 
 class RemoteStore final : public Storage {
  public:
@@ -51,6 +60,7 @@ class RemoteStore final : public Storage {
   std::optional<Breaker> breaker_;
   bool read_only_;
   std::uint64_t max_entry_size_;
+  std::string signing_key_;
   std::map<std::string, std::uint64_t> counts_;
 };
 
