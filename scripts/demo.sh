@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The demo: builds examples/saxpy with CMake + Ninja through kache (as CMAKE_CUDA_COMPILER_LAUNCHER)
-# twice from a fresh build directory, first with an empty cache (cold), then again (warm), and prints
+# The demo: builds examples/mixed (C, C++ and CUDA, and a header generated into the build directory)
+# with CMake + Ninja through kache (CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER) twice from a fresh build
+# directory, first with an empty cache (cold), then again (warm), and prints
 # both build times and the statistics. Fails if the warm build missed the cache or never hit it.
 # Uses a private cache (build/demo-cache) and config, so the user's cache and settings are untouched.
 set -euo pipefail
@@ -20,7 +21,7 @@ while read -r name; do
 done < <(compgen -e | grep '^KACHE_' || true)
 export KACHE_DIR="$repo/build/demo-cache"
 export KACHE_CONFIG="$repo/build/demo-config.toml"
-build_dir="$repo/build/demo-saxpy"
+build_dir="$repo/build/demo-mixed"
 jobs=()
 if [[ -n "${KACHE_JOBS:-}" ]]; then jobs=(-j "$KACHE_JOBS"); fi
 
@@ -30,7 +31,8 @@ stat() {  # stat NAME: one integer from kache --show-stats --json
 
 build() {  # build LABEL: configure a fresh build dir (untimed), then time the ninja build
   rm -rf "$build_dir"
-  cmake -S "$repo/examples/saxpy" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  cmake -S "$repo/examples/mixed" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER_LAUNCHER="$kache" -DCMAKE_CXX_COMPILER_LAUNCHER="$kache" \
     -DCMAKE_CUDA_COMPILER_LAUNCHER="$kache" >/dev/null
   local start=$EPOCHREALTIME
   ninja -C "$build_dir" "${jobs[@]}"
@@ -55,7 +57,7 @@ warm_hits=$(($(stat hits) - hits_before))
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "=== running the program built from the cache ==="
-  "$build_dir/saxpy"
+  "$build_dir/mixed_app"
 fi
 
 echo
