@@ -1,6 +1,6 @@
 // Fuzzes the configuration: a TOML file and every KACHE_* variable, read through load_config(), plus
 // the size and boolean parsers on their own.
-// Input: "TOML\x1eKACHE_DIR\x1eKACHE_MAX_SIZE\x1e..." (the variables in the order of kEnv below).
+// Input: "TOML\x1eKACHE_DIR\x1eKACHE_MAX_SIZE\x1e..." (the variables in the order of config_environment_variables()).
 // Properties: load_config never throws and always yields a usable config (a non-empty cache dir, a
 // size above 0, a compression level from 1 to 19, an epoch that is digits or "passthrough", absolute
 // base dirs); a size that parses reads back the same from its decimal bytes; describe_config renders.
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "fuzz_check.hpp"
@@ -17,20 +18,8 @@ using namespace kache;
 
 namespace {
 
-constexpr const char* kEnv[] = {
-    "KACHE_DIR",
-    "KACHE_MAX_SIZE",
-    "KACHE_COMPRESSION",
-    "KACHE_COMPRESSION_LEVEL",
-    "KACHE_DIRECT_MODE",
-    "KACHE_DISABLE",
-    "KACHE_CC_EXTRA_ALLOWLIST_FLAGS",
-    "KACHE_PATHS_BASE_DIRS",
-    "KACHE_NVCC_PATH_NORMALIZE",
-    "KACHE_NVCC_SOURCE_DATE_EPOCH",
-    "KACHE_LOG",
-    "KACHE_LOG_FILE",
-};
+// The table's variables, in its order (the seeds' sections follow it; settings added later come last).
+const std::vector<std::string> kEnv = core::config_environment_variables();
 
 void check_size_text(const std::string& text) {
   std::uint64_t bytes = 0;
@@ -52,12 +41,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto sections = kache::fuzz::split(kache::fuzz::as_view(data, size), '\x1e');
   util::write_file(file, sections[0]);
   ::setenv("KACHE_CONFIG", file.c_str(), 1);
-  for (std::size_t i = 0; i < std::size(kEnv); ++i) {
+  for (std::size_t i = 0; i < kEnv.size(); ++i) {
     // setenv cannot hold a NUL: the value ends there, as it would in a real environment.
     if (i + 1 < sections.size()) {
-      ::setenv(kEnv[i], sections[i + 1].c_str(), 1);
+      ::setenv(kEnv[i].c_str(), sections[i + 1].c_str(), 1);
     } else {
-      ::unsetenv(kEnv[i]);
+      ::unsetenv(kEnv[i].c_str());
     }
   }
 

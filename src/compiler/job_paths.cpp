@@ -27,6 +27,17 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
   return core::PathRoots(std::move(roots));
 }
 
+void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,
+                 const std::string& output_written, const std::string& depfile_written) {
+  job.source = util::absolute_path(source_written, cwd);
+  job.output = util::absolute_path(output_written, cwd);
+  job.output_written = output_written;
+  if (!depfile_written.empty()) {
+    job.depfile = util::absolute_path(depfile_written, cwd);
+    job.depfile_written = depfile_written;
+  }
+}
+
 bool names_path(const std::string& value, const std::string& root) {
   for (std::size_t hit = value.find(root); hit != std::string::npos; hit = value.find(root, hit + 1)) {
     const std::size_t end = hit + root.size();

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/adapter.hpp"
 #include "core/path_roots.hpp"
 #include "util/process.hpp"
 
@@ -15,6 +16,11 @@ namespace kache::compiler {
 // base dirs (/kache/base<i>). *source_identity gets the source keyed against the base dirs only.
 core::PathRoots standard_roots(const std::string& cwd, const std::string& source, const std::string& output,
                                const std::vector<std::string>& base_dirs, std::string* source_identity);
+
+// Sets the job's source, output and (when depfile_written is not empty) depfile: absolute (joined to
+// cwd, for kache's own use) and as written on the command line (what the compiler itself names).
+void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,
+                 const std::string& output_written, const std::string& depfile_written);
 
 // Whether `value` may name `root` or a path below it: an occurrence of the root's spelling not
 // continued by more characters of the same path component.

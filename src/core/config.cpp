@@ -369,6 +369,20 @@ const KeySpec kKeys[] = {
      set_bool_node<&Config::nvcc_path_normalize>, show_bool<&Config::nvcc_path_normalize>, "a boolean"},
     {"nvcc", "source_date_epoch", "KACHE_NVCC_SOURCE_DATE_EPOCH", set_epoch, set_epoch_node,
      [](const Config& c) { return c.nvcc_source_date_epoch; }, "a number of seconds or 'passthrough'"},
+    {"log", "filter", "KACHE_LOG", set_log_filter, nullptr,
+     [](const Config& c) { return c.log_filter.empty() ? std::string("warn (default)") : c.log_filter; },
+     "a log filter string"},
+    {"log", "file", "KACHE_LOG_FILE", set_log_file, nullptr,
+     [](const Config& c) { return c.log_file.empty() ? std::string("(stderr)") : c.log_file; }, "a path"},
+    {"cache", "umask", "KACHE_UMASK", set_umask, set_umask_node,
+     [](const Config& c) {
+       return c.cache_umask < 0 ? std::string("(the process umask)") : fmt::format("{:03o}", c.cache_umask);
+     },
+     "an octal umask"},
+    {"cache", "allow_world_writable", "KACHE_ALLOW_WORLD_WRITABLE", set_bool<&Config::allow_world_writable>,
+     set_bool_node<&Config::allow_world_writable>, show_bool<&Config::allow_world_writable>, "a boolean"},
+    {"cache", "lock_timeout", "KACHE_LOCK_TIMEOUT", set_lock_timeout, set_lock_timeout_node,
+     [](const Config& c) { return fmt::format("{}s", c.lock_timeout_s); }, "a number of seconds"},
     {"remote", "storage", "KACHE_REMOTE_STORAGE", set_remote_storage, nullptr, show_remote_storage,
      "a space-separated list of redis://, redis+unix://, http:// or https:// URLs"},
     {"remote", "read_only", "KACHE_REMOTE_READ_ONLY", set_bool<&Config::remote_read_only>,
@@ -384,21 +398,17 @@ const KeySpec kKeys[] = {
                                                 : c.remote_signing_key_file;
      },
      "a path"},
-    {"log", "filter", "KACHE_LOG", set_log_filter, nullptr,
-     [](const Config& c) { return c.log_filter.empty() ? std::string("warn (default)") : c.log_filter; },
-     "a log filter string"},
-    {"log", "file", "KACHE_LOG_FILE", set_log_file, nullptr,
-     [](const Config& c) { return c.log_file.empty() ? std::string("(stderr)") : c.log_file; }, "a path"},
-    {"cache", "umask", "KACHE_UMASK", set_umask, set_umask_node,
-     [](const Config& c) {
-       return c.cache_umask < 0 ? std::string("(the process umask)") : fmt::format("{:03o}", c.cache_umask);
-     },
-     "an octal umask"},
-    {"cache", "allow_world_writable", "KACHE_ALLOW_WORLD_WRITABLE", set_bool<&Config::allow_world_writable>,
-     set_bool_node<&Config::allow_world_writable>, show_bool<&Config::allow_world_writable>, "a boolean"},
-    {"cache", "lock_timeout", "KACHE_LOCK_TIMEOUT", set_lock_timeout, set_lock_timeout_node,
-     [](const Config& c) { return fmt::format("{}s", c.lock_timeout_s); }, "a number of seconds"},
 };
+
+}  // namespace
+
+std::vector<std::string> config_environment_variables() {
+  std::vector<std::string> names;
+  for (const auto& k : kKeys) names.emplace_back(k.env);
+  return names;
+}
+
+namespace {
 
 std::string full_name(const KeySpec& k) { return fmt::format("{}.{}", k.section, k.name); }
 

@@ -73,6 +73,8 @@ void set_config_value(const std::string& file, const std::string& section, const
 bool parse_bool(const std::string& text, bool& value);
 // Makes the settings that live in process-wide state take effect (cache umask, lock timeout).
 void apply_process_settings(const Config& config);
+// Every KACHE_* variable a setting reads, in the table's order (tests and the config fuzzer set them all).
+std::vector<std::string> config_environment_variables();
 // Human-readable listing of every effective setting and its origin.
 std::string describe_config(const Config& config);
 

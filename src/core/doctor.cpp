@@ -23,6 +23,7 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
+#include "util/text.hpp"
 
 namespace kache::core {
 namespace doctor {
@@ -126,28 +127,6 @@ std::optional<std::pair<int, int>> toolkit_release(const std::string& version_te
   return std::make_pair(std::stoi(m[1].str()), std::stoi(m[2].str()));
 }
 
-// Splits a dry-run line into words, honouring nvcc's double quotes.
-std::vector<std::string> words_of(const std::string& line) {
-  std::vector<std::string> words;
-  std::string cur;
-  bool quoted = false, any = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-      any = true;
-    } else if (!quoted && (c == ' ' || c == '\t')) {
-      if (any) words.push_back(cur);
-      cur.clear();
-      any = false;
-    } else {
-      cur += c;
-      any = true;
-    }
-  }
-  if (any) words.push_back(cur);
-  return words;
-}
-
 // What `nvcc --dryrun -c` says it would run: its profile's variables and the host compiler.
 struct DryRun {
   std::map<std::string, std::string> vars;
@@ -170,10 +149,10 @@ DryRun read_dry_run(const std::string& text) {
     }
     if (d.host_word.empty() && body.find(" -E ") != std::string::npos &&
         body.find("-D__CUDACC__") != std::string::npos) {
-      d.host_word = words_of(body).at(0);
+      d.host_word = util::split_quoted_words(body).at(0);
     }
   }
-  for (const auto& w : words_of(d.vars["INCLUDES"])) {
+  for (const auto& w : util::split_quoted_words(d.vars["INCLUDES"])) {
     if (w.starts_with("-I") && w.size() > 2) d.include_dirs.push_back(w.substr(2));
   }
   return d;

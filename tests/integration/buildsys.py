@@ -153,3 +153,17 @@ def plain_nvcc_command(cmd, out, depfile=None):
         elif a == "-MF":
             args[i + 1] = depfile or out + ".d"
     return args
+
+
+def compile_outputs(build):
+    """The object of every CUDA compile step in build's compile_commands.json (paths below build)."""
+    with open(os.path.join(build, "compile_commands.json")) as f:
+        entries = json.load(f)
+    outs = []
+    for e in entries:
+        out = e.get("output")
+        if out is None:
+            args = e["command"].split()
+            out = args[args.index("-o") + 1]
+        outs.append(os.path.relpath(os.path.join(e["directory"], out), build))
+    return sorted(outs)

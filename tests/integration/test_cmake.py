@@ -16,7 +16,6 @@ directories without base_dirs checks that the launcher form shares entries betwe
 without that setting as well.
 
 The plain build and one cold launcher-form build (the seed cache) are made once for the class."""
-import json
 import os
 import shutil
 import tempfile
@@ -29,18 +28,6 @@ from kachetest import KacheTestCase
 CHECKOUT = "saxpy"
 
 
-def compile_outputs(build):
-    """The object of every CUDA compile step in build's compile_commands.json (paths below build)."""
-    with open(os.path.join(build, "compile_commands.json")) as f:
-        entries = json.load(f)
-    outs = []
-    for e in entries:
-        out = e.get("output")
-        if out is None:
-            args = e["command"].split()
-            out = args[args.index("-o") + 1]
-        outs.append(os.path.relpath(os.path.join(e["directory"], out), build))
-    return sorted(outs)
 
 
 def cmake_build(build, src, env, extra=()):
@@ -65,7 +52,7 @@ class CMake(KacheTestCase):
         plain_env = buildsys.clean_env(os.path.join(cls.root, "unused-cache"), cls.root)
         cls.plain = cmake_build(os.path.join(cls.checkout, "build-plain"), cls.checkout, plain_env)
         ninja(cls.plain, plain_env)
-        cls.objects = compile_outputs(cls.plain)
+        cls.objects = buildsys.compile_outputs(cls.plain)
         # The seed: a cold launcher-form build with its own cache, which the other tests copy.
         cls.seed_cache = os.path.join(cls.root, "seed-cache")
         env = buildsys.clean_env(cls.seed_cache, cls.root)
@@ -94,7 +81,7 @@ class CMake(KacheTestCase):
     def build_and_count(self, build, src, env, cmake_args=()):
         """Configures (uncounted: CMake's own compiler checks), builds, returns kache's statistics."""
         cmake_build(build, src, env, cmake_args)
-        self.assertEqual(compile_outputs(build), self.objects)
+        self.assertEqual(buildsys.compile_outputs(build), self.objects)
         buildsys.zero_stats(env)
         ninja(build, env)
         return buildsys.stats(env)

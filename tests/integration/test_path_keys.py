@@ -16,7 +16,6 @@ it does (a relative source, or a build-directory header with device code, under 
 
 Run against a kache that keys flag values literally (KACHE_NVCC_PATH_NORMALIZE=0, or the commit before
 this change) the hit counts fail: a second build directory misses every object with -I<build>/gen."""
-import json
 import os
 import re
 import shutil
@@ -93,18 +92,6 @@ def cmake(build, src, env, launcher=True):
     return build
 
 
-def objects(build):
-    """The object of every CUDA compile step in build's compile_commands.json (paths below build)."""
-    with open(os.path.join(build, "compile_commands.json")) as f:
-        entries = json.load(f)
-    outs = []
-    for e in entries:
-        out = e.get("output")
-        if out is None:
-            args = e["command"].split()
-            out = args[args.index("-o") + 1]
-        outs.append(os.path.relpath(os.path.join(e["directory"], out), build))
-    return sorted(outs)
 
 
 def ninja(build, env):
@@ -163,13 +150,13 @@ class CMakeShare(KacheTestCase):
         return build
 
     def assert_like_plain(self, build, plain, label, names=buildsys.SECTIONS):
-        for rel in objects(build) + ["app"]:
+        for rel in buildsys.compile_outputs(build) + ["app"]:
             diff = buildsys.section_diff(os.path.join(build, rel), os.path.join(plain, rel), names)
             self.assertEqual(diff, [], f"{label}: {rel} differs from plain nvcc's in {diff}")
 
     def assert_depfiles_name(self, build, checkout, label):
         recorded = recorded_deps(build, self.env_for(checkout))
-        for rel in objects(build):
+        for rel in buildsys.compile_outputs(build):
             self.assertIn(rel, recorded, f"{label}: no dependencies recorded for {rel}")
             for d in recorded[rel]:
                 p = os.path.normpath(os.path.join(build, d))
@@ -185,7 +172,7 @@ class CMakeShare(KacheTestCase):
         one = write_project(self.path("one", "proj"))
         plain_one = self.plain(one)
         first, s, _ = self.build(one, "b1", "b1.log")
-        n = len(objects(first))
+        n = len(buildsys.compile_outputs(first))
         self.assertEqual(n, 7)
         self.assertEqual((s["hits"], s["misses"]), (0, n), f"cold build: {s}")
         self.assert_like_plain(first, plain_one, "cold build")
@@ -213,7 +200,7 @@ class CMakeShare(KacheTestCase):
         # paths differ in it); the -rdc entries are shared by their path below the base dir, so it is
         # left out here, and no two -rdc objects may share one.
         self.assert_like_plain(moved, plain_two, "(b) moved checkout", buildsys.PATH_FREE_SECTIONS)
-        rdc = [o for o in objects(moved) if "/sep.dir/" in o or "/app.dir/" in o]
+        rdc = [o for o in buildsys.compile_outputs(moved) if "/sep.dir/" in o or "/app.dir/" in o]
         ids = [buildsys.module_id(os.path.join(moved, o)) for o in rdc]
         self.assertEqual(len(ids), 3)
         self.assertEqual(len(set(ids)), len(ids), f"two -rdc objects share a module id: {ids}")

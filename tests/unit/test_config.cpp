@@ -22,31 +22,20 @@ namespace fs = std::filesystem;
 using kache::core::Config;
 using kache::core::load_config;
 
-// Every variable load_config looks at; each test starts with all of them unset and restores them after.
-const char* const kEnvVars[] = {
-    "KACHE_CONFIG",
-    "XDG_CONFIG_HOME",
-    "XDG_CACHE_HOME",
-    "HOME",
-    "KACHE_DIR",
-    "KACHE_MAX_SIZE",
-    "KACHE_COMPRESSION_LEVEL",
-    "KACHE_DIRECT_MODE",
-    "KACHE_DISABLE",
-    "KACHE_CC_EXTRA_ALLOWLIST_FLAGS",
-    "KACHE_PATHS_BASE_DIRS",
-    "KACHE_NVCC_PATH_NORMALIZE",
-    "KACHE_NVCC_SOURCE_DATE_EPOCH",
-    "KACHE_LOG",
-    "KACHE_LOG_FILE",
-};
+// Every variable load_config looks at (the table's KACHE_* variables and where the file is found);
+// each test starts with all of them unset and restores them after.
+std::vector<std::string> env_vars() {
+  std::vector<std::string> names = {"KACHE_CONFIG", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "HOME"};
+  for (auto& name : kache::core::config_environment_variables()) names.push_back(std::move(name));
+  return names;
+}
 
 class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : kEnvVars) {
-      if (const char* value = std::getenv(name)) saved_[name] = value;
-      ::unsetenv(name);
+    for (const auto& name : env_vars()) {
+      if (const char* value = std::getenv(name.c_str())) saved_[name] = value;
+      ::unsetenv(name.c_str());
     }
     dir_ = fs::temp_directory_path() / ("kache-config-test-" + std::to_string(::getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -57,7 +46,7 @@ class ConfigTest : public ::testing::Test {
     ::setenv("HOME", (dir_ / "home").c_str(), 1);
   }
   void TearDown() override {
-    for (const char* name : kEnvVars) ::unsetenv(name);
+    for (const auto& name : env_vars()) ::unsetenv(name.c_str());
     for (const auto& [name, value] : saved_) ::setenv(name.c_str(), value.c_str(), 1);
     fs::remove_all(dir_);
   }

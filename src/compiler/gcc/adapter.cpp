@@ -55,15 +55,9 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
 
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
-  job.source = util::absolute_path(plan.source, cwd);
-  job.output = util::absolute_path(plan.output, cwd);
-  job.output_written = plan.output;
-  if (plan.depfile != Depfile::None) {
-    job.depfile = util::absolute_path(plan.depfile_path, cwd);
-    job.depfile_written = plan.depfile_path;
-    // Without -MT/-MQ the driver names the rule after the output as written (-MQ <output>).
-    if (!plan.has_dep_target) job.depfile_target = plan.output;
-  }
+  place_files(job, cwd, plan.source, plan.output, plan.depfile != Depfile::None ? plan.depfile_path : "");
+  // Without -MT/-MQ the driver names the rule after the output as written (-MQ <output>).
+  if (plan.depfile != Depfile::None && !plan.has_dep_target) job.depfile_target = plan.output;
   // -MMD leaves out system headers, so it cannot be the key's closure.
   job.depfile_partial = plan.depfile == Depfile::MMD;
 

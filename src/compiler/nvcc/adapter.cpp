@@ -145,13 +145,7 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   if (auto r = env_refusal(inv.env, true)) return compiler::Passthrough{r->reason, r->variable + " is set"};
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
-  job.source = util::absolute_path(plan.source, cwd);
-  job.output = util::absolute_path(plan.output, cwd);
-  job.output_written = plan.output;
-  if (plan.depfile != Depfile::None) {
-    job.depfile = util::absolute_path(plan.depfile_path, cwd);
-    job.depfile_written = plan.depfile_path;
-  }
+  place_files(job, cwd, plan.source, plan.output, plan.depfile != Depfile::None ? plan.depfile_path : "");
   // -MMD leaves out system headers (and what they include), so it cannot be the key's closure.
   job.depfile_partial = plan.depfile == Depfile::MMD;
 

@@ -16,6 +16,7 @@
 #include "util/hash.hpp"
 #include "util/process.hpp"
 #include "util/serial.hpp"
+#include "util/text.hpp"
 
 namespace kache::compiler::nvcc {
 
@@ -66,30 +67,6 @@ Memo deserialize(const std::string& data) {
 std::string env_value_field(const util::Environment& env, std::string_view name) {
   auto v = util::env_get(env, name);
   return v ? "=" + *v : "unset";
-}
-
-// Splits a dry-run command line into words, honouring nvcc's double quotes ("/usr/bin"/g++-12).
-std::vector<std::string> split_words(const std::string& line) {
-  std::vector<std::string> words;
-  std::string cur;
-  bool quoted = false, any = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-      any = true;
-      continue;
-    }
-    if (!quoted && (c == ' ' || c == '\t')) {
-      if (any) words.push_back(cur);
-      cur.clear();
-      any = false;
-      continue;
-    }
-    cur += c;
-    any = true;
-  }
-  if (any) words.push_back(cur);
-  return words;
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -187,7 +164,7 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
         profile_vars.push_back(*var);
       continue;
     }
-    auto words = split_words(body);
+    auto words = util::split_quoted_words(body);
     if (words.empty()) continue;
     if (host_word.empty() && body.find(" -E ") != std::string::npos && body.find("-D__CUDACC__") != std::string::npos) {
       host_word = words[0];
@@ -249,7 +226,7 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   // The host compiler's own search directories: headers appearing there are watched in direct mode.
   m.tc.include_dirs = gcc::driver_include_dirs(m.tc.host_compiler, "c++", probe_env);
   for (const char* spec : {"INCLUDES", "SYSTEM_INCLUDES"}) {
-    for (const auto& w : split_words(vars[spec])) {
+    for (const auto& w : util::split_quoted_words(vars[spec])) {
       if (w.starts_with("-I") && w.size() > 2)
         m.tc.include_dirs.push_back(w.substr(2));
       else if (!w.starts_with("-"))
