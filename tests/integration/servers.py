@@ -76,9 +76,9 @@ class Redis(_Server):
     """redis-server on a free port, daemonized, no persistence. users: {name: password} (ACL users with
     every key and command); unix_socket=True also listens on self.socket."""
 
-    def __init__(self, password=None, users=None, unix_socket=False):
+    def __init__(self, password=None, users=None, unix_socket=False, port=None):
         self.dir = tempfile.mkdtemp(prefix="kache-redis-")  # short: unix socket paths max 107 bytes
-        self.port = free_port()
+        self.port = port or free_port()  # port: a restart where a stopped server listened
         self.password = password
         self.socket = os.path.join(self.dir, "redis.sock") if unix_socket else None
         argv = [find("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
