@@ -57,6 +57,9 @@ struct CompileJob {
   // names intermediates after it, and they reach the symbol table and -g debug info, so a name that
   // does not depend on -o keeps the object independent of the output path.
   std::string scratch_object_name;
+  // What the output is when it is not an object: "fatbin", "cubin", "ptx" (nvcc's standalone device
+  // outputs), counted per kind in the stats. Empty: an object.
+  std::string output_kind;
 };
 
 struct MissPaths {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string_view>
@@ -65,6 +66,18 @@ std::vector<std::pair<std::string, std::uint64_t>> reasons(const StatsSnapshot& 
   return out;
 }
 
+// Hits and misses per output kind other than objects (counter::kKindHitsPrefix): kind -> (hits, misses).
+std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> by_output_kind(const StatsSnapshot& stats) {
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> out;
+  const std::string_view hits = counter::kKindHitsPrefix, misses = counter::kKindMissesPrefix;
+  for (const auto& [name, value] : stats.counters) {
+    if (value == 0) continue;
+    if (name.size() > hits.size() && name.starts_with(hits)) out[name.substr(hits.size())].first += value;
+    if (name.size() > misses.size() && name.starts_with(misses)) out[name.substr(misses.size())].second += value;
+  }
+  return out;
+}
+
 std::uint64_t sum(const std::vector<std::pair<std::string, std::uint64_t>>& items) {
   std::uint64_t total = 0;
   for (const auto& item : items) total += item.second;
@@ -93,6 +106,7 @@ void show_stats(const Config& config, bool json) {
   const auto not_stored = reasons(stats, "not_stored.");
   const std::uint64_t hits = stats.get(counter::kHits);
   const std::uint64_t misses = stats.get(counter::kMisses);
+  const auto kinds = by_output_kind(stats);
 
   if (json) {
     auto reason_map = [](const std::vector<std::pair<std::string, std::uint64_t>>& items, std::size_t prefix) {
@@ -104,6 +118,9 @@ void show_stats(const Config& config, bool json) {
     out["hits"] = hits;
     out["misses"] = misses;
     out["direct_hits"] = stats.get(counter::kDirectHits);
+    // Outputs other than objects (nvcc -fatbin/-cubin/-ptx), also counted in hits and misses.
+    out["output_kinds"] = nlohmann::ordered_json::object();
+    for (const auto& [kind, counts] : kinds) out["output_kinds"][kind] = {{"hits", counts.first}, {"misses", counts.second}};
     out["passthrough"] = stats.get(counter::kPassthrough);
     out["errors"] = stats.get(counter::kErrors);
     out["compile_failed"] = stats.get(counter::kCompileFailed);
@@ -138,6 +155,9 @@ void show_stats(const Config& config, bool json) {
   line("hits", std::to_string(hits));
   if (const auto direct = stats.get(counter::kDirectHits); direct > 0) line("  direct hits", std::to_string(direct));
   line("misses", std::to_string(misses));
+  for (const auto& [kind, counts] : kinds) {
+    line("  " + kind, fmt::format("{} hits, {} misses", counts.first, counts.second));
+  }
   line("hit rate", lookups ? fmt::format("{:.1f} %", 100.0 * static_cast<double>(hits) / lookups) : "n/a");
   line("passthrough", std::to_string(stats.get(counter::kPassthrough)));
   details(passthrough);

@@ -12,6 +12,7 @@
 //   cc.extra_allowlist_flags     KACHE_CC_EXTRA_ALLOWLIST_FLAGS (list; env: comma or space separated)
 //   paths.base_dirs              KACHE_PATHS_BASE_DIRS     (list; env: ':' separated)
 //   nvcc.path_normalize          KACHE_NVCC_PATH_NORMALIZE (bool)
+//   nvcc.cache_device_outputs    KACHE_NVCC_CACHE_DEVICE_OUTPUTS (bool: false passes -fatbin/-cubin/-ptx through)
 //   nvcc.source_date_epoch       KACHE_NVCC_SOURCE_DATE_EPOCH ("0" default, or "passthrough")
 //   remote.storage               KACHE_REMOTE_STORAGE      (URLs, space separated; see README "Remote storage")
 //   remote.read_only             KACHE_REMOTE_READ_ONLY    (bool: never write to a remote)
@@ -43,6 +44,7 @@ struct Config {
   std::vector<std::string> extra_allowlist_flags;
   std::vector<std::string> base_dirs;
   bool nvcc_path_normalize = true;
+  bool nvcc_cache_device_outputs = true;
   std::string nvcc_source_date_epoch = "0";
   std::string remote_storage;  // as configured, secrets included: print remote_storage_shown()
   bool remote_read_only = false;

@@ -404,6 +404,7 @@ std::optional<int> Pipeline::try_hit() {
     if (streamed) log.debug("restored the object by {}", parts->body_copied_by ? parts->body_copied_by : "?");
     counts_[counter::kHits]++;
     counts_[counter::kDirectHits]++;
+    if (!job_.output_kind.empty()) counts_[counter::kKindHitsPrefix + job_.output_kind]++;
     log.debug("hit: {} (result {})", job_.output, rk.hex().substr(0, 16));
     if (refreshed) {
       // Remember the new identities so the next lookup needs no hashing.
@@ -454,6 +455,7 @@ int Pipeline::miss() {
   Outcome<Compiled> compiled = compile(paths);
   if (!compiled) return compile_failed(compiled.failure());
   counts_[counter::kMisses]++;
+  if (!job_.output_kind.empty()) counts_[counter::kKindMissesPrefix + job_.output_kind]++;
 
   const std::string dep_text = util::read_file(paths.depfile);
   const std::vector<std::string> closure = closure_files(compiled->closure_text, dep_text);

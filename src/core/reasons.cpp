@@ -27,7 +27,11 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "device-link", "The command is a device link (-dlink), which kache does not cache."},
     {C::Passthrough, "lib", "The command builds a library (-lib), which kache does not cache."},
     {C::Passthrough, "output-kind",
-     "The command asks for an output other than an object file (-ptx, -cubin, -fatbin, -E/-S to the host, LTO)."},
+     "The command asks for an output kache does not cache (-cuda, LTO objects, -E/-S to the host, -ptx/-cubin/-fatbin "
+     "with -c or with nvcc.cache_device_outputs off)."},
+    {C::Passthrough, "device-ir",
+     "The device output is NVVM IR (--optix-ir, -ltoir, -dlto or lto_NN with -fatbin/-cubin/-ptx), which names the "
+     "working directory and the source path as written."},
     {C::Passthrough, "preprocess", "The command only preprocesses (-E)."},
     {C::Passthrough, "dependency-only", "The command only writes dependencies (-M, -MM), no object."},
     {C::Passthrough, "response-file", "Arguments come from a file (@file, -optf) whose content kache does not hash."},

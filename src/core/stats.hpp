@@ -38,6 +38,10 @@ inline constexpr const char* kCorrupt = "corrupt_entries";
 inline constexpr const char* kDirectHits = "direct_hits";
 // Compiles that failed on the user's code (the command then ran unchanged): not kache's errors.
 inline constexpr const char* kCompileFailed = "compile_failed";
+// Hits and misses of outputs other than objects, per kind, on top of hits/misses: "hits.fatbin",
+// "misses.ptx" (the kind as CompileJob::output_kind names it).
+inline constexpr const char* kKindHitsPrefix = "hits.";
+inline constexpr const char* kKindMissesPrefix = "misses.";
 }  // namespace counter
 
 // Counts one reason (reasons.hpp) in increments: "passthrough" and "passthrough.<name>", "errors" and

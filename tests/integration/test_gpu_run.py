@@ -5,6 +5,13 @@ built three ways: plain nvcc, through kache with an empty cache (all misses), an
 into a fresh directory (all hits; the statistics prove which). On a machine with an NVIDIA GPU all
 three run, exit 0 ("OK: GPU and host agree") and print identical output.
 
+A second test does the same for a standalone fatbin (spec 003's shape): tests/gpu/affine.cu built with
+`nvcc --fatbin` for sm_75 and sm_90 by plain nvcc, by kache (a miss) and by kache into a fresh
+directory (a hit, the fatbin restored), each loaded by tests/gpu/load_fatbin.cpp with the driver API
+(cuModuleLoadData) and run: the three must print the same results and "OK: GPU and host agree".
+
+Run it on a GPU machine with: KACHE_BIN=<build>/kache python3 tests/integration/test_gpu_run.py
+
 Without a GPU (`nvidia-smi -L` fails or is missing, as in CI) the test is skipped before building,
 says so, and the script exits 77, which CTest reports as skipped (SKIP_RETURN_CODE)."""
 import os
@@ -76,6 +83,54 @@ class GpuRun(KacheTestCase):
             r = subprocess.run([program], capture_output=True, text=True, timeout=120)
             print(f"--- {label}: {program} (exit {r.returncode})\n{r.stdout}{r.stderr}", file=sys.stderr, end="")
             self.assertEqual(r.returncode, 0, f"{label}: the program failed:\n{r.stdout}{r.stderr}")
+            self.assertIn("OK: GPU and host agree", r.stdout, label)
+            outputs[label] = r.stdout
+        self.assertEqual(outputs["kache miss"], outputs["plain nvcc"])
+        self.assertEqual(outputs["kache hit"], outputs["plain nvcc"])
+
+
+GPU_TESTS = os.path.join(kachetest.SOURCE_DIR, "tests", "gpu")
+FATBIN_ARCH = ["-gencode=arch=compute_75,code=sm_75", "-gencode=arch=compute_90,code=[compute_90,sm_90]"]
+
+
+class GpuFatbinRun(KacheTestCase):
+    def setUp(self):
+        super().setUp()
+        ok, what = gpu()
+        if not ok:
+            self.skipTest(f"no NVIDIA GPU on this machine ({what}); the fatbin run needs one")
+        self.gpus = what
+        self.src = self.path("gpu")
+        shutil.copytree(GPU_TESTS, self.src)
+
+    def fatbin(self, name, compiler):
+        os.makedirs(os.path.join(self.src, name))
+        out = f"{name}/affine.fatbin"
+        buildsys.run(compiler + ["--fatbin", "-O2"] + FATBIN_ARCH + ["affine.cu", "-o", out, "-MD", "-MF",
+                                                                       out + ".d", "-MT", out],
+                     cwd=self.src, env=self.env)
+        return os.path.join(self.src, out)
+
+    def test_restored_fatbin_loads_and_computes_like_plain(self):
+        print(f"\nGPU: {self.gpus}", file=sys.stderr)
+        fatbins = {"plain nvcc": self.fatbin("plain", [buildsys.NVCC])}
+        fatbins["kache miss"] = self.fatbin("miss", [buildsys.LAUNCHER, "nvcc"])
+        s = self.assert_counts(hits=0, misses=1)
+        self.assertEqual(s["output_kinds"], {"fatbin": {"hits": 0, "misses": 1}})
+        self.zero()
+        fatbins["kache hit"] = self.fatbin("hit", [buildsys.LAUNCHER, "nvcc"])
+        s = self.assert_counts(hits=1, misses=0)
+        self.assertEqual(s["output_kinds"], {"fatbin": {"hits": 1, "misses": 0}})
+        for label in ("kache miss", "kache hit"):
+            with open(fatbins[label], "rb") as a, open(fatbins["plain nvcc"], "rb") as b:
+                self.assertTrue(a.read() == b.read(), f"{label}: the fatbin differs from plain nvcc's")
+        loader = os.path.join(self.src, "load_fatbin")
+        buildsys.run([buildsys.NVCC, "-O2", "load_fatbin.cpp", "-o", loader, "-lcuda"], cwd=self.src, env=self.env)
+        outputs = {}
+        for label, fatbin in fatbins.items():
+            r = subprocess.run([loader, fatbin], capture_output=True, text=True, timeout=120)
+            print(f"--- {label}: {fatbin} (exit {r.returncode})\n{r.stdout}{r.stderr}", file=sys.stderr, end="")
+            self.assertEqual(r.returncode, 0, f"{label}: the loader failed:\n{r.stdout}{r.stderr}")
             self.assertIn("OK: GPU and host agree", r.stdout, label)
             outputs[label] = r.stdout
         self.assertEqual(outputs["kache miss"], outputs["plain nvcc"])

@@ -144,5 +144,108 @@ class DependFiles(Adr1320Case):
 
 del Adr1320Case  # only the variants run
 
+
+FATBINS = ("adm.fatbin", "vif.fatbin", "motion.fatbin", "psnr.fatbin")
+
+
+class FatbinTargets(KacheTestCase):
+    """Spec 003's real shape (-Dkernel_output=fatbin): every kernel a custom_target running
+    `nvcc --fatbin -gencode ... -gencode ... -MD -MF @DEPFILE@ -MT @OUTPUT@` with depfile: and
+    depend_files: (the shared header set on adm, vif and motion). After the struct's layout changes:
+    ninja rebuilds exactly adm, vif and motion (motion only declares the header), kache misses exactly
+    for adm and vif and hits for motion, and every fatbin equals plain nvcc's byte for byte (fatbins are
+    deterministic). A second build directory is served from the cache (fatbins and depfiles restored).
+    Against a kache that passes fatbins through, the miss and hit counts fail."""
+
+    def setUp(self):
+        super().setUp()
+        self.src = buildsys.copy_example("adr1320", self.path("src"))
+        self.native = self.write("kache.ini", f"[binaries]\nnvcc = ['{buildsys.LAUNCHER}', 'nvcc']\n")
+        self.env["KACHE_PATHS_BASE_DIRS"] = self.src
+
+    def setup_build(self, name):
+        build = self.path(name)
+        buildsys.run(["meson", "setup", build, self.src, "--native-file", self.native, "-Dkernel_output=fatbin"],
+                     cwd=self.ws, env=self.env)
+        return build
+
+    def build(self, build):
+        rebuilt, explain = buildsys.ninja_rebuilt(build, self.env)
+        idle, dry = buildsys.ninja_dry_run_is_empty(build, self.env)
+        self.assertTrue(idle, f"ninja has work left right after a build:\n{dry}")
+        return rebuilt, explain
+
+    def plain_fatbins(self, build, into):
+        """Plain nvcc, running the very command ninja runs for each fatbin, on the current tree."""
+        os.makedirs(self.path(into), exist_ok=True)
+        refs = {}
+        for name in FATBINS:
+            out = self.path(into, name)
+            cmd = buildsys.plain_nvcc_command(buildsys.ninja_command(build, name, self.env), out, out + ".d")
+            buildsys.run(cmd, cwd=build, env=self.env)
+            with open(out, "rb") as f:
+                refs[name] = f.read()
+        return refs
+
+    def assert_fatbins(self, build, refs, when):
+        for name in FATBINS:
+            with open(os.path.join(build, name), "rb") as f:
+                self.assertTrue(f.read() == refs[name], f"{when}: {name} differs from plain nvcc's fatbin "
+                                                        f"of the current sources (a stale device binary)")
+
+    def assert_stats(self, when, hits, misses):
+        s = self.stats()
+        self.assertEqual((s["hits"], s["misses"], s["passthrough"]), (hits, misses, 0), f"{when}: {s}")
+        self.assertEqual(s["output_kinds"].get("fatbin", {"hits": 0, "misses": 0}), {"hits": hits, "misses": misses},
+                         f"{when}: {s}")
+        self.zero()
+
+    def edit_header(self, text):
+        with open(os.path.join(self.src, HEADER), "w") as f:
+            f.write(text)
+        time.sleep(0.05)
+
+    def test_struct_layout_edit_rebuilds_exactly_the_dependent_fatbins(self):
+        b1 = self.setup_build("build-miss")
+        rebuilt, _ = self.build(b1)
+        self.assertEqual(rebuilt, set(FATBINS) | {LIBRARY})
+        original = self.plain_fatbins(b1, "plain-original")
+        self.assert_fatbins(b1, original, "cold build")
+        self.assert_stats("cold build", hits=0, misses=len(FATBINS))
+        with open(os.path.join(b1, "adm.fatbin.d")) as f:
+            self.assertIn("adm_params.cuh", f.read())
+        b2 = self.setup_build("build-hit")
+        self.build(b2)
+        self.assert_fatbins(b2, original, "second build directory")
+        self.assert_stats("second build directory", hits=len(FATBINS), misses=0)
+        with open(os.path.join(b2, "adm.fatbin.d")) as f:
+            dep = f.read()
+        self.assertTrue(dep.startswith("adm.fatbin:") or dep.startswith("adm.fatbin :"), dep[:200])
+        self.assertIn("adm_params.cuh", dep)
+
+        with open(os.path.join(self.src, HEADER)) as f:
+            before = f.read()
+        self.edit_header(before.replace("  float scale;", "  int version;  // new first field\n  float scale;"))
+        edited = self.plain_fatbins(b1, "plain-edited")
+        for name in ("adm.fatbin", "vif.fatbin"):
+            self.assertNotEqual(edited[name], original[name], f"the edit must change {name}")
+        for name in ("motion.fatbin", "psnr.fatbin"):
+            self.assertEqual(edited[name], original[name], name)
+
+        expected = {"adm.fatbin", "vif.fatbin", "motion.fatbin", LIBRARY}
+        for build, label, hits, misses in ((b1, "after the edit, build dir of misses", 1, 2),
+                                           (b2, "after the edit, build dir of hits", 3, 0)):
+            rebuilt, explain = self.build(build)
+            self.assertEqual(rebuilt, expected, f"{label}: ninja rebuilt the wrong targets\n{explain}")
+            self.assert_fatbins(build, edited, label)
+            self.assert_stats(label, hits=hits, misses=misses)
+
+        self.edit_header(before)
+        for build, label in ((b1, "after the revert, build dir of misses"), (b2, "after the revert, build dir of hits")):
+            rebuilt, explain = self.build(build)
+            self.assertEqual(rebuilt, expected, f"{label}: ninja rebuilt the wrong targets\n{explain}")
+            self.assert_fatbins(build, original, label)
+            self.assert_stats(label, hits=3, misses=0)
+
 if __name__ == "__main__":
     kachetest.main()

@@ -218,15 +218,84 @@ TEST(NvccPlanPassthrough, Lib) {
 }
 
 TEST(NvccPlanPassthrough, OutputKind) {
-  for (const char* f : {"-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-optix-ir", "--optix-ir",
-                        "-ltoir", "--ltoir", "-cuda", "--cuda", "-dlto", "--dlink-time-opt", "-lto", "--lto",
-                        "-gen-opt-lto", "--gen-opt-lto", "-fdevice-syntax-only"}) {
+  for (const char* f : {"-cuda", "--cuda", "-dlto", "--dlink-time-opt", "-lto", "--lto", "-gen-opt-lto",
+                        "--gen-opt-lto", "-fdevice-syntax-only"}) {
     EXPECT_TRUE(passes(compile({f}), "output-kind", {}, f)) << f;
   }
-  // The --fatbin custom targets real projects use.
+  // A device output with -c or -dc: nvcc writes the device file (measured), not an object.
+  for (const char* f : {"-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin"}) {
+    EXPECT_TRUE(passes(compile({f}), "output-kind", {}, f)) << f;
+    EXPECT_TRUE(passes({"-dc", f, "k.cu", "-o", "k.out"}, "output-kind", {}, f)) << f;
+  }
+  // Two kinds of device output on one line: nvcc picks one.
+  EXPECT_TRUE(passes({"-fatbin", "-ptx", "k.cu", "-o", "k.out"}, "output-kind", {}, "-ptx"));
+  // NVVM IR outputs name the working directory and the source's spelling.
+  for (const char* f : {"-optix-ir", "--optix-ir", "-ltoir", "--ltoir"}) {
+    EXPECT_TRUE(passes({f, "k.cu", "-o", "k.out"}, "device-ir", {}, f)) << f;
+  }
+}
+
+TEST(NvccPlanDeviceOutput, EachKindIsCached) {
+  const std::pair<const char*, DeviceOutput> kinds[] = {
+      {"-fatbin", DeviceOutput::Fatbin}, {"--fatbin", DeviceOutput::Fatbin}, {"-cubin", DeviceOutput::Cubin},
+      {"--cubin", DeviceOutput::Cubin},  {"-ptx", DeviceOutput::Ptx},        {"--ptx", DeviceOutput::Ptx}};
+  for (const auto& [flag, kind] : kinds) {
+    CompilePlan p = planned({flag, "-arch=sm_80", "k.cu", "-o", "k.out"});
+    EXPECT_EQ(p.device_output, kind) << flag;
+    EXPECT_EQ(p.mode, Mode::Compile) << flag;
+    EXPECT_EQ(p.keyed_args, (Args{flag, "-arch=sm_80", "<source>", "<output>"})) << flag;
+  }
+  EXPECT_STREQ(device_output_name(DeviceOutput::Fatbin), "fatbin");
+  EXPECT_STREQ(device_output_name(DeviceOutput::Ptx), "ptx");
+  EXPECT_STREQ(device_output_name(DeviceOutput::None), "");
+  // The same kind twice is still one output.
+  EXPECT_TRUE(caches({"-fatbin", "--fatbin", "k.cu", "-o", "k.fatbin"}));
+}
+
+TEST(NvccPlanDeviceOutput, MesonFatbinTarget) {
+  // ADR-1320's custom_target: nvcc --fatbin with several -gencode and a depfile.
+  CompilePlan p = planned({"--fatbin", "-gencode", "arch=compute_75,code=sm_75", "-gencode",
+                           "arch=compute_90,code=sm_90", "../kernels/adm.cu", "-o", "adm.fatbin", "-MD", "-MF",
+                           "adm.fatbin.d", "-MT", "adm.fatbin"});
+  EXPECT_EQ(p.device_output, DeviceOutput::Fatbin);
+  EXPECT_EQ(p.depfile, Depfile::MD);
+  EXPECT_EQ(p.depfile_path, "adm.fatbin.d");
+  EXPECT_EQ(p.depfile_targets, (Args{"adm.fatbin"}));
+}
+
+TEST(NvccPlanDeviceOutput, RelocatableIsPathSpecific) {
+  // -rdc=true device outputs carry module ids hashed from the source's absolute path, as -c -rdc objects.
+  EXPECT_EQ(planned({"-fatbin", "-rdc=true", "k.cu", "-o", "k.fatbin"}).mode, Mode::CompileRdc);
+  EXPECT_TRUE(planned({"-ptx", "-rdc=true", "k.cu", "-o", "k.ptx"}).rdc());
+}
+
+TEST(NvccPlanDeviceOutput, NvvmIrTargetsPassThrough) {
+  EXPECT_TRUE(passes({"-fatbin", "-arch=lto_75", "k.cu", "-o", "k.fatbin"}, "device-ir", {}, "-arch=lto_75"));
+  EXPECT_TRUE(passes({"-fatbin", "-gencode", "arch=compute_75,code=lto_75", "k.cu", "-o", "k.fatbin"}, "device-ir"));
+  EXPECT_TRUE(passes({"-fatbin", "-dlto", "-arch=sm_75", "k.cu", "-o", "k.fatbin"}, "device-ir", {}, "-dlto"));
+  EXPECT_TRUE(passes({"-ltoir", "-dlto", "-arch=sm_75", "k.cu", "-o", "k.ltoir"}, "device-ir", {}, "-ltoir"));
+}
+
+TEST(NvccPlanDeviceOutput, SwitchOffRestoresThePassthrough) {
+  PlanOptions off;
+  off.cache_device_outputs = false;
+  for (const char* f : {"-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin"}) {
+    EXPECT_TRUE(passes({f, "k.cu", "-o", "k.out"}, "output-kind", off, f)) << f;
+  }
+  // The real projects' --fatbin custom targets, as spec 000 lists them.
   EXPECT_TRUE(passes({"--fatbin", "-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_90,code=sm_90",
                       "k.cu", "-o", "k.fatbin"},
-                     "output-kind"));
+                     "output-kind", off));
+  EXPECT_TRUE(caches(compile(), off));
+}
+
+TEST(NvccPlanDeviceOutput, ObjectRulesStillApply) {
+  EXPECT_TRUE(passes({"-fatbin", "k.cu"}, "no-output"));
+  EXPECT_TRUE(passes({"-fatbin", "k.cu", "-o", "k.fatbin", "-MD"}, "depfile-without-mf"));
+  EXPECT_TRUE(passes({"-fatbin", "-G", "k.cu", "-o", "k.fatbin"}, "device-debug"));
+  EXPECT_TRUE(passes({"-fatbin", "k.ptx", "-o", "k.fatbin"}, "non-cuda-source"));
+  EXPECT_TRUE(passes({"-ptx", "a.cu", "b.cu", "-o", "k.ptx"}, "multiple-sources"));
+  EXPECT_TRUE(passes({"-fatbin", "k.cu", "-o", "k.fatbin", "-arch=native"}, "machine-native"));
 }
 
 TEST(NvccPlanPassthrough, Preprocess) {
@@ -835,6 +904,7 @@ TEST(NvccPlanTable, WellFormed) {
                                          "no-source",
                                          "non-cuda-source",
                                          "output-kind",
+                                         "device-ir",
                                          "preprocess",
                                          "device-debug",
                                          "machine-native",

@@ -138,6 +138,7 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   opts.extra_allowlist = cfg.extra_allowlist_flags;
   opts.prepend_flags = util::env_get(inv.env, "NVCC_PREPEND_FLAGS").value_or("");
   opts.append_flags = util::env_get(inv.env, "NVCC_APPEND_FLAGS").value_or("");
+  opts.cache_device_outputs = cfg.nvcc_cache_device_outputs;
   Plan planned = plan(inv.args, opts);
   if (auto* p = std::get_if<nvcc::Passthrough>(&planned)) return compiler::Passthrough{p->reason, p->detail};
   const CompilePlan& plan = std::get<CompilePlan>(planned);
@@ -163,6 +164,7 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     std::string stem = util::basename(job.source);
     if (auto dot = stem.rfind('.'); dot != std::string::npos && dot > 0) stem.resize(dot);
     job.scratch_object_name = stem + ".o";
+    // A device output does not depend on its -o either (measured: two names, byte-identical files).
   } else {
     job.source_identity = job.source;
   }
@@ -187,6 +189,11 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   k.emplace_back("adapter", "nvcc");
   k.emplace_back("toolchain", tc.id);
   k.emplace_back("mode", mode_name(plan.mode));
+  // Only for device outputs, so the keys of objects stay what they were.
+  if (plan.device_output != DeviceOutput::None) {
+    job.output_kind = device_output_name(plan.device_output);
+    k.emplace_back("device-output", job.output_kind);
+  }
   k.emplace_back("normalize", job.roots.enabled() ? "roots" : "literal");
   // The working directory is the build root: with roots it is keyed by its fixed name only (the prefix
   // maps rewrite it wherever the host compiler writes it, -g's DW_AT_comp_dir included).

@@ -31,6 +31,8 @@ enum class Effect {
   Keyed,           // keyed verbatim; no further meaning to the planner
   Compile,         // -c
   DeviceCompile,   // -dc (implies relocatable device code)
+  DeviceOutput,    // -fatbin / -cubin / -ptx: a standalone device file instead of an object (kind by name)
+  LinkTimeOpt,     // -dlto / -lto / -gen-opt-lto: device code as NVVM IR for a device link
   Rdc,             // -rdc=<true|false>, last one wins
   Output,          // -o, last one wins
   Language,        // -x <c|c++|cu>, last one wins, applies to every input wherever it stands

@@ -30,20 +30,31 @@ struct Arg {
 // any of them); they win over a refused flag elsewhere on the line.
 bool is_phase_reason(std::string_view r) {
   return r == "informational" || r == "link" || r == "device-link" || r == "lib" || r == "output-kind" ||
-         r == "preprocess" || r == "dependency-only" || r == "response-file";
+         r == "device-ir" || r == "preprocess" || r == "dependency-only" || r == "response-file";
 }
 
-// -arch/-code/-gencode values: "sm_90", "compute_90,sm_90", "arch=compute_90,code=[compute_90,sm_90]".
-bool gpu_value_is_native(std::string_view v) {
+// Whether one of the words of an -arch/-code/-gencode value ("sm_90", "compute_90,sm_90",
+// "arch=compute_90,code=[compute_90,sm_90]") satisfies pred.
+template <typename Pred>
+bool any_gpu_word(std::string_view v, Pred pred) {
   std::size_t i = 0;
   while (i <= v.size()) {
     // Every whitespace character, as split_option_list splits forwarded values: "native\n..." is native too.
     std::size_t j = v.find_first_of(",=[] \t\n\r\v\f", i);
     if (j == std::string_view::npos) j = v.size();
-    if (v.substr(i, j - i) == "native") return true;
+    if (pred(v.substr(i, j - i))) return true;
     i = j + 1;
   }
   return false;
+}
+
+bool gpu_value_is_native(std::string_view v) {
+  return any_gpu_word(v, [](std::string_view w) { return w == "native"; });
+}
+
+// lto_NN targets: the device code is NVVM IR (see the device-ir reason).
+bool gpu_value_is_lto(std::string_view v) {
+  return any_gpu_word(v, [](std::string_view w) { return w.starts_with("lto_"); });
 }
 
 class Planner {
@@ -222,6 +233,23 @@ class Planner {
       case Effect::DeviceCompile:
         has_device_compile_ = true;
         break;
+      case Effect::DeviceOutput: {
+        if (!options_.cache_device_outputs) {
+          refuse("output-kind", shown);  // spec 000's behaviour, kept behind nvcc.cache_device_outputs
+          break;
+        }
+        const DeviceOutput kind = m.name.ends_with("fatbin") ? DeviceOutput::Fatbin
+                                  : m.name.ends_with("cubin") ? DeviceOutput::Cubin
+                                                              : DeviceOutput::Ptx;
+        // Two kinds on one line: nvcc picks one of them (no error); not modeled.
+        if (device_output_ != DeviceOutput::None && device_output_ != kind) refuse("output-kind", shown);
+        device_output_ = kind;
+        if (!device_output_flag_) device_output_flag_ = shown;
+        break;
+      }
+      case Effect::LinkTimeOpt:
+        if (!lto_flag_) lto_flag_ = shown;
+        break;
       case Effect::Rdc:
         if (value != "true" && value != "false") {
           refuse("unknown-flag", shown);  // nvcc accepts only true/false
@@ -251,6 +279,7 @@ class Planner {
           refuse("machine-native", shown);
           break;
         }
+        if (value && gpu_value_is_lto(*value) && !lto_arch_) lto_arch_ = shown;
         // The user's own arch flags; NVCC_*_FLAGS ones reach every nvcc run through the environment.
         if (user) {
           gpu_arch_args_.emplace_back(a.text);
@@ -304,7 +333,15 @@ class Planner {
 
   Plan decide() {
     if (phase_refusal_) return *phase_refusal_;
-    if (!has_compile_ && !has_device_compile_) return Passthrough{"link", "no -c or -dc"};
+    const bool device_output = device_output_ != DeviceOutput::None;
+    if (lto_flag_) return Passthrough{device_output ? "device-ir" : "output-kind", *lto_flag_};
+    if (device_output) {
+      // -c or -dc with a device output: the device file comes out (measured), not an object; not modeled.
+      if (has_compile_ || has_device_compile_) return Passthrough{"output-kind", *device_output_flag_};
+      if (lto_arch_) return Passthrough{"device-ir", *lto_arch_};
+    } else if (!has_compile_ && !has_device_compile_) {
+      return Passthrough{"link", "no -c or -dc"};
+    }
     if (flag_refusal_) return *flag_refusal_;
     if (positionals_.empty()) return Passthrough{"no-source", "no input file"};
     if (positionals_.size() > 1) return Passthrough{"multiple-sources", args_[positionals_[1]]};
@@ -320,6 +357,7 @@ class Planner {
 
     CompilePlan p;
     p.mode = has_device_compile_ ? Mode::DeviceCompile : (rdc_ == "true" ? Mode::CompileRdc : Mode::Compile);
+    p.device_output = device_output_;
     p.source = source;
     p.output = *output_;
     if (dep_flag_) {
@@ -350,6 +388,9 @@ class Planner {
 
   std::optional<Passthrough> phase_refusal_, flag_refusal_;
   bool has_compile_ = false, has_device_compile_ = false;
+  DeviceOutput device_output_ = DeviceOutput::None;
+  std::optional<std::string> device_output_flag_;  // the first device output flag, as written
+  std::optional<std::string> lto_flag_, lto_arch_;  // -dlto (or a spelling), an lto_NN target
   std::string_view rdc_;
   std::optional<std::string> language_, output_, ccbin_;
   std::size_t output_index_ = 0;
@@ -372,6 +413,20 @@ Plan plan_with_table(const std::vector<FlagSpec>& table, const std::vector<std::
 
 Plan plan(const std::vector<std::string>& args, const PlanOptions& options) {
   return plan_with_table(flag_table(), args, options);
+}
+
+const char* device_output_name(DeviceOutput kind) {
+  switch (kind) {
+    case DeviceOutput::Fatbin:
+      return "fatbin";
+    case DeviceOutput::Cubin:
+      return "cubin";
+    case DeviceOutput::Ptx:
+      return "ptx";
+    case DeviceOutput::None:
+      break;
+  }
+  return "";
 }
 
 bool is_nvcc(const std::string& argv0) {

@@ -15,10 +15,16 @@ struct Passthrough {
 
 enum class Mode { Compile, DeviceCompile, CompileRdc };  // -c, -dc, -c -rdc=true
 enum class Depfile { None, MD, MMD };                    // -MD/-MMD (both need -MF)
+// A standalone device output (-fatbin, -cubin, -ptx) instead of an object; None: -c / -dc.
+enum class DeviceOutput { None, Fatbin, Cubin, Ptx };
+
+// "fatbin", "cubin", "ptx"; "" for None.
+const char* device_output_name(DeviceOutput kind);
 
 struct CompilePlan {
-  Mode mode = Mode::Compile;
+  Mode mode = Mode::Compile;  // with a device output: Compile, or CompileRdc for -rdc=true
   bool rdc() const { return mode != Mode::Compile; }
+  DeviceOutput device_output = DeviceOutput::None;
 
   std::string source;  // as written
   std::string output;  // -o value as written
@@ -58,6 +64,8 @@ struct PlanOptions {
   std::vector<std::string> extra_allowlist;  // [cc] extra_allowlist_flags
   std::string prepend_flags;                 // NVCC_PREPEND_FLAGS
   std::string append_flags;                  // NVCC_APPEND_FLAGS
+  // nvcc.cache_device_outputs: false restores spec 000's passthrough of -fatbin/-cubin/-ptx (output-kind).
+  bool cache_device_outputs = true;
 };
 
 // args: the arguments after the compiler name.
