@@ -120,7 +120,8 @@ void show_stats(const Config& config, bool json) {
     out["direct_hits"] = stats.get(counter::kDirectHits);
     // Outputs other than objects (nvcc -fatbin/-cubin/-ptx), also counted in hits and misses.
     out["output_kinds"] = nlohmann::ordered_json::object();
-    for (const auto& [kind, counts] : kinds) out["output_kinds"][kind] = {{"hits", counts.first}, {"misses", counts.second}};
+    for (const auto& [kind, counts] : kinds)
+      out["output_kinds"][kind] = {{"hits", counts.first}, {"misses", counts.second}};
     out["passthrough"] = stats.get(counter::kPassthrough);
     out["errors"] = stats.get(counter::kErrors);
     out["compile_failed"] = stats.get(counter::kCompileFailed);

@@ -367,8 +367,6 @@ const KeySpec kKeys[] = {
      [](const Config& c) { return show_list(c.base_dirs); }, "a list of strings"},
     {"nvcc", "path_normalize", "KACHE_NVCC_PATH_NORMALIZE", set_bool<&Config::nvcc_path_normalize>,
      set_bool_node<&Config::nvcc_path_normalize>, show_bool<&Config::nvcc_path_normalize>, "a boolean"},
-    {"nvcc", "cache_device_outputs", "KACHE_NVCC_CACHE_DEVICE_OUTPUTS", set_bool<&Config::nvcc_cache_device_outputs>,
-     set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean"},
     {"nvcc", "source_date_epoch", "KACHE_NVCC_SOURCE_DATE_EPOCH", set_epoch, set_epoch_node,
      [](const Config& c) { return c.nvcc_source_date_epoch; }, "a number of seconds or 'passthrough'"},
     {"log", "filter", "KACHE_LOG", set_log_filter, nullptr,
@@ -400,6 +398,9 @@ const KeySpec kKeys[] = {
                                                 : c.remote_signing_key_file;
      },
      "a path"},
+    // Last, so the fuzzer's corpus (variables in this order) keeps its meaning.
+    {"nvcc", "cache_device_outputs", "KACHE_NVCC_CACHE_DEVICE_OUTPUTS", set_bool<&Config::nvcc_cache_device_outputs>,
+     set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean"},
 };
 
 }  // namespace

@@ -254,9 +254,9 @@ TEST(NvccPlanDeviceOutput, EachKindIsCached) {
 
 TEST(NvccPlanDeviceOutput, MesonFatbinTarget) {
   // ADR-1320's custom_target: nvcc --fatbin with several -gencode and a depfile.
-  CompilePlan p = planned({"--fatbin", "-gencode", "arch=compute_75,code=sm_75", "-gencode",
-                           "arch=compute_90,code=sm_90", "../kernels/adm.cu", "-o", "adm.fatbin", "-MD", "-MF",
-                           "adm.fatbin.d", "-MT", "adm.fatbin"});
+  CompilePlan p =
+      planned({"--fatbin", "-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_90,code=sm_90",
+               "../kernels/adm.cu", "-o", "adm.fatbin", "-MD", "-MF", "adm.fatbin.d", "-MT", "adm.fatbin"});
   EXPECT_EQ(p.device_output, DeviceOutput::Fatbin);
   EXPECT_EQ(p.depfile, Depfile::MD);
   EXPECT_EQ(p.depfile_path, "adm.fatbin.d");

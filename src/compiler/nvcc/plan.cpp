@@ -238,7 +238,7 @@ class Planner {
           refuse("output-kind", shown);  // spec 000's behaviour, kept behind nvcc.cache_device_outputs
           break;
         }
-        const DeviceOutput kind = m.name.ends_with("fatbin") ? DeviceOutput::Fatbin
+        const DeviceOutput kind = m.name.ends_with("fatbin")  ? DeviceOutput::Fatbin
                                   : m.name.ends_with("cubin") ? DeviceOutput::Cubin
                                                               : DeviceOutput::Ptx;
         // Two kinds on one line: nvcc picks one of them (no error); not modeled.
@@ -389,7 +389,7 @@ class Planner {
   std::optional<Passthrough> phase_refusal_, flag_refusal_;
   bool has_compile_ = false, has_device_compile_ = false;
   DeviceOutput device_output_ = DeviceOutput::None;
-  std::optional<std::string> device_output_flag_;  // the first device output flag, as written
+  std::optional<std::string> device_output_flag_;   // the first device output flag, as written
   std::optional<std::string> lto_flag_, lto_arch_;  // -dlto (or a spelling), an lto_NN target
   std::string_view rdc_;
   std::optional<std::string> language_, output_, ccbin_;
