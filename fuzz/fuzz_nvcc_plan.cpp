@@ -53,6 +53,11 @@ void check_cacheable(const CompilePlan& p, const std::vector<std::string>& args,
       continue;
     }
     KACHE_FUZZ_CHECK(m->spec->effect != Effect::Refuse);
+    // -dlto never caches (NVVM IR); a device output never comes with -c / -dc.
+    KACHE_FUZZ_CHECK(m->spec->effect != Effect::LinkTimeOpt);
+    if (p.device_output != DeviceOutput::None) {
+      KACHE_FUZZ_CHECK(m->spec->effect != Effect::Compile && m->spec->effect != Effect::DeviceCompile);
+    }
     std::optional<std::string_view> value = m->inline_value;
     // A built-in valued option written apart takes the next argument, whatever it looks like.
     if (m->spec->builtin && m->spec->arity == Arity::Value && m->form == kSeparate) {

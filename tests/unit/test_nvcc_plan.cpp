@@ -243,7 +243,7 @@ TEST(NvccPlanDeviceOutput, EachKindIsCached) {
     CompilePlan p = planned({flag, "-arch=sm_80", "k.cu", "-o", "k.out"});
     EXPECT_EQ(p.device_output, kind) << flag;
     EXPECT_EQ(p.mode, Mode::Compile) << flag;
-    EXPECT_EQ(p.keyed_args, (Args{flag, "-arch=sm_80", "<source>", "<output>"})) << flag;
+    EXPECT_EQ(p.keyed_args, (Args{flag, "-arch=sm_80", "<source>", "-o", "<output>"})) << flag;
   }
   EXPECT_STREQ(device_output_name(DeviceOutput::Fatbin), "fatbin");
   EXPECT_STREQ(device_output_name(DeviceOutput::Ptx), "ptx");
