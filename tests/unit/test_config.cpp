@@ -72,6 +72,7 @@ TEST_F(ConfigTest, DefaultsWithoutFileOrEnvironment) {
   EXPECT_TRUE(c.direct_mode);
   EXPECT_FALSE(c.disable);
   EXPECT_TRUE(c.nvcc_path_normalize);
+  EXPECT_TRUE(c.nvcc_cache_device_outputs);
   EXPECT_EQ(c.nvcc_source_date_epoch, "0");
   EXPECT_TRUE(c.extra_allowlist_flags.empty());
   EXPECT_TRUE(c.base_dirs.empty());
@@ -208,6 +209,21 @@ TEST_F(ConfigTest, BooleansFromEnvironment) {
   const Config c = load_config();
   EXPECT_TRUE(c.problems.empty());
   EXPECT_FALSE(c.disable);
+}
+
+TEST_F(ConfigTest, CacheDeviceOutputsSwitch) {
+  // The switch that restores spec 000's passthrough of -fatbin/-cubin/-ptx: file key and variable.
+  kache::core::set_config_value(file_, "nvcc", "cache_device_outputs", "false");
+  Config c = load_config();
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+  EXPECT_FALSE(c.nvcc_cache_device_outputs);
+  ::setenv("KACHE_NVCC_CACHE_DEVICE_OUTPUTS", "1", 1);
+  c = load_config();
+  EXPECT_TRUE(c.nvcc_cache_device_outputs);
+  EXPECT_EQ(c.origins.at("nvcc.cache_device_outputs"), "env");
+  ::setenv("KACHE_NVCC_CACHE_DEVICE_OUTPUTS", "maybe", 1);
+  c = load_config();
+  EXPECT_NE(all(c.problems).find("KACHE_NVCC_CACHE_DEVICE_OUTPUTS"), std::string::npos);
 }
 
 TEST_F(ConfigTest, ListsFromEnvironment) {
