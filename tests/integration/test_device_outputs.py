@@ -210,5 +210,24 @@ class Ptx(DeviceOutputCase):
 
 del DeviceOutputCase  # only the kinds run
 
+
+class Rejected(KacheTestCase):
+    """What nvcc itself rejects (-cubin or -ptx for several architectures: "not allowed when compiling
+    for multiple GPU architectures") fails through kache exactly as without it: the miss fails, the
+    command reruns unchanged, nvcc's exit status and message reach the user, nothing is written."""
+
+    def test_several_architectures_for_one_cubin_or_ptx(self):
+        self.write("k.cu", kachetest.KERNEL)
+        arch = ["-gencode=arch=compute_75,code=sm_75", "-gencode=arch=compute_90,code=sm_90"]
+        for kind in ("cubin", "ptx"):
+            args = [f"-{kind}"] + arch + ["k.cu", "-o", f"k.{kind}"]
+            plain = self.nvcc(args, check=False)
+            self.assertNotEqual(plain.returncode, 0)
+            r = self.kache(["nvcc"] + args, check=False)
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (plain.returncode, plain.stdout, plain.stderr))
+            self.assertFalse(os.path.exists(self.path(f"k.{kind}")))
+        s = self.stats()
+        self.assertEqual((s["hits"], s["misses"], s["compile_failed"]), (0, 0, 2), s)
+
 if __name__ == "__main__":
     kachetest.main()
