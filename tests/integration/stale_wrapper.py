@@ -73,7 +73,8 @@ def main(argv):
         return 0
     compiler, args = argv[1], argv[2:]
     out = option_value(args, "-o")
-    compiling = ("-c" in args or "-dc" in args) and "-dlink" not in args and out is not None
+    device_output = any(a in args for a in ("-fatbin", "--fatbin", "-cubin", "--cubin", "-ptx", "--ptx"))
+    compiling = ("-c" in args or "-dc" in args or device_output) and "-dlink" not in args and out is not None
     if not compiling:
         count("passthrough", "device-link" if "-dlink" in args else "not-a-compile")
         return subprocess.call([compiler] + args)
