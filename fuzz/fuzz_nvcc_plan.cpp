@@ -18,19 +18,23 @@ using namespace kache::compiler::nvcc;
 
 namespace {
 
-bool gpu_native(std::string_view v) {
+// Whether a word of an -arch/-code/-gencode value is `word` (or, with prefix, starts with it).
+bool gpu_word(std::string_view v, std::string_view word, bool prefix) {
   for (std::string_view tok : split_option_list(v)) {
     // "arch=compute_90,code=[native]" splits on '=' and brackets too.
     std::size_t i = 0;
     while (i <= tok.size()) {
       std::size_t j = tok.find_first_of("=[]", i);
       if (j == std::string_view::npos) j = tok.size();
-      if (tok.substr(i, j - i) == "native") return true;
+      const std::string_view w = tok.substr(i, j - i);
+      if (prefix ? w.starts_with(word) : w == word) return true;
       i = j + 1;
     }
   }
   return false;
 }
+
+bool gpu_native(std::string_view v) { return gpu_word(v, "native", false); }
 
 // Whether `value` is an argument or the value part of one ("-o=x", "-ox" for attached forms).
 bool from_command_line(const std::vector<std::string>& args, const std::string& value) {
@@ -68,6 +72,7 @@ void check_cacheable(const CompilePlan& p, const std::vector<std::string>& args,
     switch (m->spec->effect) {
       case Effect::GpuArch:
         KACHE_FUZZ_CHECK(!gpu_native(*value));
+        KACHE_FUZZ_CHECK(!gpu_word(*value, "lto_", true));  // NVVM IR (device-ir)
         break;
       case Effect::HostOptions:
         KACHE_FUZZ_CHECK(!check_host_options(*value));

@@ -30,7 +30,7 @@ constexpr Reason kReasons[] = {
      "The command asks for an output kache does not cache (-cuda, LTO objects, -E/-S to the host, -ptx/-cubin/-fatbin "
      "with -c or with nvcc.cache_device_outputs off)."},
     {C::Passthrough, "device-ir",
-     "The device output is NVVM IR (--optix-ir, -ltoir, -dlto or lto_NN with -fatbin/-cubin/-ptx), which names the "
+     "Device code is NVVM IR (--optix-ir, -ltoir, lto_NN targets, -dlto with -fatbin/-cubin/-ptx), which names the "
      "working directory and the source path as written."},
     {C::Passthrough, "preprocess", "The command only preprocesses (-E)."},
     {C::Passthrough, "dependency-only", "The command only writes dependencies (-M, -MM), no object."},

@@ -274,6 +274,9 @@ TEST(NvccPlanDeviceOutput, NvvmIrTargetsPassThrough) {
   EXPECT_TRUE(passes({"-fatbin", "-gencode", "arch=compute_75,code=lto_75", "k.cu", "-o", "k.fatbin"}, "device-ir"));
   EXPECT_TRUE(passes({"-fatbin", "-dlto", "-arch=sm_75", "k.cu", "-o", "k.fatbin"}, "device-ir", {}, "-dlto"));
   EXPECT_TRUE(passes({"-ltoir", "-dlto", "-arch=sm_75", "k.cu", "-o", "k.ltoir"}, "device-ir", {}, "-ltoir"));
+  // In an object's device code too: -c with an lto_NN target.
+  EXPECT_TRUE(passes(compile({"-arch=lto_90"}), "device-ir", {}, "-arch=lto_90"));
+  EXPECT_TRUE(passes(compile(), "device-ir", with_env("", "-gencode=arch=compute_90,code=lto_90")));
 }
 
 TEST(NvccPlanDeviceOutput, SwitchOffRestoresThePassthrough) {

@@ -335,11 +335,12 @@ class Planner {
     if (phase_refusal_) return *phase_refusal_;
     const bool device_output = device_output_ != DeviceOutput::None;
     if (lto_flag_) return Passthrough{device_output ? "device-ir" : "output-kind", *lto_flag_};
-    if (device_output) {
-      // -c or -dc with a device output: the device file comes out (measured), not an object; not modeled.
-      if (has_compile_ || has_device_compile_) return Passthrough{"output-kind", *device_output_flag_};
-      if (lto_arch_) return Passthrough{"device-ir", *lto_arch_};
-    } else if (!has_compile_ && !has_device_compile_) {
+    // -c or -dc with a device output: the device file comes out (measured), not an object; not modeled.
+    if (device_output && (has_compile_ || has_device_compile_)) return Passthrough{"output-kind", *device_output_flag_};
+    // lto_NN device code is NVVM IR, in a device output or inside an object's .nv_fatbin (measured: two
+    // build directories give objects that differ there).
+    if (lto_arch_) return Passthrough{"device-ir", *lto_arch_};
+    if (!device_output && !has_compile_ && !has_device_compile_) {
       return Passthrough{"link", "no -c or -dc"};
     }
     if (flag_refusal_) return *flag_refusal_;
