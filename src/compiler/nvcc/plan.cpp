@@ -2,8 +2,12 @@
 // the order nvcc itself applies them) through the flag table and decides "cache" or "run unchanged".
 //
 // When several things refuse, the reason is chosen deterministically: a phase reason (what the
-// invocation is: link, -E, -ptx, --version, a response file, or no -c / -dc at all) first, then the
-// first refused flag in argument order, then what is missing or extra (the source, -o, -MF).
+// invocation is: link, -E, -cuda, --optix-ir, --version, a response file, -dlto, an lto_NN target, a
+// device output with -c, or neither -c / -dc nor -fatbin / -cubin / -ptx) first, then the first
+// refused flag in argument order, then what is missing or extra (the source, -o, -MF).
+//
+// -fatbin / -cubin / -ptx (nvcc.cache_device_outputs, on by default) plan like -c: one source, one
+// file at -o, the same key; the plan names the kind (CompilePlan::device_output).
 #include "compiler/nvcc/plan.hpp"
 
 #include <algorithm>
