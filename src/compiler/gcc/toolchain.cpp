@@ -1,6 +1,7 @@
 #include "compiler/gcc/toolchain.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "compiler/env_table.hpp"
@@ -46,6 +47,31 @@ Memo deserialize(const std::string& data) {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// The directory of the driver's real executable (symlinks resolved), "" when it cannot be found. clang
+// looks there for its default configuration files (measured: clang 19 stats
+// /usr/lib/llvm-19/bin/x86_64-pc-linux-gnu-clang.cfg, clang.cfg and x86_64-pc-linux-gnu.cfg on every
+// compile; clang 14 a <prefix>.cfg when its name has a prefix): options no command line shows.
+std::string driver_real_dir(const std::string& driver) {
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(driver, ec);
+  return ec ? "" : real.parent_path().string();
+}
+
+// Every configuration file beside the driver: its content is in the toolchain id (an edit keeps the
+// memo's identity check honest), and the directory's identity is in the memo key, so one appearing
+// or vanishing there probes again.
+void add_config_files(ProbeFiles& files, const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::vector<std::string> configs;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".cfg")) configs.push_back(name);
+  }
+  std::sort(configs.begin(), configs.end());
+  for (const auto& name : configs) files.add("config:" + name, util::join_path(dir, name));
+}
+
 Memo probe(const std::string& driver, const util::Environment& env, const std::string& memo_dir) {
   // Only what the memo is keyed by reaches the probe; keyed variables (CPATH, ...) are key fields of
   // their own, so the probe sees the driver's defaults.
@@ -66,6 +92,7 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   // GCC's passes for C, C++ and preprocessed assembly (clang answers "cc1"/"cc1plus" bare: it runs
   // itself, whose content is hashed above).
   add_driver_programs(files, driver, probe_env, {"cc1", "cc1plus", "as"});
+  add_config_files(files, driver_real_dir(driver));
   // A specs file beside GCC's libraries overrides the built-in specs (the driver prints the bare name
   // back when there is none).
   auto specs = util::run_capture(driver, {driver, "-print-file-name=specs"}, probe_env);
@@ -103,10 +130,13 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   mk.add_field("memo", "gcc-" + std::to_string(kMemoVersion));
   mk.add_field("driver", driver);
   add_identity(mk, "driver-id", driver);
+  // A configuration file appearing beside the driver changes this directory's identity (add_config_files).
+  add_identity(mk, "driver-dir", driver_real_dir(driver));
   for (std::string_view var : probe_variables(false)) {
     mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
   }
   const std::string memo_key = mk.finish().hex();
+  core::log().trace("toolchain memo key = {}", memo_key);
   const std::string memo_path = memo_dir.empty() ? "" : util::join_path(memo_dir, memo_key);
   if (!memo_path.empty() && util::exists(memo_path)) {
     try {
