@@ -171,6 +171,8 @@ constexpr EnvRule kRules[] = {
     {"CC_LOG_DIAGNOSTICS", E::Refused, "env_side_output", false},
     {"CC_PRINT_PROC_STAT", E::Refused, "env_side_output", false},
     {"CC_PRINT_INTERNAL_STAT", E::Refused, "env_side_output", false},
+    // Where clang 19 writes crash reproducers: only a crashed compile, which fails and is never stored.
+    {"CLANG_CRASH_DIAGNOSTICS_DIR", E::Inert, "", false},
     // The format of CC_PRINT_HEADERS' list; without CC_PRINT_HEADERS (refused above) nothing is written.
     {"CC_PRINT_HEADERS_FORMAT", E::Inert, "", false},
     // clang 19 skips its default configuration files (<driver dir>/clang.cfg and the like, whose

@@ -369,6 +369,19 @@ class Soundness(GccCase):
             self.trap(cc, ["-c", "a.c", "-I."], lambda: os.unlink(self.p("opt.h")))
         self.each_compiler(case)
 
+    def test_has_include_target_deleted_beside_a_computed_include(self):
+        # A computed #include leaves the compile without a direct-mode record (kache cannot tell which
+        # names it looks up): the lookup goes through the preprocessor's dependency list instead, which
+        # does not name a __has_include target either.
+        def case(cc):
+            self.w("opt.h", "// present\n")
+            self.w("b/h.h", "#define HV 0\n")
+            self.w("a.c", "#define HDR <h.h>\n#include HDR\n"
+                   "#if __has_include(<opt.h>)\n#define VAL 1\n#else\n#define VAL 2\n#endif\n"
+                   "int value = VAL + HV;\n")
+            self.trap(cc, ["-c", "a.c", "-I.", "-Ib"], lambda: os.unlink(self.p("opt.h")))
+        self.each_compiler(case)
+
     def test_forced_include_edit(self):
         def case(cc):
             self.w("pre.h", "#define VAL 1\n")
