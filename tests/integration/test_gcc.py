@@ -473,6 +473,10 @@ class Soundness(GccCase):
                     os.symlink("clang", self.p("bin", name))
                 self.w("a.c", "#ifndef VAL\n#define VAL 1\n#endif\nint value = VAL;\n")
                 self.trap(self.p("bin", name), ["-c", "a.c"], lambda: self.w(f"bin/{cfg}", "-DVAL=2\n"))
+                # Then edited in place, size and modification time kept (`clang --version` names a
+                # configuration file in use, not its content).
+                self.zero()
+                self.trap(self.p("bin", name), ["-c", "a.c"], self.same_size_and_mtime_edit(f"bin/{cfg}", "-DVAL=3\n"))
 
     def test_define_change(self):
         def case(cc):
