@@ -509,6 +509,26 @@ class Soundness(GccCase):
                 shutil.rmtree(self.cache)
                 self.trap(self.p("bin", name), ["-c", "a.c"], self.same_size_and_mtime_edit(f"bin/{cfg}", "-DVAL=3\n"))
 
+    def test_gcc_installation_appearing_beside_clang(self):
+        # clang takes the C++ standard library of the newest GCC installation it finds, under /usr and
+        # beside its own installation (<prefix>/lib/gcc/<triple>/<version>/crtbegin.o). A private copy
+        # of clang 19 (14 is the same code); a GCC "99" appearing beside it brings include/c++/99.
+        if not os.path.exists("/usr/lib/llvm-19/bin/clang"):
+            self.skipTest("clang 19 is not installed")
+        self.d = "llvm"
+        os.makedirs(self.p("bin"))
+        os.makedirs(self.p("lib"))
+        shutil.copy2("/usr/lib/llvm-19/bin/clang", self.p("bin", "clang++"))
+        os.symlink("/usr/lib/llvm-19/lib/clang", self.p("lib", "clang"))
+        self.w("a.cpp", "#if __has_include(<gcc99_marker.h>)\n#define VAL 2\n#else\n#define VAL 1\n#endif\n"
+               "int value = VAL;\n")
+
+        def install_gcc99():
+            os.makedirs(self.p("lib/gcc/x86_64-linux-gnu/99"))
+            shutil.copy("/usr/lib/gcc/x86_64-linux-gnu/12/crtbegin.o", self.p("lib/gcc/x86_64-linux-gnu/99"))
+            self.w("include/c++/99/gcc99_marker.h", "// libstdc++ 99\n")
+        self.trap(self.p("bin", "clang++"), ["-c", "a.cpp"], install_gcc99)
+
     def test_define_change(self):
         def case(cc):
             self.w("a.c", "int value = VAL;\n")

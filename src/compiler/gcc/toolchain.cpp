@@ -16,7 +16,7 @@ namespace kache::compiler::gcc {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 1;
+constexpr std::uint32_t kMemoVersion = 2;  // 2: include dirs, config and distribution files in the id
 
 struct Memo {
   Toolchain tc;
@@ -55,6 +55,31 @@ std::string driver_real_dir(const std::string& driver) {
   std::error_code ec;
   const auto real = std::filesystem::canonical(driver, ec);
   return ec ? "" : real.parent_path().string();
+}
+
+// clang picks the newest GCC installation it finds (its libstdc++ headers, measured: a
+// lib/gcc/x86_64-linux-gnu/99/crtbegin.o beside a clang switches its C++ include dirs to include/c++/99)
+// under /usr and beside its own installation; the probe lists the include dirs of the one it picked.
+// The memo key holds the identity of every directory such an installation appears in (the lib dirs,
+// lib/gcc and each triple's directory under it), so one appearing or vanishing probes again.
+void add_gcc_installation_dirs(util::Hasher& mk, const std::string& driver_dir) {
+  std::vector<std::string> prefixes = {"/usr"};
+  if (!driver_dir.empty()) prefixes.push_back(util::dirname(driver_dir));
+  for (const auto& prefix : prefixes) {
+    for (const char* lib : {"lib", "lib64"}) {
+      const std::string lib_dir = util::join_path(prefix, lib);
+      add_identity(mk, "gcc-install:" + lib_dir, lib_dir);
+      for (const char* gcc : {"gcc", "gcc-cross"}) {
+        const std::string base = util::join_path(lib_dir, gcc);
+        add_identity(mk, "gcc-install:" + base, base);
+        std::error_code ec;
+        std::vector<std::string> triples;
+        for (const auto& e : std::filesystem::directory_iterator(base, ec)) triples.push_back(e.path().string());
+        std::sort(triples.begin(), triples.end());
+        for (const auto& t : triples) add_identity(mk, "gcc-install:" + t, t);
+      }
+    }
+  }
 }
 
 // The files clang reads to tell which Linux distribution it runs on (clang's Distro.cpp; measured:
@@ -123,6 +148,9 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   util::Hasher h;
   h.add_field("version", version.out);
   h.add_field("machine", machine.out);
+  // The driver's own include dirs, in order: another GCC installation picked by clang (or another
+  // GCC_EXEC_PREFIX) searches other headers; the direct-mode record only watches the dirs it knew.
+  for (const auto& d : m.tc.include_dirs) h.add_field("include-dir", d);
   files.hash_into(h);
   m.tc.id = h.finish().hex();
   m.tc.description = driver + " (" + first_line(version.out) + ")";
@@ -143,6 +171,7 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   add_identity(mk, "driver-id", driver);
   // A configuration file appearing beside the driver changes this directory's identity (add_config_files).
   add_identity(mk, "driver-dir", driver_real_dir(driver));
+  add_gcc_installation_dirs(mk, driver_real_dir(driver));
   for (const char* f : kDistroFiles) add_identity(mk, std::string("distro:") + f, f);
   for (std::string_view var : probe_variables(false)) {
     mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
