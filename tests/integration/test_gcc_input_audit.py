@@ -61,8 +61,9 @@ SHARED_LIBRARY = re.compile(r"\.so(\.[0-9]+)*$")
 # answer does not reach the object.
 STAT_ONLY = [
     # clang locates its installation (resource dir, GCC installation for libstdc++ and crt files)
-    # through these; which GCC installation clang picks decides its include dirs, which the probe
-    # lists and keys (`clang -E -v`).
+    # through these; which GCC installation clang picks decides its include dirs: the probe keys them
+    # (`clang -E -v`), and the probe memo's key holds the identity of the directories a GCC
+    # installation appears in (test_gcc.py: a GCC installation appearing beside clang).
     "/usr/lib/gcc/",
     "/usr/lib/gcc-cross/",
     "/usr/lib/llvm-",
