@@ -61,16 +61,19 @@ constexpr EnvRule kRules[] = {
     {"NVVMCCWIZ", E::Keyed, "", true},
     {"NVVM_IR_VER_CHK", E::Keyed, "", true},
     {"NV_NVVM_VERSION", E::Keyed, "", true},
-    // LLVM's override of the producer string written into the IR.
-    {"LLVM_OVERRIDE_PRODUCER", E::Keyed, "", true},
+    // LLVM's override of the producer string written into the IR (read by clang too, measured: it
+    // reaches -flto bitcode).
+    {"LLVM_OVERRIDE_PRODUCER", E::Keyed, "", false},
     // libNVVM threading switch, read by cicc (measured); keyed as its effect is undocumented.
     {"LIBNVVM_DISABLE_CONCURRENT_API", E::Keyed, "", true},
     // cicc's allocator (jemalloc) options: can print statistics to stderr, which a hit replays.
     {"MALLOC_CONF", E::Keyed, "", false},
-    // cicc asks for a variable literally named "bar" (measured, undocumented): keyed, whatever it does.
-    {"bar", E::Keyed, "", true},
-    // LLVM MC appends a log to this file: an output kache would not restore.
-    {"AS_SECURE_LOG_FILE", E::Refused, "env_side_output", true},
+    // cicc and clang (both LLVM) ask for a variable literally named "bar" (measured, undocumented):
+    // keyed, whatever it does.
+    {"bar", E::Keyed, "", false},
+    // LLVM MC (cicc's and clang's integrated assembler) appends a log to this file: an output kache
+    // would not restore.
+    {"AS_SECURE_LOG_FILE", E::Refused, "env_side_output", false},
     // ---- cudafe++ / cicc front end (EDG) ----
     // A directory of EDG runtime files whose content kache does not hash.
     {"EDG_BASE", E::Refused, "env_unmodeled", true},
@@ -156,6 +159,36 @@ constexpr EnvRule kRules[] = {
     {"TEMPDIR", E::Inert, "", false},
     // gcc's jobserver for -flto=auto, used at link time only.
     {"MAKEFLAGS", E::Inert, "", false},
+    // ---- clang's driver (measured with the getenv hook over clang 14 and 19 compiles) ----
+    // Edits the driver's own command line (adds, removes, replaces arguments, -o included): a compile
+    // kache's planner never saw.
+    {"CCC_OVERRIDE_OPTIONS", E::Refused, "env_unmodeled", false},
+    // Write the cc1 command line, the included headers, the diagnostics or process statistics to
+    // stderr or to a file (CC_PRINT_OPTIONS_FILE, CC_PRINT_HEADERS_FILE, CC_LOG_DIAGNOSTICS_FILE,
+    // CC_PRINT_PROC_STAT_FILE, CC_PRINT_INTERNAL_STAT_FILE): outputs kache would not restore.
+    {"CC_PRINT_OPTIONS", E::Refused, "env_side_output", false},
+    {"CC_PRINT_HEADERS", E::Refused, "env_side_output", false},
+    {"CC_LOG_DIAGNOSTICS", E::Refused, "env_side_output", false},
+    {"CC_PRINT_PROC_STAT", E::Refused, "env_side_output", false},
+    {"CC_PRINT_INTERNAL_STAT", E::Refused, "env_side_output", false},
+    // Where clang 19 writes crash reproducers: only a crashed compile, which fails and is never stored.
+    {"CLANG_CRASH_DIAGNOSTICS_DIR", E::Inert, "", false},
+    // The format of CC_PRINT_HEADERS' list; without CC_PRINT_HEADERS (refused above) nothing is written.
+    {"CC_PRINT_HEADERS_FORMAT", E::Inert, "", false},
+    // clang 19 skips its default configuration files (<driver dir>/clang.cfg and the like, whose
+    // options apply to every compile; the gcc probe hashes them into the toolchain id): keyed.
+    {"CLANG_NO_DEFAULT_CONFIG", E::Keyed, "", false},
+    // A debugging switch that makes clang crash while emitting a diagnostic: keyed (a crash is a
+    // failed compile, never stored, but the variable costs nothing to key).
+    {"FORCE_CLANG_DIAGNOSTICS_CRASH", E::Keyed, "", false},
+    // clang 19 turns diagnostic colour off when it is set: the stderr a hit replays.
+    {"NO_COLOR", E::Keyed, "", false},
+    // Objective-C++'s include path, read by clang on every compile; kache passes Objective-C++
+    // through (language), keyed like OBJC_INCLUDE_PATH all the same.
+    {"OBJCPLUS_INCLUDE_PATH", E::Keyed, "", false},
+    // Where clang 14 looks for a ROCm installation: used for HIP and OpenCL offload only, which
+    // kache passes through (language, clang-cuda's --offload-arch).
+    {"ROCM_PATH", E::Inert, "", false},
 };
 
 bool applies(const EnvRule& r, bool nvcc) { return nvcc || !r.nvcc_only; }

@@ -106,6 +106,8 @@ void ProbeFiles::add(const std::string& role, const std::string& path) {
   if (!id || id->is_dir) return;
   t_.files.push_back({path, *id});
   roles_.emplace_back(role, content_digest(path, *id, memo_dir_));
+  // The input audits (tests/integration/test_gcc_input_audit.py) read what the toolchain id covers here.
+  core::log().trace("toolchain file {} {}", role, path);
 }
 
 void ProbeFiles::hash_into(util::Hasher& h) {

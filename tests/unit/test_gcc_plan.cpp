@@ -108,6 +108,9 @@ TEST(GccPlan, PassthroughReasons) {
   EXPECT_EQ(reason({"x.c", "-o", "prog"}), "link");
   EXPECT_EQ(reason({"-c", "a.c", "b.c"}), "multiple-sources");
   EXPECT_EQ(reason({"-c"}), "no-source");
+  // An empty argument names no file (found by fuzz_gcc_plan), with or without -x.
+  EXPECT_EQ(reason({"-x", "c++", "-c", ""}), "no-source");
+  EXPECT_EQ(reason({"-c", "a.c", ""}), "no-source");
   EXPECT_EQ(reason({"-E", "a.c"}), "preprocess");
   EXPECT_EQ(reason({"-c", "a.c", "-M"}), "dependency-only");
   EXPECT_EQ(reason({"-c", "a.c", "-MM", "-MF", "x.d"}), "dependency-only");

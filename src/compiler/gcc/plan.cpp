@@ -60,7 +60,13 @@ class Planner {
       refuse("stdin", t);
       return i;
     }
-    if (t.empty() || t[0] != '-') {
+    // An empty argument is an input file named "" to the driver (it fails to open it); not a source
+    // kache can name (found by fuzz_gcc_plan: `-x c++ -c ""` planned a compile of "").
+    if (t.empty()) {
+      refuse("no-source", "empty argument");
+      return i;
+    }
+    if (t[0] != '-') {
       inputs_.push_back({i, language_});
       return i;
     }

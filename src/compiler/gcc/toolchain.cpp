@@ -1,6 +1,7 @@
 #include "compiler/gcc/toolchain.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "compiler/env_table.hpp"
@@ -15,7 +16,7 @@ namespace kache::compiler::gcc {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 1;
+constexpr std::uint32_t kMemoVersion = 2;  // 2: include dirs, config and distribution files in the id
 
 struct Memo {
   Toolchain tc;
@@ -46,6 +47,66 @@ Memo deserialize(const std::string& data) {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// The directory of the driver's real executable (symlinks resolved), "" when it cannot be found. clang
+// looks there for its default configuration files (measured: clang 19 stats
+// /usr/lib/llvm-19/bin/x86_64-pc-linux-gnu-clang.cfg, clang.cfg and x86_64-pc-linux-gnu.cfg on every
+// compile; clang 14 a <prefix>.cfg when its name has a prefix): options no command line shows.
+std::string driver_real_dir(const std::string& driver) {
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(driver, ec);
+  return ec ? "" : real.parent_path().string();
+}
+
+// clang picks the newest GCC installation it finds (its libstdc++ headers, measured: a
+// lib/gcc/x86_64-linux-gnu/99/crtbegin.o beside a clang switches its C++ include dirs to include/c++/99)
+// under /usr and beside its own installation; the probe lists the include dirs of the one it picked.
+// The memo key holds the identity of every directory such an installation appears in (the lib dirs,
+// lib/gcc and each triple's directory under it), so one appearing or vanishing probes again.
+void add_gcc_installation_dirs(util::Hasher& mk, const std::string& driver_dir) {
+  std::vector<std::string> prefixes = {"/usr"};
+  if (!driver_dir.empty()) prefixes.push_back(util::dirname(driver_dir));
+  for (const auto& prefix : prefixes) {
+    for (const char* lib : {"lib", "lib64"}) {
+      const std::string lib_dir = util::join_path(prefix, lib);
+      add_identity(mk, "gcc-install:" + lib_dir, lib_dir);
+      for (const char* gcc : {"gcc", "gcc-cross"}) {
+        const std::string base = util::join_path(lib_dir, gcc);
+        add_identity(mk, "gcc-install:" + base, base);
+        std::error_code ec;
+        std::vector<std::string> triples;
+        for (const auto& e : std::filesystem::directory_iterator(base, ec)) triples.push_back(e.path().string());
+        std::sort(triples.begin(), triples.end());
+        for (const auto& t : triples) add_identity(mk, "gcc-install:" + t, t);
+      }
+    }
+  }
+}
+
+// The files clang reads to tell which Linux distribution it runs on (clang's Distro.cpp; measured:
+// clang 14 and 19 read /etc/os-release and /etc/debian_version on every compile): the distribution
+// picks defaults (Gentoo's stack protector, Ubuntu's, ...). Their content is in the toolchain id and
+// their identity, present or absent, in the memo key. GCC reads none of them; keying them costs a stat.
+constexpr const char* kDistroFiles[] = {
+    "/etc/os-release",      "/usr/lib/os-release",  "/etc/lsb-release",   "/etc/redhat-release",
+    "/etc/debian_version",  "/etc/SuSE-release",    "/etc/alpine-release", "/etc/arch-release",
+    "/etc/gentoo-release",
+};
+
+// Every configuration file beside the driver: its content is in the toolchain id (an edit keeps the
+// memo's identity check honest), and the directory's identity is in the memo key, so one appearing
+// or vanishing there probes again.
+void add_config_files(ProbeFiles& files, const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::vector<std::string> configs;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".cfg")) configs.push_back(name);
+  }
+  std::sort(configs.begin(), configs.end());
+  for (const auto& name : configs) files.add("config:" + name, util::join_path(dir, name));
+}
+
 Memo probe(const std::string& driver, const util::Environment& env, const std::string& memo_dir) {
   // Only what the memo is keyed by reaches the probe; keyed variables (CPATH, ...) are key fields of
   // their own, so the probe sees the driver's defaults.
@@ -66,6 +127,8 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   // GCC's passes for C, C++ and preprocessed assembly (clang answers "cc1"/"cc1plus" bare: it runs
   // itself, whose content is hashed above).
   add_driver_programs(files, driver, probe_env, {"cc1", "cc1plus", "as"});
+  add_config_files(files, driver_real_dir(driver));
+  for (const char* f : kDistroFiles) files.add(std::string("distro:") + f, f);
   // A specs file beside GCC's libraries overrides the built-in specs (the driver prints the bare name
   // back when there is none).
   auto specs = util::run_capture(driver, {driver, "-print-file-name=specs"}, probe_env);
@@ -85,6 +148,9 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   util::Hasher h;
   h.add_field("version", version.out);
   h.add_field("machine", machine.out);
+  // The driver's own include dirs, in order: another GCC installation picked by clang (or another
+  // GCC_EXEC_PREFIX) searches other headers; the direct-mode record only watches the dirs it knew.
+  for (const auto& d : m.tc.include_dirs) h.add_field("include-dir", d);
   files.hash_into(h);
   m.tc.id = h.finish().hex();
   m.tc.description = driver + " (" + first_line(version.out) + ")";
@@ -103,10 +169,15 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   mk.add_field("memo", "gcc-" + std::to_string(kMemoVersion));
   mk.add_field("driver", driver);
   add_identity(mk, "driver-id", driver);
+  // A configuration file appearing beside the driver changes this directory's identity (add_config_files).
+  add_identity(mk, "driver-dir", driver_real_dir(driver));
+  add_gcc_installation_dirs(mk, driver_real_dir(driver));
+  for (const char* f : kDistroFiles) add_identity(mk, std::string("distro:") + f, f);
   for (std::string_view var : probe_variables(false)) {
     mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
   }
   const std::string memo_key = mk.finish().hex();
+  core::log().trace("toolchain memo key = {}", memo_key);
   const std::string memo_path = memo_dir.empty() ? "" : util::join_path(memo_dir, memo_key);
   if (!memo_path.empty() && util::exists(memo_path)) {
     try {
