@@ -23,6 +23,7 @@ with the plain build's by section and reports mismatches as anomalies.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -140,24 +141,33 @@ class MixedBench:
                          "median_cpu_s": median([x["cpu_s"] for x in runs if x["ok"]])}
         self.r["scenarios"][name] = out
 
-    def compare(self, scenario: str, ref_dir: str, variant: str, extra: dict[str, str] | None = None) -> None:
+    def compare(self, scenario: str, ref: tuple[str, str], variant: str,
+                extra: dict[str, tuple[str, str, str]] | None = None) -> None:
+        """Each cached tool's objects against the plain build's (ref = (build dir, checkout root)); extra
+        holds baseline pairs of plain builds (label -> (objects dir, the build dir and root they were
+        built in)). An object that differs only in how it spells paths in its strings (__FILE__: plain
+        nvcc writes the absolute source path, ccache's base_dir makes it relative, kache's prefix map
+        writes /kache/src/...) is counted apart from a real mismatch, which is an anomaly."""
         res = {}
-        for label, d in (extra or {}).items():
-            res[label] = core.compare_dirs(d, ref_dir, self.units)
+        for label, (d, built_in, root) in (extra or {}).items():
+            res[label] = compare_objects(self.units, (d, built_in, root), (ref[0], ref[0], ref[1]))
         for tool in self.tools:
             if tool == "plain":
                 continue
-            c = core.compare_dirs(ref_dir, self.build_dir(tool, variant), self.units)
+            d = self.build_dir(tool, variant)
+            c = compare_objects(self.units, (ref[0], ref[0], ref[1]), (d, d, self.root))
             res[tool] = c
+            log(f"  objects {scenario}: {tool} vs plain: {c['identical']}/{c['objects']} identical by section, "
+                f"{len(c['path_spelling_only'])} differing only in path strings")
             bad = len(c["mismatched"]) + len(c["missing"])
-            log(f"  objects {scenario}: {tool} vs plain: {c['identical']}/{c['objects']} identical by section")
             if bad:
-                msg = (f"{tool}: after '{scenario}', {bad} of {c['objects']} objects differ from the plain build's: "
-                       + ", ".join(m["object"] for m in c["mismatched"][:6]) + (" ..." if bad > 6 else ""))
+                msg = (f"{tool}: after '{scenario}', {bad} of {c['objects']} objects differ from the plain build's "
+                       "beyond path strings: " + ", ".join(m["object"] for m in c["mismatched"][:6]) + (" ..." if bad > 6 else ""))
                 self.anomaly(("KACHE OBJECT MISMATCH! " if tool == "kache" else "") + msg)
         for label, c in res.items():
             if label not in self.tools and (c["mismatched"] or c["missing"]):
-                self.anomaly(f"{label}: {len(c['mismatched'])} objects differ (plain builds not reproducible)")
+                self.anomaly(f"{label}: {len(c['mismatched'])} objects differ beyond path strings "
+                             "(plain builds not reproducible)")
         self.r["correctness"][scenario] = res
 
     def run_builds(self) -> None:
@@ -171,18 +181,20 @@ class MixedBench:
         log("warm rebuild (build directory removed and configured again)")
         self.scenario("warm", "build", {t: (1 if t == "plain" else a.build_reps) for t in self.tools})
         if "plain" in self.tools:
-            self.compare("warm", self.build_dir("plain"), "build", {"plain(cold) vs plain(warm)": snap})
+            self.compare("warm", (self.build_dir("plain"), self.root), "build",
+                         {"plain(cold) vs plain(warm)": (snap, self.build_dir("plain"), self.root)})
 
         log("second build directory of the same checkout")
         self.scenario("builddir2", "other-build", {t: 1 for t in self.tools if t != "plain"})
         if "plain" in self.tools:
-            self.compare("builddir2", self.build_dir("plain"), "other-build")
+            self.compare("builddir2", (self.build_dir("plain"), self.root), "other-build")
 
         log("second checkout: sources copied to another absolute path, the first checkout deleted")
         first_plain = os.path.join(self.work, "plain-first-checkout-objects")
         if "plain" in self.tools:
             shutil.copytree(os.path.join(self.build_dir("plain"), "CMakeFiles"), os.path.join(first_plain, "CMakeFiles"))
         old = self.root
+        first_plain_built_in = self.build_dir("plain")
         new = os.path.join(self.work, "elsewhere", "second-checkout")
         shutil.copytree(old, new, ignore=lambda d, names: [x for x in names if d == old and "build-" in x])
         shutil.rmtree(old)
@@ -190,8 +202,8 @@ class MixedBench:
         self.r["checkout2"] = {"first": old, "second": new}
         self.scenario("checkout2", "build", {t: 1 for t in self.tools})
         if "plain" in self.tools:
-            self.compare("checkout2", self.build_dir("plain"), "build",
-                         {"plain(first checkout) vs plain(second checkout)": first_plain})
+            self.compare("checkout2", (self.build_dir("plain"), self.root), "build",
+                         {"plain(first checkout) vs plain(second checkout)": (first_plain, first_plain_built_in, old)})
 
     # -- per invocation ----------------------------------------------------------------------------
 
@@ -250,8 +262,10 @@ class MixedBench:
 
     def run_cpp_miss(self) -> None:
         """Fresh copies of one C++ TU (a uniquely named empty namespace appended, so that sccache, which
-        keys on preprocessed output, misses too); ccache's and kache's caches emptied before each run,
-        sccache's not (a restart would add its compiler detection); tools in a rotating order."""
+        keys on preprocessed output, misses too), tools in a rotating order. No cache is emptied between
+        runs: each copy is new content, so every run misses (the statistics are checked), and kache keeps
+        its toolchain memo as in an edit-compile loop (`kache --clear` drops it, and the next compile
+        probes g++ again: measured apart, after the loop)."""
         a = self.args
         u = self.lat_unit
         d = self.lat_dir()
@@ -269,8 +283,6 @@ class MixedBench:
         runs: dict = {t: [] for t in tools}
         for rep, tool, src in plan:
             t = self.tools[tool]
-            if tool != "sccache":
-                t.clear()
             t.zero()
             obj = f"miss-{tool}/{os.path.basename(src)}.o"
             os.makedirs(os.path.join(d, f"miss-{tool}"), exist_ok=True)
@@ -300,11 +312,43 @@ class MixedBench:
                 "cpu_overhead_pct": round((cm / cref - 1) * 100, 2) if (cm and cref) else None,
                 "runs": runs[tool]}
         if "kache" in self.tools:
+            self.run_kache_after_clear(base, d, ref)
             self.run_kache_own_cpu(base, d, cref)
+
+    def run_kache_after_clear(self, base: str, d: str, plain_ms: float | None) -> None:
+        """The first miss after `kache --clear`: the toolchain memo is gone, so kache probes g++ again
+        (--version, -dumpmachine, -print-prog-name, an empty -E -v per language) before compiling."""
+        t = self.tools["kache"]
+        vals, cpus = [], []
+        for rep in range(max(2, self.args.miss_reps // 2)):
+            src = f"src/cpp/cleared_{rep}.cpp"
+            with open(os.path.join(self.root, src), "w") as f:
+                f.write(base + f"\nnamespace kb_bench_cleared_{rep}_{time.time_ns()} {{}}\n")
+            old = time.time() - 5
+            os.utime(os.path.join(self.root, src), (old, old))
+            t.clear()
+            os.makedirs(os.path.join(d, "cleared"), exist_ok=True)
+            cmd = mixedproject.cxx_command(self.launcher("kache"), self.cxx, self.root, d, src, f"cleared/{rep}.o")
+            cpu0 = core.children_cpu_s()
+            start = time.perf_counter_ns()
+            p = subprocess.run(cmd, cwd=d, env=self.env, capture_output=True, text=True)
+            ms = (time.perf_counter_ns() - start) / 1e6
+            if p.returncode != 0:
+                self.anomaly(f"kache after --clear: compile failed: {p.stderr[-300:]}")
+                continue
+            vals.append(ms)
+            cpus.append((core.children_cpu_s() - cpu0) * 1000)
+            log(f"  C++ miss after kache --clear: {ms:8.1f} ms (cpu {cpus[-1]:.1f} ms)")
+        m = median(vals)
+        self.r["cpp_miss_kache_after_clear"] = {
+            "runs_ms": [round(v, 1) for v in vals], "median_ms": round(m, 1) if m else None,
+            "median_cpu_ms": round(median(cpus), 1) if cpus else None,
+            "overhead_pct": round((m / plain_ms - 1) * 100, 2) if (m and plain_ms) else None}
 
     def run_kache_own_cpu(self, base: str, d: str, plain_cpu_ms: float | None) -> None:
         """kache's own CPU time per C++ miss (the kache process, all threads, logged at exit under
-        KACHE_LOG=kache=debug), without g++ and cc1plus: the part of a miss kache adds."""
+        KACHE_LOG=kache=debug), without g++ and cc1plus: the part of a miss kache adds. Toolchain memo
+        warm, as in the miss runs."""
         t = self.tools["kache"]
         u = self.lat_unit
         vals = []
@@ -314,7 +358,6 @@ class MixedBench:
                 f.write(base + f"\nnamespace kb_bench_own_{rep}_{time.time_ns()} {{}}\n")
             old = time.time() - 5
             os.utime(os.path.join(self.root, src), (old, old))
-            t.clear()
             logf = os.path.join(self.work, "logs", f"cpp-own-{rep}.log")
             env = dict(self.env, KACHE_LOG="kache=debug", KACHE_LOG_FILE=logf)
             cmd = mixedproject.cxx_command(self.launcher("kache"), self.cxx, self.root, d, src, f"own/{u.name}_{rep}.o")
@@ -327,7 +370,8 @@ class MixedBench:
                 text = f.read()
             m = re.search(r"own CPU time ([0-9.]+) ms", text)
             if not m or "miss: stored" not in text:
-                self.anomaly(f"kache own-CPU C++ run {rep}: no stored miss or no CPU line in its log")
+                self.anomaly(f"kache own-CPU C++ run {rep}: no stored miss or no CPU line in its log: "
+                             + " | ".join(text.strip().splitlines())[-400:])
                 continue
             vals.append(float(m.group(1)))
         m = median(vals)
@@ -369,7 +413,7 @@ class MixedBench:
             self.run_builds()
             log("C++ hit latency (hyperfine, one run for all cached tools)")
             self.run_cpp_hit()
-            log("C++ miss (cold compile, caches emptied, tools interleaved)")
+            log("C++ miss (cold compile of fresh copies, tools interleaved)")
             self.run_cpp_miss()
         finally:
             for t in self.tools.values():
@@ -414,6 +458,60 @@ class MixedBench:
                     "goal": f"<= {TARGET_MISS_OVERHEAD_PCT:g} %", "kache": own, "unit": "%",
                     "pass": None if own is None else own <= TARGET_MISS_OVERHEAD_PCT})
         return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Object comparison that tells path spellings apart from real differences
+
+KACHE_ROOT_NAMES = ("/kache/base0/", "/kache/build/", "/kache/src/", "/kache/out/")
+
+
+def normalized_path_string(s: str, src: str, obj: str, build: str, root: str) -> str:
+    """A string of an object's .rodata.str* sections with any path in it spelled one way: kache's fixed
+    root names and paths relative to the build directory resolved, then the build directory and the
+    checkout root replaced by placeholders."""
+    for name, real in (("/kache/base0/", root), ("/kache/build/", build), ("/kache/src/", os.path.dirname(src)),
+                       ("/kache/out/", os.path.dirname(os.path.join(build, obj)))):
+        if s.startswith(name):
+            s = os.path.join(real, s[len(name):])
+    if s.startswith(("../", "./")):
+        s = os.path.normpath(os.path.join(build, s))
+    return s.replace(build.rstrip("/") + "/", "<BUILD>/").replace(root.rstrip("/") + "/", "<ROOT>/")
+
+
+def object_digest_paths_normalized(path: str, src: str, obj: str, build: str, root: str) -> tuple[list, list]:
+    other, strings = [], []
+    for name, content in core.elf_sections(path):
+        if not core.SECTION_RE.match(name):
+            continue
+        if name.startswith(".rodata.str"):
+            strings += [normalized_path_string(x.decode("latin-1"), src, obj, build, root)
+                        for x in content.split(b"\0") if x]
+        else:
+            other.append((name, hashlib.sha256(content).hexdigest()))
+    return sorted(other), sorted(strings)
+
+
+def compare_objects(units, a: tuple[str, str, str], b: tuple[str, str, str]) -> dict:
+    """a and b: (directory holding the objects, build directory they were built in, checkout root)."""
+    c = core.compare_dirs(a[0], b[0], units)
+    c["path_spelling_only"] = []
+    real = []
+    by_obj = {u.obj: u for u in units}
+    for m in c["mismatched"]:
+        u = by_obj[m["object"]]
+        da = object_digest_paths_normalized(os.path.join(a[0], u.obj), os.path.join(a[2], u.src), u.obj, a[1], a[2])
+        db = object_digest_paths_normalized(os.path.join(b[0], u.obj), os.path.join(b[2], u.src), u.obj, b[1], b[2])
+        if da == db:
+            ex_a = sorted(set(x.decode("latin-1") for n, cc in core.elf_sections(os.path.join(a[0], u.obj))
+                              if n.startswith(".rodata.str") for x in cc.split(b"\0") if b"/" in x))
+            ex_b = sorted(set(x.decode("latin-1") for n, cc in core.elf_sections(os.path.join(b[0], u.obj))
+                              if n.startswith(".rodata.str") for x in cc.split(b"\0") if b"/" in x))
+            c["path_spelling_only"].append({"object": u.obj, "paths_a": ex_a[:4], "paths_b": ex_b[:4]})
+        else:
+            real.append(m)
+    c["mismatched"] = real
+    return c
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -466,7 +564,7 @@ def report_md(r: dict) -> str:
              f"of {c['build_reps_cached_tools']} for the cached tools, 1 run for plain; other builds 1 run. "
              f"C++ hit: one `hyperfine -N` run of all cached tools, {c['hit_warmup']} warm-up + {c['hit_runs']} "
              f"runs each, `{c['latency_tu']}`. C++ miss: {c['miss_reps']} interleaved runs per tool on fresh copies "
-             f"of that TU, ccache/kache caches emptied before each.\n")
+             f"of that TU (no cache emptied: each copy misses).\n")
 
     L.append("## Builds (wall time, ratio to plain in parentheses)\n")
     L.append("| scenario | " + " | ".join(tools) + " |")
@@ -505,7 +603,7 @@ def report_md(r: dict) -> str:
     L.append(f"Second checkout: `{r.get('checkout2', {}).get('first')}` copied (sources only) to "
              f"`{r.get('checkout2', {}).get('second')}`, the first deleted, a fresh build directory configured "
              "there. Second build directory: `other-build-TOOL` beside `build-TOOL` in the first checkout.\n")
-    L.append("| tool | second build dir: wall | hits / misses | second checkout: wall | hits / misses | objects = plain's |")
+    L.append("| tool | second build dir: wall | hits / misses | second checkout: wall | hits / misses | objects = plain's (up to path strings) |")
     L.append("|---|---:|---|---:|---|---|")
     for t in tools:
         b2 = r["scenarios"].get("builddir2", {}).get(t)
@@ -521,7 +619,7 @@ def report_md(r: dict) -> str:
         for sc in ("builddir2", "checkout2"):
             cc = r["correctness"].get(sc, {}).get(t)
             if cc:
-                objs.append(f"{cc['identical']}/{cc['objects']}")
+                objs.append(f"{cc['identical'] + len(cc.get('path_spelling_only', []))}/{cc['objects']}")
         L.append(f"| {t} | {fmt_num(b2['median_s'], 's') if b2 else '–'} | {hm(b2)} | "
                  f"{fmt_num(c2['median_s'], 's') if c2 else '–'} | {hm(c2)} | {', '.join(objs) or '–'} |")
     L.append("")
@@ -545,10 +643,18 @@ def report_md(r: dict) -> str:
         L.append(f"| {t} | {fmt_num(v['median_ms'], 'ms')} | {fmt_num(v['overhead_pct'], '%') if t != 'plain' else '–'} | "
                  f"{fmt_num(v['median_cpu_ms'], 'ms')} | {fmt_num(v['cpu_overhead_pct'], '%') if t != 'plain' else '–'} | "
                  + ", ".join(f"{x['ms']:.0f}" for x in v["runs"]) + " |")
+    ac = r.get("cpp_miss_kache_after_clear")
+    if ac:
+        L.append(f"\nNo cache is emptied between these runs (each copy is new content, so each run misses; the "
+                 f"statistics are checked), so kache's toolchain memo is warm, as in an edit-compile loop. The first "
+                 f"miss after `kache --clear` probes g++ again (`--version`, `-dumpmachine`, `-print-prog-name=...`, "
+                 f"`-print-file-name=specs`, an empty `-E -v` for C and for C++): median {fmt_num(ac['median_ms'], 'ms')} "
+                 f"wall, {fmt_num(ac['median_cpu_ms'], 'ms')} CPU ({fmt_num(ac['overhead_pct'], '%')} vs plain g++'s "
+                 f"median; runs {', '.join(f'{x:.0f}' for x in ac['runs_ms'])} ms).")
     own = r.get("kache_own_cpu_per_cpp_miss")
     if own:
         L.append(f"\nkache's own CPU time per C++ miss (the kache process alone, all threads, logged at exit under "
-                 f"`KACHE_LOG=kache=debug`; fresh copies, cache emptied): median {fmt_num(own['median_ms'], 'ms')} "
+                 f"`KACHE_LOG=kache=debug`; fresh copies, toolchain memo warm): median {fmt_num(own['median_ms'], 'ms')} "
                  f"(runs {', '.join(f'{x:g}' for x in own['runs_ms'])} ms), {pct(own['pct_of_plain_compile_cpu'])} of "
                  f"plain g++'s CPU time for the compile.")
     L.append("")
@@ -563,14 +669,24 @@ def report_md(r: dict) -> str:
     L.append("")
 
     L.append("## Objects compared with the plain build's, by section (.text* .data* .rodata* .nv_fatbin)\n")
-    L.append("| after | comparison | identical | differing |")
-    L.append("|---|---|---:|---|")
+    L.append("\"path strings only\": the object differs from plain's only in how a string names a path, once "
+             "kache's root names (`/kache/src/...`) and paths relative to the build directory are resolved: "
+             "`__FILE__` (the CUDA TUs' error macro) is the absolute source path under plain nvcc, relative under "
+             "ccache's `base_dir` (it rewrites the command line), `/kache/src/<file>` under kache's prefix map. "
+             "Anything else is \"differing\" and an anomaly.\n")
+    L.append("| after | comparison | identical | path strings only | differing |")
+    L.append("|---|---|---:|---:|---|")
+    example = None
     for sc, res in r["correctness"].items():
         for name, cc in res.items():
             bad = [x["object"] for x in cc["mismatched"]] + [f"{x} (missing)" for x in cc["missing"]]
             label = name if name.startswith("plain(") else f"{name} vs plain"
-            L.append(f"| {sc} | {label} | {cc['identical']}/{cc['objects']} | "
+            L.append(f"| {sc} | {label} | {cc['identical']}/{cc['objects']} | {len(cc.get('path_spelling_only', []))} | "
                      + (", ".join(bad[:6]) + (" …" if len(bad) > 6 else "") if bad else "none") + " |")
+            if name == "kache" and cc.get("path_spelling_only") and not example:
+                example = cc["path_spelling_only"][0]
+    if example:
+        L.append(f"\nExample (`{example['object']}`): plain's strings name {example['paths_a']}, kache's {example['paths_b']}.")
     L.append("")
     if r["anomalies"]:
         L.append("## Anomalies\n")
