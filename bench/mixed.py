@@ -543,6 +543,35 @@ def stats_cell(tool: str, s: dict) -> str:
     return cell
 
 
+def misses_by_kind(r: dict, scenario: str, tool: str) -> dict | None:
+    """Which kinds of TU missed in a scenario, from the cache statistics (they have no per-TU list): the
+    counts, checked against the number of CUDA and C++ TUs."""
+    run = (r["scenarios"].get(scenario, {}).get(tool) or {}).get("runs")
+    if not run:
+        return None
+    return {"misses": run[-1]["stats"].get("misses"), "hits": run[-1]["stats"].get("hits")}
+
+
+def sharing_notes(r: dict) -> list[str]:
+    c = r["config"]
+    n_cuda = c["tiny_tus"] + c["thrust_tus"]
+    out = []
+    for sc, what in (("builddir2", "the second build directory"), ("checkout2", "the second checkout")):
+        cc = misses_by_kind(r, sc, "ccache")
+        if cc and cc["misses"] == n_cuda:
+            out.append(f"ccache, {what}: {n_cuda} misses, as many as there are CUDA TUs. For nvcc compiles ccache "
+                       "hashes the working directory (checked by hand on one CUDA TU: `CCACHE_DEBUG=1` logs `Hashing CWD <build dir>`; `hash_dir` is on "
+                       "by default), so a CUDA object is keyed per build directory even with `base_dir`; its C++ "
+                       "compiles share.")
+        sc_ = misses_by_kind(r, sc, "sccache")
+        if sc_ and sc_["misses"] == n_cuda:
+            out.append(f"sccache, {what}: {n_cuda} misses, as many as there are CUDA TUs; its C++ compiles hit "
+                       "(not investigated further: sccache 0.4 has no base-directory setting).")
+        elif sc_ and sc_["misses"] == 0:
+            out.append(f"sccache, {what}: no misses without a base-directory setting.")
+    return out
+
+
 def report_md(r: dict) -> str:
     tools = list(r["tools"])
     m, c = r["machine"], r["config"]
@@ -623,6 +652,12 @@ def report_md(r: dict) -> str:
         L.append(f"| {t} | {fmt_num(b2['median_s'], 's') if b2 else '–'} | {hm(b2)} | "
                  f"{fmt_num(c2['median_s'], 's') if c2 else '–'} | {hm(c2)} | {', '.join(objs) or '–'} |")
     L.append("")
+
+    notes = sharing_notes(r)
+    if notes:
+        L.append("Observed causes of the peers' misses:\n")
+        L += [f"- {x}" for x in notes]
+        L.append("")
 
     L.append("## C++ hit latency (hyperfine -N, one run)\n")
     L.append("| tool | median | min | mean | CPU (user+sys; sccache incl. server) | ÷ ccache |")
