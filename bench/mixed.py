@@ -832,8 +832,8 @@ def set_defaults(args) -> None:
     args.cpp = args.cpp if getattr(args, "cpp", None) is not None else (12 if q else 40)
     args.mixed_tiny = getattr(args, "mixed_tiny", None)
     args.mixed_thrust = getattr(args, "mixed_thrust", None)
-    args.tiny = args.mixed_tiny if args.mixed_tiny is not None else (4 if q else 16)
-    args.thrust = args.mixed_thrust if args.mixed_thrust is not None else (0 if q else 2)
+    args.tiny = args.mixed_tiny if args.mixed_tiny is not None else (4 if q else 8)
+    args.thrust = args.mixed_thrust if args.mixed_thrust is not None else 0
     args.build_reps = 2 if q else 3
     args.hit_runs = 10 if q else 30
     args.hit_warmup = 2
@@ -873,8 +873,8 @@ def main() -> None:
     ap.add_argument("--kache", default=os.path.join(repo, "build", "kache"))
     ap.add_argument("--kache-rev", default=None)
     ap.add_argument("--cpp", type=int, help="C++ TUs (default 40; quick 12)")
-    ap.add_argument("--mixed-tiny", type=int, help="tiny CUDA TUs (default 16; quick 4)")
-    ap.add_argument("--mixed-thrust", type=int, help="thrust+cub TUs (default 2; quick 0)")
+    ap.add_argument("--mixed-tiny", type=int, help="tiny CUDA TUs (default 8; quick 4)")
+    ap.add_argument("--mixed-thrust", type=int, help="thrust+cub TUs (default 0)")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--name", default="mixed", help="results file stem (default mixed)")
     args = ap.parse_args()

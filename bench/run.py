@@ -1225,8 +1225,8 @@ def main() -> None:
                     help="comma list: cuda (this file's CUDA project), mixed (bench/mixed.py: the mixed C++/CUDA "
                          "project and its sharing across build dirs and checkouts); default cuda")
     ap.add_argument("--cpp", type=int, help="mixed: C++ TUs (default 40; quick 12)")
-    ap.add_argument("--mixed-tiny", type=int, help="mixed: tiny CUDA TUs (default 16; quick 4)")
-    ap.add_argument("--mixed-thrust", type=int, help="mixed: thrust+cub TUs (default 2; quick 0)")
+    ap.add_argument("--mixed-tiny", type=int, help="mixed: tiny CUDA TUs (default 8; quick 4)")
+    ap.add_argument("--mixed-thrust", type=int, help="mixed: thrust+cub TUs (default 0)")
     args = ap.parse_args()
     scenarios = {s.strip() for s in args.scenarios.split(",") if s.strip()}
     if not scenarios or scenarios - {"cuda", "mixed"}:
