@@ -706,6 +706,11 @@ def report_md(r: dict) -> str:
                  f"| {fmt_num(t.get('sccache'), t['unit'])} | {res} |")
     L.append("")
 
+    if r.get("run_notes"):
+        L.append("## Notes on this run\n")
+        L += [f"- {x}" for x in r["run_notes"]]
+        L.append("")
+
     L.append("## Objects compared with the plain build's, by section (.text* .data* .rodata* .nv_fatbin)\n")
     L.append("\"path strings only\": the object differs from plain's only in how a string names a path, once "
              "kache's root names (`/kache/src/...`) and paths relative to the build directory are resolved: "
