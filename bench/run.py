@@ -1221,7 +1221,22 @@ def main() -> None:
                     help="commit the kache binary was built from, for the results (default: this checkout's HEAD)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument("--name", default="latest", help="results file stem (default latest)")
+    ap.add_argument("--scenarios", default="cuda",
+                    help="comma list: cuda (this file's CUDA project), mixed (bench/mixed.py: the mixed C++/CUDA "
+                         "project and its sharing across build dirs and checkouts); default cuda")
+    ap.add_argument("--cpp", type=int, help="mixed: C++ TUs (default 40; quick 12)")
+    ap.add_argument("--mixed-tiny", type=int, help="mixed: tiny CUDA TUs (default 8; quick 4)")
+    ap.add_argument("--mixed-thrust", type=int, help="mixed: thrust+cub TUs (default 0)")
     args = ap.parse_args()
+    scenarios = {s.strip() for s in args.scenarios.split(",") if s.strip()}
+    if not scenarios or scenarios - {"cuda", "mixed"}:
+        sys.exit(f"unknown scenarios: {sorted(scenarios - {'cuda', 'mixed'})}")
+    if "mixed" in scenarios:
+        import mixed  # noqa: E402  (bench/mixed.py; writes OUT/mixed.*)
+
+        mixed.run_from_args(args, os.path.abspath(args.out), "mixed" if args.name == "latest" else f"{args.name}-mixed")
+        if "cuda" not in scenarios:
+            return
 
     q = args.quick
     args.tiny = args.tiny if args.tiny is not None else (6 if q else 32)
