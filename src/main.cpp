@@ -101,7 +101,9 @@ int main(int argc, char** argv) {
     if (argc < 2 || core::is_kache_option(argv[1])) {
 #ifdef KACHE_STATIC_FRONT
       // doctor too: it asks libcuda.so.1 for the driver's version through dlopen.
-      if (std::string_view(argv[argc < 2 ? 0 : 1]) == "doctor" || names_remote(core::load_config().remote_storage))
+      // Handed over already (a kache-http that is itself a static front): never again, no exec loop.
+      if (front.empty() &&
+          (std::string_view(argv[argc < 2 ? 0 : 1]) == "doctor" || names_remote(core::load_config().remote_storage)))
         hand_over(argc, argv);
 #endif
       return core::run_cli(argc, argv);
@@ -126,7 +128,7 @@ int main(int argc, char** argv) {
 
   const core::Config cfg = core::load_config();
 #ifdef KACHE_STATIC_FRONT
-  if (names_remote(cfg.remote_storage)) hand_over(argc, argv);
+  if (front.empty() && names_remote(cfg.remote_storage)) hand_over(argc, argv);
 #endif
   core::apply_process_settings(cfg);
   core::init_logging(cfg.log_filter, cfg.log_file);
