@@ -67,8 +67,8 @@ void hand_over(int argc, char** argv) {
   ::execv(helper.c_str(), args.data());
   const int err = errno;
   kache::storage::remote::refuse_curl_loading("this kache is linked statically and cannot load libcurl, and " + helper +
-                                       " (its dynamically linked sibling, which can) could not be run (" +
-                                       std::strerror(err) + "), so http and https remotes are disabled");
+                                              " (its dynamically linked sibling, which can) could not be run (" +
+                                              std::strerror(err) + "), so http and https remotes are disabled");
 }
 #endif
 
