@@ -1,16 +1,22 @@
 // kache: a compiler cache for nvcc. `kache nvcc ARGS...`, `kache /path/to/nvcc ARGS...`, a symlink named
 // nvcc pointing at kache, or kache's own options (`kache --show-stats`).
 #include <malloc.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/cli.hpp"
 #include "core/config.hpp"
 #include "core/invocation.hpp"
 #include "core/log.hpp"
 #include "core/pipeline.hpp"
+#include "storage/remote/curl_loader.hpp"
+#include "storage/remote/remote_url.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
 
@@ -20,6 +26,51 @@ bool named_kache(const std::string& argv0) {
   const std::string base = kache::util::basename(argv0);
   return base == "kache" || base.starts_with("kache-") || base.starts_with("kache.");
 }
+
+// Two builds of this file (CMakeLists.txt): the release `kache` is linked statically, libc included, so
+// a hit pays no dynamic loader (mapping libc and libm, symbol lookup: 190 k of a tiny hit's 1.38 M
+// instructions and 27 of its syscalls, bench/results/hit-floor.md). Remote stores need a dynamically
+// linked process: an http(s) remote loads libcurl with dlopen, and a Redis host name is resolved by
+// glibc's NSS modules, which a static glibc would load the same unsafe way (a second, uninitialized
+// libc). So the static kache hands an invocation whose configuration names a remote over to
+// `kache-http` (this same program, glibc linked dynamically) installed beside it: execv replaces the
+// process, no second one runs, and only remote users pay the loader. The hand-over passes the front's
+// own path first (--kache-front=PATH), which kache-http removes and then never runs as the compiler.
+constexpr std::string_view kFrontFlag = "--kache-front=";
+
+#ifdef KACHE_STATIC_FRONT
+bool names_remote(const std::string& remote_storage) {
+  if (remote_storage.empty()) return false;  // the usual case: nothing more to look at
+  try {
+    return !kache::storage::remote::parse_remote_urls(remote_storage, {}).empty();
+  } catch (const std::exception&) {
+    return false;  // a list that does not parse turns every remote off where the stores open
+  }
+}
+
+// execv's kache-http with this invocation; returns only when it could not be run (remotes that need
+// dynamic loading are then off, with the reason; a Redis remote given by address or socket still works).
+void hand_over(int argc, char** argv) {
+  std::string self;
+  try {
+    self = kache::util::self_executable();
+  } catch (const std::exception&) {
+    return;
+  }
+  const std::string helper = kache::util::dirname(self) + "/kache-http";
+  std::string front_flag = std::string(kFrontFlag) + self;
+  std::vector<char*> args;
+  args.push_back(argv[0]);
+  args.push_back(front_flag.data());
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(helper.c_str(), args.data());
+  const int err = errno;
+  kache::storage::remote::refuse_curl_loading("this kache is linked statically and cannot load libcurl, and " + helper +
+                                              " (its dynamically linked sibling, which can) could not be run (" +
+                                              std::strerror(err) + "), so http and https remotes are disabled");
+}
+#endif
 
 }  // namespace
 
@@ -31,11 +82,32 @@ int main(int argc, char** argv) {
   // exit returns everything at once.
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#ifdef KACHE_STATIC_FRONT
+  // Never dlopen from a static executable, whatever path reaches libcurl.
+  kache::storage::remote::refuse_curl_loading(
+      "this kache is linked statically and cannot load libcurl, so http and https remotes are disabled");
+#endif
+  std::string front;  // kache-http: the static kache that handed this invocation over
+  if (argc >= 2 && std::string_view(argv[1]).starts_with(kFrontFlag)) {
+    front = argv[1] + kFrontFlag.size();
+    argv[1] = argv[0];
+    ++argv;
+    --argc;
+  }
   const std::string argv0 = argc > 0 ? argv[0] : "kache";
   core::Invocation inv;
   int first_arg;
   if (named_kache(argv0)) {
-    if (argc < 2 || core::is_kache_option(argv[1])) return core::run_cli(argc, argv);
+    if (argc < 2 || core::is_kache_option(argv[1])) {
+#ifdef KACHE_STATIC_FRONT
+      // doctor too: it asks libcuda.so.1 for the driver's version through dlopen.
+      // Handed over already (a kache-http that is itself a static front): never again, no exec loop.
+      if (front.empty() &&
+          (std::string_view(argv[argc < 2 ? 0 : 1]) == "doctor" || names_remote(core::load_config().remote_storage)))
+        hand_over(argc, argv);
+#endif
+      return core::run_cli(argc, argv);
+    }
     if (argv[1][0] == '-') {
       // CUDACXX="kache nvcc": CMake 3.25 runs some of its compiler checks without the "nvcc" part,
       // i.e. `kache -forward-unknown-to-host-compiler ...`. A compiler flag where the compiler name
@@ -55,12 +127,15 @@ int main(int argc, char** argv) {
   inv.env = util::current_environment();
 
   const core::Config cfg = core::load_config();
+#ifdef KACHE_STATIC_FRONT
+  if (front.empty() && names_remote(cfg.remote_storage)) hand_over(argc, argv);
+#endif
   core::apply_process_settings(cfg);
   core::init_logging(cfg.log_filter, cfg.log_file);
   for (const auto& problem : cfg.problems) core::log().warn("{}", problem);
 
   const std::string self = util::self_executable();
-  auto resolved = util::find_executable(inv.compiler_arg, util::env_get(inv.env, "PATH").value_or(""), self);
+  auto resolved = util::find_executable(inv.compiler_arg, util::env_get(inv.env, "PATH").value_or(""), self, front);
   if (!resolved) {
     std::fprintf(stderr, "kache: cannot find the compiler '%s' on PATH.\n", inv.compiler_arg.c_str());
     return 127;

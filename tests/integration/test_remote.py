@@ -76,7 +76,9 @@ class RemoteCase(KacheTestCase):
                        cwd=self.path(checkout, "build"), env=e, check=True, capture_output=True)
         with open(trace) as f:
             progs = re.findall(r'execve\("([^"]+)"', f.read())
-        return [p for p in progs if os.path.realpath(p) != os.path.realpath(kachetest.KACHE)]
+        ours = {os.path.realpath(kachetest.KACHE), os.path.realpath(os.path.join(os.path.dirname(kachetest.KACHE),
+                                                                               "kache-http"))}
+        return [p for p in progs if os.path.realpath(p) not in ours]
 
     def share_through(self, url):
         one = self.env_for("one", url)
@@ -297,6 +299,92 @@ class Poisoning(RemoteCase):
 
     def test_garbage(self):
         self.check_never_served(lambda v: b"\x00" * len(v))
+
+
+def static_front_beside(kache):
+    """The statically linked kache that hands remotes over to kache-http: `kache-static` beside a test
+    build's kache, or kache itself in a release build (no program interpreter). None when there is none."""
+    here = os.path.dirname(os.path.realpath(kache))
+    for candidate in (os.path.join(here, "kache-static"), os.path.realpath(kache)):
+        if os.path.exists(candidate) and os.path.exists(os.path.join(here, "kache-http")):
+            with open(candidate, "rb") as f:
+                if b"/lib64/ld-linux" not in f.read(4096):
+                    return candidate
+    return None
+
+
+class StaticFront(RemoteCase):
+    """The release kache is static (a hit pays no dynamic loader) and cannot load libcurl: with a remote
+    configured it execv's kache-http, its dynamically linked sibling, which does the work."""
+
+    def setUp(self):
+        super().setUp()
+        front = static_front_beside(kachetest.KACHE)
+        self.assertIsNotNone(front, "no static kache (kache-static or a static kache) beside " + kachetest.KACHE)
+        # The pair as installed: both in one directory, the front named kache.
+        os.makedirs(self.path("inst"))
+        shutil.copy2(front, self.path("inst", "kache"))
+        shutil.copy2(os.path.join(os.path.dirname(front), "kache-http"), self.path("inst", "kache-http"))
+        self.saved_kache = kachetest.KACHE
+        kachetest.KACHE = self.path("inst", "kache")
+
+    def tearDown(self):
+        kachetest.KACHE = self.saved_kache
+        super().tearDown()
+
+    def programs_run(self, args, env, cwd):
+        trace = self.path("trace-front")
+        e = dict(self.env)
+        e.update(env)
+        subprocess.run([STRACE, "-f", "-qq", "-e", "trace=execve", "-o", trace] + args, cwd=cwd, env=e, check=True,
+                       capture_output=True)
+        with open(trace) as f:
+            return re.findall(r'execve\("([^"]+)"', f.read())
+
+    def test_webdav_through_the_static_front(self):
+        with servers.Nginx() as nginx:
+            url = nginx.url + "/cache"
+            if STRACE:
+                root = self.path("one")
+                progs = self.programs_run([kachetest.KACHE, "nvcc", "-c", f"{root}/src/a.cu", f"-I{root}/include",
+                                           "-o", "a.o"], self.env_for("one", url), self.path("one", "build"))
+                self.assertEqual(progs[:2], [kachetest.KACHE, self.path("inst", "kache-http")], progs)
+            self.share_through(url)
+            self.assertTrue(nginx.stored_files())
+
+    def test_no_remote_no_hand_over(self):
+        if not STRACE:
+            self.skipTest("strace is not installed")
+        root = self.path("one")
+        progs = self.programs_run([kachetest.KACHE, "nvcc", "-c", f"{root}/src/a.cu", f"-I{root}/include", "-o",
+                                   "a.o"], {"KACHE_DIR": self.path("cache-one")}, self.path("one", "build"))
+        self.assertNotIn(self.path("inst", "kache-http"), progs)
+
+    def test_link_named_nvcc_does_not_run_the_front_as_the_compiler(self):
+        # nvcc -> kache first on PATH: kache-http must skip the front too when it looks for nvcc.
+        os.symlink(self.path("inst", "kache"), self.path("inst", "nvcc"))
+        with servers.Nginx() as nginx:
+            env = self.env_for("one", nginx.url + "/cache")
+            env["PATH"] = self.path("inst") + os.pathsep + kachetest.nvcc_home() + os.pathsep + os.environ["PATH"]
+            root = self.path("one")
+            e = dict(self.env)
+            e.update(env)
+            r = subprocess.run([self.path("inst", "nvcc"), "-c", f"{root}/src/a.cu", f"-I{root}/include", "-o",
+                                "a.o"], cwd=self.path("one", "build"), env=e, capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            s = self.stats_of(env)
+            self.assertEqual((s["misses"], s["remote_writes"] > 0), (1, True), s)
+
+    def test_missing_sibling_builds_without_http_remotes(self):
+        os.unlink(self.path("inst", "kache-http"))
+        with servers.Nginx() as nginx:
+            env = self.env_for("one", nginx.url + "/cache")
+            self.build("one", env)
+            self.assertEqual(nginx.stored_files(), [])
+            s = self.stats_of(env)
+            self.assertEqual((s["misses"], s["remote_writes"]), (3, 0), s)
+        self.assert_plain_equivalent("one")
 
 
 if __name__ == "__main__":

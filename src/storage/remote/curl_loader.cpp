@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <type_traits>
+#include <utility>
 
 namespace kache::storage::remote {
 
@@ -44,7 +45,20 @@ CurlLibrary load_curl_library(const char* soname) {
   return out;
 }
 
+namespace {
+std::string& refusal() {
+  static std::string why;
+  return why;
+}
+}  // namespace
+
+void refuse_curl_loading(std::string why) { refusal() = std::move(why); }
+
 const CurlApi* load_curl(std::string* why) {
+  if (!refusal().empty()) {
+    if (why) *why = refusal();
+    return nullptr;
+  }
   static const CurlLibrary loaded =
       load_curl_library("libcurl.so.4");  // thread-safe once; curl_global_init is not thread-safe itself
   if (!loaded.ok) {

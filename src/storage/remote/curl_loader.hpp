@@ -34,4 +34,8 @@ CurlLibrary load_curl_library(const char* soname);
 // one-sentence reason in *why when libcurl.so.4 or one of its functions is missing.
 const CurlApi* load_curl(std::string* why);
 
+// A statically linked kache must never dlopen (its libc cannot initialize a second copy): it calls this
+// first thing, and load_curl then answers nullptr with `why` without trying.
+void refuse_curl_loading(std::string why);
+
 }  // namespace kache::storage::remote
