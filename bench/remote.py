@@ -224,6 +224,34 @@ class Scenario:
             msg = f"{label}: {bad} of {res['objects']} objects of the warm-remote build differ from plain nvcc's"
             self.anomaly(("KACHE OBJECT MISMATCH! " if label.startswith("kache") else "") + msg)
 
+    def explain_mismatches(self) -> None:
+        """An object of a warm-remote build that differs from plain nvcc's in checkout B was built in
+        checkout A (by the fill). Plain nvcc builds those TUs in checkout A too: when the served object
+        equals that one, the difference is nvcc's own dependence on the checkout's absolute path
+        (anonymous-namespace and _INTERNAL_ names hash the source's path), which both kache (with
+        paths.base_dirs) and ccache (with base_dir) share across checkouts by design."""
+        bad = sorted({m["object"] for res in self.r["correctness"].values() for m in res["mismatched"]})
+        if not bad:
+            return
+        log(f"plain nvcc in checkout A for the {len(bad)} objects that differ from checkout B's")
+        ref_a = os.path.join(self.checkout_a, "build-nvcc-a")
+        os.makedirs(os.path.join(ref_a, "obj"), exist_ok=True)
+        out = {}
+        for tu in [t for t in self.tus if t.obj in bad]:
+            cmd = [self.nvcc, *genproject.CFLAGS.split(), "-I../include", *tu.arch.split(), "-c", f"../{tu.src}",
+                   "-o", tu.obj]
+            subprocess.run(cmd, cwd=ref_a, env=self.env, capture_output=True)
+            a = os.path.join(ref_a, tu.obj)
+            row = {"plain_a_equals_plain_b": bench.section_digest(a) == bench.section_digest(
+                os.path.join(self.checkout_b, "build-nvcc", tu.obj))}
+            for tool in self.r["builds"]:
+                served = os.path.join(self.checkout_b, f"build-{tool}", tu.obj)
+                if tool != "nvcc" and os.path.exists(served):
+                    row[f"{tool}_equals_plain_a"] = bench.section_digest(served) == bench.section_digest(a)
+            out[tu.obj] = row
+            log(f"  {tu.obj}: {row}")
+        self.r["mismatch_explained"] = out
+
     # -- dead remote -----------------------------------------------------------------------------
 
     def hyperfine_pair(self, env: dict, cmds: list[list[str]], names: list[str], runs: int, tag: str,
@@ -394,6 +422,7 @@ class Scenario:
                 fill = ({var: " ".join(b[var] for b in backends.values())} if var
                         else next(iter(backends.values())))
                 self.run_tool(name, backends, fill)
+            self.explain_mismatches()
             self.r["servers"]["redis_keys"] = len(redis.keys())
             self.r["servers"]["nginx_files"] = len(nginx.stored_files())
         if "kache" in a.tools:
@@ -497,6 +526,16 @@ def report_md(r: dict) -> str:
         bad = [x["object"] for x in res["mismatched"]] + [f"{x} (missing)" for x in res["missing"]]
         L.append(f"| {label} | {res['identical']}/{res['objects']} | {', '.join(bad[:8]) if bad else 'none'} |")
     L.append("")
+    if r.get("mismatch_explained"):
+        L.append("The objects that differ, built by plain nvcc in checkout A (where the fill built them): "
+                 "equal to plain nvcc's object in checkout B? equal to what each tool served in B?\n")
+        tools = sorted({k.split("_")[0] for v in r["mismatch_explained"].values() for k in v if k.endswith("_plain_a")})
+        L.append("| object | plain nvcc A = plain nvcc B | " + " | ".join(f"{t} (B) = plain nvcc A" for t in tools) + " |")
+        L.append("|---|---|" + "---|" * len(tools))
+        for obj, v in r["mismatch_explained"].items():
+            L.append(f"| {obj} | {v['plain_a_equals_plain_b']} | "
+                     + " | ".join(str(v.get(f"{t}_equals_plain_a")) for t in tools) + " |")
+        L.append("")
     if r["dead_remote"]:
         L.append("## Dead remote (kache)\n")
         L.append("Breaker opening: a local miss (gcc, small C file, local cache emptied before each) asks the "
