@@ -589,7 +589,7 @@ def draw_png(r: dict, path: str) -> None:
     colors = {"kache": "#2ca02c", "ccache": "#1f77b4", "sccache": "#ff7f0e"}
     fig, axes = plt.subplots(1, 2, figsize=(14, 5.2), gridspec_kw={"width_ratios": [3, 2]})
     tools = [t for t in ("kache", "ccache", "sccache") if t in r["builds"]]
-    keys = [(k, lab.split(":")[0]) for k, lab in ROWS]
+    keys = [(k, lab.split(":")[0].replace(" (", "\n(").replace(", primed", "\nprimed")) for k, lab in ROWS]
     w = 0.8 / max(1, len(tools))
     ax = axes[0]
     for i, t in enumerate(tools):
@@ -607,7 +607,7 @@ def draw_png(r: dict, path: str) -> None:
     if nv:
         ax.axhline(nv, color="#7f7f7f", ls="--", lw=1, label=f"plain nvcc cold build {nv:.0f} s")
     ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels([lab for _, lab in keys], fontsize=8)
+    ax.set_xticklabels([lab for _, lab in keys], fontsize=7)
     ax.set_yscale("log")
     ax.set_ylabel("wall time, s (log)")
     ax.set_title(f"{r['config']['tus']} TUs, ninja -j {r['config']['jobs']}: fill, warm local, warm remote "
@@ -618,7 +618,7 @@ def draw_png(r: dict, path: str) -> None:
     labels, dead, none = [], [], []
     for label, res in r["dead_remote"].items():
         for what, v in res.get("pairs", {}).items():
-            labels.append(f"{label}\n{what}")
+            labels.append(f"{label.replace(' (', chr(10) + '(')}\n{what}")
             dead.append(v["paired"]["dead_median_ms"])
             none.append(v["paired"]["none_median_ms"])
     xs = range(len(labels))
