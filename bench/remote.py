@@ -250,6 +250,11 @@ class Scenario:
                     row[f"{tool}_equals_plain_a"] = bench.section_digest(served) == bench.section_digest(a)
             out[tu.obj] = row
             log(f"  {tu.obj}: {row}")
+            same = [k.split("_")[0] for k, v in row.items() if k.endswith("_plain_a") and v]
+            if not row["plain_a_equals_plain_b"] and same:
+                self.r["anomalies"].append(
+                    f"explained: {tu.obj}: plain nvcc's own object differs between checkouts A and B; what "
+                    f"{', '.join(same)} served in B equals plain nvcc's object built in A")
         self.r["mismatch_explained"] = out
 
     # -- dead remote -----------------------------------------------------------------------------
