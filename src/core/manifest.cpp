@@ -8,13 +8,13 @@
 namespace kache::core {
 
 namespace {
-constexpr std::uint32_t kManifestMagic = 0x4b4d4e35;  // "KMN5"
+constexpr std::uint32_t kManifestMagic = 0x4b4d4e36;  // "KMN6": absent groups carry a listing digest
 // The fewest bytes each record takes, for Reader::count: a path is a u32 root and a u64 length, an
 // identity five 8-byte fields and a flag.
 constexpr std::size_t kPathMin = 4 + 8;
 constexpr std::size_t kIdentityMin = 5 * 8 + 1;
 constexpr std::size_t kFileMin = kPathMin + 32 + kIdentityMin + 1;
-constexpr std::size_t kAbsentMin = kPathMin + 1 + kIdentityMin + 4;
+constexpr std::size_t kAbsentMin = kPathMin + 1 + kIdentityMin + 4 + 1;
 constexpr std::size_t kNameMin = 8;
 
 void write_path(util::Writer& w, const RootedPath& p) {
@@ -66,6 +66,8 @@ std::string serialize_manifest(const Manifest& m) {
       write_identity(w, a.identity);
       w.u32(static_cast<std::uint32_t>(a.names.size()));
       for (const auto& n : a.names) w.str(n);
+      w.u8(a.listing ? 1 : 0);
+      if (a.listing) w.bytes(a.listing->bytes.data(), 32);
     }
   }
   return w.take();
@@ -92,6 +94,10 @@ Manifest deserialize_manifest(std::string_view data) {
       a.identity = read_identity(r);
       a.names.resize(r.count(kNameMin));
       for (auto& n : a.names) n = r.str();
+      if (r.u8() != 0) {
+        a.listing.emplace();
+        r.bytes(a.listing->bytes.data(), 32);
+      }
     }
   }
   if (!r.done()) throw std::runtime_error("trailing bytes in manifest");

@@ -3,6 +3,7 @@
 // dependency closures of earlier builds and the result each led to. A lookup proves one closure
 // still matches the files on disk, without running any process.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,12 +25,15 @@ struct ManifestFile {
 
 // Names that must still be missing in one directory. When `guarded`, an unchanged directory identity
 // proves them all missing with one stat (see AbsentGroup in core/watch.hpp); else, or when it moved,
-// each name is checked. Guarded with no names (a toolchain directory): the identity must hold.
+// each name is checked. Guarded with no names (a toolchain directory): the identity must hold, or,
+// when `listing` is set (another machine: another identity), the directory's names must be the ones
+// listed under the guard (core/watch.hpp listing_digest).
 struct AbsentDir {
   RootedPath dir;
   bool guarded = false;
   util::FileIdentity identity;
   std::vector<std::string> names;
+  std::optional<util::Digest> listing;
   bool operator==(const AbsentDir&) const = default;
 };
 

@@ -117,6 +117,7 @@ class Pipeline {
   util::Digest direct_key();
   std::optional<int> try_hit();
   bool verify(ManifestEntry& entry, bool& refreshed);
+  bool same_listing(const std::string& dir, const util::Digest& listing, util::FileIdentity& guard, bool& refreshed);
   util::Digest result_key(const std::vector<ManifestFile>& files) const;
   util::Digest storage_key(const ManifestEntry& entry) const;
   bool outside_roots(const std::string& path) const;
@@ -292,13 +293,16 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
     f.racy = is_racy(*id, now, margin);
     refreshed = true;
   }
-  for (const auto& a : entry.absent) {
+  for (auto& a : entry.absent) {
     if (a.dir.root >= static_cast<int>(roots.size())) return false;
     const std::string dir = job_.roots.join(a.dir);
     if (a.guarded) {
       auto id = util::stat_identity(dir);
       if (id && *id == a.identity) continue;  // no entry created, removed or renamed in it since
       if (a.names.empty()) {
+        // Another identity (another machine's toolchain, or a directory touched): the same names
+        // prove every name that was missing still is.
+        if (id && id->is_dir && a.listing && same_listing(dir, *a.listing, a.identity, refreshed)) continue;
         log.debug("direct lookup: toolchain directory {} changed", dir);
         return false;
       }
@@ -310,6 +314,28 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
         return false;
       }
     }
+  }
+  return true;
+}
+
+// A guarded toolchain directory whose identity moved (another machine's copy of the toolchain): its
+// names now against those listed under the guard. When they match and the directory held still while
+// they were read, outside the clock tick, its current identity becomes the guard, so that the next
+// lookup here is one stat again.
+bool Pipeline::same_listing(const std::string& dir, const util::Digest& listing, util::FileIdentity& guard,
+                            bool& refreshed) {
+  const auto before = util::stat_identity(dir);
+  const std::int64_t clock = util::file_clock_now_ns();
+  const auto now = listing_digest(dir);
+  if (!now || !(*now == listing)) {
+    core::log().debug("direct lookup: the names in toolchain directory {} changed", dir);
+    return false;
+  }
+  const auto after = util::stat_identity(dir);
+  if (before && after && *before == *after && before->is_dir &&
+      !is_racy(*before, clock, margins_.for_file(dir, before->dev))) {
+    guard = *before;
+    refreshed = true;
   }
   return true;
 }
@@ -729,6 +755,7 @@ bool Pipeline::record_direct_lookup(ManifestEntry& entry, const std::vector<std:
     a.dir = job_.roots.split(g.dir);
     a.guarded = g.guard.has_value();
     if (g.guard) a.identity = *g.guard;
+    a.listing = g.listing;
     for (auto& name : g.names) {
       if (outside_roots(g.dir + "/" + name)) entry.checkout_specific = true;
       a.names.push_back(std::move(name));

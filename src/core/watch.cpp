@@ -1,8 +1,10 @@
 #include "core/watch.hpp"
 
+#include <dirent.h>
 #include <string.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -249,6 +251,25 @@ std::pair<std::string, std::string> split_last(const std::string& path) {
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
+namespace {
+// The listing of `dir` as it was under `guard` (a trusted identity taken before `names` were confirmed
+// missing): read now, then the directory stat'ed again. An unchanged identity means no entry was
+// created, removed or renamed since the guard, so these are the names of that moment. nullopt when the
+// identity moved, the directory cannot be read, or a watched name is an entry after all (exists() said
+// missing: a dangling link, whose target may appear without this directory changing).
+std::optional<util::Digest> guarded_listing(const std::string& dir, const util::FileIdentity& guard,
+                                            const std::vector<std::string>& names) {
+  auto listed = directory_names(dir);
+  if (!listed) return std::nullopt;
+  auto after = util::stat_identity(dir);
+  if (!after || !(*after == guard)) return std::nullopt;
+  for (const auto& n : names) {
+    if (std::binary_search(listed->begin(), listed->end(), n)) return std::nullopt;
+  }
+  return names_digest(*listed);
+}
+}  // namespace
+
 std::optional<std::vector<AbsentGroup>> group_absent(
     const std::vector<std::string>& absent, const std::vector<std::string>& system_dirs,
     const std::function<bool(const std::string&, const util::FileIdentity&, std::int64_t)>& trusted,
@@ -260,7 +281,7 @@ std::optional<std::vector<AbsentGroup>> group_absent(
     auto it = index.find(dir);
     if (it == index.end()) {
       it = index.emplace(dir, groups.size()).first;
-      groups.push_back({dir, std::nullopt, {}});
+      groups.push_back({dir, std::nullopt, {}, std::nullopt});
     }
     groups[it->second].names.push_back(std::move(name));
   }
@@ -292,9 +313,42 @@ std::optional<std::vector<AbsentGroup>> group_absent(
     }
     const bool in_toolchain = std::any_of(system_dirs.begin(), system_dirs.end(),
                                           [&](const std::string& s) { return util::path_starts_with(g.dir, s); });
-    if (g.guard && in_toolchain) g.names.clear();
+    if (g.guard && in_toolchain) {
+      g.listing = guarded_listing(g.dir, *g.guard, g.names);
+      g.names.clear();
+    }
   }
   return groups;
+}
+
+std::optional<std::vector<std::string>> directory_names(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return std::nullopt;
+  std::vector<std::string> names;
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name(e->d_name);
+    if (name != "." && name != "..") names.emplace_back(name);
+    errno = 0;
+  }
+  const bool failed = errno != 0;
+  ::closedir(d);
+  if (failed) return std::nullopt;
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+util::Digest names_digest(const std::vector<std::string>& sorted_names) {
+  util::Hasher h;
+  h.add_field("kache-listing", "v1");
+  for (const auto& n : sorted_names) h.add_field("name", n);
+  return h.finish();
+}
+
+std::optional<util::Digest> listing_digest(const std::string& dir) {
+  auto names = directory_names(dir);
+  if (!names) return std::nullopt;
+  return names_digest(*names);
 }
 
 }  // namespace kache::core

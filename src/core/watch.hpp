@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "util/fs.hpp"
+#include "util/hash.hpp"
 
 namespace kache::core {
 
@@ -73,11 +74,26 @@ std::vector<std::string> watch_set(const std::vector<std::string>& closure, cons
 // change could keep it); without a guard, or when it no longer matches, each name is checked. In a
 // toolchain directory (which builds do not write into) a guarded group keeps no names: the identity
 // alone must hold, which keeps manifests small (a thrust+cub TU has thousands of such candidates).
+// Such a group also keeps `listing`, the digest of the directory's names (listing_digest) as they were
+// under the guard: on another machine the same toolchain directory has another identity, and an equal
+// listing there proves every name that was missing still is (none of them was an entry at all). It is
+// left unset when the listing cannot be tied to the guard (the directory changed after it) or when a
+// watched name is an entry that does not resolve (a dangling link: its target could appear elsewhere
+// with no change to this directory).
 struct AbsentGroup {
   std::string dir;
   std::optional<util::FileIdentity> guard;
   std::vector<std::string> names;
+  std::optional<util::Digest> listing;
 };
+
+// The names of the entries of `dir` (without "." and ".."), sorted bytewise; nullopt when it cannot be
+// read as a directory.
+std::optional<std::vector<std::string>> directory_names(const std::string& dir);
+// SHA-256 over sorted names, each length-prefixed (no two name sets hash alike by concatenation).
+util::Digest names_digest(const std::vector<std::string>& sorted_names);
+// names_digest(directory_names(dir)), nullopt when the directory cannot be read.
+std::optional<util::Digest> listing_digest(const std::string& dir);
 
 // Groups `absent` by directory. A directory watch_set stat'ed before every one of its names (see
 // `observed`) is guarded by that identity as is; any other is stat'ed now and its names confirmed

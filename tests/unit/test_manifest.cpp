@@ -24,10 +24,15 @@ ManifestEntry entry(char tag, std::size_t files) {
   guarded.guarded = true;
   guarded.identity = {1, 7, 4096, 5, 6, true};
   guarded.names = {"x.h", "thrust"};
+  AbsentDir toolchain;  // a toolchain directory: no names, its listing's digest
+  toolchain.dir = {-1, "/usr/local/cuda/include"};
+  toolchain.guarded = true;
+  toolchain.identity = {1, 8, 4096, 5, 6, true};
+  toolchain.listing = util::sha256("names");
   AbsentDir plain;
   plain.dir = {0, "/../include"};
   plain.names = {"y.h"};
-  e.absent = {guarded, plain};
+  e.absent = {guarded, toolchain, plain};
   e.path_specific = tag == 'p';
   e.checkout_specific = tag == 'c';
   return e;
@@ -52,10 +57,13 @@ TEST(Manifest, RoundTripKeepsEveryField) {
     EXPECT_EQ(a.files[i].racy, i % 2 == 0);
   }
   EXPECT_EQ(a.absent, entry('a', 5).absent);
-  ASSERT_EQ(a.absent.size(), 2u);
+  ASSERT_EQ(a.absent.size(), 3u);
   EXPECT_TRUE(a.absent[0].guarded);
   EXPECT_TRUE(a.absent[0].identity.is_dir);  // a directory compares equal to a fresh stat of itself
-  EXPECT_FALSE(a.absent[1].guarded);
+  EXPECT_FALSE(a.absent[0].listing);
+  ASSERT_TRUE(a.absent[1].listing);
+  EXPECT_EQ(*a.absent[1].listing, util::sha256("names"));
+  EXPECT_FALSE(a.absent[2].guarded);
 }
 
 TEST(Manifest, TruncatedOrForeignDataIsRejected) {

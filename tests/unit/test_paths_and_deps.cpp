@@ -1,6 +1,8 @@
 // Path roots (normalization for sharing), dependency-file parsing and the absent-path watch.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "core/depfile.hpp"
@@ -247,6 +249,70 @@ TEST(Watch, AbsentPathsAreGroupedUnderTheirDirectorysIdentity) {
   EXPECT_FALSE(*util::stat_identity(inc) == before);
   // ... and a name that exists by the time it is grouped means no record at all.
   EXPECT_FALSE(group_absent(absent, {}, always));
+}
+
+TEST(Watch, ListingDigestIsTheDirectorysSortedNames) {
+  util::TempDir dir("/tmp");
+  const std::string a = util::join_path(dir.path(), "a"), b = util::join_path(dir.path(), "b");
+  util::create_directories(util::join_path(a, "sub"));
+  util::write_file(util::join_path(a, "z.h"), "1");
+  util::write_file(util::join_path(a, "m.h"), "2");
+  EXPECT_EQ(directory_names(a), (std::vector<std::string>{"m.h", "sub", "z.h"}));
+  EXPECT_FALSE(directory_names(util::join_path(a, "z.h")));  // not a directory
+  EXPECT_FALSE(listing_digest(util::join_path(dir.path(), "missing")));
+  // Another directory (another identity) with the same names, created in another order and with other
+  // contents: the same listing. Only names count (contents are checked through the closure's files).
+  util::create_directories(util::join_path(b, "sub"));
+  util::write_file(util::join_path(b, "z.h"), "other");
+  util::write_file(util::join_path(b, "m.h"), "");
+  ASSERT_FALSE(*util::stat_identity(a) == *util::stat_identity(b));
+  ASSERT_TRUE(listing_digest(a));
+  EXPECT_EQ(listing_digest(a), listing_digest(b));
+  // A name more, or one renamed: another listing.
+  util::write_file(util::join_path(b, "new.h"), "");
+  EXPECT_NE(listing_digest(a), listing_digest(b));
+  ::unlink(util::join_path(b, "new.h").c_str());
+  EXPECT_EQ(listing_digest(a), listing_digest(b));
+  ::rename(util::join_path(b, "m.h").c_str(), util::join_path(b, "n.h").c_str());
+  EXPECT_NE(listing_digest(a), listing_digest(b));
+  // Names are length-prefixed: {"ab"} and {"a", "b"} differ.
+  EXPECT_NE(names_digest({"ab"}), names_digest({"a", "b"}));
+  EXPECT_NE(names_digest({}), names_digest({""}));
+}
+
+TEST(Watch, GuardedToolchainGroupKeepsTheListingTakenUnderItsGuard) {
+  util::TempDir dir("/tmp");
+  const std::string inc = util::join_path(dir.path(), "inc");
+  util::create_directories(inc);
+  util::write_file(util::join_path(inc, "present.h"), "");
+  const std::vector<std::string> absent = {util::join_path(inc, "x.h"), util::join_path(inc, "thrust")};
+  auto always = [](const std::string&, const util::FileIdentity&, std::int64_t) { return true; };
+  auto never = [](const std::string&, const util::FileIdentity&, std::int64_t) { return false; };
+  auto sys = group_absent(absent, {inc}, always);
+  ASSERT_TRUE(sys);
+  ASSERT_TRUE((*sys)[0].listing);
+  EXPECT_EQ((*sys)[0].listing, listing_digest(inc));
+  // Outside the toolchain the names are kept and checked: no listing. Unguarded (racy): none either.
+  EXPECT_FALSE(group_absent(absent, {}, always)->at(0).listing);
+  EXPECT_FALSE(group_absent(absent, {inc}, never)->at(0).listing);
+  // An observed guard that no longer matches the directory: the listing read now may not be the one
+  // of the guard's moment, so none is kept (the identity alone must then hold, as before).
+  util::FileIdentity old = *util::stat_identity(inc);
+  old.mtime_ns -= 1'000'000'000;
+  Observations seen{{inc, {old, 1, 0}},
+                    {absent[0], {std::nullopt, 2, 0}},
+                    {absent[1], {std::nullopt, 3, 0}}};
+  auto stale = group_absent(absent, {inc}, always, &seen);
+  ASSERT_TRUE(stale);
+  EXPECT_EQ((*stale)[0].guard, old);
+  EXPECT_FALSE((*stale)[0].listing);
+  // A watched name that is an entry exists() calls missing (a dangling link): its target could appear
+  // elsewhere with the listing unchanged, so no listing is kept.
+  ASSERT_EQ(::symlink(util::join_path(dir.path(), "nowhere").c_str(), absent[0].c_str()), 0);
+  auto dangling = group_absent(absent, {inc}, always);
+  ASSERT_TRUE(dangling);
+  EXPECT_TRUE((*dangling)[0].guard);
+  EXPECT_FALSE((*dangling)[0].listing);
 }
 
 TEST(Watch, ObservedDirectoryGuardsOnlyNamesCheckedAfterIt) {
