@@ -14,6 +14,7 @@ packages=(
   xfsprogs e2fsprogs
   faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)
   clang-14 libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh
+  clang-19  # the second clang the C/C++ tests (tests/integration/test_gcc.py) compile with
 )
 
 missing=()
