@@ -35,6 +35,10 @@ struct CompileJob {
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
   std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch
   std::vector<std::string> system_dirs;  // toolchain-owned include directories
+  // The compiler reads <dir>/<header>.gch instead of an #include'd header when one exists there (GCC;
+  // see first_precompiled_header in core/watch.hpp): watched, and a miss that may have read one is
+  // not stored.
+  bool precompiled_headers_searched = false;
   // Directories whose absolute paths are part of the key as written (toolchain directories, absolute
   // -I/-isystem values, absolute include-path variables): a file below one is the same file in any
   // checkout with this key. A dependency anywhere else outside the roots ties the entry to this

@@ -158,6 +158,7 @@ class Pipeline {
                             const util::ProcessResult& r, const std::string& dep_text);
   Outcome<bool> shareable_object(const std::string& object, const std::string& scratch_dir) const;
   Outcome<Done> templatable_depfile(const std::string& dep_text) const;
+  Outcome<Done> no_precompiled_header(const std::vector<std::string>& closure) const;
   ManifestEntry describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
                                const std::string& object, bool checkout_specific) const;
   bool record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
@@ -493,7 +494,8 @@ int Pipeline::miss() {
   Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text);
 
   Outcome<Done> depfile = hashed ? templatable_depfile(dep_text) : hashed.failure();
-  Outcome<bool> storable = depfile ? shareable_object(installed.object, scratch.path()) : depfile.failure();
+  Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.failure();
+  Outcome<bool> storable = headers ? shareable_object(installed.object, scratch.path()) : headers.failure();
   if (storable) {
     ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, *storable);
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
@@ -686,6 +688,20 @@ Outcome<bool> Pipeline::shareable_object(const std::string& object, const std::s
   return names_unkeyed_root;
 }
 
+// A precompiled header the compiler read instead of a header leaves no trace in its dependency list (the
+// header is not named either), so no key could describe it: the result is used, not stored.
+Outcome<Done> Pipeline::no_precompiled_header(const std::vector<std::string>& closure) const {
+  if (!job_.precompiled_headers_searched) return Done{};
+  std::vector<std::string> dirs = job_.search_dirs;
+  dirs.insert(dirs.end(), job_.system_dirs.begin(), job_.system_dirs.end());
+  dirs.push_back(util::lexically_normal(inv_.cwd));
+  for (const auto& c : closure) dirs.push_back(util::dirname(c));
+  if (auto pch = first_precompiled_header(dirs)) {
+    return Failure{ReasonCategory::NotStored, reason::kPrecompiledHeader, "a precompiled header lies at " + *pch};
+  }
+  return Done{};
+}
+
 // The key leaves the depfile's target out when it is templated: a depfile whose rule does not start
 // with it (never seen: nvcc writes -MT verbatim) would hand one build's target to another.
 Outcome<Done> Pipeline::templatable_depfile(const std::string& dep_text) const {
@@ -738,7 +754,8 @@ bool Pipeline::record_direct_lookup(ManifestEntry& entry, const std::vector<std:
   Observations observed;
   std::vector<std::string> present;
   const std::vector<std::string> absent =
-      watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, &observed, &present);
+      watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, &observed, &present,
+                job_.precompiled_headers_searched);
   if (!record_named_targets(entry, present, start)) return false;
   auto trusted = [&](const std::string& dir, const util::FileIdentity& id, std::int64_t clock) {
     return !is_racy(id, clock, margins_.for_file(dir, id.dev));

@@ -102,6 +102,8 @@ constexpr Reason kReasons[] = {
     {C::NotStored, "depfile-target",
      "The dependency file does not start with its target, so the target could not be templated."},
     {C::NotStored, "path-in-object", "The object still contains a checkout-specific path, so it could not be shared."},
+    {C::NotStored, "precompiled-header",
+     "A *.gch lies in a directory the compile searched; GCC may have read it instead of a header, unnamed in -MD."},
     // Hidden inputs (core/watch.cpp scan_hidden_inputs)
     {C::NotStored, "incbin", "Host code includes a file with asm .incbin, an input no dependency list names."},
     {C::NotStored, "asm-include", "Host code includes assembly with asm .include, an input no dependency list names."},

@@ -163,7 +163,7 @@ std::vector<std::string_view> hidden_input_reasons() {
 std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
                                    const std::vector<std::string>& system_dirs,
                                    const std::vector<std::string>& has_include_names, Observations* observed,
-                                   std::vector<std::string>* present) {
+                                   std::vector<std::string>* present, bool precompiled_headers) {
   // stat results, memoized, numbered in the order they were taken.
   Observations local;
   Observations& memo = observed ? *observed : local;
@@ -230,11 +230,14 @@ std::vector<std::string> watch_set(const std::vector<std::string>& closure, cons
   };
 
   for (const auto& f : closure) {
+    if (precompiled_headers) candidate(util::dirname(f), util::basename(f) + ".gch", false);
     for (const auto& s : search_dirs) {
       if (f.size() <= s.size() + 1 || !util::path_starts_with(f, s)) continue;
       std::string_view rel = std::string_view(f).substr(s == "/" ? 1 : s.size() + 1);
+      const std::string rel_pch = std::string(rel) + ".gch";
       for (const auto& t : consulted) {
         if (t != s) candidate(t, rel, false);
+        if (precompiled_headers) candidate(t, rel_pch, false);
       }
     }
   }
@@ -319,6 +322,20 @@ std::optional<std::vector<AbsentGroup>> group_absent(
     }
   }
   return groups;
+}
+
+std::optional<std::string> first_precompiled_header(const std::vector<std::string>& dirs) {
+  std::unordered_set<std::string> seen;
+  for (const auto& dir : dirs) {
+    if (dir.empty() || !seen.insert(dir).second) continue;
+    if (!util::exists(dir)) continue;  // nothing to read there (the watch covers its appearing)
+    auto names = directory_names(dir);
+    if (!names) return dir;
+    for (const auto& n : *names) {
+      if (n.size() > 4 && n.ends_with(".gch")) return dir + "/" + n;
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::vector<std::string>> directory_names(const std::string& dir) {

@@ -65,7 +65,15 @@ using Observations = std::unordered_map<std::string, Observed>;
 std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
                                    const std::vector<std::string>& system_dirs,
                                    const std::vector<std::string>& has_include_names, Observations* observed = nullptr,
-                                   std::vector<std::string>* present = nullptr);
+                                   std::vector<std::string>* present = nullptr, bool precompiled_headers = false);
+
+// GCC looks for <name>.gch in each directory just before it looks there for an #include'd <name>, and
+// reads a precompiled header found there instead of the header (without checking the header's
+// content, and without naming either in its -MD output). With `precompiled_headers`, watch_set also
+// watches <rel>.gch wherever it watches <rel>, and beside every closure file. And a miss must not be
+// stored when any *.gch lies in a directory the compile searched: first_precompiled_header returns
+// the first such path (a directory that cannot be listed counts as holding one).
+std::optional<std::string> first_precompiled_header(const std::vector<std::string>& dirs);
 
 // Absent paths grouped by their directory. A directory's mtime and ctime change whenever an entry is
 // created, removed or renamed in it, so an unchanged identity of `dir` proves every name in `names` is

@@ -413,6 +413,27 @@ class Soundness(GccCase):
             self.trap(cc, ["-c", "a.c", "-I.", "-Ib"], lambda: os.unlink(self.p("opt.h")))
         self.each_compiler(case)
 
+    def test_precompiled_header_appearing_beside_an_included_header(self):
+        # GCC reads h.h.gch instead of an #include'd h.h when one lies beside it, without checking the
+        # header's content and without naming either file in -MD: a stale PCH (built from an older
+        # h.h) changes the object. kache must miss and not store what it cannot key.
+        self.d = "gcc-12"
+        os.makedirs(self.p("old"))
+        self.w("old/h.h", "#define VAL 5\n")
+        self.plain("gcc-12", ["-x", "c-header", self.p("old", "h.h"), "-o", self.p("old", "h.h.gch")])
+        self.w("h.h", "#define VAL 1\n")
+        self.w("a.c", VALUE_SRC)
+        self.kache(["gcc-12", "-c", "a.c", "-o", self.p("k.o")], cwd=self.p())
+        self.kache(["gcc-12", "-c", "a.c", "-o", self.p("k.o")], cwd=self.p())
+        self.assert_counts(hits=1, misses=1)
+        os.rename(self.p("old", "h.h.gch"), self.p("h.h.gch"))
+        for _ in range(2):
+            self.kache(["gcc-12", "-c", "a.c", "-o", self.p("k.o")], cwd=self.p())
+            self.plain("gcc-12", ["-c", "a.c", "-o", self.p("plain.o")], cwd=self.p())
+            self.assert_same_object(self.p("k.o"), self.p("plain.o"))
+        self.assert_counts(hits=1, misses=3)
+        self.assertEqual(self.stats()["not_stored_reasons"].get("precompiled-header"), 2)
+
     def test_forced_include_edit(self):
         def case(cc):
             self.w("pre.h", "#define VAL 1\n")

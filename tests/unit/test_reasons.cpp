@@ -85,7 +85,7 @@ Found produced_not_stored_reasons() {
   for (std::string_view r : core::hidden_input_reasons()) found[std::string(r)].insert("hidden_input_reasons()");
   for (std::string_view name :
        {core::reason::kClosureUnreadable, core::reason::kInputChanged, core::reason::kPathInObject,
-        core::reason::kDepfileTarget, core::reason::kLockTimeout}) {
+        core::reason::kDepfileTarget, core::reason::kLockTimeout, core::reason::kPrecompiledHeader}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;

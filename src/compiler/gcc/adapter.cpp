@@ -83,6 +83,8 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
   job.description = tc.description;
   job.system_dirs = tc.include_dirs;
+  // GCC, and clang given a .gch-named -include, read precompiled headers found beside headers.
+  job.precompiled_headers_searched = true;
 
   auto& k = job.key_fields;
   k.emplace_back("adapter", "gcc");
