@@ -162,15 +162,31 @@ std::uint64_t sum_sizes(const std::vector<EntryFile>& entries) {
   return total;
 }
 
+// A missing counter is an answer, not an error: total_size() asks all 16 shards after every put, and in
+// a new cache most have none yet. Thrown and caught per shard (util::read_file), that cost a remote hit
+// written back into a fresh cache dir ~1 M instructions (the first throws of a process walk the unwind
+// tables). A counter is at most 20 digits; a longer file is damaged, and is rebuilt from the files.
 std::optional<std::uint64_t> read_counter(const std::string& shard_dir) {
-  std::string text;
-  try {
-    text = util::read_file(util::join_path(shard_dir, "size"));
-  } catch (const std::system_error& e) {
-    if (e.code().value() == ENOENT || e.code().value() == ENOTDIR) return std::nullopt;
-    throw;
+  const std::string path = util::join_path(shard_dir, "size");
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    throw_errno(errno, "open " + path);
   }
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  char buf[64];
+  std::size_t have = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf + have, sizeof buf - have);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(errno, "read " + path);
+    }
+    if (n == 0) break;
+    have += static_cast<std::size_t>(n);
+    if (have == sizeof buf) return std::nullopt;
+  }
+  std::string_view text(buf, have);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   std::uint64_t v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
