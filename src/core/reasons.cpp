@@ -61,6 +61,8 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "assembler-options",
      "Options are passed to the assembler (-Wa, -Xassembler), which kache does not model."},
     {C::Passthrough, "c-header", "The input is a header compiled to a precompiled header."},
+    {C::Passthrough, "clang-config-include",
+     "A clang configuration file beside the driver may include another file (@path) whose content kache does not hash."},
     {C::Passthrough, "clang-cuda",
      "clang compiles CUDA (-x cuda, --cuda-*); not cached yet: clang cannot build against this CUDA 13."},
     {C::Passthrough, "coverage", "Coverage data (--coverage, -fprofile-arcs) is written beside the object."},

@@ -550,6 +550,85 @@ class Soundness(GccCase):
             self.w("include/c++/99/gcc99_marker.h", "// libstdc++ 99\n")
         self.trap(self.p("bin", "clang++"), ["-c", "a.cpp"], install_gcc99)
 
+    def private_clang(self, version, name="clang"):
+        """A private copy of clang <version> at ws/<self.d>/bin/<name>, its resource directory found at
+        ../lib/clang as beside the real one."""
+        os.makedirs(self.p("bin"))
+        os.makedirs(self.p("lib"))
+        shutil.copy2(f"/usr/lib/llvm-{version}/bin/clang", self.p("bin", name))
+        os.symlink(f"/usr/lib/llvm-{version}/lib/clang", self.p("lib", "clang"))
+        return self.p("bin", name)
+
+    def test_clang_config_file_including_another_file(self):
+        # A configuration file beside the driver may pull in another file with an @path line (expanded
+        # like a response file); that file's options reach every compile, its content is keyed nowhere:
+        # the compile passes through (clang-config-include). Editing it must never serve the old object.
+        cases = [(v, name, cfg) for v, name, cfg in (("14", "x86_64-clang", "x86_64.cfg"), ("19", "clang", "clang.cfg"))
+                 if os.path.exists(f"/usr/lib/llvm-{v}/bin/clang")]
+        self.assertTrue(cases)
+        for version, name, cfg in cases:
+            with self.subTest(clang=version):
+                self.zero()
+                self.d = "llvm" + version
+                driver = self.private_clang(version, "clang")
+                if name != "clang":
+                    os.symlink("clang", self.p("bin", name))
+                    driver = self.p("bin", name)
+                extra = self.w("extra.txt", "-DVAL=1\n")
+                self.w(f"bin/{cfg}", f"  @{extra}\n")
+                self.w("a.c", "int value = VAL;\n")
+                self.kache([driver, "-c", "a.c", "-o", self.p("k.o")], cwd=self.p())
+                self.kache([driver, "-c", "a.c", "-o", self.p("k.o")], cwd=self.p())
+                before = self.read(os.path.join(self.d, "k.o"), "rb")
+                self.w("extra.txt", "-DVAL=2\n")
+                self.kache([driver, "-c", "a.c", "-o", self.p("k.o")], cwd=self.p())
+                self.plain(driver, ["-c", "a.c", "-o", self.p("plain.o")], cwd=self.p())
+                self.assert_same_object(self.p("k.o"), self.p("plain.o"))
+                self.assertNotEqual(before, self.read(os.path.join(self.d, "k.o"), "rb"))
+                s = self.assert_counts(hits=0, misses=0, passthrough=3)
+                self.assertEqual(s["passthrough_reasons"].get("clang-config-include"), 3, s)
+
+    def test_gcc_version_directory_becoming_an_installation_beside_clang(self):
+        # clang takes <prefix>/lib/gcc/<triple>/<version>/ for a GCC installation only when it holds
+        # crtbegin.o: one appearing in an existing, empty version directory switches the C++ standard
+        # library (include/c++/99) while lib/gcc and the triple directory stay as they were.
+        src = "#include <version>\n#ifdef KV\nint v = KV;\n#else\nint v = 12;\n#endif\n"
+        versions = [v for v in ("19", "14") if os.path.exists(f"/usr/lib/llvm-{v}/bin/clang")]
+        if not versions:
+            self.skipTest("neither clang 19 nor clang 14 is installed")
+        for version in versions:
+            with self.subTest(clang=version):
+                self.zero()
+                self.d = "llvm-gcc99-" + version
+                driver = self.private_clang(version, "clang++")
+                os.makedirs(self.p("lib/gcc/x86_64-linux-gnu/99"))
+                self.w("include/c++/99/version", "#define KV 99\n")
+                self.w("g.cpp", src)
+
+                def crtbegin_appears():
+                    shutil.copy("/usr/lib/gcc/x86_64-linux-gnu/12/crtbegin.o", self.p("lib/gcc/x86_64-linux-gnu/99"))
+                self.trap(driver, ["-c", "g.cpp"], crtbegin_appears)
+
+    def test_multiarch_libstdcxx_dir_appearing_beside_clang(self):
+        # With GCC 99 beside clang, clang searches Debian's multiarch include/<triple>/c++/99 only when
+        # it exists: it appearing in an existing include/<triple>/c++ changes only that directory.
+        versions = [v for v in ("19", "14") if os.path.exists(f"/usr/lib/llvm-{v}/bin/clang")]
+        if not versions:
+            self.skipTest("neither clang 19 nor clang 14 is installed")
+        for version in versions:
+            with self.subTest(clang=version):
+                self.zero()
+                self.d = "llvm-multiarch-" + version
+                driver = self.private_clang(version, "clang++")
+                os.makedirs(self.p("lib/gcc/x86_64-linux-gnu/99"))
+                shutil.copy("/usr/lib/gcc/x86_64-linux-gnu/12/crtbegin.o", self.p("lib/gcc/x86_64-linux-gnu/99"))
+                self.w("include/c++/99/version", "// libstdc++ 99\n")
+                os.makedirs(self.p("include/x86_64-linux-gnu/c++"))
+                self.w("a.cpp", "#if __has_include(<bits/kv_marker.h>)\n#define VAL 2\n#else\n#define VAL 1\n#endif\n"
+                       "int value = VAL;\n")
+                self.trap(driver, ["-c", "a.cpp"],
+                          lambda: self.w("include/x86_64-linux-gnu/c++/99/bits/kv_marker.h", "\n"))
+
     def test_define_change(self):
         def case(cc):
             self.w("a.c", "int value = VAL;\n")

@@ -81,6 +81,8 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
 
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env,
                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
+  // A clang configuration file includes another file (`@path`) whose content is keyed nowhere.
+  if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
   job.description = tc.description;
   job.system_dirs = tc.include_dirs;
   // GCC, and clang given a .gch-named -include, read precompiled headers found beside headers.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 
 #include "compiler/env_table.hpp"
@@ -16,7 +17,8 @@ namespace kache::compiler::gcc {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 2;  // 2: include dirs, config and distribution files in the id
+// 2: include dirs, config and distribution files in the id; 3: config_include
+constexpr std::uint32_t kMemoVersion = 3;
 
 struct Memo {
   Toolchain tc;
@@ -30,6 +32,7 @@ std::string serialize(const Memo& m) {
   w.str(m.tc.description);
   w.u32(static_cast<std::uint32_t>(m.tc.include_dirs.size()));
   for (const auto& d : m.tc.include_dirs) w.str(d);
+  w.str(m.tc.config_include);
   m.tools.write(w);
   return w.take();
 }
@@ -41,6 +44,7 @@ Memo deserialize(const std::string& data) {
   m.tc.id = r.str();
   m.tc.description = r.str();
   for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.include_dirs.push_back(r.str());
+  m.tc.config_include = r.str();
   m.tools = ToolFiles::read(r);
   return m;
 }
@@ -57,27 +61,49 @@ std::string driver_real_dir(const std::string& driver) {
   return ec ? "" : real.parent_path().string();
 }
 
+// The entries of a directory, full paths, sorted; none when it cannot be listed.
+std::vector<std::string> sorted_entries(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // clang picks the newest GCC installation it finds (its libstdc++ headers, measured: a
 // lib/gcc/x86_64-linux-gnu/99/crtbegin.o beside a clang switches its C++ include dirs to include/c++/99)
 // under /usr and beside its own installation; the probe lists the include dirs of the one it picked.
 // The memo key holds the identity of every directory such an installation appears in (the lib dirs,
-// lib/gcc and each triple's directory under it), so one appearing or vanishing probes again.
+// lib/gcc, each triple's directory under it and each version directory under those: a crtbegin.o
+// appearing in an existing <version>/ makes it an installation and changes only that directory), and
+// of include/c++ and each version directory under it (clang checks that include/c++/<version> and
+// Debian's include/<triple>/c++/<version> exist), so one appearing or vanishing probes again.
 void add_gcc_installation_dirs(util::Hasher& mk, const std::string& driver_dir) {
   std::vector<std::string> prefixes = {"/usr"};
   if (!driver_dir.empty()) prefixes.push_back(util::dirname(driver_dir));
   for (const auto& prefix : prefixes) {
+    std::set<std::string> triples;  // the names under lib*/gcc*/
     for (const char* lib : {"lib", "lib64"}) {
       const std::string lib_dir = util::join_path(prefix, lib);
       add_identity(mk, "gcc-install:" + lib_dir, lib_dir);
       for (const char* gcc : {"gcc", "gcc-cross"}) {
         const std::string base = util::join_path(lib_dir, gcc);
         add_identity(mk, "gcc-install:" + base, base);
-        std::error_code ec;
-        std::vector<std::string> triples;
-        for (const auto& e : std::filesystem::directory_iterator(base, ec)) triples.push_back(e.path().string());
-        std::sort(triples.begin(), triples.end());
-        for (const auto& t : triples) add_identity(mk, "gcc-install:" + t, t);
+        for (const auto& triple : sorted_entries(base)) {
+          add_identity(mk, "gcc-install:" + triple, triple);
+          for (const auto& version : sorted_entries(triple)) add_identity(mk, "gcc-install:" + version, version);
+          triples.insert(util::basename(triple));
+        }
       }
+    }
+    const std::string include = util::join_path(prefix, "include");
+    add_identity(mk, "gcc-install:" + include, include);
+    // include/c++/<version>, and Debian's multiarch include/<triple>/c++/<version>, searched when it exists.
+    std::vector<std::string> cxx_dirs = {util::join_path(include, "c++")};
+    for (const auto& t : triples) cxx_dirs.push_back(util::join_path(util::join_path(include, t), "c++"));
+    for (const auto& cxx : cxx_dirs) {
+      add_identity(mk, "gcc-install:" + cxx, cxx);
+      for (const auto& version : sorted_entries(cxx)) add_identity(mk, "gcc-install:" + version, version);
     }
   }
 }
@@ -94,8 +120,13 @@ constexpr const char* kDistroFiles[] = {
 
 // Every configuration file beside the driver: its content is in the toolchain id (an edit keeps the
 // memo's identity check honest), and the directory's identity is in the memo key, so one appearing
-// or vanishing there probes again.
-void add_config_files(ProbeFiles& files, const std::string& dir) {
+// or vanishing there probes again. A configuration file may include another file (`@path` as a word,
+// expanded like a response file, quoted or not, nested, relative to the file) whose content clang
+// reads on every compile: rather than follow such chains, any '@' in a configuration file marks the
+// toolchain (tc.config_include) and its compiles pass through. Comments and -D values with an '@'
+// pass through too: rare, and never unsound. The file is read after ProbeFiles recorded its identity,
+// so an edit after this read fails the memo's identity check.
+void add_config_files(ProbeFiles& files, Toolchain& tc, const std::string& dir) {
   if (dir.empty()) return;
   std::error_code ec;
   std::vector<std::string> configs;
@@ -104,7 +135,20 @@ void add_config_files(ProbeFiles& files, const std::string& dir) {
     if (name.ends_with(".cfg")) configs.push_back(name);
   }
   std::sort(configs.begin(), configs.end());
-  for (const auto& name : configs) files.add("config:" + name, util::join_path(dir, name));
+  for (const auto& name : configs) {
+    const std::string path = util::join_path(dir, name);
+    files.add("config:" + name, path);
+    if (!tc.config_include.empty() || std::filesystem::is_directory(path, ec)) continue;
+    std::string text;
+    try {
+      text = util::read_file(path);
+    } catch (const std::exception&) {
+      // Unreadable now (clang would fail to read it too, or it vanished): kept out of the cache.
+      tc.config_include = path;
+      continue;
+    }
+    if (text.find('@') != std::string::npos) tc.config_include = path;
+  }
 }
 
 Memo probe(const std::string& driver, const util::Environment& env, const std::string& memo_dir) {
@@ -127,7 +171,7 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   // GCC's passes for C, C++ and preprocessed assembly (clang answers "cc1"/"cc1plus" bare: it runs
   // itself, whose content is hashed above).
   add_driver_programs(files, driver, probe_env, {"cc1", "cc1plus", "as"});
-  add_config_files(files, driver_real_dir(driver));
+  add_config_files(files, m.tc, driver_real_dir(driver));
   for (const char* f : kDistroFiles) files.add(std::string("distro:") + f, f);
   // A specs file beside GCC's libraries overrides the built-in specs (the driver prints the bare name
   // back when there is none).

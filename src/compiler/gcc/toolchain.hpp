@@ -12,6 +12,9 @@ struct Toolchain {
   std::string id;                         // hex digest of the identity facts; part of every key
   std::string description;                // for logs
   std::vector<std::string> include_dirs;  // the driver's own system search dirs (C and C++)
+  // A clang configuration file beside the driver that may pull in another file (`@path`): that
+  // file's content is keyed nowhere, so such a toolchain is not cached. "" when there is none.
+  std::string config_include;
   bool from_memo = false;
 };
 
