@@ -170,5 +170,22 @@ class OutputSpecial(KacheTestCase):
                 self.assert_passed_through(r, "output-kind")
 
 
+    def test_gcc_depfile_to_stdout(self):
+        if GCC is None:
+            self.skipTest("no gcc")
+        args = ["-c", "c.c", "-o", "c.o", "-MD", "-MF", "-"]
+        kd, pd = self.dirs({"c.c": C_SOURCE})
+        p = self.plain("gcc", args, pd)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"c.o: c.c", p.stdout)  # gcc writes "-MF -" dependencies to stdout
+        for run in ("first", "second"):
+            r = self.through_kache("gcc", args, kd)
+            what = f"gcc {' '.join(args)} ({run} run)"
+            self.assertEqual(r.returncode, 0, f"{what}\n{r.stderr}")
+            self.assertEqual(r.stdout, p.stdout, what)
+            self.assertFalse(os.path.lexists(os.path.join(kd, "-")), f"{what}: wrote a file named '-'")
+            self.same_bytes(os.path.join(kd, "c.o"), os.path.join(pd, "c.o"), what)
+            self.assert_passed_through(r, "output-kind")
+
 if __name__ == "__main__":
     kachetest.main()
