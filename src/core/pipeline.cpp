@@ -462,9 +462,10 @@ std::optional<compiler::Passthrough> Pipeline::unwritable_destination() const {
   return std::nullopt;
 }
 
-// A hit or a miss renames a new file over the output and the depfile; the compiler opens them and
-// writes through. Where the path names a symlink, device (/dev/null), FIFO, socket or directory, the
-// rename would replace it (as root, /dev/null itself), so the compiler runs unchanged.
+// A hit or a miss renames a new file over the output and the depfile; the compiler opens them
+// instead, writing through a device (/dev/null) or a FIFO, and through a symlink or not as it
+// chooses (nvcc -ptx writes through, GNU as replaces it). Where the path names anything but a regular
+// file the rename would replace it (as root, /dev/null itself), so the compiler runs unchanged.
 std::optional<compiler::Passthrough> Pipeline::special_destination() const {
   for (const auto& [normal, written] : {std::pair{&job_.output, &job_.output_written},
                                         std::pair{&job_.depfile, &job_.depfile_written}}) {
