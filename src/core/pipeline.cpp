@@ -122,6 +122,7 @@ class Pipeline {
   util::Digest storage_key(const ManifestEntry& entry) const;
   bool outside_roots(const std::string& path) const;
   std::optional<compiler::Passthrough> unwritable_destination() const;
+  std::optional<compiler::Passthrough> special_destination() const;
 
   // The steps of a miss, in the order miss() takes them.
   struct Compiled {
@@ -187,6 +188,10 @@ std::optional<int> Pipeline::run() {
     return std::nullopt;
   }
   job_ = std::move(std::get<compiler::CompileJob>(prepared));
+  if (auto why = special_destination()) {
+    passthrough_ = std::move(*why);
+    return std::nullopt;
+  }
   direct_ = direct_key();
   manifest_key_ = util::sha256("manifest\n" + direct_.hex()).hex();
   if (cfg_.direct_mode) {
@@ -453,6 +458,27 @@ std::optional<compiler::Passthrough> Pipeline::unwritable_destination() const {
     if (::access(dir.c_str(), W_OK | X_OK) == 0) continue;
     const bool missing = errno == ENOENT || errno == ENOTDIR;
     return compiler::Passthrough{std::string(missing ? reason::kOutputDirMissing : reason::kOutputDirUnwritable), dir};
+  }
+  return std::nullopt;
+}
+
+// A hit or a miss renames a new file over the output and the depfile; the compiler opens them
+// instead, writing through a device (/dev/null) or a FIFO, and through a symlink or not as it
+// chooses (nvcc -ptx writes through, GNU as replaces it). Where the path names anything but a regular
+// file the rename would replace it (as root, /dev/null itself), so the compiler runs unchanged.
+std::optional<compiler::Passthrough> Pipeline::special_destination() const {
+  for (const auto& [normal, written] : {std::pair{&job_.output, &job_.output_written},
+                                        std::pair{&job_.depfile, &job_.depfile_written}}) {
+    for (const std::string* path : {normal, written}) {
+      if (path->empty()) continue;
+      const std::string full = util::join_path(inv_.cwd, *path);
+      struct stat st {};
+      if (::lstat(full.c_str(), &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) continue;  // nothing there yet: a new file is made
+        return compiler::Passthrough{std::string(reason::kOutputSpecial), full + ": " + std::strerror(errno)};
+      }
+      if (!S_ISREG(st.st_mode)) return compiler::Passthrough{std::string(reason::kOutputSpecial), full};
+    }
   }
   return std::nullopt;
 }

@@ -20,6 +20,9 @@ constexpr Reason kReasons[] = {
      "The directory of the output or dependency file does not exist; the compiler reports it itself."},
     {C::Passthrough, "output-dir-unwritable",
      "The directory of the output or dependency file cannot be written; the compiler reports it itself."},
+    {C::Passthrough, "output-special",
+     "The output or dependency file is a symlink, device (/dev/null), FIFO, socket or directory, which the "
+     "compiler writes through and kache's rename would replace."},
     // What the invocation is (nvcc plan.cpp "phase" reasons: they win over a refused flag)
     {C::Passthrough, "informational",
      "The command prints information (--version, --help, --dryrun, -v) instead of compiling."},

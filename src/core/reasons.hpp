@@ -50,6 +50,7 @@ inline constexpr std::string_view kDisabled = "disabled";
 inline constexpr std::string_view kUnsupportedCompiler = "unsupported-compiler";
 inline constexpr std::string_view kOutputDirMissing = "output-dir-missing";
 inline constexpr std::string_view kOutputDirUnwritable = "output-dir-unwritable";
+inline constexpr std::string_view kOutputSpecial = "output-special";
 inline constexpr std::string_view kCompileFailed = "compile-failed";
 inline constexpr std::string_view kStorageRead = "storage-read";
 inline constexpr std::string_view kStorageWrite = "storage-write";

@@ -117,6 +117,8 @@ TEST(GccPlan, PassthroughReasons) {
   EXPECT_EQ(reason({"-c", "a.c", "-MD", "-MG"}), "dependency-only");
   EXPECT_EQ(reason({"-S", "a.c"}), "output-kind");
   EXPECT_EQ(reason({"-c", "a.c", "-o", "-"}), "output-kind");
+  EXPECT_EQ(reason({"-c", "a.c", "-o", "a.o", "-MD", "-MF", "-"}), "output-kind");  // dependencies to stdout
+  EXPECT_EQ(reason({"-c", "a.c", "-o", "a.o", "-MMD", "-MF-"}), "output-kind");
   EXPECT_EQ(reason({"-c", "a.c", "-fsyntax-only"}), "output-kind");
   EXPECT_EQ(reason({"-c", "a.c", "-include-pch", "p.pch"}), "pch");
   EXPECT_EQ(reason({"-c", "a.c", "-fprofile-use=x.profdata"}), "profile-use");

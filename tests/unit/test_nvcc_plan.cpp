@@ -378,6 +378,17 @@ TEST(NvccPlanPassthrough, NoOutput) {
   EXPECT_TRUE(passes(compile({"-MD", "-MF", ""}), "depfile-without-mf"));
 }
 
+// nvcc 13 writes "-o -" to stdout (every spelling); a cached result would land in a file named "-".
+TEST(NvccPlanPassthrough, OutputToStdout) {
+  EXPECT_TRUE(passes({"-ptx", "-arch=sm_90", "k.cu", "-o", "-"}, "output-kind", {}, "-o -"));
+  EXPECT_TRUE(passes({"-ptx", "-arch=sm_90", "k.cu", "-o=-"}, "output-kind", {}, "-o=-"));
+  EXPECT_TRUE(passes({"-ptx", "-arch=sm_90", "k.cu", "--output-file=-"}, "output-kind", {}, "--output-file=-"));
+  EXPECT_TRUE(passes({"-ptx", "-arch=sm_90", "k.cu", "--output-file", "-"}, "output-kind"));
+  EXPECT_TRUE(passes({"-c", "k.cu", "-o", "-"}, "output-kind"));
+  EXPECT_TRUE(passes({"-fatbin", "k.cu", "-o", "-"}, "output-kind"));
+  EXPECT_TRUE(caches({"-c", "k.cu", "-o", "./-"}));  // a file named "-", spelled as one
+}
+
 TEST(NvccPlanPassthrough, KeepTemps) {
   EXPECT_TRUE(passes(compile({"-keep"}), "keep-temps", {}, "-keep"));
   EXPECT_TRUE(passes(compile({"--keep"}), "keep-temps"));

@@ -74,7 +74,7 @@ Found produced_passthrough_reasons() {
   }
   for (std::string_view name :
        {core::reason::kDisabled, core::reason::kUnsupportedCompiler, core::reason::kOutputDirMissing,
-        core::reason::kOutputDirUnwritable, core::reason::kCacheWorldWritable}) {
+        core::reason::kOutputDirUnwritable, core::reason::kCacheWorldWritable, core::reason::kOutputSpecial}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;

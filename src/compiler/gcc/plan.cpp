@@ -172,6 +172,8 @@ class Planner {
     if (output_ && (output_->empty() || *output_ == "-")) return Passthrough{"output-kind", "-o " + *output_};
     if (depfile_ == Depfile::None && depfile_path_) return Passthrough{"depfile-modifier", "-MF without -MD/-MMD"};
     if (depfile_path_ && depfile_path_->empty()) return Passthrough{"depfile-modifier", "-MF \"\""};
+    // GCC and clang write "-MF -" to stdout (measured with gcc 12); a stored result would be a file "-".
+    if (depfile_path_ && *depfile_path_ == "-") return Passthrough{"output-kind", "-MF -"};
 
     CompilePlan p;
     p.source = source;

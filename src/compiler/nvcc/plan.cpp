@@ -356,6 +356,8 @@ class Planner {
     if (!cuda) return Passthrough{"non-cuda-source", language_ ? source + " (-x " + *language_ + ")" : source};
     // An empty -o / -MF value names no file (nvcc's host compiler rejects it): nothing to store.
     if (!output_ || output_->empty()) return Passthrough{"no-output", output_ ? "-o \"\"" : "no -o"};
+    // "-" is stdout to nvcc (-o -, -o=-, --output-file=-, measured with nvcc 13), not a file to store.
+    if (*output_ == "-") return Passthrough{"output-kind", output_prefix_.value_or("-o ") + "-"};
     if (dep_flag_ && (!depfile_path_ || depfile_path_->empty())) return Passthrough{"depfile-without-mf", *dep_flag_};
     // nvcc itself rejects -MF without -M/-MM/-MD/-MMD; a miss that adds kache's own -MD would not.
     if (!dep_flag_ && depfile_path_) return Passthrough{"depfile-modifier", *depfile_flag_};
