@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -38,26 +39,31 @@ bool named_kache(const std::string& argv0) {
 // glibc's NSS modules, which a static glibc would load the same unsafe way (a second, uninitialized
 // libc). So the static kache hands an invocation whose configuration names a remote over to
 // `kache-http` (this same program, glibc linked dynamically) installed beside it, and only remote users
-// pay the loader. The hand-over passes `--kache-front=FD:PATH` first: PATH is the front's own path,
-// which kache-http removes and then never runs as the compiler; FD is the write end of a pipe on which
-// kache-http writes one byte as the first thing in main, i.e. once its dynamic loader has succeeded.
-// (A kache-http that cannot load, an older glibc on this host or a missing library, dies with 127
-// before main: an execv would have made that every compile's result.)
+// pay the loader. A kache-http that cannot load (an older glibc on this host, a missing library) dies
+// with 127 before main, its loader's complaint on stderr: an execv would have made that every compile's
+// result. So kache-http starts with its stderr on a pipe to the front and `--kache-front=FD:PATH` first:
+// PATH is the front's own path, which kache-http removes and then never runs as the compiler; FD is the
+// real stderr (`x` when closed), which kache-http puts back as the first thing in main, after writing
+// kReady to the pipe: the front's sign that the loader succeeded.
 constexpr std::string_view kFrontFlag = "--kache-front=";
+constexpr char kReady = '\0';  // never in a loader's message
 
-// kache-http: tells the front, waiting on the pipe named in --kache-front=FD:PATH, that it runs, and
-// returns PATH.
+// kache-http: tells the front that it runs, restores the real stderr and returns the front's path.
 std::string confirm_hand_over(std::string_view value) {
   const std::size_t colon = value.find(':');
-  if (colon == std::string_view::npos || colon == 0 ||
-      value.substr(0, colon).find_first_not_of("0123456789") != std::string_view::npos)
+  const std::string_view fd_text = colon == std::string_view::npos ? "" : value.substr(0, colon);
+  if (fd_text.empty() || (fd_text != "x" && fd_text.find_first_not_of("0123456789") != std::string_view::npos))
     return std::string(value);  // PATH alone
-  int fd = 0;
-  for (const char c : value.substr(0, colon)) fd = fd * 10 + (c - '0');
-  const char ready = 1;
-  while (::write(fd, &ready, 1) < 0 && errno == EINTR) {
+  while (::write(STDERR_FILENO, &kReady, 1) < 0 && errno == EINTR) {
   }
-  ::close(fd);  // nor may the compiler inherit it
+  if (fd_text == "x") {
+    ::close(STDERR_FILENO);
+  } else {
+    int fd = 0;
+    for (const char c : fd_text) fd = fd * 10 + (c - '0');
+    ::dup2(fd, STDERR_FILENO);  // and the pipe's last write end goes: the front stops reading
+    ::close(fd);
+  }
   return std::string(value.substr(colon + 1));
 }
 
@@ -104,8 +110,13 @@ void hand_over(int argc, char** argv) {
     refuse(std::string("could not be run (pipe: ") + std::strerror(errno) + ")");
     return;
   }
-  ::fcntl(ready[1], F_SETFD, 0);  // the write end alone reaches kache-http
-  std::string front_flag = std::string(kFrontFlag) + std::to_string(ready[1]) + ":" + self;
+  // The real stderr reaches kache-http as a spare descriptor (no close-on-exec), the pipe as its fd 2.
+  const int real_stderr = ::fcntl(STDERR_FILENO, F_DUPFD, 3);
+  std::string front_flag =
+      std::string(kFrontFlag) + (real_stderr < 0 ? std::string("x") : std::to_string(real_stderr)) + ":" + self;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, ready[1], STDERR_FILENO);
   std::vector<char*> args;
   args.push_back(argv[0]);
   args.push_back(front_flag.data());
@@ -127,9 +138,11 @@ void hand_over(int argc, char** argv) {
   posix_spawnattr_setsigmask(&attr, &old_mask);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
-  const int spawned = ::posix_spawn(&pid, helper.c_str(), nullptr, &attr, args.data(), environ);
+  const int spawned = ::posix_spawn(&pid, helper.c_str(), &actions, &attr, args.data(), environ);
   posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
   ::close(ready[1]);
+  if (real_stderr >= 0) ::close(real_stderr);
   struct sigaction forward {}, old_actions[std::size(kForwardedSignals)];
   if (spawned == 0) {
     g_helper_pid = pid;
@@ -144,12 +157,27 @@ void hand_over(int argc, char** argv) {
     refuse(std::string("could not be run (") + std::strerror(spawned) + ")");
     return;
   }
-  // Bounded by the child: the byte comes first thing in its main, EOF when it dies before.
-  char byte = 0;
-  ssize_t got;
-  while ((got = ::read(ready[0], &byte, 1)) < 0 && errno == EINTR) {
+  // Bounded by the child: kReady comes first thing in its main, EOF when it dies before. What comes
+  // before it is the loader's (a complaint about LD_PRELOAD, say): the user's when the child runs, the
+  // reason when it does not.
+  std::string before_ready;
+  bool ready_seen = false;
+  char buf[512];
+  for (;;) {
+    const ssize_t n = ::read(ready[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    const char* begin = buf;
+    const char* end = buf + n;
+    const char* mark = std::find(begin, end, kReady);
+    if (before_ready.size() < 4096) before_ready.append(begin, mark);
+    if (mark != end) {
+      ready_seen = true;
+      break;
+    }
   }
   ::close(ready[0]);
+  if (ready_seen && !before_ready.empty()) (void)!::write(STDERR_FILENO, before_ready.data(), before_ready.size());
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -158,7 +186,7 @@ void hand_over(int argc, char** argv) {
     result.term_signal = WTERMSIG(status);
   else
     result.exit_code = WEXITSTATUS(status);
-  if (got == 1) kache::util::exit_like(result);
+  if (ready_seen) kache::util::exit_like(result);
   g_helper_pid = 0;
   for (std::size_t i = 0; i < std::size(kForwardedSignals); ++i)
     ::sigaction(kForwardedSignals[i], &old_actions[i], nullptr);
@@ -166,9 +194,10 @@ void hand_over(int argc, char** argv) {
     result.term_signal = g_signal_seen;
     kache::util::exit_like(result);
   }
+  while (!before_ready.empty() && (before_ready.back() == '\n' || before_ready.back() == ' ')) before_ready.pop_back();
   refuse(WIFSIGNALED(status) ? "died by signal " + std::to_string(WTERMSIG(status)) + " before it started"
-                             : "could not start (its dynamic loader failed, exit code " +
-                                   std::to_string(WEXITSTATUS(status)) + ")");
+                             : "could not start (exit code " + std::to_string(WEXITSTATUS(status)) + ": " +
+                                   before_ready + ")");
 }
 #endif
 
