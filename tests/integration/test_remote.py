@@ -6,6 +6,7 @@ and no compiler process runs on those hits. A read-only remote is never written;
 black-holed server and a corrupt or unauthenticated one never break a build and never give a wrong
 object, and the stats count what happened.
 """
+import json
 import os
 import re
 import shutil
@@ -385,6 +386,57 @@ class StaticFront(RemoteCase):
             s = self.stats_of(env)
             self.assertEqual((s["misses"], s["remote_writes"]), (3, 0), s)
         self.assert_plain_equivalent("one")
+
+    def replace_sibling_by_one_that_cannot_load(self):
+        """kache-http executable but its dynamic loader fails (an older glibc on the host, a missing .so):
+        here a program linked to a library deleted since."""
+        gone = self.path("gone")
+        os.makedirs(gone)
+        self.write("gone/gone.c", "int gone(void) { return 0; }\n")
+        self.write("gone/main.c", "int gone(void);\nint main(void) { return gone(); }\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", os.path.join(gone, "libkachegone.so"),
+                        os.path.join(gone, "gone.c")], check=True)
+        helper = self.path("inst", "kache-http")
+        os.unlink(helper)
+        subprocess.run(["gcc", "-o", helper, os.path.join(gone, "main.c"), "-L" + gone, "-lkachegone",
+                        "-Wl,-rpath," + gone], check=True)
+        os.unlink(os.path.join(gone, "libkachegone.so"))
+        r = subprocess.run([helper], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 127, r.stderr)  # what an execv of it would have made of every compile
+
+    def test_sibling_that_cannot_load_runs_the_compiler(self):
+        self.replace_sibling_by_one_that_cannot_load()
+        self.write("w/foo.c", "int twice(int x) { return 2 * x; }\n")
+        self.write("w/bad.c", "int bad(void) { return undeclared; }\n")
+        env = {"KACHE_DIR": self.path("cache-one"), "KACHE_REMOTE_STORAGE": "http://127.0.0.1:9/cache"}
+        cwd = self.path("w")
+        for _ in range(2):  # a miss, then a local hit
+            r = self.kache(["gcc", "-c", "foo.c", "-o", "foo.o"], cwd=cwd, env=env, check=False)
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+        plain = subprocess.run(["gcc", "-c", "foo.c", "-o", "plain.o"], cwd=cwd, capture_output=True, text=True)
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assert_same_object(self.path("w", "foo.o"), self.path("w", "plain.o"))
+        s = self.stats_of(env)
+        self.assertEqual((s["misses"], s["hits"]), (1, 1), s)
+        # A failing compile: the compiler's exit code and diagnostics, nothing of the loader's.
+        plain = subprocess.run(["gcc", "-c", "bad.c", "-o", "bad.o"], cwd=cwd, capture_output=True, text=True)
+        r = self.kache(["gcc", "-c", "bad.c", "-o", "bad.o"], cwd=cwd, env=env, check=False)
+        self.assertNotEqual(plain.returncode, 0)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (plain.returncode, plain.stdout, plain.stderr))
+
+    def sibling_rows(self):
+        r = self.kache(["doctor", "--json"], check=False)
+        rows = json.loads(r.stdout)["rows"]
+        return [(row["status"], row["fix"]) for row in rows if row["name"] == "kache-http"]
+
+    def test_doctor_names_a_sibling_that_cannot_run(self):
+        self.assertEqual(self.sibling_rows(), [])  # doctor ran in kache-http
+        self.replace_sibling_by_one_that_cannot_load()
+        rows = self.sibling_rows()
+        self.assertEqual([status for status, _ in rows], ["warn"], rows)
+        self.assertIn("same directory", rows[0][1])
+        os.unlink(self.path("inst", "kache-http"))
+        self.assertEqual([status for status, _ in self.sibling_rows()], ["warn"])
 
 
 if __name__ == "__main__":

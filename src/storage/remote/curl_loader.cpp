@@ -54,6 +54,8 @@ std::string& refusal() {
 
 void refuse_curl_loading(std::string why) { refusal() = std::move(why); }
 
+const std::string& curl_loading_refusal() { return refusal(); }
+
 const CurlApi* load_curl(std::string* why) {
   if (!refusal().empty()) {
     if (why) *why = refusal();

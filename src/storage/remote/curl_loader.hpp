@@ -37,5 +37,7 @@ const CurlApi* load_curl(std::string* why);
 // A statically linked kache must never dlopen (its libc cannot initialize a second copy): it calls this
 // first thing, and load_curl then answers nullptr with `why` without trying.
 void refuse_curl_loading(std::string why);
+// The reason given to refuse_curl_loading, empty when loading is allowed (a dynamically linked kache).
+const std::string& curl_loading_refusal();
 
 }  // namespace kache::storage::remote
