@@ -731,14 +731,7 @@ def report_md(r: dict) -> str:
     if example:
         L.append(f"\nExample (`{example['object']}`): plain's strings name {example['paths_a']}, kache's {example['paths_b']}.")
     L.append("")
-    if r["anomalies"]:
-        L.append("## Anomalies\n")
-        L += [f"- {a}" for a in r["anomalies"]]
-        L.append("")
-    L.append("## Tool setup\n")
-    for t, info in r["tools"].items():
-        L.append(f"- **{t}**: {info['version']}" + (f"; {'; '.join(info['notes'])}" if info["notes"] else ""))
-    L.append("")
+    L += core.anomalies_and_tools_md(r)
     return "\n".join(L)
 
 
@@ -853,17 +846,7 @@ def run_and_write(args, out: str, stem: str) -> dict:
     bench = MixedBench(args)
     bench.t0 = time.monotonic()
     results = bench.run()
-    md = report_md(results)
-    with open(os.path.join(out, f"{stem}.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    with open(os.path.join(out, f"{stem}.md"), "w") as f:
-        f.write(md)
-    try:
-        draw_png(results, os.path.join(out, f"{stem}.png"))
-    except Exception as e:  # noqa: BLE001
-        log(f"chart not drawn: {e!r} (matplotlib missing? run with /usr/bin/python3)")
-    print(md)
-    log(f"wrote {out}/{stem}.json, .md, .png in {results['duration_s']:.0f} s")
+    core.write_results(out, stem, results, report_md(results), draw_png)
     if not args.keep:
         shutil.rmtree(args.work, ignore_errors=True)
     return results

@@ -682,17 +682,7 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     results = Scenario(args).run()
-    md = report_md(results)
-    with open(os.path.join(out, f"{args.name}.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    with open(os.path.join(out, f"{args.name}.md"), "w") as f:
-        f.write(md)
-    try:
-        draw_png(results, os.path.join(out, f"{args.name}.png"))
-    except Exception as e:  # noqa: BLE001
-        log(f"chart not drawn: {e!r}")
-    print(md)
-    log(f"wrote {out}/{args.name}.json, .md, .png")
+    bench.write_results(out, args.name, results, report_md(results), draw_png)
     if not args.keep:
         shutil.rmtree(args.work, ignore_errors=True)
 

@@ -1099,16 +1099,37 @@ def report_md(r: dict) -> str:
                          + (", ".join(bad[:8]) + (" …" if len(bad) > 8 else "") if bad else "none") + " |")
         L.append("")
 
+    L += anomalies_and_tools_md(r)
+    return "\n".join(L)
+
+
+def anomalies_and_tools_md(r: dict) -> list[str]:
+    """The report's closing sections, the same in every scenario module: anomalies and tool setup."""
+    L = []
     if r.get("anomalies"):
         L.append("## Anomalies\n")
-        for a in r["anomalies"]:
-            L.append(f"- {a}")
+        L += [f"- {a}" for a in r["anomalies"]]
         L.append("")
     L.append("## Tool setup\n")
     for t, info in r["tools"].items():
         L.append(f"- **{t}**: {info['version']}" + (f"; {'; '.join(info['notes'])}" if info["notes"] else ""))
     L.append("")
-    return "\n".join(L)
+    return L
+
+
+def write_results(out: str, stem: str, results: dict, md: str, draw) -> None:
+    """Writes STEM.json, STEM.md and the chart STEM.png (draw(results, path); a failure only logged)."""
+    with open(os.path.join(out, f"{stem}.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(out, f"{stem}.md"), "w") as f:
+        f.write(md)
+    try:
+        draw(results, os.path.join(out, f"{stem}.png"))
+    except Exception as e:  # noqa: BLE001
+        log(f"chart not drawn: {e!r} (matplotlib missing? run with /usr/bin/python3)")
+    print(md)
+    took = f" in {results['duration_s']:.0f} s" if "duration_s" in results else ""
+    log(f"wrote {out}/{stem}.json, .md, .png{took}")
 
 
 def draw_png(r: dict, path: str) -> None:
@@ -1265,17 +1286,7 @@ def main() -> None:
         signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     bench = Bench(args)
     results = bench.run()
-    md = report_md(results)
-    with open(os.path.join(out, f"{args.name}.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    with open(os.path.join(out, f"{args.name}.md"), "w") as f:
-        f.write(md)
-    try:
-        draw_png(results, os.path.join(out, f"{args.name}.png"))
-    except Exception as e:  # noqa: BLE001
-        log(f"chart not drawn: {e!r} (matplotlib missing? run with /usr/bin/python3)")
-    print(md)
-    log(f"wrote {out}/{args.name}.json, .md, .png in {results['duration_s']:.0f} s")
+    write_results(out, args.name, results, report_md(results), draw_png)
     if not args.keep:
         shutil.rmtree(args.work, ignore_errors=True)
 
