@@ -399,6 +399,21 @@ char* secure_getenv(const char* n) { note(n); return real_getenv(n); }
 """
 
 
+def assert_row_effect(test, effect, reason, keys, base_direct, base_memo):
+    """Checks that an env-table row does what it says: keys = (direct key, memo key, passthrough reason,
+    log) of a compile with the variable set; base_* are those of the same compile without it."""
+    direct, memo, passthrough, log = keys
+    if effect == "Refused":
+        test.assertEqual(passthrough, reason, log)
+        return
+    if effect in ("Keyed", "KeyedProbe"):
+        test.assertIsNotNone(direct, log)
+        test.assertNotEqual(direct, base_direct, log)
+    if effect in ("Probe", "KeyedProbe"):
+        test.assertIsNotNone(memo, log)
+        test.assertNotEqual(memo, base_memo, log)
+
+
 class EnvironmentAudit(KacheTestCase):
     """Every variable nvcc, its tools and the host compiler read is in the table, and every table row
     does what it says: a keyed one changes the key, a probe one the toolchain memo's key, a refused
@@ -428,16 +443,8 @@ class EnvironmentAudit(KacheTestCase):
             if effect in ("Modeled", "Inert"):
                 continue  # the row's comment says why; Modeled rows have tests of their own
             with self.subTest(variable=name, effect=effect):
-                direct, memo, passthrough, log = self.keys_of({name: values.get(name, "/kache-audit")})
-                if effect == "Refused":
-                    self.assertEqual(passthrough, reason, log)
-                    continue
-                if effect in ("Keyed", "KeyedProbe"):
-                    self.assertIsNotNone(direct, log)
-                    self.assertNotEqual(direct, base_direct, log)
-                if effect in ("Probe", "KeyedProbe"):
-                    self.assertIsNotNone(memo, log)
-                    self.assertNotEqual(memo, base_memo, log)
+                assert_row_effect(self, effect, reason, self.keys_of({name: values.get(name, "/kache-audit")}),
+                                  base_direct, base_memo)
 
     def test_every_variable_the_tools_read_is_in_the_table(self):
         table = env_table()
