@@ -68,10 +68,16 @@ std::string confirm_hand_over(std::string_view value) {
 }
 
 #ifdef KACHE_STATIC_FRONT
-bool names_remote(const std::string& remote_storage) {
+// What this static kache cannot do itself: https (libcurl, loaded at run time) and host names (getaddrinfo
+// loads NSS modules). Redis and http remotes given by numeric address, and Redis sockets, stay here.
+bool needs_dynamic_sibling(const std::string& remote_storage) {
   if (remote_storage.empty()) return false;  // the usual case: nothing more to look at
   try {
-    return !kache::storage::remote::parse_remote_urls(remote_storage, {}).empty();
+    for (const auto& url : kache::storage::remote::parse_remote_urls(remote_storage, {})) {
+      if (url.scheme == kache::storage::remote::Scheme::https) return true;
+      if (url.scheme != kache::storage::remote::Scheme::redis_unix && !url.host_is_address()) return true;
+    }
+    return false;
   } catch (const std::exception&) {
     return false;  // a list that does not parse turns every remote off where the stores open
   }
@@ -91,7 +97,7 @@ extern "C" void forward_to_helper(int sig) {
 // Runs kache-http with this invocation and ends as it ends (exit code or signal; stdin, stdout and stderr
 // are inherited, so the output is its own). Returns only when it could not be run, or died before its
 // main (its loader failed): remotes that need dynamic loading are then off, with the reason, and the
-// invocation runs here (a Redis remote given by address or socket still works).
+// invocation runs here (remotes given by numeric address or socket, https aside, still work).
 void hand_over(int argc, char** argv) {
   std::string self;
   try {
@@ -232,7 +238,7 @@ int main(int argc, char** argv) {
       // doctor too: it asks libcuda.so.1 for the driver's version through dlopen.
       // Handed over already (a kache-http that is itself a static front): never again, no exec loop.
       if (front.empty() &&
-          (std::string_view(argv[argc < 2 ? 0 : 1]) == "doctor" || names_remote(core::load_config().remote_storage)))
+          (std::string_view(argv[argc < 2 ? 0 : 1]) == "doctor" || needs_dynamic_sibling(core::load_config().remote_storage)))
         hand_over(argc, argv);
 #endif
       return core::run_cli(argc, argv);
@@ -257,7 +263,7 @@ int main(int argc, char** argv) {
 
   const core::Config cfg = core::load_config();
 #ifdef KACHE_STATIC_FRONT
-  if (front.empty() && names_remote(cfg.remote_storage)) hand_over(argc, argv);
+  if (front.empty() && needs_dynamic_sibling(cfg.remote_storage)) hand_over(argc, argv);
 #endif
   core::apply_process_settings(cfg);
   core::init_logging(cfg.log_filter, cfg.log_file);

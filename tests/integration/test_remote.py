@@ -314,9 +314,15 @@ def static_front_beside(kache):
     return None
 
 
+def by_host_name(url):
+    """The same server named by host name ("localhost"), which a static kache must not resolve itself."""
+    return url.replace("127.0.0.1", "localhost", 1)
+
+
 class StaticFront(RemoteCase):
-    """The release kache is static (a hit pays no dynamic loader) and cannot load libcurl: with a remote
-    configured it execv's kache-http, its dynamically linked sibling, which does the work."""
+    """The release kache is static (a hit pays no dynamic loader): it serves Redis and http:// remotes given
+    by numeric address itself, and hands https:// remotes (libcurl) and host names (NSS) over to
+    kache-http, its dynamically linked sibling, which does the work."""
 
     def setUp(self):
         super().setUp()
@@ -337,18 +343,40 @@ class StaticFront(RemoteCase):
         trace = self.path("trace-front")
         e = dict(self.env)
         e.update(env)
-        subprocess.run([STRACE, "-f", "-qq", "-e", "trace=execve", "-o", trace] + args, cwd=cwd, env=e, check=True,
-                       capture_output=True)
+        subprocess.run([STRACE, "-f", "-qq", "-e", "trace=execve,openat", "-o", trace] + args, cwd=cwd, env=e,
+                       check=True, capture_output=True)
         with open(trace) as f:
-            return re.findall(r'execve\("([^"]+)"', f.read())
+            lines = f.read().splitlines()
+        # What the front's own process (the first pid of the trace) opened, and every program run.
+        front_pid = lines[0].split()[0] if lines else None
+        self.front_opened = [m.group(1) for line in lines if line.split()[0] == front_pid
+                             for m in [re.search(r'openat\([^"]*"([^"]+)"', line)] if m]
+        return re.findall(r'execve\("([^"]+)"', "\n".join(lines))
 
-    def test_webdav_through_the_static_front(self):
+    def first_compile_programs(self, url):
+        root = self.path("one")
+        return self.programs_run([kachetest.KACHE, "nvcc", "-c", f"{root}/src/a.cu", f"-I{root}/include", "-o",
+                                  "a.o"], self.env_for("one", url), self.path("one", "build"))
+
+    def test_numeric_address_stays_in_the_front(self):
+        with servers.Nginx() as nginx, servers.Redis() as redis:
+            for url in (nginx.url + "/cache", redis.url):
+                with self.subTest(url=url):
+                    if STRACE:
+                        shutil.rmtree(self.path("cache-one"), ignore_errors=True)
+                        progs = self.first_compile_programs(url)
+                        self.assertNotIn(self.path("inst", "kache-http"), progs)
+                        self.assertEqual(progs[0], kachetest.KACHE, progs)
+                        # ... and loaded nothing: no NSS module, no libcurl (a static program has no loader).
+                        self.assertEqual([f for f in self.front_opened if ".so" in f], [])
+            self.share_through(nginx.url + "/cache")
+            self.assertTrue(nginx.stored_files())
+
+    def test_host_name_is_handed_over(self):
         with servers.Nginx() as nginx:
-            url = nginx.url + "/cache"
+            url = by_host_name(nginx.url) + "/cache"
             if STRACE:
-                root = self.path("one")
-                progs = self.programs_run([kachetest.KACHE, "nvcc", "-c", f"{root}/src/a.cu", f"-I{root}/include",
-                                           "-o", "a.o"], self.env_for("one", url), self.path("one", "build"))
+                progs = self.first_compile_programs(url)
                 self.assertEqual(progs[:2], [kachetest.KACHE, self.path("inst", "kache-http")], progs)
             self.share_through(url)
             self.assertTrue(nginx.stored_files())
@@ -365,7 +393,7 @@ class StaticFront(RemoteCase):
         # nvcc -> kache first on PATH: kache-http must skip the front too when it looks for nvcc.
         os.symlink(self.path("inst", "kache"), self.path("inst", "nvcc"))
         with servers.Nginx() as nginx:
-            env = self.env_for("one", nginx.url + "/cache")
+            env = self.env_for("one", by_host_name(nginx.url) + "/cache")
             env["PATH"] = self.path("inst") + os.pathsep + kachetest.nvcc_home() + os.pathsep + os.environ["PATH"]
             root = self.path("one")
             e = dict(self.env)
@@ -377,10 +405,10 @@ class StaticFront(RemoteCase):
             s = self.stats_of(env)
             self.assertEqual((s["misses"], s["remote_writes"] > 0), (1, True), s)
 
-    def test_missing_sibling_builds_without_http_remotes(self):
+    def test_missing_sibling_builds_without_remotes_it_would_serve(self):
         os.unlink(self.path("inst", "kache-http"))
         with servers.Nginx() as nginx:
-            env = self.env_for("one", nginx.url + "/cache")
+            env = self.env_for("one", by_host_name(nginx.url) + "/cache")
             self.build("one", env)
             self.assertEqual(nginx.stored_files(), [])
             s = self.stats_of(env)
@@ -408,7 +436,7 @@ class StaticFront(RemoteCase):
         self.replace_sibling_by_one_that_cannot_load()
         self.write("w/foo.c", "int twice(int x) { return 2 * x; }\n")
         self.write("w/bad.c", "int bad(void) { return undeclared; }\n")
-        env = {"KACHE_DIR": self.path("cache-one"), "KACHE_REMOTE_STORAGE": "http://127.0.0.1:9/cache"}
+        env = {"KACHE_DIR": self.path("cache-one"), "KACHE_REMOTE_STORAGE": "http://localhost:9/cache"}
         cwd = self.path("w")
         for _ in range(2):  # a miss, then a local hit
             r = self.kache(["gcc", "-c", "foo.c", "-o", "foo.o"], cwd=cwd, env=env, check=False)

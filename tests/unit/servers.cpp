@@ -238,7 +238,8 @@ NginxServer::NginxServer(NginxOptions options) : tls_(options.tls) {
                              "events { worker_connections 64; }\n"
                              "http {\n"
                              "  access_log off;\n"
-                             "  client_max_body_size 0;\n"
+                             "  client_max_body_size 0;\n" +
+                             options.http_directives + "\n"
                              "  client_body_temp_path " +
                              tmp +
                              "/body;\n"

@@ -46,6 +46,7 @@ struct NginxOptions {
   std::optional<std::pair<std::string, std::string>> basic_auth;  // user, password (htpasswd by openssl)
   std::optional<std::string> bearer_token;                        // required "Authorization: Bearer T"
   bool tls = false;                                               // serves https with a TestCa cert
+  std::string http_directives;                                    // more of nginx's http block
 };
 
 // A CA and a server certificate for 127.0.0.1 and localhost, made by the openssl CLI.

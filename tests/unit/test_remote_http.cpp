@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "servers.hpp"
 #include "storage/remote/curl_loader.hpp"
@@ -16,9 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#define SKIP_WITHOUT_NGINX()                                                                              \
-  if (!testing::find_server_binary("nginx")) GTEST_SKIP() << "nginx is not installed (scripts/setup.sh)"; \
-  if (std::string why; !HttpStorage::available(&why)) GTEST_SKIP() << why
+#define SKIP_WITHOUT_NGINX() \
+  if (!testing::find_server_binary("nginx")) GTEST_SKIP() << "nginx is not installed (scripts/setup.sh)"
+#define SKIP_WITHOUT_LIBCURL() \
+  if (std::string why; !CurlConnection::available(&why)) GTEST_SKIP() << why
 
 const std::string kKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -152,6 +155,7 @@ TEST(RemoteHttp, HttpsWithTheConfiguredCa) {
   SKIP_WITHOUT_NGINX();
   testing::NginxOptions options;
   options.tls = true;
+  SKIP_WITHOUT_LIBCURL();
   testing::NginxServer server(options);
   ASSERT_EQ(server.base_url().substr(0, 8), "https://");
   HttpStorage trusted(url_of(server.base_url() + "/c"), server.ca_cert());
@@ -179,7 +183,6 @@ TEST(RemoteHttp, OtherStatusesAreErrors) {
 }
 
 TEST(RemoteHttp, RefusedIsAnErrorAndABlackHoleTimesOut) {
-  if (std::string why; !HttpStorage::available(&why)) GTEST_SKIP() << why;
   HttpStorage nobody(url_of("http://127.0.0.1:" + std::to_string(testing::free_loopback_port())));
   EXPECT_EQ(failure_kind([&] { nobody.get(kKey); }), RemoteFailure::Kind::error);
 
@@ -190,6 +193,52 @@ TEST(RemoteHttp, RefusedIsAnErrorAndABlackHoleTimesOut) {
   testing::BlackHole full(true);
   HttpStorage no_connect(url_of("http://127.0.0.1:" + std::to_string(full.port()) + "|connect-timeout=200"));
   EXPECT_EQ(failure_kind([&] { no_connect.get(kKey); }), RemoteFailure::Kind::timeout);
+}
+
+TEST(RemoteHttp, AnOversizedBodyIsNotReadWhole) {
+  SKIP_WITHOUT_NGINX();
+  for (const bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "https" : "http");
+    if (tls && !CurlConnection::available(nullptr)) continue;
+    testing::NginxOptions options;
+    options.tls = tls;
+    testing::NginxServer server(options);
+    HttpStorage writer(url_of(server.base_url()), server.ca_cert());
+    writer.put(kKey, binary_value(3 << 20));
+    writer.put("small", "v");
+    HttpStorage reader(url_of(server.base_url()), server.ca_cert(), 1 << 20);
+    EXPECT_THROW(reader.get(kKey), OversizedValue);
+    // The connection the large body was left on is not reused for the next answer.
+    EXPECT_EQ(reader.get("small"), "v");
+    EXPECT_THROW(reader.get(kKey), OversizedValue);
+  }
+}
+
+TEST(RemoteHttp, AConnectionTheServerClosedIsReplaced) {
+  SKIP_WITHOUT_NGINX();
+  // nginx closes an idle keep-alive connection after 1 s without a word, and answers the third request
+  // of a connection with "Connection: close".
+  testing::NginxOptions options;
+  options.http_directives = "keepalive_timeout 1s; keepalive_requests 3;";
+  testing::NginxServer server(options);
+  HttpStorage store(url_of(server.base_url()));
+  store.put(kKey, "v");
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(store.get(kKey), "v");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(store.get(kKey), "v");
+  store.put(kKey, "w");
+  EXPECT_EQ(store.get(kKey), "w");
+}
+
+TEST(RemoteHttp, HostNamesAreResolved) {
+  SKIP_WITHOUT_NGINX();
+  testing::NginxServer server;
+  const std::string port = server.base_url().substr(server.base_url().rfind(':') + 1);
+  HttpStorage by_name(url_of("http://localhost:" + port));
+  by_name.put(kKey, "named");
+  EXPECT_EQ(by_name.get(kKey), "named");
+  HttpStorage nowhere(url_of("http://no-such-host.invalid:" + port + "|connect-timeout=2000"));
+  EXPECT_NE(failure_kind([&] { nowhere.get(kKey); }), RemoteFailure::Kind::auth);
 }
 
 }  // namespace

@@ -1,16 +1,24 @@
 #pragma once
 // An HTTP(S) server as a store: GET, PUT and DELETE of <base>/<layout path of key> (a WebDAV share,
-// a Bazel remote cache's /ac/, any server that stores what is PUT). libcurl is loaded on first use
-// (curl_loader.hpp); without it every call fails with one sentence saying the remote is disabled.
+// a Bazel remote cache's /ac/, any server that stores what is PUT). http:// goes through Boost.Beast in
+// this process (plain_http.hpp), https:// through libcurl loaded on first use (curl_http.hpp; without
+// libcurl every https call fails with one sentence saying the remote is disabled).
 //
 // Statuses: GET 200 = the value, 404 = miss; PUT any 2xx; DELETE any 2xx or 404; 401 and 403 = auth;
-// anything else = error. curl's own failures: past connect-timeout or operation-timeout = timeout,
-// the rest (refused, TLS, DNS) = error. Credentials: basic auth (user and password from the URL or
-// KACHE_REMOTE_PASSWORD), else a bearer token (KACHE_REMOTE_BEARER_TOKEN). HTTPS verifies the server
-// against ca_file when given (remote.ca_file), else the system's CAs. A read-only URL makes put and
-// remove do nothing. One connection is kept for the process (keep-alive); not for use by two threads.
+// anything else = error. Failures to get an answer: past connect-timeout or operation-timeout =
+// timeout, the rest (refused, TLS, DNS) = error. A GET body over max_body (remote.max_entry_size plus
+// the signature's trailer) throws OversizedValue without being read whole. Credentials: basic auth
+// (user and password from the URL or KACHE_REMOTE_PASSWORD), else a bearer token
+// (KACHE_REMOTE_BEARER_TOKEN). HTTPS verifies the server against ca_file when given (remote.ca_file),
+// else the system's CAs. A read-only URL makes put and remove do nothing. One connection is kept for
+// the process (keep-alive); not for use by two threads.
+#include <cstdint>
+#include <memory>
 #include <string>
 
+#include "storage/remote/curl_http.hpp"
+#include "storage/remote/http_exchange.hpp"
+#include "storage/remote/plain_http.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
 #include "storage/remote/remote_url.hpp"
@@ -19,7 +27,7 @@ namespace kache::storage::remote {
 
 class HttpStorage final : public RemoteBackend {
  public:
-  explicit HttpStorage(RemoteUrl url, std::string ca_file = "");
+  explicit HttpStorage(RemoteUrl url, std::string ca_file = "", std::uint64_t max_body = UINT64_MAX);
   ~HttpStorage() override;
   HttpStorage(const HttpStorage&) = delete;
   HttpStorage& operator=(const HttpStorage&) = delete;
@@ -32,20 +40,20 @@ class HttpStorage final : public RemoteBackend {
 
   // The request URL of a key under the URL's layout (no credentials in it).
   std::string key_url(std::string_view key) const;
-  // Whether libcurl can be loaded; when not, *why says so in one sentence.
-  static bool available(std::string* why = nullptr);
+  // The request's path of a key (what follows scheme://host:port in key_url).
+  std::string key_target(std::string_view key) const;
+  // Whether this URL's transport can be used: http:// always, https:// when libcurl loads (*why says
+  // why not in one sentence).
+  bool available(std::string* why = nullptr) const;
 
  private:
-  enum class Method { get, put, remove };
-  struct Response {
-    long status = 0;
-    std::string body;
-  };
-  Response perform(Method method, std::string_view key, std::string_view upload);
+  HttpResponse perform(HttpMethod method, std::string_view key, std::string_view upload);
 
   RemoteUrl url_;
   std::string ca_file_;
-  void* handle_ = nullptr;  // CURL*, created on first use
+  std::uint64_t max_body_;
+  std::unique_ptr<PlainHttpConnection> plain_;  // http://, made on first use
+  std::unique_ptr<CurlConnection> curl_;        // https://, made on first use
 };
 
 }  // namespace kache::storage::remote

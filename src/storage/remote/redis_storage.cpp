@@ -1,5 +1,6 @@
 #include "storage/remote/redis_storage.hpp"
 
+#include "storage/remote/curl_loader.hpp"
 #include "storage/remote/sigpipe_guard.hpp"
 
 #include <hiredis/hiredis.h>
@@ -88,6 +89,13 @@ RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view
 
 void RedisStorage::connect() {
   if (context_) return;
+  // A statically linked kache hands remotes with host names to kache-http (main.cpp); it must not reach
+  // the NSS modules hiredis's getaddrinfo would load.
+  if (url_.scheme == Scheme::redis && !curl_loading_refusal().empty() && !url_.host_is_address()) {
+    throw RemoteError(RemoteFailure::Kind::error,
+                      url_.redacted() + ": this kache is linked statically and cannot resolve host names; use a "
+                                        "numeric address, or install kache-http beside it");
+  }
   const timeval connect_timeout = to_timeval(url_.connect_timeout_ms);
   errno = 0;
   context_.reset(url_.scheme == Scheme::redis_unix

@@ -12,9 +12,9 @@ std::unique_ptr<RemoteBackend> make_remote_storage(const RemoteUrl& url, const R
       return std::make_unique<RedisStorage>(url, options.key_prefix);
     case Scheme::http:
     case Scheme::https:
-      return std::make_unique<HttpStorage>(url, options.ca_file);
+      return std::make_unique<HttpStorage>(url, options.ca_file, options.max_entry_size);
   }
-  return std::make_unique<HttpStorage>(url, options.ca_file);
+  return std::make_unique<HttpStorage>(url, options.ca_file, options.max_entry_size);
 }
 
 }  // namespace kache::storage::remote

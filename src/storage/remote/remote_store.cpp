@@ -54,16 +54,26 @@ StorageResult<T> RemoteStore::guarded(const char* doing, Op op) {
 }
 
 StorageLookup RemoteStore::get(std::string_view key) {
-  StorageLookup r = guarded<std::optional<std::string>>("read", [&] { return backend_->get(key); });
+  bool oversized = false;
+  StorageLookup r = guarded<std::optional<std::string>>("read", [&]() -> std::optional<std::string> {
+    try {
+      return backend_->get(key);
+    } catch (const OversizedValue& e) {
+      // The server answered; what it holds is no entry kache wrote within the bound.
+      oversized = true;
+      core::log().debug("{}", e.what());
+      return std::nullopt;
+    }
+  });
   if (!r) return r;
-  if (!*r) {
+  if (!*r && !oversized) {
     counts_["remote_misses"]++;
     return r;
   }
-  if ((*r)->size() > max_entry_size_) {
+  if (oversized || (*r)->size() > max_entry_size_) {
     // Never decoded: a value this large is no entry kache wrote within the configured bound.
     counts_["remote_oversized"]++;
-    core::log().info("remote storage {}: a value of {} bytes exceeds remote.max_entry_size", name(), (*r)->size());
+    core::log().info("remote storage {}: a value exceeds remote.max_entry_size ({} bytes)", name(), max_entry_size_);
     return std::optional<std::string>();
   }
   counts_["remote_bytes_read"] += (*r)->size();

@@ -1,5 +1,8 @@
 #include "storage/remote/remote_url.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <charconv>
 #include <cstdlib>
 
@@ -255,15 +258,16 @@ int RemoteUrl::effective_port() const {
   return 0;
 }
 
-namespace {
-
-std::string host_port(const RemoteUrl& url) {
-  std::string out = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
-  if (url.port != 0) out += ":" + std::to_string(url.port);
-  return out;
+bool RemoteUrl::host_is_address() const {
+  unsigned char address[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), address) == 1 || ::inet_pton(AF_INET6, host.c_str(), address) == 1;
 }
 
-}  // namespace
+std::string RemoteUrl::host_port() const {
+  std::string out = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  if (port != 0) out += ":" + std::to_string(port);
+  return out;
+}
 
 std::string RemoteUrl::to_string(bool with_secrets) const {
   std::string out = std::string(scheme_name(scheme)) + "://";
@@ -277,7 +281,7 @@ std::string RemoteUrl::to_string(bool with_secrets) const {
     out += path;
     if (db != 0) out += "?db=" + std::to_string(db);
   } else {
-    out += host_port(*this);
+    out += host_port();
     if (is_http()) out += path;
     if (scheme == Scheme::redis && db != 0) out += "/" + std::to_string(db);
   }
@@ -294,12 +298,12 @@ std::string RemoteUrl::identity() const {
   std::string out = std::string(scheme_name(scheme)) + "://";
   if (!user.empty()) out += percent_encode(user) + "@";
   if (scheme == Scheme::redis_unix) return out + path + "?db=" + std::to_string(db);
-  out += host_port(*this);
+  out += host_port();
   if (is_http()) return out + path;
   return out + "/" + std::to_string(db);
 }
 
-std::string RemoteUrl::http_base() const { return std::string(scheme_name(scheme)) + "://" + host_port(*this) + path; }
+std::string RemoteUrl::http_base() const { return std::string(scheme_name(scheme)) + "://" + host_port() + path; }
 
 RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets) {
   const std::size_t bar = spec.find('|');

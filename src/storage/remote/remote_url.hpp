@@ -64,6 +64,10 @@ struct RemoteUrl {
   bool is_redis() const { return scheme == Scheme::redis || scheme == Scheme::redis_unix; }
   bool is_http() const { return scheme == Scheme::http || scheme == Scheme::https; }
   int effective_port() const;
+  // Whether host is a numeric IPv4 or IPv6 address (connecting needs no name resolution).
+  bool host_is_address() const;
+  // host[:port] as a URL or a Host header writes it (an IPv6 address in brackets).
+  std::string host_port() const;
   // The URL and its non-default attributes. with_secrets=false is redacted(); with_secrets=true
   // parses back to this same RemoteUrl (given the same RemoteSecrets) and must never be printed.
   std::string to_string(bool with_secrets) const;

@@ -1,0 +1,228 @@
+#include "storage/remote/plain_http.hpp"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "storage/remote/curl_loader.hpp"
+#include "storage/remote/remote_failure.hpp"
+#include "storage/remote/sigpipe_guard.hpp"
+
+namespace kache::storage::remote {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A reused keep-alive connection the server had closed: the request is sent again on a new one.
+struct StaleConnection {};
+
+bool closed_by_peer(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+         ec == net::error::broken_pipe;
+}
+
+// getaddrinfo blocks for as long as the system's resolver takes (seconds per server and attempt), so it
+// runs on a thread of its own and is waited for until `until`; a thread still blocked then is left to
+// finish on its own (or to end with the process).
+std::vector<tcp::endpoint> resolve_host(const RemoteUrl& url, Clock::time_point until) {
+  // A statically linked kache hands remotes with host names to kache-http (main.cpp); it must not
+  // reach the NSS modules getaddrinfo would load.
+  if (!curl_loading_refusal().empty()) {
+    throw RemoteError(RemoteFailure::Kind::error,
+                      url.redacted() + ": this kache is linked statically and cannot resolve host names; use a "
+                                       "numeric address, or install kache-http beside it");
+  }
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    int rc = 0;
+    std::vector<tcp::endpoint> endpoints;
+  };
+  auto shared = std::make_shared<Shared>();
+  std::thread([shared, host = url.host, port = std::to_string(url.effective_port())] {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+    std::vector<tcp::endpoint> endpoints;
+    for (const addrinfo* a = found; a; a = a->ai_next) {
+      if (a->ai_addrlen > sizeof(sockaddr_storage)) continue;
+      tcp::endpoint endpoint;
+      std::memcpy(endpoint.data(), a->ai_addr, a->ai_addrlen);
+      endpoint.resize(a->ai_addrlen);
+      endpoints.push_back(endpoint);
+    }
+    if (found) ::freeaddrinfo(found);
+    const std::lock_guard lock(shared->mutex);
+    shared->rc = rc;
+    shared->endpoints = std::move(endpoints);
+    shared->done = true;
+    shared->done_cv.notify_all();
+  }).detach();
+  std::unique_lock lock(shared->mutex);
+  if (!shared->done_cv.wait_until(lock, until, [&] { return shared->done; })) {
+    throw RemoteError(RemoteFailure::Kind::timeout,
+                      url.redacted() + ": resolving " + url.host + " took longer than connect-timeout");
+  }
+  if (shared->rc != 0 || shared->endpoints.empty()) {
+    throw RemoteError(RemoteFailure::Kind::error, url.redacted() + ": cannot resolve " + url.host + " (" +
+                                                      (shared->rc ? ::gai_strerror(shared->rc) : "no address") + ")");
+  }
+  return shared->endpoints;
+}
+
+}  // namespace
+
+struct PlainHttpConnection::State {
+  net::io_context io;
+  beast::tcp_stream stream{io};
+  beast::flat_buffer buffer;
+  bool connected = false;
+  std::string authorization;
+
+  // Starts one asynchronous operation and runs it to its end (the stream's expiry ends it early with
+  // beast::error::timeout).
+  template <typename Initiate>
+  beast::error_code run(Initiate initiate) {
+    beast::error_code result = net::error::would_block;
+    initiate([&result](beast::error_code ec, auto&&...) { result = ec; });
+    io.restart();
+    io.run();
+    return result;
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream.close();
+    buffer.clear();
+    connected = false;
+  }
+};
+
+PlainHttpConnection::PlainHttpConnection(const RemoteUrl& url) : url_(url), state_(std::make_unique<State>()) {
+  state_->authorization = authorization_header(url);
+}
+
+PlainHttpConnection::~PlainHttpConnection() {
+  if (state_->connected) state_->close();
+}
+
+namespace {
+
+template <typename Body>
+void prepare(http::request<Body>& req, const HttpRequest& request, const RemoteUrl& url, const std::string& auth) {
+  req.version(11);
+  req.target(beast::string_view(request.target.data(), request.target.size()));
+  req.set(http::field::host, url.host_port());
+  req.set(http::field::user_agent, "kache/" KACHE_VERSION);
+  if (!auth.empty()) req.set(http::field::authorization, auth);
+  req.keep_alive(true);
+}
+
+}  // namespace
+
+HttpResponse PlainHttpConnection::perform(const HttpRequest& request) {
+  const SigpipeGuard sigpipe;  // Asio sends with MSG_NOSIGNAL; kept for whatever else writes
+  State& s = *state_;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(url_.operation_timeout_ms);
+  const auto fail = [&](const beast::error_code& ec, const char* doing) -> RemoteError {
+    s.close();
+    const bool timeout = ec == beast::error::timeout;
+    return RemoteError(timeout ? RemoteFailure::Kind::timeout : RemoteFailure::Kind::error,
+                       url_.redacted() + ": " + doing + (timeout ? " timed out" : " failed: " + ec.message()));
+  };
+
+  for (int attempt = 0;; ++attempt) {
+    const bool reused = s.connected;
+    if (!s.connected) {
+      const Clock::time_point connect_until =
+          std::min(deadline, Clock::now() + std::chrono::milliseconds(url_.connect_timeout_ms));
+      std::vector<tcp::endpoint> endpoints;
+      beast::error_code ec;
+      const net::ip::address address = net::ip::make_address(url_.host, ec);
+      if (!ec) {
+        endpoints.emplace_back(address, static_cast<unsigned short>(url_.effective_port()));
+      } else {
+        endpoints = resolve_host(url_, connect_until);
+      }
+      s.stream.expires_at(connect_until);
+      ec = s.run([&](auto handler) { s.stream.async_connect(endpoints, std::move(handler)); });
+      if (ec) throw fail(ec, "connecting");
+      s.connected = true;
+    }
+
+    try {
+      s.stream.expires_at(deadline);
+      beast::error_code ec;
+      if (request.method == HttpMethod::put) {
+        http::request<http::span_body<const char>> req{http::verb::put, "", 11};
+        prepare(req, request, url_, s.authorization);
+        req.body() = http::span_body<const char>::value_type(request.body.data(), request.body.size());
+        req.prepare_payload();
+        ec = s.run([&](auto handler) { http::async_write(s.stream, req, std::move(handler)); });
+      } else {
+        http::request<http::empty_body> req{request.method == HttpMethod::get ? http::verb::get : http::verb::delete_,
+                                            "", 11};
+        prepare(req, request, url_, s.authorization);
+        req.prepare_payload();
+        ec = s.run([&](auto handler) { http::async_write(s.stream, req, std::move(handler)); });
+      }
+      if (ec) {
+        if (reused && closed_by_peer(ec)) throw StaleConnection{};
+        throw fail(ec, "sending the request");
+      }
+
+      http::response_parser<http::string_body> parser;
+      // Beast 1.74 checks body_limit against chunked and read-until-close bodies but not against a
+      // Content-Length (measured): the header is read first and its length compared here.
+      parser.body_limit(request.max_body);
+      const auto oversized = [&] {
+        s.close();  // the rest of the body is never read: this connection is done
+        return OversizedValue(url_.redacted() + ": the answer's body exceeds " + std::to_string(request.max_body) +
+                              " bytes");
+      };
+      ec = s.run([&](auto handler) { http::async_read_header(s.stream, s.buffer, parser, std::move(handler)); });
+      if (!ec && parser.content_length() && *parser.content_length() > request.max_body) throw oversized();
+      if (!ec && !parser.is_done()) {
+        ec = s.run([&](auto handler) { http::async_read(s.stream, s.buffer, parser, std::move(handler)); });
+      }
+      if (ec == http::error::body_limit) throw oversized();
+      if (ec) {
+        if (reused && !parser.got_some() && closed_by_peer(ec)) throw StaleConnection{};
+        throw fail(ec, "reading the answer");
+      }
+      HttpResponse response;
+      response.status = static_cast<long>(parser.get().result_int());
+      const bool keep_alive = parser.get().keep_alive();
+      response.body = std::move(parser.get().body());
+      if (!keep_alive) s.close();
+      return response;
+    } catch (const StaleConnection&) {
+      s.close();
+      if (attempt > 0) {
+        throw RemoteError(RemoteFailure::Kind::error, url_.redacted() + ": the server closed the connection");
+      }
+    }
+  }
+}
+
+}  // namespace kache::storage::remote
