@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace kache::storage::remote {
 
@@ -62,11 +63,9 @@ void RedisStorage::fail_from_context(const char* doing) {
   throw RemoteError(kind, url_.redacted() + ": " + doing + ": " + detail);
 }
 
-// Runs one command on the open connection; a failed call or an error reply throws, the connection is
-// dropped then (its state after a failure is unknown).
-RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view> args, const char* doing) {
+void RedisStorage::append(std::initializer_list<std::string_view> args, const char* doing) {
   constexpr std::size_t kMaxArgs = 4;  // AUTH user password is the longest
-  if (args.size() > kMaxArgs) throw std::logic_error("RedisStorage::command: too many arguments");
+  if (args.size() > kMaxArgs) throw std::logic_error("RedisStorage::append: too many arguments");
   const char* argv[kMaxArgs];
   std::size_t lens[kMaxArgs];
   int argc = 0;
@@ -75,9 +74,17 @@ RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view
     lens[argc] = a.size();
     ++argc;
   }
+  if (redisAppendCommandArgv(context_.get(), argc, argv, lens) != REDIS_OK) fail_from_context(doing);
+  queued_.push_back(doing);
+}
+
+// Reads one reply; a failed read or an error reply throws, and the connection is dropped then (its
+// state after a failure is unknown).
+RedisStorage::Reply RedisStorage::read_reply(const char* doing) {
   errno = 0;
-  Reply reply(static_cast<redisReply*>(redisCommandArgv(context_.get(), argc, argv, lens)));
-  if (!reply) fail_from_context(doing);
+  void* raw = nullptr;
+  if (redisGetReply(context_.get(), &raw) != REDIS_OK || !raw) fail_from_context(doing);
+  Reply reply(static_cast<redisReply*>(raw));
   if (reply->type == REDIS_REPLY_ERROR) {
     const bool auth = std::string_view(doing) == "AUTH" || is_auth_reply(*reply);
     std::string message = url_.redacted() + ": " + doing + ": " + std::string(reply->str, reply->len);
@@ -87,8 +94,18 @@ RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view
   return reply;
 }
 
+RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view> args, const char* doing) {
+  append(args, doing);
+  // The replies come in the order the commands were sent: a refused AUTH is reported as such, before
+  // the NOAUTH the command itself then gets.
+  const std::vector<const char*> queued = std::exchange(queued_, {});
+  for (std::size_t i = 0; i + 1 < queued.size(); ++i) read_reply(queued[i]);
+  return read_reply(doing);
+}
+
 void RedisStorage::connect() {
   if (context_) return;
+  queued_.clear();
   // A statically linked kache hands remotes with host names to kache-http (main.cpp); it must not reach
   // the NSS modules hiredis's getaddrinfo would load.
   if (url_.scheme == Scheme::redis && !curl_loading_refusal().empty() && !url_.host_is_address()) {
@@ -107,12 +124,12 @@ void RedisStorage::connect() {
   }
   if (url_.password) {
     if (url_.user.empty()) {
-      command({"AUTH", *url_.password}, "AUTH");
+      append({"AUTH", *url_.password}, "AUTH");
     } else {
-      command({"AUTH", url_.user, *url_.password}, "AUTH");
+      append({"AUTH", url_.user, *url_.password}, "AUTH");
     }
   }
-  if (url_.db != 0) command({"SELECT", std::to_string(url_.db)}, "SELECT");
+  if (url_.db != 0) append({"SELECT", std::to_string(url_.db)}, "SELECT");
 }
 
 std::optional<std::string> RedisStorage::get(std::string_view key) {

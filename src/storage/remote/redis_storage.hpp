@@ -1,8 +1,9 @@
 #pragma once
 // A Redis server as a store (hiredis, linked statically): values under "<prefix><key>" with GET, SET and
-// DEL; binary-safe. Connects on first use with the URL's connect timeout, then AUTH (user and password,
-// or password only) and SELECT db; every command runs under the operation timeout (SO_RCVTIMEO and
-// SO_SNDTIMEO). The connection is kept for the process and dropped after any failure.
+// DEL; binary-safe. Connects on first use with the URL's connect timeout; AUTH (user and password, or
+// password only) and SELECT db are sent with the first command, in one write, and their replies read
+// before its own (one round trip, not three); every command runs under the operation timeout
+// (SO_RCVTIMEO and SO_SNDTIMEO). The connection is kept for the process and dropped after any failure.
 //
 // Failures throw RemoteError: refused, reset or closed connection and error replies = error; connect or
 // command that ran past its timeout (a black-holed server) = timeout; AUTH refused, or a command
@@ -10,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
@@ -39,13 +41,18 @@ class RedisStorage final : public RemoteBackend {
   };
   using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
   void connect();
-  // Runs one command; a failed call or an error reply throws (and drops the connection).
+  // Queues one command, without waiting for its reply.
+  void append(std::initializer_list<std::string_view> args, const char* doing);
+  // Reads the next reply; a failed read or an error reply throws (and drops the connection).
+  Reply read_reply(const char* doing);
+  // Runs one command: the connection's queued AUTH and SELECT replies first, then its own.
   Reply command(std::initializer_list<std::string_view> args, const char* doing);
   [[noreturn]] void fail_from_context(const char* doing);
 
   RemoteUrl url_;
   std::string prefix_;
   std::unique_ptr<redisContext, ContextDeleter> context_;
+  std::vector<const char*> queued_;  // commands sent on this connection whose replies are still unread
 };
 
 }  // namespace kache::storage::remote
