@@ -29,6 +29,7 @@
 #include "core/outcome.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
+#include "core/verified_identities.hpp"
 #include "core/watch.hpp"
 #include "storage/layered.hpp"
 #include "util/clock.hpp"
@@ -105,7 +106,12 @@ class Margins {
 class Pipeline {
  public:
   Pipeline(const Invocation& inv, const Config& cfg, compiler::Adapter& adapter, Counts& counts)
-      : inv_(inv), cfg_(cfg), adapter_(adapter), counts_(counts), store_(storage::open_storage(cfg)) {}
+      : inv_(inv),
+        cfg_(cfg),
+        adapter_(adapter),
+        counts_(counts),
+        store_(storage::open_storage(cfg)),
+        verified_(util::join_path(cfg.cache_dir, "identities")) {}
 
   // Returns the exit code, or nullopt when the invocation must run unchanged (passthrough_ is set).
   std::optional<int> run();
@@ -179,6 +185,7 @@ class Pipeline {
   util::Digest direct_;
   std::string manifest_key_;
   Margins margins_;
+  VerifiedIdentities verified_;  // shared across this cache dir's compiles; flushed when the pipeline ends
 };
 
 std::optional<int> Pipeline::run() {
@@ -282,7 +289,15 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
       return false;
     }
     if (*id == f.identity && !f.racy) continue;
-    // The identity moved (or was never trustworthy): the content decides.
+    // The identity moved (or was never trustworthy): the content decides, as verified by an earlier
+    // compile of this cache dir under this same identity, or read now.
+    if (verified_.verified(VerifiedIdentities::Kind::file, path, *id, f.hash) &&
+        !is_racy(*id, util::file_clock_now_ns(), margins_.for_file(path, id->dev))) {
+      f.identity = *id;
+      f.racy = false;
+      refreshed = true;
+      continue;
+    }
     util::Digest h;
     try {
       h = util::hash_file(path);
@@ -297,6 +312,7 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
     const std::int64_t margin = margins_.for_file(path, id->dev);
     f.identity = *id;
     f.racy = is_racy(*id, now, margin);
+    if (!f.racy) verified_.add(VerifiedIdentities::Kind::file, path, *id, h);
     refreshed = true;
   }
   for (auto& a : entry.absent) {
@@ -307,7 +323,15 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
       if (id && *id == a.identity) continue;  // no entry created, removed or renamed in it since
       if (a.names.empty()) {
         // Another identity (another machine's toolchain, or a directory touched): the same names
-        // prove every name that was missing still is.
+        // prove every name that was missing still is (as verified by an earlier compile of this cache
+        // dir under this same identity, or read now).
+        if (id && id->is_dir && a.listing &&
+            verified_.verified(VerifiedIdentities::Kind::listing, dir, *id, *a.listing) &&
+            !is_racy(*id, util::file_clock_now_ns(), margins_.for_file(dir, id->dev))) {
+          a.identity = *id;
+          refreshed = true;
+          continue;
+        }
         if (id && id->is_dir && a.listing && same_listing(dir, *a.listing, a.identity, refreshed)) continue;
         log.debug("direct lookup: toolchain directory {} changed", dir);
         return false;
@@ -342,6 +366,7 @@ bool Pipeline::same_listing(const std::string& dir, const util::Digest& listing,
       !is_racy(*before, clock, margins_.for_file(dir, before->dev))) {
     guard = *before;
     refreshed = true;
+    verified_.add(VerifiedIdentities::Kind::listing, dir, *before, listing);
   }
   return true;
 }

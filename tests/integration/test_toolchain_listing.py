@@ -48,8 +48,18 @@ class ToolchainDirectoryElsewhere(KacheTestCase):
         self.write("x.c", SRC)
         time.sleep(0.05)  # the copied directory's times leave the clock tick (a guard must be trusted)
 
-    def compile(self, out="x.o", env=None):
-        return self.kache([self.clang, "-O2", "-c", "x.c", "-o", out], env=env)
+    def compile(self, out="x.o", env=None, src="x.c"):
+        return self.kache([self.clang, "-O2", "-c", src, "-o", out], env=env)
+
+    def opened_under(self, directory, src, out):
+        """The files under `directory` one compile of `src` opened (to hash a header, or list a directory)."""
+        trace = self.path("trace-open")
+        env = dict(self.env)
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+        subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,open", "-o", trace, KACHE, self.clang, "-O2",
+                        "-c", src, "-o", out], cwd=self.ws, env=env, check=True)
+        with open(trace) as f:
+            return [p for p in re.findall(r'open(?:at)?\([^"]*"([^"]+)"', f.read()) if p.startswith(directory)]
 
     def move_toolchain(self):
         """The same directory as another machine has it: new inode and times, same names and files."""
@@ -104,6 +114,41 @@ class ToolchainDirectoryElsewhere(KacheTestCase):
             self.assertNotIn("toolchain directory", r.stderr)
             subprocess.run([self.clang, "-O2", "-c", "x.c", "-o", "plain.o"], cwd=self.ws, check=True)
             self.assert_same_object(self.path("x.o"), self.path("plain.o"))
+
+    @unittest.skipIf(shutil.which("strace") is None, "strace is not installed")
+    def test_what_one_compile_verified_the_next_does_not_read_again(self):
+        # Two translation units with the same headers, each with its own manifest. After the move, the
+        # first hit reads the headers it includes and lists the directory; the second finds them verified
+        # under their new identities by this cache dir and reads none of them.
+        self.write("y.c", SRC.replace("int f(void)", "int g(void)"))
+        self.compile()
+        self.compile(out="y.o", src="y.c")
+        self.move_toolchain()
+        self.zero()
+        self.assertTrue(self.opened_under(self.inc, "x.c", "x.o"))
+        self.assertEqual(self.opened_under(self.inc, "y.c", "y.o"), [])
+        s = self.stats()
+        self.assertEqual((s["hits"], s["direct_hits"], s["misses"]), (2, 2, 0), s)
+        for src, out in (("x.c", "x.o"), ("y.c", "y.o")):
+            subprocess.run([self.clang, "-O2", "-c", src, "-o", "plain.o"], cwd=self.ws, check=True)
+            self.assert_same_object(self.path(out), self.path("plain.o"))
+
+    def test_a_header_edited_after_another_compile_verified_it(self):
+        # What a compile verified holds for that identity only: the header edited since (a new identity)
+        # is read again, and the second unit's cached object is not served.
+        self.write("y.c", SRC.replace("int f(void)", "int g(void)"))
+        self.compile()
+        self.compile(out="y.o", src="y.c")
+        self.move_toolchain()
+        self.compile()  # verifies the moved headers for this cache dir
+        with open(os.path.join(self.inc, "stddef.h"), "a") as f:
+            f.write("\nint kb_edited_after_verification;\n")
+        time.sleep(0.05)
+        self.zero()
+        self.compile(out="y.o", src="y.c")
+        self.assert_counts(hits=0, misses=1)
+        self.assertIn(b"kb_edited_after_verification",
+                      subprocess.run(["nm", self.path("y.o")], capture_output=True).stdout)
 
     def test_a_name_added_to_the_directory_declines(self):
         self.compile()

@@ -1,0 +1,112 @@
+#include "core/verified_identities.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+
+#include "core/log.hpp"
+#include "util/cache_umask.hpp"
+#include "util/scoped_file.hpp"
+
+namespace kache::core {
+
+namespace {
+
+constexpr std::string_view kRecordMark = "I1 ";
+
+std::string check_hex(std::string_view payload) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(util::xxh64(payload)));
+  return std::string(buf, 16);
+}
+
+}  // namespace
+
+std::string VerifiedIdentities::key_of(Kind kind, std::string_view path, const util::FileIdentity& id) {
+  std::string key(1, static_cast<char>(kind));
+  key += util::xxh128_hex(path);
+  key += ':';
+  key += std::to_string(id.dev) + ':' + std::to_string(id.ino) + ':' + std::to_string(id.size) + ':' +
+         std::to_string(id.mtime_ns) + ':' + std::to_string(id.ctime_ns);
+  return key;
+}
+
+std::string VerifiedIdentities::format_record(Kind kind, std::string_view path, const util::FileIdentity& id,
+                                              const util::Digest& digest) {
+  std::string payload(kRecordMark);
+  payload += key_of(kind, path, id);
+  payload += ' ';
+  payload += digest.hex();
+  return payload + ' ' + check_hex(payload) + '\n';
+}
+
+bool VerifiedIdentities::parse_record(std::string_view line, std::string& key, util::Digest& digest) {
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  const std::size_t last = line.rfind(' ');
+  if (last == std::string_view::npos || !line.starts_with(kRecordMark)) return false;
+  const std::string_view payload = line.substr(0, last);
+  if (line.substr(last + 1) != check_hex(payload)) return false;  // torn or damaged
+  const std::string_view rest = payload.substr(kRecordMark.size());
+  const std::size_t space = rest.find(' ');
+  if (space == std::string_view::npos || space == 0) return false;
+  if (!util::Digest::from_hex(rest.substr(space + 1), digest)) return false;
+  key.assign(rest.substr(0, space));
+  return true;
+}
+
+void VerifiedIdentities::load() {
+  loaded_ = true;
+  std::string data;
+  try {
+    data = util::read_file(path_);
+  } catch (const std::exception&) {
+    return;  // none yet (or unreadable): nothing is known
+  }
+  std::string key;
+  util::Digest digest;
+  for (std::size_t pos = 0; pos < data.size();) {
+    std::size_t end = data.find('\n', pos);
+    if (end == std::string::npos) break;  // a record still being written, or torn
+    if (parse_record(std::string_view(data).substr(pos, end - pos), key, digest)) known_[key] = digest;
+    pos = end + 1;
+  }
+}
+
+bool VerifiedIdentities::verified(Kind kind, std::string_view path, const util::FileIdentity& id,
+                                  const util::Digest& digest) {
+  if (!loaded_) load();
+  auto it = known_.find(key_of(kind, path, id));
+  return it != known_.end() && it->second == digest;
+}
+
+void VerifiedIdentities::add(Kind kind, std::string_view path, const util::FileIdentity& id,
+                             const util::Digest& digest) {
+  known_[key_of(kind, path, id)] = digest;
+  pending_ += format_record(kind, path, id, digest);
+}
+
+void VerifiedIdentities::flush() {
+  if (pending_.empty()) return;
+  const std::string records = std::exchange(pending_, {});
+  try {
+    util::CacheUmaskScope cache_umask;
+    util::UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666));
+    if (fd.get() < 0) return;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) > kMaxBytes) {
+      // Starts over: identities of files long replaced would otherwise pile up.
+      util::write_file_atomic(path_, records);
+      return;
+    }
+    // One write: O_APPEND places it whole at the end, after every other writer's records.
+    util::write_fully(fd.get(), records, path_);
+  } catch (const std::exception& e) {
+    log().debug("cannot record verified identities: {}", e.what());
+  }
+}
+
+}  // namespace kache::core

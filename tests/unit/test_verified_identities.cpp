@@ -1,0 +1,96 @@
+// The cache dir's record of identities already verified (core/verified_identities.hpp): what one
+// compile records, the next one finds; a damaged or torn record is never believed.
+#include <gtest/gtest.h>
+
+#include "core/verified_identities.hpp"
+#include "util/fs.hpp"
+
+namespace kache::core {
+namespace {
+
+util::FileIdentity identity(std::uint64_t ino, std::int64_t ctime_ns = 1000) {
+  util::FileIdentity id;
+  id.dev = 42;
+  id.ino = ino;
+  id.size = 7;
+  id.mtime_ns = 900;
+  id.ctime_ns = ctime_ns;
+  return id;
+}
+
+util::Digest digest_of(std::string_view text) { return util::sha256(text); }
+
+using Kind = VerifiedIdentities::Kind;
+
+TEST(VerifiedIdentities, WhatOneRecordsTheNextFinds) {
+  util::TempDir dir("/tmp");
+  const std::string file = dir.path() + "/identities";
+  {
+    VerifiedIdentities first(file);
+    EXPECT_FALSE(first.verified(Kind::file, "/inc/a.h", identity(1), digest_of("a")));
+    first.add(Kind::file, "/inc/a.h", identity(1), digest_of("a"));
+    first.add(Kind::listing, "/inc", identity(2), digest_of("names"));
+    EXPECT_TRUE(first.verified(Kind::file, "/inc/a.h", identity(1), digest_of("a")));
+  }  // flushed
+  VerifiedIdentities next(file);
+  EXPECT_TRUE(next.verified(Kind::file, "/inc/a.h", identity(1), digest_of("a")));
+  EXPECT_TRUE(next.verified(Kind::listing, "/inc", identity(2), digest_of("names")));
+  // Another digest, another identity (any field), another path or another kind: not verified.
+  EXPECT_FALSE(next.verified(Kind::file, "/inc/a.h", identity(1), digest_of("b")));
+  EXPECT_FALSE(next.verified(Kind::file, "/inc/a.h", identity(1, 1001), digest_of("a")));
+  EXPECT_FALSE(next.verified(Kind::file, "/inc/b.h", identity(1), digest_of("a")));
+  EXPECT_FALSE(next.verified(Kind::listing, "/inc/a.h", identity(1), digest_of("a")));
+}
+
+TEST(VerifiedIdentities, DamagedAndTornRecordsAreIgnored) {
+  util::TempDir dir("/tmp");
+  const std::string file = dir.path() + "/identities";
+  const std::string good = VerifiedIdentities::format_record(Kind::file, "/inc/a.h", identity(1), digest_of("a"));
+  std::string flipped = VerifiedIdentities::format_record(Kind::file, "/inc/b.h", identity(2), digest_of("b"));
+  flipped[flipped.size() / 2] ^= 1;
+  const std::string torn =
+      VerifiedIdentities::format_record(Kind::file, "/inc/c.h", identity(3), digest_of("c")).substr(0, 40);
+  util::write_file_atomic(file, "garbage\n" + flipped + good + torn);
+  VerifiedIdentities memo(file);
+  EXPECT_TRUE(memo.verified(Kind::file, "/inc/a.h", identity(1), digest_of("a")));
+  EXPECT_FALSE(memo.verified(Kind::file, "/inc/b.h", identity(2), digest_of("b")));
+  EXPECT_FALSE(memo.verified(Kind::file, "/inc/c.h", identity(3), digest_of("c")));
+
+  std::string key;
+  util::Digest d;
+  EXPECT_TRUE(VerifiedIdentities::parse_record(good, key, d));
+  EXPECT_EQ(d, digest_of("a"));
+  EXPECT_FALSE(VerifiedIdentities::parse_record(flipped, key, d));
+  EXPECT_FALSE(VerifiedIdentities::parse_record(torn, key, d));
+  EXPECT_FALSE(VerifiedIdentities::parse_record("", key, d));
+}
+
+TEST(VerifiedIdentities, AppendsAfterOtherWritersAndStartsOverPastItsBound) {
+  util::TempDir dir("/tmp");
+  const std::string file = dir.path() + "/identities";
+  {
+    VerifiedIdentities one(file);
+    one.add(Kind::file, "/a", identity(1), digest_of("a"));
+  }
+  {
+    VerifiedIdentities two(file);
+    two.add(Kind::file, "/b", identity(2), digest_of("b"));
+  }
+  {
+    VerifiedIdentities both(file);
+    EXPECT_TRUE(both.verified(Kind::file, "/a", identity(1), digest_of("a")));
+    EXPECT_TRUE(both.verified(Kind::file, "/b", identity(2), digest_of("b")));
+  }
+  // Past the bound the next writer starts the file over with its own records.
+  util::write_file_atomic(file, std::string(VerifiedIdentities::kMaxBytes + 1, '\n'));
+  {
+    VerifiedIdentities writer(file);
+    writer.add(Kind::file, "/c", identity(3), digest_of("c"));
+  }
+  EXPECT_LT(util::read_file(file).size(), 1000u);
+  VerifiedIdentities after(file);
+  EXPECT_TRUE(after.verified(Kind::file, "/c", identity(3), digest_of("c")));
+}
+
+}  // namespace
+}  // namespace kache::core
