@@ -35,6 +35,7 @@ import os
 import shlex
 import shutil
 import signal
+import stat
 import statistics
 import subprocess
 import sys
@@ -178,6 +179,9 @@ class Scenario:
                         try:
                             if primed:
                                 self.prime(t)
+                            moved = self.move_toolchain_identities()
+                            if moved is not None:
+                                self.r["config"]["moved_identities"] = moved
                             runs.append(self.build(t, self.checkout_b, label, r))
                         finally:
                             t.teardown()
@@ -193,6 +197,37 @@ class Scenario:
         finally:
             self.hide_checkout_a(False)
         self.r["builds"][name] = res
+
+    def toolchain_header_dirs(self) -> list[str]:
+        """Where the project's system headers come from: the CUDA toolkit's include directory, the host
+        compiler's own and /usr/include (headers only: the programs keep their identities, so a primed
+        cache dir's toolchain memo stays valid, as it would on that machine)."""
+        cuda = os.path.realpath(os.path.join(os.path.dirname(os.path.realpath(self.nvcc)), "..", "targets",
+                                             "x86_64-linux", "include"))
+        gcc = subprocess.run(["gcc", "-print-file-name=include"], capture_output=True, text=True).stdout.strip()
+        return [d for d in (cuda, gcc, "/usr/include") if d and os.path.isdir(d)]
+
+    def move_toolchain_identities(self) -> int | None:
+        """Another machine's copy of the toolchain: the same headers under other identities. A no-op chmod
+        of every header and directory gives each a new ctime, so every tool verifies them by content, as
+        it would there; the wait puts the new times outside the clock tick (a file changed just now is
+        trusted by no tool). None when the headers cannot be changed (not root, not their owner)."""
+        if self.args.same_machine_identities:
+            return None
+        n = 0
+        try:
+            for top in self.toolchain_header_dirs():
+                for d, _, files in os.walk(top):
+                    for p in [d] + [os.path.join(d, f) for f in files]:
+                        st = os.lstat(p)
+                        if not stat.S_ISLNK(st.st_mode):
+                            os.chmod(p, stat.S_IMODE(st.st_mode))
+                            n += 1
+        except PermissionError as e:
+            self.r["skipped"]["moved identities"] = f"the toolchain's headers cannot be changed here ({e})"
+            return None
+        time.sleep(1.1)
+        return n
 
     def prime(self, tool: bench.Tool) -> None:
         """A machine that has used the tool before: one unrelated compile (no remote) in the new cache dir,
@@ -490,7 +525,11 @@ def report_md(r: dict) -> str:
          f"Project: bench/genproject.py, {c['tus']} TUs ({c['tiny_tus']} tiny, {c['thrust_tus']} thrust+cub), "
          f"`ninja -j {c['jobs']}`, medians of {c['reps']} runs for the warm rebuilds. Checkout A "
          f"`{c['checkout_a']}`, checkout B `{c['checkout_b']}` (a copy; A is renamed away while B builds from "
-         f"the remote). Each warm-remote run starts with a new, empty local cache. Base directory = the "
+         f"the remote). Each warm-remote run starts with a new, empty local cache"
+         + (f", and the toolchain's {c['moved_identities']} headers and include directories get new identities "
+            f"first (a no-op chmod: a new ctime), as another machine's copy has them, so each tool verifies "
+            f"them by content" if c.get("moved_identities") else ", on this machine's toolchain (same identities)")
+         + f". Base directory = the "
          f"checkout root (kache `paths.base_dirs`, ccache `base_dir`). One redis-server and one nginx "
          f"WebDAV share for all tools.\n",
          "## Rebuilds\n",
@@ -659,6 +698,8 @@ def main() -> None:
     ap.add_argument("--thrust", type=int, help="thrust+cub TUs (default 2; quick 1)")
     ap.add_argument("--reps", type=int, help="warm rebuild repetitions (default 3; quick 2)")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--same-machine-identities", action="store_true",
+                    help="do not give the toolchain's headers new identities before each warm-remote build")
     ap.add_argument("--name", default="remote")
     args = ap.parse_args()
     q = args.quick
