@@ -1,10 +1,12 @@
 #include "servers.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -304,6 +306,18 @@ BlackHole::BlackHole(bool full_backlog) {
 BlackHole::~BlackHole() {
   for (int fd : fillers_) ::close(fd);
   ::close(listener_);
+}
+
+std::vector<std::string> inheritable_sockets() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(e.path().filename().string());
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0 && !(flags & FD_CLOEXEC)) out.push_back("fd " + std::to_string(fd));
+  }
+  return out;
 }
 
 }  // namespace kache::testing

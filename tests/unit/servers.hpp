@@ -24,6 +24,9 @@ struct RedisOptions {
   bool unix_socket = false;
 };
 
+// The open sockets of this process that a child it runs would inherit (no FD_CLOEXEC), as "fd N".
+std::vector<std::string> inheritable_sockets();
+
 class RedisServer {
  public:
   explicit RedisServer(RedisOptions options = {});

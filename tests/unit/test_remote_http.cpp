@@ -230,6 +230,14 @@ TEST(RemoteHttp, AConnectionTheServerClosedIsReplaced) {
   EXPECT_EQ(store.get(kKey), "w");
 }
 
+TEST(RemoteHttp, TheConnectionIsNotInheritedByTheCompiler) {
+  SKIP_WITHOUT_NGINX();
+  testing::NginxServer server;
+  HttpStorage store(url_of(server.base_url()));
+  EXPECT_EQ(store.get(kKey), std::nullopt);  // the kept-alive connection is open now
+  EXPECT_EQ(testing::inheritable_sockets(), std::vector<std::string>{});
+}
+
 TEST(RemoteHttp, HostNamesAreResolved) {
   SKIP_WITHOUT_NGINX();
   testing::NginxServer server;

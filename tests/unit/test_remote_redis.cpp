@@ -74,6 +74,14 @@ TEST(RemoteRedis, DatabaseNumberAndReadOnly) {
   EXPECT_EQ(db5.get("k"), "in five");
 }
 
+TEST(RemoteRedis, TheConnectionIsNotInheritedByTheCompiler) {
+  SKIP_WITHOUT_REDIS();
+  testing::RedisServer server;
+  RedisStorage store(url_of("redis://127.0.0.1:" + std::to_string(server.port())));
+  EXPECT_EQ(store.get("k"), std::nullopt);  // the kept connection is open now
+  EXPECT_EQ(testing::inheritable_sockets(), std::vector<std::string>{});
+}
+
 TEST(RemoteRedis, UnixSocket) {
   SKIP_WITHOUT_REDIS();
   testing::RedisOptions options;

@@ -1,5 +1,7 @@
 #include "storage/remote/curl_http.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -24,6 +26,10 @@ struct Upload {
 };
 
 struct Download {
+  const CurlApi* api = nullptr;
+  CURL* curl = nullptr;
+  bool is_get = false;
+  bool bounded = false;  // the bound was set from the status, at the body's first bytes
   std::string body;
   std::uint64_t max = UINT64_MAX;
   bool oversized = false;
@@ -31,6 +37,13 @@ struct Download {
 
 std::size_t write_body(char* ptr, std::size_t size, std::size_t nmemb, void* userdata) {
   auto* download = static_cast<Download*>(userdata);
+  if (!download->bounded) {
+    // Only a value (a GET's 200) is allowed the request's bound; an error page is small.
+    long status = 0;
+    download->api->easy_getinfo(download->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (!(download->is_get && status == 200)) download->max = std::min(download->max, kAnswerBodyLimit);
+    download->bounded = true;
+  }
   if (download->body.size() + size * nmemb > download->max) {
     download->oversized = true;
     return 0;  // curl ends the transfer with CURLE_WRITE_ERROR
@@ -45,6 +58,11 @@ std::size_t read_upload(char* buffer, std::size_t size, std::size_t nitems, void
   std::memcpy(buffer, upload->data.data() + upload->offset, n);
   upload->offset += n;
   return n;
+}
+
+int close_on_exec(void*, curl_socket_t fd, curlsocktype) {
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return CURL_SOCKOPT_OK;
 }
 
 struct HeaderList {
@@ -80,6 +98,9 @@ HttpResponse CurlConnection::perform(const HttpRequest& request, const std::stri
   api.easy_reset(curl);  // clears the previous request's options; keeps the open connection
 
   Download download;
+  download.api = &api;
+  download.curl = curl;
+  download.is_get = request.method == HttpMethod::get;
   download.max = request.max_body;
   Upload upload{request.body, 0};
   char error_text[CURL_ERROR_SIZE] = "";
@@ -110,13 +131,20 @@ HttpResponse CurlConnection::perform(const HttpRequest& request, const std::stri
       break;
   }
 
+  // Sockets curl opens must not reach the compiler kache runs.
+  api.easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, &close_on_exec);
   const CURLcode code = [&] {
     const SigpipeGuard sigpipe;
     return api.easy_perform(curl);
   }();
   if (download.oversized) {
-    throw OversizedValue(url_.redacted() + ": the answer's body exceeds " + std::to_string(request.max_body) +
-                         " bytes");
+    long status = 0;
+    api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    const std::string what = url_.redacted() + ": the answer's body (HTTP " + std::to_string(status) + ") exceeds " +
+                             std::to_string(request.max_body) + " bytes";
+    // Only a value is allowed the configured bound: an error page this large is an error.
+    if (request.method == HttpMethod::get && status == 200) throw OversizedValue(what);
+    throw RemoteError(RemoteFailure::Kind::error, what);
   }
   if (code != CURLE_OK) {
     const auto kind = code == CURLE_OPERATION_TIMEDOUT ? RemoteFailure::Kind::timeout : RemoteFailure::Kind::error;

@@ -1,8 +1,9 @@
 #pragma once
 // One HTTP request and its answer, as the two connections behind HttpStorage see them: PlainHttpConnection
 // (http://, Boost.Beast in this process) and CurlConnection (https://, libcurl loaded on first use).
-// Both throw RemoteError for what the server did not answer (refused, timed out, TLS, DNS) and
-// OversizedValue for a body over the caller's bound; a status code, whatever it is, is an answer.
+// Both throw RemoteError for what the server did not answer (refused, timed out, TLS, DNS) or for an
+// answer body over its bound, and OversizedValue for a value (a GET's 200) over the caller's bound; a
+// status code, whatever it is, is an answer.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -13,11 +14,15 @@ namespace kache::storage::remote {
 
 enum class HttpMethod { get, put, remove };
 
+// The most of an error page, or of the answer to a PUT or DELETE, that is read (only their status
+// matters); only a GET's 200 is allowed the request's max_body.
+constexpr std::uint64_t kAnswerBodyLimit = 64 << 10;
+
 struct HttpRequest {
   HttpMethod method = HttpMethod::get;
   std::string_view target;  // the path, "/cache/ab/cdef" (origin form, already percent-encoded)
   std::string_view body;    // PUT only
-  std::uint64_t max_body = UINT64_MAX;  // a longer response body throws OversizedValue, unread
+  std::uint64_t max_body = UINT64_MAX;  // a longer value (a GET's 200) throws OversizedValue, unread
 };
 
 struct HttpResponse {

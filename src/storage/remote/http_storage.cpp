@@ -85,7 +85,7 @@ HttpResponse HttpStorage::perform(HttpMethod method, std::string_view key, std::
   request.method = method;
   request.target = target;
   request.body = upload;
-  if (method == HttpMethod::get) request.max_body = max_body_;
+  request.max_body = method == HttpMethod::get ? max_body_ : kAnswerBodyLimit;
   HttpResponse response;
   if (url_.scheme == Scheme::https) {
     if (!curl_) curl_ = std::make_unique<CurlConnection>(url_, ca_file_);

@@ -6,8 +6,9 @@
 //
 // Statuses: GET 200 = the value, 404 = miss; PUT any 2xx; DELETE any 2xx or 404; 401 and 403 = auth;
 // anything else = error. Failures to get an answer: past connect-timeout or operation-timeout =
-// timeout, the rest (refused, TLS, DNS) = error. A GET body over max_body (remote.max_entry_size plus
-// the signature's trailer) throws OversizedValue without being read whole. Credentials: basic auth
+// timeout, the rest (refused, TLS, DNS) = error. A GET's value over max_body (remote.max_entry_size)
+// throws OversizedValue without being read whole; other answers' bodies are bounded by
+// kAnswerBodyLimit (http_exchange.hpp), past which they are errors. Credentials: basic auth
 // (user and password from the URL or KACHE_REMOTE_PASSWORD), else a bearer token
 // (KACHE_REMOTE_BEARER_TOKEN). HTTPS verifies the server against ca_file when given (remote.ca_file),
 // else the system's CAs. A read-only URL makes put and remove do nothing. One connection is kept for

@@ -1,8 +1,9 @@
 #include "storage/remote/redis_storage.hpp"
 
-#include "storage/remote/curl_loader.hpp"
+#include "storage/remote/host_names.hpp"
 #include "storage/remote/sigpipe_guard.hpp"
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
@@ -106,19 +107,15 @@ RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view
 void RedisStorage::connect() {
   if (context_) return;
   queued_.clear();
-  // A statically linked kache hands remotes with host names to kache-http (main.cpp); it must not reach
-  // the NSS modules hiredis's getaddrinfo would load.
-  if (url_.scheme == Scheme::redis && !curl_loading_refusal().empty() && !url_.host_is_address()) {
-    throw RemoteError(RemoteFailure::Kind::error,
-                      url_.redacted() + ": this kache is linked statically and cannot resolve host names; use a "
-                                        "numeric address, or install kache-http beside it");
-  }
+  require_resolvable(url_);  // hiredis resolves with getaddrinfo
   const timeval connect_timeout = to_timeval(url_.connect_timeout_ms);
   errno = 0;
   context_.reset(url_.scheme == Scheme::redis_unix
                      ? redisConnectUnixWithTimeout(url_.path.c_str(), connect_timeout)
                      : redisConnectWithTimeout(url_.host.c_str(), url_.effective_port(), connect_timeout));
   if (!context_ || context_->err) fail_from_context("connect");
+  // hiredis opens its socket without SOCK_CLOEXEC: the compiler kache runs must not inherit it.
+  ::fcntl(context_->fd, F_SETFD, FD_CLOEXEC);
   if (redisSetTimeout(context_.get(), to_timeval(url_.operation_timeout_ms)) != REDIS_OK) {
     fail_from_context("set timeout");
   }

@@ -37,10 +37,6 @@ class RemoteError : public std::runtime_error {
   RemoteFailure failure_;
 };
 
-}  // namespace kache::storage::remote
-
-namespace kache::storage::remote {
-
 // A value the server holds but larger than the configured bound (remote.max_entry_size): a miss,
 // counted apart, and never read whole into memory. Not a failure of the server.
 class OversizedValue : public std::runtime_error {
