@@ -167,6 +167,11 @@ class Scenario:
         finally:
             t.teardown()
         self.hide_checkout_a(True)
+        # The entries were written on this machine: their manifests name the toolchain's headers by the
+        # identities they have here. Another machine's copies have others.
+        moved = self.move_toolchain_identities()
+        if moved is not None:
+            self.r["config"]["moved_identities"] = moved
         try:
             for backend, remote in backends.items():
                 for primed in (False, True):
@@ -178,10 +183,7 @@ class Scenario:
                         t = self.make_tool(name, cache, remote, self.checkout_b)
                         try:
                             if primed:
-                                self.prime(t)
-                            moved = self.move_toolchain_identities()
-                            if moved is not None:
-                                self.r["config"]["moved_identities"] = moved
+                                self.prime(t, label)
                             runs.append(self.build(t, self.checkout_b, label, r))
                         finally:
                             t.teardown()
@@ -229,23 +231,12 @@ class Scenario:
         time.sleep(1.1)
         return n
 
-    def prime(self, tool: bench.Tool) -> None:
-        """A machine that has used the tool before: one unrelated compile (no remote) in the new cache dir,
-        then its entries removed. kache's first compile in a cache dir probes the toolchain (its memo,
-        `toolchains/`, is machine-specific and survives `kache -C`); ccache and sccache have no such step."""
-        src = os.path.join(self.work, "prime", "prime.cu")
-        if not os.path.exists(src):
-            os.makedirs(os.path.dirname(src), exist_ok=True)
-            with open(src, "w") as f:
-                f.write("__global__ void kb_prime(float* x) { x[threadIdx.x] *= 2.0f; }\n")
-            past = time.time() - 60
-            os.utime(src, (past, past))
-        env = {k: v for k, v in tool.env.items() if k not in ("KACHE_REMOTE_STORAGE", "CCACHE_REMOTE_STORAGE")}
-        cmd = tool.launcher + [self.nvcc, *genproject.CFLAGS.split(), *genproject.ONE_ARCH.split(), "-c", src,
-                               "-o", os.path.join(self.work, "prime", "prime.o")]
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if p.returncode != 0:
-            self.anomaly(f"{tool.name}: priming compile failed: {p.stderr[-400:]}")
+    def prime(self, tool: bench.Tool, label: str) -> None:
+        """A machine that has built with this toolchain before and lost its entries (cleared, evicted):
+        the warm-remote build once in the new cache dir, then its entries removed (`-C`). What each tool
+        keeps of the machine stays: kache's toolchain memo (`toolchains/`) and its record of verified
+        identities (`identities`); ccache keeps nothing of the kind."""
+        self.build(tool, self.checkout_b, f"{label} (priming)", 0)
         tool.clear()
         tool.zero()
 
@@ -508,8 +499,8 @@ ROWS = [("fill", "fill: cold build, checkout A (writes local + remotes)"),
         ("warm_local", "warm local: checkout A, clean build dir, same local cache"),
         ("warm_remote_redis", "warm remote (redis): checkout B, new empty cache dir"),
         ("warm_remote_http", "warm remote (http/WebDAV): checkout B, new empty cache dir"),
-        ("warm_remote_redis_primed", "warm remote (redis), primed: checkout B, cache dir in use, no entries"),
-        ("warm_remote_http_primed", "warm remote (http/WebDAV), primed: checkout B, cache dir in use, no entries")]
+        ("warm_remote_redis_primed", "warm remote (redis), primed: checkout B, cache dir that built it before, entries cleared"),
+        ("warm_remote_http_primed", "warm remote (http/WebDAV), primed: checkout B, cache dir that built it before, entries cleared")]
 
 
 def report_md(r: dict) -> str:
@@ -525,10 +516,13 @@ def report_md(r: dict) -> str:
          f"Project: bench/genproject.py, {c['tus']} TUs ({c['tiny_tus']} tiny, {c['thrust_tus']} thrust+cub), "
          f"`ninja -j {c['jobs']}`, medians of {c['reps']} runs for the warm rebuilds. Checkout A "
          f"`{c['checkout_a']}`, checkout B `{c['checkout_b']}` (a copy; A is renamed away while B builds from "
-         f"the remote). Each warm-remote run starts with a new, empty local cache"
-         + (f", and the toolchain's {c['moved_identities']} headers and include directories get new identities "
-            f"first (a no-op chmod: a new ctime), as another machine's copy has them, so each tool verifies "
-            f"them by content" if c.get("moved_identities") else ", on this machine's toolchain (same identities)")
+         f"the remote). Each warm-remote run starts with a new, empty local cache (\"primed\": one that built "
+         f"checkout B from the remote before and was then cleared with `-C`, keeping what the tool keeps of a "
+         f"machine)"
+         + (f"; before them the toolchain's {c['moved_identities']} headers and include directories got new "
+            f"identities (a no-op chmod: a new ctime), as another machine's copy has them, so the manifests "
+            f"written by the fill no longer match them by identity" if c.get("moved_identities")
+            else ", on this machine's toolchain (the fill's identities)")
          + f". Base directory = the "
          f"checkout root (kache `paths.base_dirs`, ccache `base_dir`). One redis-server and one nginx "
          f"WebDAV share for all tools.\n",
