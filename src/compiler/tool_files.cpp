@@ -204,6 +204,7 @@ ProbeLock::ProbeLock(const std::string& memo_path) {
   // Another process probes this toolchain now (~0.1 s). Polled rather than a blocking flock, which a
   // stopped prober would hold forever: the deadline is cache.lock_timeout. The polls are frequent, as
   // the wait is short and every millisecond of it is a compile waiting.
+  core::log().debug("toolchain probe: another process probes this toolchain ({}): waiting for its memo", lock_path);
   const std::int64_t start = monotonic_ms();
   const std::int64_t deadline = start + util::lock_timeout_ms();
   long pause_us = 500;
