@@ -107,10 +107,16 @@ class ProbeOnce(KacheTestCase):
         self.write("b.cu", KERNEL)
         with open(self.pause, "w") as f:
             f.write("30")
-        # The first compile (in a process group of its own, the wrapper and its sleep with it) is
-        # inside its probe, in nvcc's dry run ...
+        # The first compile is inside its probe, in nvcc's dry run (in a process group of its own, so
+        # that the wrapper and its sleep, left behind when kache dies, go at the end) ...
         first = self.start([nvcc, "-DVAL=1", "-c", "a.cu", "-o", "a.o"], "log0.txt", start_new_session=True)
-        self.addCleanup(lambda: first.poll() is None and os.killpg(first.pid, signal.SIGKILL))
+
+        def end_group():
+            try:
+                os.killpg(first.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.addCleanup(end_group)
         self.wait_for("the first compile's probe", lambda: self.probes() == 1, first)
         with open(self.pause, "w") as f:
             f.write("0")
@@ -118,8 +124,8 @@ class ProbeOnce(KacheTestCase):
         second = self.start([nvcc, "-DVAL=2", "-c", "b.cu", "-o", "b.o"], "log1.txt")
         self.wait_for("the second compile waiting", lambda: os.path.exists(self.path("log1.txt")) and
                       "waiting for its memo" in self.log("log1.txt"), second)
-        # ... and the first dies.
-        os.killpg(first.pid, signal.SIGKILL)
+        # ... and the first kache dies; its dry run (the wrapper's sleep) goes on, and must not hold the lock.
+        first.send_signal(signal.SIGKILL)
         first.communicate()
         self.finish(second)
         log = self.log("log1.txt")
