@@ -143,10 +143,20 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
     dry.push_back("-ccbin");
     dry.push_back(*ccbin);
   }
-  auto dr = util::run_capture(nvcc_path, dry, probe_env);
-  if (!dr.ok()) throw std::runtime_error("nvcc --dryrun failed: " + first_line(dr.err));
+  auto dryrun_answer = start_capture(nvcc_path, dry, probe_env);
 
   Memo m;
+  ProbeFiles files(m.tools, cwd, memo_dir);
+  // The programs' and data files' content, not only their version text: a wrapper script, a replaced
+  // ptxas or a rebuilt compiler that reports the same version still keys apart. The command's own
+  // (nvcc, 30 MB) is hashed while the dry run runs.
+  if (!util::stat_identity(nvcc_path)) throw std::runtime_error("cannot stat " + nvcc_path);
+  files.add("nvcc-command", nvcc_path);
+  files.digest_pending();
+
+  const util::ProcessResult dr = dryrun_answer.get();
+  if (!dr.ok()) throw std::runtime_error("nvcc --dryrun failed: " + first_line(dr.err));
+
   std::string host_word, host_version_token;
   std::vector<std::pair<std::string, std::string>> profile_vars;  // in nvcc's order
   std::map<std::string, std::string> vars;
@@ -180,11 +190,6 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   }
   if (host_word.empty()) throw std::runtime_error("cannot find the host compiler in nvcc --dryrun");
 
-  ProbeFiles files(m.tools, cwd, memo_dir);
-  // The programs' and data files' content, not only their version text: a wrapper script, a replaced
-  // ptxas or a rebuilt compiler that reports the same version still keys apart.
-  if (!util::stat_identity(nvcc_path)) throw std::runtime_error("cannot stat " + nvcc_path);
-  files.add("nvcc-command", nvcc_path);
   m.tc.host_compiler = files.resolve(host_word);
   if (m.tc.host_compiler.empty())
     throw std::runtime_error("host compiler '" + host_word + "' not found on nvcc's PATH");
