@@ -223,8 +223,11 @@ std::string xxh128_hex(std::string_view data, std::uint64_t seed) {
 std::optional<std::string> xxh128_mapped_hex(int fd, std::size_t size) {
   if (size == 0) return canonical_hex(XXH3_128bits(nullptr, 0));
   install_sigbus_handler();
-  // MAP_POPULATE: the page tables are filled in one pass instead of a fault per page.
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  // No MAP_POPULATE: it holds the address space's lock while it fills the page tables, and a probe
+  // hashes while its other threads start compilers (a thread's stack and posix_spawn need that lock):
+  // measured, the host compiler's questions started only once the hashing was done. Page faults take
+  // no such lock, and cost about the same here.
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (data == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
   XXH128_hash_t h{};
   const bool whole = hash_mapped(data, size, h);
