@@ -126,6 +126,13 @@ void ProbeFiles::digest_pending() {
   std::vector<Recorded*> to_hash;
   for (auto& r : recorded_) {
     if (!r.digest.empty()) continue;
+    // One file under two names (a toolkit's bin/ of links, nvcc named through a link) is hashed once.
+    auto known = std::find_if(recorded_.begin(), recorded_.end(),
+                              [&](const Recorded& d) { return !d.digest.empty() && d.identity == r.identity; });
+    if (known != recorded_.end()) {
+      r.digest = known->digest;
+      continue;
+    }
     if (!memo_dir_.empty()) {
       try {
         std::string hex = util::read_file(content_memo_path(memo_dir_, r.path, r.identity));
@@ -139,6 +146,20 @@ void ProbeFiles::digest_pending() {
     to_hash.push_back(&r);
   }
   if (to_hash.empty()) return;
+  // Names of one file in this pass: the first is hashed, the others take its digest.
+  std::vector<std::pair<Recorded*, const Recorded*>> same_file;  // (copy to, copy from)
+  {
+    std::vector<Recorded*> distinct;
+    for (Recorded* r : to_hash) {
+      auto it =
+          std::find_if(distinct.begin(), distinct.end(), [&](const Recorded* d) { return d->identity == r->identity; });
+      if (it == distinct.end())
+        distinct.push_back(r);
+      else
+        same_file.emplace_back(r, *it);
+    }
+    to_hash = std::move(distinct);
+  }
   std::sort(to_hash.begin(), to_hash.end(),
             [](const Recorded* a, const Recorded* b) { return a->identity.size > b->identity.size; });
   // Each thread takes the next largest file left: the slices only say how many threads run.
@@ -156,6 +177,10 @@ void ProbeFiles::digest_pending() {
   });
   for (const auto& f : failures) {
     if (f) std::rethrow_exception(f);
+  }
+  for (auto& [to, from] : same_file) {
+    to->digest = from->digest;
+    to_hash.push_back(to);
   }
   if (memo_dir_.empty()) return;
   for (const Recorded* r : to_hash) {

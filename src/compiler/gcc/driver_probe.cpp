@@ -31,8 +31,7 @@ void DriverPrograms::add_to(ProbeFiles& files) {
   }
 }
 
-DriverIncludeDirs::DriverIncludeDirs(const std::string& driver, std::string_view language,
-                                     const util::Environment& env)
+DriverIncludeDirs::DriverIncludeDirs(const std::string& driver, std::string_view language, const util::Environment& env)
     : answer_(start_capture(driver, {driver, "-E", "-x", std::string(language), "-v", "/dev/null", "-o", "/dev/null"},
                             env)) {}
 
