@@ -1,8 +1,20 @@
 #include "compiler/tool_files.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <system_error>
 
 #include "core/log.hpp"
+#include "util/lock.hpp"
+#include "util/parallel.hpp"
 #include "util/process.hpp"
 
 namespace kache::compiler {
@@ -65,29 +77,29 @@ void add_identity(util::Hasher& h, std::string_view name, const std::string& pat
   h.add_field(name, id ? identity_text(*id) : "absent");
 }
 
-std::string content_digest(const std::string& path, const util::FileIdentity& id, const std::string& memo_dir) {
-  if (memo_dir.empty()) return util::hash_file(path).hex();
+namespace {
+
+// "content/" memos written before a given format hold another digest: the format is in their key.
+constexpr std::string_view kContentDigestFormat = "xxh3-128";
+constexpr std::size_t kContentDigestHexSize = 32;
+// Hashing threads: toolchain files are few and large (cicc 76 MB, ptxas 38, cc1plus 35, nvcc 30).
+constexpr std::size_t kMaxHashThreads = 4;
+
+std::string content_memo_path(const std::string& memo_dir, const std::string& path, const util::FileIdentity& id) {
   util::Hasher k;
+  k.add_field("digest", kContentDigestFormat);
   k.add_field("path", path);
   k.add_field("identity", identity_text(id));
-  const std::string memo = util::join_path(util::join_path(memo_dir, "content"), k.finish().hex());
-  try {
-    std::string hex = util::read_file(memo);
-    if (hex.size() == 64) return hex;
-  } catch (const std::exception&) {
-  }
-  const std::string hex = util::hash_file(path).hex();
-  // Only a file that still has the identity it had before hashing is known to have this content.
-  if (auto after = util::stat_identity(path); after && *after == id) {
-    try {
-      util::create_directories(util::dirname(memo));
-      util::write_file_atomic(memo, hex);
-    } catch (const std::exception& e) {
-      core::log().debug("cannot write toolchain content memo: {}", e.what());
-    }
-  }
-  return hex;
+  return util::join_path(util::join_path(memo_dir, "content"), k.finish().hex());
 }
+
+std::int64_t monotonic_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+}  // namespace
 
 std::string ProbeFiles::resolve(const std::string& word) {
   if (word.find('/') != std::string::npos) return util::absolute_path(word, cwd_);
@@ -105,14 +117,143 @@ void ProbeFiles::add(const std::string& role, const std::string& path) {
   auto id = util::stat_identity(path);
   if (!id || id->is_dir) return;
   t_.files.push_back({path, *id});
-  roles_.emplace_back(role, content_digest(path, *id, memo_dir_));
+  recorded_.push_back({role, path, *id, ""});
   // The input audits (tests/integration/test_gcc_input_audit.py) read what the toolchain id covers here.
   core::log().trace("toolchain file {} {}", role, path);
 }
 
+void ProbeFiles::digest_pending() {
+  std::vector<Recorded*> to_hash;
+  for (auto& r : recorded_) {
+    if (!r.digest.empty()) continue;
+    // One file under two names (a toolkit's bin/ of links, nvcc named through a link) is hashed once.
+    auto known = std::find_if(recorded_.begin(), recorded_.end(),
+                              [&](const Recorded& d) { return !d.digest.empty() && d.identity == r.identity; });
+    if (known != recorded_.end()) {
+      r.digest = known->digest;
+      continue;
+    }
+    if (!memo_dir_.empty()) {
+      try {
+        std::string hex = util::read_file(content_memo_path(memo_dir_, r.path, r.identity));
+        if (hex.size() == kContentDigestHexSize) {
+          r.digest = std::move(hex);
+          continue;
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    to_hash.push_back(&r);
+  }
+  if (to_hash.empty()) return;
+  // Names of one file in this pass: the first is hashed, the others take its digest.
+  std::vector<std::pair<Recorded*, const Recorded*>> same_file;  // (copy to, copy from)
+  {
+    std::vector<Recorded*> distinct;
+    for (Recorded* r : to_hash) {
+      auto it =
+          std::find_if(distinct.begin(), distinct.end(), [&](const Recorded* d) { return d->identity == r->identity; });
+      if (it == distinct.end())
+        distinct.push_back(r);
+      else
+        same_file.emplace_back(r, *it);
+    }
+    to_hash = std::move(distinct);
+  }
+  std::sort(to_hash.begin(), to_hash.end(),
+            [](const Recorded* a, const Recorded* b) { return a->identity.size > b->identity.size; });
+  // Each thread takes the next largest file left: the slices only say how many threads run.
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> failures(to_hash.size());
+  const std::size_t threads = util::slice_count(to_hash.size(), kMaxHashThreads, 1);
+  util::for_each_slice(threads, threads, [&](std::size_t, std::size_t, std::size_t) {
+    for (std::size_t i; (i = next.fetch_add(1)) < to_hash.size();) {
+      try {
+        to_hash[i]->digest = util::xxh128_file_hex(to_hash[i]->path);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    }
+  });
+  for (const auto& f : failures) {
+    if (f) std::rethrow_exception(f);
+  }
+  for (auto& [to, from] : same_file) {
+    to->digest = from->digest;
+    to_hash.push_back(to);
+  }
+  if (memo_dir_.empty()) return;
+  for (const Recorded* r : to_hash) {
+    // Only a file that still has the identity it had before hashing is known to have this content.
+    auto after = util::stat_identity(r->path);
+    if (!after || !(*after == r->identity)) continue;
+    try {
+      const std::string memo = content_memo_path(memo_dir_, r->path, r->identity);
+      util::create_directories(util::dirname(memo));
+      util::write_file_atomic(memo, r->digest);
+    } catch (const std::exception& e) {
+      core::log().debug("cannot write toolchain content memo: {}", e.what());
+    }
+  }
+}
+
 void ProbeFiles::hash_into(util::Hasher& h) {
-  std::sort(roles_.begin(), roles_.end());
-  for (const auto& [role, digest] : roles_) h.add_field("file:" + role, digest);
+  digest_pending();
+  std::vector<std::pair<std::string, std::string>> roles;
+  for (const auto& r : recorded_) roles.emplace_back(r.role, r.digest);
+  std::sort(roles.begin(), roles.end());
+  for (const auto& [role, digest] : roles) h.add_field("file:" + role, digest);
+}
+
+std::future<util::ProcessResult> start_capture(std::string exe, std::vector<std::string> argv, util::Environment env) {
+  auto run = [exe = std::move(exe), argv = std::move(argv), env = std::move(env)] {
+    return util::run_capture(exe, argv, env);
+  };
+  try {
+    return std::async(std::launch::async, run);
+  } catch (const std::system_error&) {
+    // No thread to be had (resource limits): the command runs when its answer is read.
+    return std::async(std::launch::deferred, run);
+  }
+}
+
+ProbeLock::ProbeLock(const std::string& memo_path) {
+  if (memo_path.empty()) return;
+  const std::string lock_path = memo_path + ".lock";
+  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) {
+    core::log().debug("cannot open the toolchain probe lock {}: {}", lock_path, std::strerror(errno));
+    return;
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  // Another process probes this toolchain now (~0.1 s). Polled rather than a blocking flock, which a
+  // stopped prober would hold forever: the deadline is cache.lock_timeout. The polls are frequent, as
+  // the wait is short and every millisecond of it is a compile waiting.
+  core::log().debug("toolchain probe: another process probes this toolchain ({}): waiting for its memo", lock_path);
+  const std::int64_t start = monotonic_ms();
+  const std::int64_t deadline = start + util::lock_timeout_ms();
+  long pause_us = 500;
+  for (;;) {
+    timespec ts{0, pause_us * 1000};
+    ::nanosleep(&ts, nullptr);
+    pause_us = std::min(pause_us * 2, 4000L);
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+      core::log().debug("toolchain probe: waited {} ms for another process's probe", monotonic_ms() - start);
+      return;
+    }
+    if (errno != EWOULDBLOCK && errno != EINTR) break;
+    if (monotonic_ms() >= deadline) {
+      core::log().debug("toolchain probe: another process's probe held {} past {} ms: probing too", lock_path,
+                        util::lock_timeout_ms());
+      break;
+    }
+  }
+  ::close(fd_);
+  fd_ = -1;
+}
+
+ProbeLock::~ProbeLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace kache::compiler

@@ -3,12 +3,14 @@
 // gcc's): each hashed program or data file with the identity it had when hashed, and each program
 // named without a directory with the file it resolved to. A memoized probe is trusted while every
 // file keeps its identity and every bare name still resolves the same way: a handful of stats.
+#include <future>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/process.hpp"
 #include "util/serial.hpp"
 
 namespace kache::compiler {
@@ -42,11 +44,18 @@ std::string identity_text(const util::FileIdentity& id);
 // Adds a file's identity (or "absent") to a memo key.
 void add_identity(util::Hasher& h, std::string_view name, const std::string& path);
 
-// SHA-256 of a toolchain file, memoized in memo_dir/content/ by the file's path and identity: probes
-// for other environments find the same 150 MB of tools already hashed. memo_dir "" = no memo.
-std::string content_digest(const std::string& path, const util::FileIdentity& id, const std::string& memo_dir);
-
-// Collects a probe's files into a ToolFiles and their content digests under named roles.
+// Collects a probe's files into a ToolFiles and their content digests under named roles. add() only
+// records a file; its content is hashed by digest_pending() or hash_into(), several files at once.
+//
+// A file's content digest is XXH3-128 of its bytes, memoized in memo_dir/content/ by the file's path
+// and identity, so probes for other environments find the same 190 MB of tools already hashed
+// (memo_dir "" = no memo). XXH3 is not a cryptographic hash: someone who chooses two contents can make
+// them collide. Here the content is the local toolchain's own programs (nvcc, cicc, ptxas, cc1plus,
+// ...), which kache runs: whoever can replace them with a crafted twin already runs code as every user
+// of the toolchain, so a collision would gain them nothing. What the digest must tell apart is an
+// honest replacement (a new ptxas, a rebuilt compiler of the same size and time), and 128 bits of XXH3
+// do, at a quarter of SHA-256's cost (140 ms of a new cache dir's first compile). Sources, headers and
+// keys stay SHA-256.
 class ProbeFiles {
  public:
   ProbeFiles(ToolFiles& t, const std::string& cwd, const std::string& memo_dir)
@@ -57,13 +66,49 @@ class ProbeFiles {
   std::string resolve(const std::string& word);
   // Records a file whose content becomes part of the toolchain id under `role`.
   void add(const std::string& role, const std::string& path);
+  // Digests every file recorded so far that has none yet: from the content memo, else hashed over a
+  // few threads (largest first, so cicc does not finish alone). A probe calls it while the processes
+  // it waits on run. Throws std::system_error when a file cannot be read.
+  void digest_pending();
+  // digest_pending(), then every role's digest in role order.
   void hash_into(util::Hasher& h);
 
  private:
+  struct Recorded {
+    std::string role;
+    std::string path;
+    util::FileIdentity identity;
+    std::string digest;  // "" until digested
+  };
   ToolFiles& t_;
   std::string cwd_;
   std::string memo_dir_;
-  std::vector<std::pair<std::string, std::string>> roles_;
+  std::vector<Recorded> recorded_;
+};
+
+// util::run_capture on a thread of its own, answered by the future (which rethrows its failure): a
+// probe starts its independent commands together (nvcc --version beside its dry run, the host
+// compiler's questions) and reads their answers when it needs them. A future left unread still waits
+// for its command when it goes, so no thread outlives the probe.
+std::future<util::ProcessResult> start_capture(std::string exe, std::vector<std::string> argv, util::Environment env);
+
+// One probe of a toolchain at a time. Two compiles starting together in a cache dir without the memo
+// (a new machine's first `ninja -j2`) would each run nvcc's dry run and hash the same tools; instead the
+// first takes an flock on `<memo>.lock` and probes, and the others wait for it here, then find its memo.
+// The wait is bounded by cache.lock_timeout (util::lock_timeout_ms): a prober that is stopped or hangs
+// costs the others that long, after which they probe on their own. A prober that dies lets go at once
+// (the kernel drops an flock with its last descriptor). Never throws: a lock file that cannot be
+// created (read-only cache dir) means no waiting.
+class ProbeLock {
+ public:
+  // memo_path "" (no cache dir): holds nothing.
+  explicit ProbeLock(const std::string& memo_path);
+  ~ProbeLock();
+  ProbeLock(const ProbeLock&) = delete;
+  ProbeLock& operator=(const ProbeLock&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 }  // namespace kache::compiler

@@ -1,6 +1,10 @@
 #include "util/hash.hpp"
 
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 // OpenSSL's SHA-256 block functions (SHA-NI accelerated on this CPU), called directly instead of
@@ -15,6 +19,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <system_error>
 #include <vector>
@@ -139,10 +144,9 @@ Digest hash_file(const std::string& path) {
   return h.finish();
 }
 
-std::string xxh128_hex(std::string_view data) { return xxh128_hex(data, 0); }
+namespace {
 
-std::string xxh128_hex(std::string_view data, std::uint64_t seed) {
-  XXH128_hash_t h = XXH3_128bits_withSeed(data.data(), data.size(), seed);
+std::string canonical_hex(XXH128_hash_t h) {
   std::string s(32, '0');
   // Canonical order: high 64 bits first, like XXH128_canonicalFromHash.
   for (int i = 0; i < 16; ++i) {
@@ -153,6 +157,104 @@ std::string xxh128_hex(std::string_view data, std::uint64_t seed) {
     s[2 * i + 1] = kHexDigits[b & 0xf];
   }
   return s;
+}
+
+// Where a SIGBUS raised by this thread's mapped read jumps to; null outside one.
+thread_local sigjmp_buf* volatile t_mapped_read_escape = nullptr;
+struct sigaction g_previous_sigbus {};
+
+// A SIGBUS outside a mapped read is not ours: the previous action comes back and the faulting access
+// runs again under it, as if this handler had never been installed.
+void on_sigbus(int, siginfo_t*, void*) {
+  if (sigjmp_buf* escape = t_mapped_read_escape) siglongjmp(*escape, 1);
+  ::sigaction(SIGBUS, &g_previous_sigbus, nullptr);
+}
+
+void install_sigbus_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_sigbus;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, &g_previous_sigbus);
+  });
+}
+
+// XXH3 of mapped bytes; false when a page of them is gone (SIGBUS).
+bool hash_mapped(const void* data, std::size_t size, XXH128_hash_t& out) {
+  sigjmp_buf escape;
+  if (sigsetjmp(escape, 1) != 0) {
+    t_mapped_read_escape = nullptr;
+    return false;
+  }
+  t_mapped_read_escape = &escape;
+  out = XXH3_128bits(data, size);
+  t_mapped_read_escape = nullptr;
+  return true;
+}
+
+// Streaming XXH3 through read(), for files that cannot be mapped.
+XXH128_hash_t xxh128_read(int fd, const std::string& path) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
+  if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) throw std::runtime_error("XXH3 state");
+  constexpr std::size_t kBufSize = 1024 * 1024;
+  std::unique_ptr<char[]> buf(new char[kBufSize]);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.get(), kBufSize);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "read " + path);
+    }
+    if (n == 0) break;
+    XXH3_128bits_update(state.get(), buf.get(), static_cast<std::size_t>(n));
+  }
+  return XXH3_128bits_digest(state.get());
+}
+
+}  // namespace
+
+std::string xxh128_hex(std::string_view data) { return xxh128_hex(data, 0); }
+
+std::string xxh128_hex(std::string_view data, std::uint64_t seed) {
+  return canonical_hex(XXH3_128bits_withSeed(data.data(), data.size(), seed));
+}
+
+std::optional<std::string> xxh128_mapped_hex(int fd, std::size_t size) {
+  if (size == 0) return canonical_hex(XXH3_128bits(nullptr, 0));
+  install_sigbus_handler();
+  // No MAP_POPULATE: it holds the address space's lock while it fills the page tables, and a probe
+  // hashes while its other threads start compilers (a thread's stack and posix_spawn need that lock):
+  // measured, the host compiler's questions started only once the hashing was done. Page faults take
+  // no such lock, and cost about the same here.
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (data == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+  XXH128_hash_t h{};
+  const bool whole = hash_mapped(data, size, h);
+  ::munmap(data, size);
+  if (!whole) return std::nullopt;
+  return canonical_hex(h);
+}
+
+std::string xxh128_file_hex(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw std::system_error(errno, std::generic_category(), "fstat " + path);
+  if (!S_ISREG(st.st_mode)) return canonical_hex(xxh128_read(fd, path));
+  std::optional<std::string> hex;
+  try {
+    hex = xxh128_mapped_hex(fd, static_cast<std::size_t>(st.st_size));
+  } catch (const std::system_error&) {
+    // A file system that cannot map it: read it.
+    return canonical_hex(xxh128_read(fd, path));
+  }
+  if (!hex) throw std::system_error(EIO, std::generic_category(), "file shrank while it was hashed: " + path);
+  return *hex;
 }
 
 std::uint64_t xxh64(std::string_view data) { return XXH3_64bits(data.data(), data.size()); }

@@ -121,6 +121,38 @@ TEST(UtilHash, XxhMatchesReference) {
   EXPECT_NE(xxh64("a"), xxh64("b"));
 }
 
+TEST(UtilHash, XxhOfFileMatchesXxhOfContent) {
+  TempDir dir(test_root());
+  std::string content;
+  for (int i = 0; i < 3'000'000; ++i) content.push_back(static_cast<char>(i * 13 + i / 4093));
+  const std::string path = join_path(dir.path(), "f");
+  write_file(path, content);
+  EXPECT_EQ(xxh128_file_hex(path), xxh128_hex(content));
+  // One byte changed in the middle, size kept: another digest.
+  content[content.size() / 2] ^= 1;
+  write_file(path, content);
+  EXPECT_EQ(xxh128_file_hex(path), xxh128_hex(content));
+  const std::string empty = join_path(dir.path(), "empty");
+  write_file(empty, "");
+  EXPECT_EQ(xxh128_file_hex(empty), xxh128_hex(""));
+  EXPECT_THROW(xxh128_file_hex(join_path(dir.path(), "missing")), std::system_error);
+}
+
+TEST(UtilHash, MappedXxhOfVanishedPagesIsNoAnswerNotACrash) {
+  // A mapping longer than its file: the pages past the end raise SIGBUS, as they do when a toolchain
+  // file is truncated while it is hashed. The hash gives no answer and the process goes on.
+  TempDir dir(test_root());
+  const std::string path = join_path(dir.path(), "short");
+  write_file(path, std::string(100, 'x'));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_FALSE(xxh128_mapped_hex(fd, 4 * page).has_value());
+  // The same thread hashes again afterwards, and a whole mapping still answers.
+  EXPECT_EQ(xxh128_mapped_hex(fd, 100), xxh128_hex(std::string(100, 'x')));
+  ::close(fd);
+}
+
 // ---------------------------------------------------------------------------------------------- paths
 
 TEST(UtilPath, LexicallyNormal) {

@@ -12,24 +12,32 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 }  // namespace
 
-void add_driver_programs(ProbeFiles& files, const std::string& driver, const util::Environment& env,
-                         std::initializer_list<const char*> programs) {
+DriverPrograms::DriverPrograms(const std::string& driver, const util::Environment& env,
+                               std::initializer_list<const char*> programs) {
   // A driver of the same version over another back end keys apart.
   for (const char* prog : programs) {
-    auto r = util::run_capture(driver, {driver, std::string("-print-prog-name=") + prog}, env);
-    std::string path = r.ok() ? first_line(r.out) : "";
-    if (path.empty()) continue;
-    if (path.find('/') == std::string::npos && std::string_view(prog).starts_with("cc1")) continue;
-    path = files.resolve(path);
-    if (!path.empty()) files.add(std::string("host:") + prog, path);
+    answers_.emplace_back(prog, start_capture(driver, {driver, std::string("-print-prog-name=") + prog}, env));
   }
 }
 
-std::vector<std::string> driver_include_dirs(const std::string& driver, std::string_view language,
-                                             const util::Environment& env) {
+void DriverPrograms::add_to(ProbeFiles& files) {
+  for (auto& [prog, answer] : answers_) {
+    const util::ProcessResult r = answer.get();
+    std::string path = r.ok() ? first_line(r.out) : "";
+    if (path.empty()) continue;
+    if (path.find('/') == std::string::npos && prog.starts_with("cc1")) continue;
+    path = files.resolve(path);
+    if (!path.empty()) files.add("host:" + prog, path);
+  }
+}
+
+DriverIncludeDirs::DriverIncludeDirs(const std::string& driver, std::string_view language, const util::Environment& env)
+    : answer_(start_capture(driver, {driver, "-E", "-x", std::string(language), "-v", "/dev/null", "-o", "/dev/null"},
+                            env)) {}
+
+std::vector<std::string> DriverIncludeDirs::get() {
+  const util::ProcessResult hs = answer_.get();
   std::vector<std::string> dirs;
-  auto hs =
-      util::run_capture(driver, {driver, "-E", "-x", std::string(language), "-v", "/dev/null", "-o", "/dev/null"}, env);
   std::istringstream err(hs.err);
   std::string line;
   bool in_list = false;

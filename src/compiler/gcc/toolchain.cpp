@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -9,6 +10,7 @@
 #include "compiler/gcc/driver_probe.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/log.hpp"
+#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/serial.hpp"
@@ -17,8 +19,8 @@ namespace kache::compiler::gcc {
 
 namespace {
 
-// 2: include dirs, config and distribution files in the id; 3: config_include
-constexpr std::uint32_t kMemoVersion = 3;
+// 2: include dirs, config and distribution files in the id; 3: config_include; 4: XXH3-128 content digests
+constexpr std::uint32_t kMemoVersion = 4;
 
 struct Memo {
   Toolchain tc;
@@ -159,30 +161,40 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   Memo m;
   m.tools.search_path = util::env_get(probe_env, "PATH").value_or("");
 
-  auto version = util::run_capture(driver, {driver, "--version"}, probe_env);
-  if (!version.ok()) throw std::runtime_error(driver + " --version failed");
-  auto machine = util::run_capture(driver, {driver, "-dumpmachine"}, probe_env);
-  if (!machine.ok()) throw std::runtime_error(driver + " -dumpmachine failed");
+  // Every question for the driver at once; the driver's and the other files' content is hashed while
+  // they run.
+  auto version_answer = start_capture(driver, {driver, "--version"}, probe_env);
+  auto machine_answer = start_capture(driver, {driver, "-dumpmachine"}, probe_env);
+  // A specs file beside GCC's libraries overrides the built-in specs (the driver prints the bare name
+  // back when there is none).
+  auto specs_answer = start_capture(driver, {driver, "-print-file-name=specs"}, probe_env);
+  // GCC's passes for C, C++ and preprocessed assembly (clang answers "cc1"/"cc1plus" bare: it runs
+  // itself, whose content is hashed below).
+  DriverPrograms programs(driver, probe_env, {"cc1", "cc1plus", "as"});
+  DriverIncludeDirs c_dirs(driver, "c", probe_env);
+  DriverIncludeDirs cxx_dirs(driver, "c++", probe_env);
 
   ProbeFiles files(m.tools, cwd, memo_dir);
   // The driver's content, not only its version text: a rebuilt or replaced compiler that reports the
   // same version keys apart. stat and read follow a symlink (g++ -> g++-12) to the program itself.
   files.add("driver", driver);
-  // GCC's passes for C, C++ and preprocessed assembly (clang answers "cc1"/"cc1plus" bare: it runs
-  // itself, whose content is hashed above).
-  add_driver_programs(files, driver, probe_env, {"cc1", "cc1plus", "as"});
   add_config_files(files, m.tc, driver_real_dir(driver));
   for (const char* f : kDistroFiles) files.add(std::string("distro:") + f, f);
-  // A specs file beside GCC's libraries overrides the built-in specs (the driver prints the bare name
-  // back when there is none).
-  auto specs = util::run_capture(driver, {driver, "-print-file-name=specs"}, probe_env);
+  files.digest_pending();
+
+  const util::ProcessResult version = version_answer.get();
+  if (!version.ok()) throw std::runtime_error(driver + " --version failed");
+  const util::ProcessResult machine = machine_answer.get();
+  if (!machine.ok()) throw std::runtime_error(driver + " -dumpmachine failed");
+  programs.add_to(files);
+  const util::ProcessResult specs = specs_answer.get();
   if (specs.ok()) {
     const std::string path = first_line(specs.out);
     if (path.starts_with("/")) files.add("specs", path);
   }
 
-  for (const char* language : {"c", "c++"}) {
-    for (auto& d : driver_include_dirs(driver, language, probe_env)) {
+  for (auto* dirs : {&c_dirs, &cxx_dirs}) {
+    for (auto& d : dirs->get()) {
       if (std::find(m.tc.include_dirs.begin(), m.tc.include_dirs.end(), d) == m.tc.include_dirs.end()) {
         m.tc.include_dirs.push_back(std::move(d));
       }
@@ -223,7 +235,8 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   const std::string memo_key = mk.finish().hex();
   core::log().trace("toolchain memo key = {}", memo_key);
   const std::string memo_path = memo_dir.empty() ? "" : util::join_path(memo_dir, memo_key);
-  if (!memo_path.empty() && util::exists(memo_path)) {
+  auto from_memo = [&]() -> std::optional<Toolchain> {
+    if (memo_path.empty() || !util::exists(memo_path)) return std::nullopt;
     try {
       Memo m = deserialize(util::read_file(memo_path));
       if (m.tools.still_valid()) {
@@ -234,11 +247,26 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
     } catch (const std::exception& e) {
       core::log().debug("toolchain memo unreadable ({}): probing again", e.what());
     }
+    return std::nullopt;
+  };
+  if (auto tc = from_memo()) return *tc;
+
+  // The memo lives in the cache dir: its files and directories take the cache umask (cache.umask).
+  util::CacheUmaskScope cache_umask;
+  if (!memo_dir.empty()) {
+    try {
+      util::create_directories(memo_dir);
+    } catch (const std::exception& e) {
+      core::log().debug("cannot create {}: {}", memo_dir, e.what());
+    }
   }
+  // Another compile may be probing this toolchain now: its memo, once written, is this one's answer.
+  ProbeLock probe_lock(memo_path);
+  if (auto tc = from_memo()) return *tc;
+  core::log().debug("probing toolchain {} (memo {})", driver, memo_key.substr(0, 12));
   Memo m = probe(driver, env, memo_dir);
   if (!memo_path.empty()) {
     try {
-      util::create_directories(memo_dir);
       util::write_file_atomic(memo_path, serialize(m));
     } catch (const std::exception& e) {
       core::log().debug("cannot write toolchain memo: {}", e.what());

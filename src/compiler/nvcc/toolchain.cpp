@@ -22,7 +22,8 @@ namespace kache::compiler::nvcc {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 5;
+// 6: content digests are XXH3-128, the nvcc command is one of the files
+constexpr std::uint32_t kMemoVersion = 6;
 
 struct Memo {
   Toolchain tc;
@@ -127,8 +128,8 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   const util::Environment probe_env = probe_environment(env);
   const std::string cwd = util::current_dir();
 
-  auto version = util::run_capture(nvcc_path, {nvcc_path, "--version"}, probe_env);
-  if (!version.ok()) throw std::runtime_error("nvcc --version failed");
+  // Asked beside the dry run, which takes longer (it runs the host compiler): read at the end.
+  auto version_answer = start_capture(nvcc_path, {nvcc_path, "--version"}, probe_env);
 
   // The tool set comes from a representative -c of the default architecture, not from each compile's
   // own command, so the memo serves every compile of this toolchain and a hit runs no process. nvcc
@@ -142,10 +143,20 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
     dry.push_back("-ccbin");
     dry.push_back(*ccbin);
   }
-  auto dr = util::run_capture(nvcc_path, dry, probe_env);
-  if (!dr.ok()) throw std::runtime_error("nvcc --dryrun failed: " + first_line(dr.err));
+  auto dryrun_answer = start_capture(nvcc_path, dry, probe_env);
 
   Memo m;
+  ProbeFiles files(m.tools, cwd, memo_dir);
+  // The programs' and data files' content, not only their version text: a wrapper script, a replaced
+  // ptxas or a rebuilt compiler that reports the same version still keys apart. The command's own
+  // (nvcc, 30 MB) is hashed while the dry run runs.
+  if (!util::stat_identity(nvcc_path)) throw std::runtime_error("cannot stat " + nvcc_path);
+  files.add("nvcc-command", nvcc_path);
+  files.digest_pending();
+
+  const util::ProcessResult dr = dryrun_answer.get();
+  if (!dr.ok()) throw std::runtime_error("nvcc --dryrun failed: " + first_line(dr.err));
+
   std::string host_word, host_version_token;
   std::vector<std::pair<std::string, std::string>> profile_vars;  // in nvcc's order
   std::map<std::string, std::string> vars;
@@ -179,7 +190,6 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   }
   if (host_word.empty()) throw std::runtime_error("cannot find the host compiler in nvcc --dryrun");
 
-  ProbeFiles files(m.tools, cwd, memo_dir);
   m.tc.host_compiler = files.resolve(host_word);
   if (m.tc.host_compiler.empty())
     throw std::runtime_error("host compiler '" + host_word + "' not found on nvcc's PATH");
@@ -218,13 +228,20 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
     if (!find_env_rule(name)) m.profile_env.emplace_back(name, env_value_field(env, name));
   }
 
-  auto hv = util::run_capture(m.tc.host_compiler, {m.tc.host_compiler, "--version"}, probe_env);
+  // The host compiler's questions, all at once: its version, its own passes (GCC's cc1plus and as: a
+  // driver of the same version over another back end keys apart) and its own search directories
+  // (headers appearing there are watched in direct mode). nvcc's files are hashed while they run.
+  auto host_version_answer = start_capture(m.tc.host_compiler, {m.tc.host_compiler, "--version"}, probe_env);
+  gcc::DriverPrograms host_programs(m.tc.host_compiler, probe_env, {"cc1plus", "as"});
+  gcc::DriverIncludeDirs host_dirs(m.tc.host_compiler, "c++", probe_env);
+  files.digest_pending();
+
+  const util::ProcessResult version = version_answer.get();
+  if (!version.ok()) throw std::runtime_error("nvcc --version failed");
+  const util::ProcessResult hv = host_version_answer.get();
   if (!hv.ok()) throw std::runtime_error("host compiler --version failed");
-  // The host compiler's own passes (GCC's cc1plus and as): a driver of the same version over another
-  // back end keys apart.
-  gcc::add_driver_programs(files, m.tc.host_compiler, probe_env, {"cc1plus", "as"});
-  // The host compiler's own search directories: headers appearing there are watched in direct mode.
-  m.tc.include_dirs = gcc::driver_include_dirs(m.tc.host_compiler, "c++", probe_env);
+  host_programs.add_to(files);
+  m.tc.include_dirs = host_dirs.get();
   for (const char* spec : {"INCLUDES", "SYSTEM_INCLUDES"}) {
     for (const auto& w : util::split_quoted_words(vars[spec])) {
       if (w.starts_with("-I") && w.size() > 2)
@@ -238,11 +255,6 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   h.add_field("nvcc-version", version.out);
   h.add_field("host-version", hv.out);
   h.add_field("host-dialect", host_version_token);
-  // The programs' and data files' content, not only their version text: a wrapper script, a replaced
-  // ptxas or a rebuilt compiler that reports the same version still keys apart.
-  auto nvcc_id = util::stat_identity(nvcc_path);
-  if (!nvcc_id) throw std::runtime_error("cannot stat " + nvcc_path);
-  h.add_field("nvcc-content", content_digest(nvcc_path, *nvcc_id, memo_dir));
   files.hash_into(h);
   // nvcc.profile's expansion (INCLUDES, PTXAS_FLAGS, TOP, ...) as nvcc printed it.
   for (const auto& [name, value] : profile_vars) h.add_field("profile:" + name, value);
@@ -282,7 +294,8 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
   core::log().trace("toolchain memo key = {}", memo_key);
   const std::string memo_path = memo_dir.empty() ? "" : util::join_path(memo_dir, memo_key);
 
-  if (!memo_path.empty() && util::exists(memo_path)) {
+  auto from_memo = [&]() -> std::optional<Toolchain> {
+    if (memo_path.empty() || !util::exists(memo_path)) return std::nullopt;
     try {
       Memo m = deserialize(util::read_file(memo_path));
       if (memo_still_valid(m, env)) {
@@ -293,10 +306,23 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
     } catch (const std::exception& e) {
       core::log().debug("toolchain memo unreadable ({}): probing again", e.what());
     }
-  }
+    return std::nullopt;
+  };
+  if (auto tc = from_memo()) return *tc;
 
   // The memo lives in the cache dir: its files and directories take the cache umask (cache.umask).
   util::CacheUmaskScope cache_umask;
+  if (!memo_dir.empty()) {
+    try {
+      util::create_directories(memo_dir);
+    } catch (const std::exception& e) {
+      core::log().debug("cannot create {}: {}", memo_dir, e.what());
+    }
+  }
+  // Another compile may be probing this toolchain now: its memo, once written, is this one's answer.
+  ProbeLock probe_lock(memo_path);
+  if (auto tc = from_memo()) return *tc;
+  core::log().debug("probing toolchain {} (memo {})", nvcc_path, memo_key.substr(0, 12));
   util::TempDir scratch(memo_dir.empty() ? "/tmp" : memo_dir, ".probe-");
   Memo m = probe(nvcc_path, env, ccbin, scratch.path(), memo_dir);
   if (!memo_path.empty()) {

@@ -1,0 +1,174 @@
+"""The toolchain probe in a cache dir without its memo (a new machine's first build, issue 16): compiles
+started together probe the toolchain once, the others wait for that probe's memo; a prober that dies
+lets the waiting compile go on at once; and the content digests the probe takes (XXH3-128 since
+issue 16) still tell a tool edited in place, size and modification time kept, from the original.
+
+The probes are counted by wrapper scripts standing in for nvcc and gcc: each notes the probe's own
+command (nvcc's dry run of probe.cu, the driver's --version) in a file, then sleeps, so that two
+compiles started together certainly overlap in the probe (without the lock both would probe)."""
+import os
+import re
+import signal
+import subprocess
+import time
+import unittest
+
+import kachetest
+from kachetest import KacheTestCase
+
+KERNEL = "__global__ void k(int* p) { p[0] = VAL; }\nint host_value() { return VAL; }\n"
+
+NVCC_WRAPPER = """#!/bin/sh
+for a in "$@"; do
+  case "$a" in
+    */probe.cu) echo probe >> "{count}"; sleep "$(cat "{pause}")";;
+  esac
+done
+exec "{real}" "$@"
+"""
+
+GCC_WRAPPER = """#!/bin/sh
+if [ "$1" = --version ]; then echo probe >> "{count}"; sleep "$(cat "{pause}")"; fi
+exec gcc-12 "$@"
+"""
+
+# Long enough that a second compile started right after the first is still before the first's memo.
+PAUSE_S = "1"
+
+
+class ProbeOnce(KacheTestCase):
+    def setUp(self):
+        super().setUp()
+        self.count = self.path("probes.txt")
+        self.pause = self.write("pause.txt", PAUSE_S)
+
+    def wrapper(self, rel, template, **fields):
+        p = self.write(rel, template.format(count=self.count, pause=self.pause, **fields))
+        os.chmod(p, 0o755)
+        return p
+
+    def nvcc_wrapper(self):
+        return self.wrapper("bin/nvcc", NVCC_WRAPPER, real=os.path.join(kachetest.nvcc_home(), "nvcc"))
+
+    def probes(self):
+        if not os.path.exists(self.count):
+            return 0
+        with open(self.count) as f:
+            return len(f.read().splitlines())
+
+    def start(self, args, log, **popen):
+        e = dict(self.env, KACHE_LOG="kache=debug", KACHE_LOG_FILE=self.path(log))
+        return subprocess.Popen([kachetest.KACHE] + args, cwd=self.ws, env=e, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, **popen)
+
+    def wait_for(self, what, condition, proc):
+        """Polls `condition` while `proc` runs (a generous bound only against a hung test)."""
+        deadline = time.monotonic() + 120
+        while not condition() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertTrue(condition(), f"never saw: {what}")
+
+    def finish(self, proc):
+        out, err = proc.communicate()
+        self.assertEqual(proc.returncode, 0, f"{proc.args} failed:\n{out}\n{err}")
+
+    def log(self, name):
+        with open(self.path(name)) as f:
+            return f.read()
+
+    def compile_together(self, compiler, sources):
+        procs = [self.start([compiler, "-DVAL=%d" % i, "-c", src, "-o", src + ".o"], f"log{i}.txt")
+                 for i, src in enumerate(sources)]
+        for p in procs:
+            self.finish(p)
+
+    def test_nvcc_compiles_started_together_probe_once(self):
+        nvcc = self.nvcc_wrapper()
+        self.write("a.cu", KERNEL)
+        self.write("b.cu", KERNEL)
+        self.compile_together(nvcc, ["a.cu", "b.cu"])
+        self.assertEqual(self.probes(), 1, self.log("log0.txt") + self.log("log1.txt"))
+        self.assert_counts(misses=2, passthrough=0)
+        # One of them waited for the other's probe and then used its memo.
+        self.assertIn("waited", self.log("log0.txt") + self.log("log1.txt"))
+
+    def test_gcc_compiles_started_together_probe_once(self):
+        cc = self.wrapper("bin/cc", GCC_WRAPPER)
+        self.write("a.c", "int value = VAL;\n")
+        self.write("b.c", "int value = VAL;\n")
+        self.write("c.c", "int value = VAL;\n")
+        self.compile_together(cc, ["a.c", "b.c", "c.c"])
+        self.assertEqual(self.probes(), 1)
+        self.assert_counts(misses=3, passthrough=0)
+
+    def test_a_prober_that_dies_lets_the_waiting_compile_probe(self):
+        nvcc = self.nvcc_wrapper()
+        self.write("a.cu", KERNEL)
+        self.write("b.cu", KERNEL)
+        with open(self.pause, "w") as f:
+            f.write("30")
+        # The first compile is inside its probe, in nvcc's dry run (in a process group of its own, so
+        # that the wrapper and its sleep, left behind when kache dies, go at the end) ...
+        first = self.start([nvcc, "-DVAL=1", "-c", "a.cu", "-o", "a.o"], "log0.txt", start_new_session=True)
+
+        def end_group():
+            try:
+                os.killpg(first.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.addCleanup(end_group)
+        self.wait_for("the first compile's probe", lambda: self.probes() == 1, first)
+        with open(self.pause, "w") as f:
+            f.write("0")
+        # ... when the second starts and waits for its memo ...
+        second = self.start([nvcc, "-DVAL=2", "-c", "b.cu", "-o", "b.o"], "log1.txt")
+        self.wait_for("the second compile waiting", lambda: os.path.exists(self.path("log1.txt")) and
+                      "waiting for its memo" in self.log("log1.txt"), second)
+        # ... and the first kache dies; its dry run (the wrapper's sleep) goes on, and must not hold the lock.
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+        self.finish(second)
+        log = self.log("log1.txt")
+        # The dead prober's lock went with it: the second took it (not the wait's deadline) and probed.
+        self.assertRegex(log, r"waited \d+ ms for another process's probe", log)
+        self.assertNotIn("ms: probing too", log)
+        self.assertEqual(self.probes(), 2)
+
+
+class ToolEditedInPlace(KacheTestCase):
+    """A program nvcc runs, changed in place with its size and modification time kept (only the ctime
+    and the content tell): the next compile misses and builds what nvcc builds now."""
+
+    def test_ptxas_edited_keeping_size_and_mtime(self):
+        real_bin = kachetest.nvcc_home()
+        real_root = os.path.dirname(real_bin)
+        bin_dir = self.path("toolkit", "bin")
+        os.makedirs(bin_dir)
+        for tool in ("nvcc", "cudafe++", "fatbinary", "nvlink"):
+            os.symlink(os.path.join(real_bin, tool), os.path.join(bin_dir, tool))
+        with open(os.path.join(real_bin, "nvcc.profile")) as f:
+            profile = re.sub(r"(?m)^TOP\s*=.*$", "TOP = " + real_root, f.read())
+        self.write("toolkit/bin/nvcc.profile", profile)
+        ptxas = self.write("toolkit/bin/ptxas", '#!/bin/sh\nexec "%s" -O3 "$@"\n' % os.path.join(real_bin, "ptxas"))
+        os.chmod(ptxas, 0o755)
+        st = os.stat(ptxas)
+        nvcc = os.path.join(bin_dir, "nvcc")
+        self.write("k.cu", "__global__ void k(float* x, float a) { x[threadIdx.x] = x[threadIdx.x] * a + a; }\n")
+        args = [nvcc, "-c", "k.cu", "-arch=sm_80"]
+        self.kache(args + ["-o", "k.o"])
+        self.kache(args + ["-o", "k.o"])
+        self.assert_counts(hits=1, misses=1)
+        before = self.read("k.o", "rb")
+        with open(ptxas, "w") as f:
+            f.write('#!/bin/sh\nexec "%s" -O0 "$@"\n' % os.path.join(real_bin, "ptxas"))
+        os.utime(ptxas, ns=(st.st_atime_ns, st.st_mtime_ns))
+        self.assertEqual((os.stat(ptxas).st_size, os.stat(ptxas).st_mtime_ns), (st.st_size, st.st_mtime_ns))
+        self.kache(args + ["-o", "k.o"])
+        subprocess.run(args + ["-o", "plain.o"], cwd=self.ws, env=self.env, check=True)
+        self.assert_same_object(self.path("k.o"), self.path("plain.o"))
+        self.assertNotEqual(before, self.read("k.o", "rb"))
+        self.assert_counts(hits=1, misses=2)
+
+
+if __name__ == "__main__":
+    kachetest.main()

@@ -1,0 +1,110 @@
+// Unit tests for the toolchain probe's files: XXH3-128 content digests, their memo, and the probe lock.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "compiler/tool_files.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+#include "util/lock.hpp"
+#include "util/scoped_file.hpp"
+
+namespace kache::compiler {
+namespace {
+
+std::string id_of(ToolFiles& t, const std::string& cwd, const std::string& memo_dir,
+                  const std::vector<std::pair<std::string, std::string>>& roles) {
+  ProbeFiles files(t, cwd, memo_dir);
+  for (const auto& [role, path] : roles) files.add(role, path);
+  util::Hasher h;
+  files.hash_into(h);
+  return h.finish().hex();
+}
+
+std::string expected_id(const std::vector<std::pair<std::string, std::string>>& role_contents) {
+  util::Hasher h;
+  for (const auto& [role, content] : role_contents) h.add_field("file:" + role, util::xxh128_hex(content));
+  return h.finish().hex();
+}
+
+TEST(ProbeFiles, DigestsAreXxh3OfTheContentInRoleOrder) {
+  util::TempDir dir("/tmp", "kache-probe-files-");
+  const std::string a = util::join_path(dir.path(), "a"), b = util::join_path(dir.path(), "b");
+  std::string big(5'000'000, 'x');
+  big[2'500'000] = 'y';
+  util::write_file(a, big);
+  util::write_file(b, "tool b");
+  ToolFiles t;
+  EXPECT_EQ(id_of(t, dir.path(), "", {{"tool:b", b}, {"tool:a", a}}),
+            expected_id({{"tool:a", big}, {"tool:b", "tool b"}}));
+  EXPECT_EQ(t.files.size(), 2u);
+}
+
+TEST(ProbeFiles, OneFileUnderTwoNamesHasOneDigest) {
+  util::TempDir dir("/tmp", "kache-probe-files-");
+  const std::string real = util::join_path(dir.path(), "ptxas-real");
+  const std::string link = util::join_path(dir.path(), "ptxas");
+  util::write_file(real, "ptxas content");
+  std::filesystem::create_symlink(real, link);
+  ToolFiles t;
+  EXPECT_EQ(id_of(t, dir.path(), "", {{"tool:ptxas", link}, {"real:ptxas", real}}),
+            expected_id({{"real:ptxas", "ptxas content"}, {"tool:ptxas", "ptxas content"}}));
+}
+
+TEST(ProbeFiles, ContentMemoIsReadByIdentityAndNotWrittenForAChangedFile) {
+  util::TempDir dir("/tmp", "kache-probe-files-");
+  const std::string memo_dir = util::join_path(dir.path(), "toolchains");
+  const std::string tool = util::join_path(dir.path(), "cicc");
+  util::write_file(tool, "cicc one");
+  ToolFiles t1;
+  const std::string first = id_of(t1, dir.path(), memo_dir, {{"tool:cicc", tool}});
+  EXPECT_EQ(first, expected_id({{"tool:cicc", "cicc one"}}));
+  // The memo holds the digest: a probe with it reads the memo, not the file (shown by a memo edited
+  // to another digest of the same format).
+  const std::string content_dir = util::join_path(memo_dir, "content");
+  std::vector<std::string> memos;
+  for (const auto& e : std::filesystem::directory_iterator(content_dir)) memos.push_back(e.path().string());
+  ASSERT_EQ(memos.size(), 1u);
+  EXPECT_EQ(util::read_file(memos[0]), util::xxh128_hex("cicc one"));
+  util::write_file(memos[0], util::xxh128_hex("memoized"));
+  ToolFiles t2;
+  EXPECT_EQ(id_of(t2, dir.path(), memo_dir, {{"tool:cicc", tool}}), expected_id({{"tool:cicc", "memoized"}}));
+  // A digest of another length (SHA-256's 64 hex characters, an older format) is not one.
+  util::write_file(memos[0], std::string(64, 'a'));
+  ToolFiles t3;
+  EXPECT_EQ(id_of(t3, dir.path(), memo_dir, {{"tool:cicc", tool}}), first);
+  // New content: another identity, so the memo is not consulted.
+  util::write_file(tool, "cicc number two");
+  ToolFiles t4;
+  EXPECT_EQ(id_of(t4, dir.path(), memo_dir, {{"tool:cicc", tool}}), expected_id({{"tool:cicc", "cicc number two"}}));
+}
+
+TEST(ProbeLock, HoldsAFreeLockAndGivesUpOnAHeldOne) {
+  util::TempDir dir("/tmp", "kache-probe-lock-");
+  const std::string memo = util::join_path(dir.path(), "memo");
+  const std::string lock_path = memo + ".lock";
+  {
+    ProbeLock lock(memo);
+    util::UniqueFd other(::open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
+    ASSERT_GE(other.get(), 0);
+    EXPECT_NE(::flock(other.get(), LOCK_EX | LOCK_NB), 0);  // held by `lock`
+  }
+  util::UniqueFd holder(::open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_GE(holder.get(), 0);
+  EXPECT_EQ(::flock(holder.get(), LOCK_EX | LOCK_NB), 0);  // released with `lock`
+  const std::int64_t saved = util::lock_timeout_ms();
+  util::set_lock_timeout_ms(30);
+  {
+    ProbeLock waited(memo);  // gives up after the lock timeout, holding nothing
+  }
+  util::set_lock_timeout_ms(saved);
+  { ProbeLock none(""); }  // no cache dir: nothing to lock
+}
+
+}  // namespace
+}  // namespace kache::compiler
