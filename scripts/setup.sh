@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libtomlplusplus-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libxxhash-dev libssl-dev
   nlohmann-json3-dev libhiredis-dev libcurl4-openssl-dev libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
-  ccache sccache redis-server nginx hyperfine strace meson python3 python3-matplotlib binutils make
+  ccache sccache redis-server nginx hyperfine strace gdb meson python3 python3-matplotlib binutils make
   xfsprogs e2fsprogs
   faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)
   clang-14 libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh

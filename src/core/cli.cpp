@@ -287,6 +287,8 @@ int run_cli(int argc, char** argv) {
       const std::uint64_t entries = store.local().entry_count();
       store.local().clear();
       util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
+      // What was verified under which identity: starting over means trusting nothing from before.
+      util::remove_all(util::join_path(config.cache_dir, "identities"));
       fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
                  config.cache_dir);
     }

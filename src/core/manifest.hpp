@@ -2,6 +2,7 @@
 // The direct-mode manifest: for one direct key (toolchain, flags, keyed environment, source), the
 // dependency closures of earlier builds and the result each led to. A lookup proves one closure
 // still matches the files on disk, without running any process.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,7 +63,18 @@ inline constexpr std::size_t kMaxManifestEntries = 16;
 // Whether a file seen with `id` at file-clock time `now` may still change without its identity
 // changing: its mtime or ctime lies in the current clock tick (within `margin` of `now`), or in the
 // future (clock skew). Such a record is checked by content on every lookup.
+// Times with no fraction of a second come from a file system that stores whole seconds (ext2/3, ext4
+// with 128-byte inodes, NFS over those) whatever its type says: a file rewritten within that second
+// keeps its identity, so such an identity is trusted only a whole second after its times. (A
+// nanosecond file system gives both times a zero fraction once in 10^18: only a second more caution.)
+inline std::int64_t coarse_time_margin(const util::FileIdentity& id, std::int64_t margin) {
+  constexpr std::int64_t kSecond = 1'000'000'000;
+  if (id.mtime_ns % kSecond == 0 && id.ctime_ns % kSecond == 0) return std::max(margin, kSecond);
+  return margin;
+}
+
 inline bool is_racy(const util::FileIdentity& id, std::int64_t now, std::int64_t margin) {
+  margin = coarse_time_margin(id, margin);
   return id.mtime_ns >= now - margin || id.ctime_ns >= now - margin;
 }
 

@@ -298,12 +298,14 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
       refreshed = true;
       continue;
     }
-    util::Digest h;
-    try {
-      h = util::hash_file(path);
-    } catch (const std::exception&) {
+    // Read as the file stat'ed above: bytes of another file (the path repointed meanwhile) must not be
+    // taken for this identity's content, here or in the record of verified identities.
+    const std::optional<util::Digest> read = util::hash_file_as(path, *id);
+    if (!read) {
+      log.debug("direct lookup: {} changed while it was read", path);
       return false;
     }
+    const util::Digest& h = *read;
     if (!(h == f.hash)) {
       log.debug("direct lookup: {} changed", path);
       return false;
@@ -355,15 +357,16 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
 bool Pipeline::same_listing(const std::string& dir, const util::Digest& listing, util::FileIdentity& guard,
                             bool& refreshed) {
   const auto before = util::stat_identity(dir);
+  if (!before || !before->is_dir) return false;
   const std::int64_t clock = util::file_clock_now_ns();
-  const auto now = listing_digest(dir);
+  // The names of the directory stat'ed above, unchanged while read (not another one the path reached
+  // meanwhile).
+  const auto now = listing_digest_as(dir, *before);
   if (!now || !(*now == listing)) {
     core::log().debug("direct lookup: the names in toolchain directory {} changed", dir);
     return false;
   }
-  const auto after = util::stat_identity(dir);
-  if (before && after && *before == *after && before->is_dir &&
-      !is_racy(*before, clock, margins_.for_file(dir, before->dev))) {
+  if (!is_racy(*before, clock, margins_.for_file(dir, before->dev))) {
     guard = *before;
     refreshed = true;
     verified_.add(VerifiedIdentities::Kind::listing, dir, *before, listing);
@@ -634,7 +637,7 @@ Outcome<std::string_view> Pipeline::hash_input(const std::string& path, util::Re
   // the object may come from another version than the one hashed. A time in the future is clock
   // skew, not a change; such a file is only trusted by content later on.
   const std::int64_t now = util::now_ns();
-  const std::int64_t margin = margins_.for_file(path, after->dev);
+  const std::int64_t margin = coarse_time_margin(*after, margins_.for_file(path, after->dev));
   for (std::int64_t t : {after->mtime_ns, after->ctime_ns}) {
     if (t > now) {
       f.racy = true;

@@ -1,7 +1,9 @@
 #include "core/watch.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -338,9 +340,9 @@ std::optional<std::string> first_precompiled_header(const std::vector<std::strin
   return std::nullopt;
 }
 
-std::optional<std::vector<std::string>> directory_names(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return std::nullopt;
+namespace {
+// The sorted names of an open directory stream (closed here), nullopt on a read error.
+std::optional<std::vector<std::string>> read_names(DIR* d) {
   std::vector<std::string> names;
   errno = 0;
   while (const dirent* e = ::readdir(d)) {
@@ -354,6 +356,13 @@ std::optional<std::vector<std::string>> directory_names(const std::string& dir) 
   std::sort(names.begin(), names.end());
   return names;
 }
+}  // namespace
+
+std::optional<std::vector<std::string>> directory_names(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return std::nullopt;
+  return read_names(d);
+}
 
 util::Digest names_digest(const std::vector<std::string>& sorted_names) {
   util::Hasher h;
@@ -365,6 +374,27 @@ util::Digest names_digest(const std::vector<std::string>& sorted_names) {
 std::optional<util::Digest> listing_digest(const std::string& dir) {
   auto names = directory_names(dir);
   if (!names) return std::nullopt;
+  return names_digest(*names);
+}
+
+std::optional<util::Digest> listing_digest_as(const std::string& dir, const util::FileIdentity& expected) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  if (auto before = util::fd_identity(fd); !before || !(*before == expected)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  const int check = ::dup(fd);  // the stream owns fd; its identity is asked again after the listing
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    if (check >= 0) ::close(check);
+    return std::nullopt;
+  }
+  auto names = read_names(d);
+  const auto after = check >= 0 ? util::fd_identity(check) : std::nullopt;
+  if (check >= 0) ::close(check);
+  if (!names || !after || !(*after == expected)) return std::nullopt;
   return names_digest(*names);
 }
 

@@ -102,6 +102,10 @@ std::optional<std::vector<std::string>> directory_names(const std::string& dir);
 util::Digest names_digest(const std::vector<std::string>& sorted_names);
 // names_digest(directory_names(dir)), nullopt when the directory cannot be read.
 std::optional<util::Digest> listing_digest(const std::string& dir);
+// The same, of the directory at `dir` only if it is the one with identity `expected` and it kept that
+// identity while it was read (fstat of the open directory before and after): the names belong to that
+// identity even if the path was repointed meanwhile.
+std::optional<util::Digest> listing_digest_as(const std::string& dir, const util::FileIdentity& expected);
 
 // Groups `absent` by directory. A directory watch_set stat'ed before every one of its names (see
 // `observed`) is guarded by that identity as is; any other is stat'ed now and its names confirmed

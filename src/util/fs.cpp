@@ -73,9 +73,8 @@ void close_checked(int fd, const std::string& what) {
 
 }  // namespace
 
-std::optional<FileIdentity> stat_identity(const char* path) {
-  struct stat st {};
-  if (::stat(path, &st) != 0) return std::nullopt;
+namespace {
+FileIdentity identity_of(const struct stat& st) {
   FileIdentity id;
   id.dev = static_cast<std::uint64_t>(st.st_dev);
   id.ino = static_cast<std::uint64_t>(st.st_ino);
@@ -85,6 +84,20 @@ std::optional<FileIdentity> stat_identity(const char* path) {
   id.is_dir = S_ISDIR(st.st_mode);
   return id;
 }
+}  // namespace
+
+std::optional<FileIdentity> stat_identity(const char* path) {
+  struct stat st {};
+  if (::stat(path, &st) != 0) return std::nullopt;
+  return identity_of(st);
+}
+
+std::optional<FileIdentity> fd_identity(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::nullopt;
+  return identity_of(st);
+}
+
 
 std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<const char*>& paths, unsigned max_threads) {
   std::vector<std::optional<FileIdentity>> out(paths.size());

@@ -118,30 +118,56 @@ Digest hmac_sha256(std::string_view key, std::string_view data) {
   return d;
 }
 
-Digest hash_file(const std::string& path) {
+namespace {
+
+// Hashes what fd reads to its end; throws on a read error.
+Digest hash_fd(int fd, const std::string& path) {
   Hasher h;
   // Left uninitialized: zeroing 256 KiB cost a hit more instructions (and page faults) than hashing
   // the source it reads, which is usually a few KiB; only the pages read() fills are touched.
   constexpr std::size_t kBufSize = 256 * 1024;
   static thread_local std::unique_ptr<char[]> buf(new char[kBufSize]);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.get(), kBufSize);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "read " + path);
+    }
+    if (n == 0) break;
+    h.update(std::string_view(buf.get(), static_cast<std::size_t>(n)));
+  }
+  return h.finish();
+}
+
+}  // namespace
+
+Digest hash_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
   try {
-    for (;;) {
-      ssize_t n = ::read(fd, buf.get(), kBufSize);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw std::system_error(errno, std::generic_category(), "read " + path);
-      }
-      if (n == 0) break;
-      h.update(std::string_view(buf.get(), static_cast<std::size_t>(n)));
-    }
+    const Digest d = hash_fd(fd, path);
+    ::close(fd);
+    return d;
   } catch (...) {
     ::close(fd);
     throw;
   }
+}
+
+std::optional<Digest> hash_file_as(const std::string& path, const FileIdentity& expected) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<Digest> out;
+  try {
+    if (auto before = fd_identity(fd); before && *before == expected) {
+      const Digest d = hash_fd(fd, path);
+      if (auto after = fd_identity(fd); after && *after == expected) out = d;
+    }
+  } catch (const std::exception&) {
+    out.reset();
+  }
   ::close(fd);
-  return h.finish();
+  return out;
 }
 
 namespace {

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/fs.hpp"
+
 namespace kache::util {
 
 struct Digest {
@@ -35,6 +37,10 @@ class Hasher {
 Digest sha256(std::string_view data);
 // Hashes a file's content; throws std::system_error when it cannot be read.
 Digest hash_file(const std::string& path);
+// The content of the file at `path` if it is the file with identity `expected`, still unchanged after it
+// was read (fstat of the open file before and after), else nullopt: what was read belongs to that
+// identity, even if the path was repointed (a symlink flipped, a directory renamed over) meanwhile.
+std::optional<Digest> hash_file_as(const std::string& path, const FileIdentity& expected);
 
 // HMAC-SHA-256 through OpenSSL's HMAC (EVP: its first use costs ~2 ms of provider set-up, so only the
 // remote path, which waits on a network anyway, uses it).

@@ -2,7 +2,9 @@
 // compile records, the next one finds; a damaged or torn record is never believed.
 #include <gtest/gtest.h>
 
+#include "core/manifest.hpp"
 #include "core/verified_identities.hpp"
+#include "core/watch.hpp"
 #include "util/fs.hpp"
 
 namespace kache::core {
@@ -90,6 +92,47 @@ TEST(VerifiedIdentities, AppendsAfterOtherWritersAndStartsOverPastItsBound) {
   EXPECT_LT(util::read_file(file).size(), 1000u);
   VerifiedIdentities after(file);
   EXPECT_TRUE(after.verified(Kind::file, "/c", identity(3), digest_of("c")));
+}
+
+}  // namespace
+}  // namespace kache::core
+
+namespace kache::core {
+namespace {
+
+TEST(FileTimes, WholeSecondTimesAreTrustedOnlyASecondLater) {
+  // A file system that stores whole seconds: a file rewritten within that second keeps its identity.
+  util::FileIdentity coarse;
+  coarse.mtime_ns = coarse.ctime_ns = 100'000'000'000;  // 100 s, no fraction
+  EXPECT_TRUE(is_racy(coarse, 100'500'000'000, 0));
+  EXPECT_TRUE(is_racy(coarse, 101'000'000'000, 0));
+  EXPECT_FALSE(is_racy(coarse, 101'000'000'001, 0));
+  // Nanosecond times: the file system's own margin only.
+  util::FileIdentity fine = coarse;
+  fine.mtime_ns = fine.ctime_ns = 100'000'000'123;
+  EXPECT_FALSE(is_racy(fine, 100'500'000'000, 0));
+  EXPECT_TRUE(is_racy(fine, 100'500'000'000, 500'000'000));
+}
+
+TEST(FileTimes, ContentIsReadOnlyAsTheIdentityStatted) {
+  util::TempDir dir("/tmp");
+  const std::string a = dir.path() + "/a", b = dir.path() + "/b";
+  util::write_file(a, "content a");
+  util::write_file(b, "content b");
+  const auto ida = util::stat_identity(a);
+  ASSERT_TRUE(ida);
+  EXPECT_EQ(util::hash_file_as(a, *ida), util::sha256("content a"));
+  // The path now names another file: its bytes are not a's.
+  EXPECT_EQ(util::hash_file_as(b, *ida), std::nullopt);
+  EXPECT_EQ(util::hash_file_as(dir.path() + "/gone", *ida), std::nullopt);
+
+  const auto idd = util::stat_identity(dir.path());
+  ASSERT_TRUE(idd);
+  EXPECT_EQ(listing_digest_as(dir.path(), *idd), listing_digest(dir.path()));
+  util::create_directories(dir.path() + "/other");
+  const auto other = util::stat_identity(dir.path() + "/other");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(listing_digest_as(dir.path(), *other), std::nullopt);
 }
 
 }  // namespace
