@@ -121,6 +121,21 @@ std::vector<std::string> profile_references(const std::string& profile) {
 // Programs a dry run lists that nvcc performs on its own temporaries; they do not shape the output.
 constexpr std::string_view kFileUtilities[] = {"rm", "cp", "mv"};
 
+// The host compiler's questions, asked all at once: its version, its own passes (GCC's cc1plus and as:
+// a driver of the same version over another back end keys apart) and its own search directories
+// (headers appearing there are watched in direct mode).
+struct HostQuestions {
+  HostQuestions(const std::string& compiler_path, const util::Environment& env)
+      : compiler(compiler_path),
+        version(start_capture(compiler, {compiler, "--version"}, env)),
+        programs(compiler, env, {"cc1plus", "as"}),
+        dirs(compiler, "c++", env) {}
+  std::string compiler;
+  std::future<util::ProcessResult> version;
+  gcc::DriverPrograms programs;
+  gcc::DriverIncludeDirs dirs;
+};
+
 Memo probe(const std::string& nvcc_path, const util::Environment& env, const std::optional<std::string>& ccbin,
            const std::string& scratch_dir, const std::string& memo_dir) {
   // Only what the memo is keyed by reaches the probe; keyed variables (PTXAS_FLAGS, CPATH, ...) are
@@ -144,6 +159,16 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
     dry.push_back(*ccbin);
   }
   auto dryrun_answer = start_capture(nvcc_path, dry, probe_env);
+
+  // The host compiler is usually `gcc` on the PATH: its questions start now, beside the dry run (which
+  // takes longest), and their answers are used only if the dry run names that same compiler; otherwise
+  // they are asked again of the one it names.
+  std::optional<HostQuestions> early;
+  if (!ccbin && !util::env_get(probe_env, "NVCC_CCBIN")) {
+    if (auto gcc = util::find_executable("gcc", util::env_get(probe_env, "PATH").value_or(""))) {
+      early.emplace(util::absolute_path(*gcc, cwd), probe_env);
+    }
+  }
 
   Memo m;
   ProbeFiles files(m.tools, cwd, memo_dir);
@@ -228,12 +253,14 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
     if (!find_env_rule(name)) m.profile_env.emplace_back(name, env_value_field(env, name));
   }
 
-  // The host compiler's questions, all at once: its version, its own passes (GCC's cc1plus and as: a
-  // driver of the same version over another back end keys apart) and its own search directories
-  // (headers appearing there are watched in direct mode). nvcc's files are hashed while they run.
-  auto host_version_answer = start_capture(m.tc.host_compiler, {m.tc.host_compiler, "--version"}, probe_env);
-  gcc::DriverPrograms host_programs(m.tc.host_compiler, probe_env, {"cc1plus", "as"});
-  gcc::DriverIncludeDirs host_dirs(m.tc.host_compiler, "c++", probe_env);
+  // The host compiler's questions (asked early when the dry run confirms the guess); nvcc's files are
+  // hashed while they run.
+  std::optional<HostQuestions> late;
+  if (!early || early->compiler != m.tc.host_compiler) late.emplace(m.tc.host_compiler, probe_env);
+  HostQuestions& host = late ? *late : *early;
+  auto& host_version_answer = host.version;
+  gcc::DriverPrograms& host_programs = host.programs;
+  gcc::DriverIncludeDirs& host_dirs = host.dirs;
   files.digest_pending();
 
   const util::ProcessResult version = version_answer.get();
