@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <stdexcept>
 #include <system_error>
 
 #include "core/log.hpp"
@@ -169,7 +170,10 @@ void ProbeFiles::digest_pending() {
   util::for_each_slice(threads, threads, [&](std::size_t, std::size_t, std::size_t) {
     for (std::size_t i; (i = next.fetch_add(1)) < to_hash.size();) {
       try {
-        to_hash[i]->digest = util::xxh128_file_hex(to_hash[i]->path);
+        auto hex = util::xxh128_file_hex_as(to_hash[i]->path, to_hash[i]->identity);
+        // The path reaches another file than the one stat'ed: its content is not this identity's.
+        if (!hex) throw std::runtime_error("toolchain file changed while it was probed: " + to_hash[i]->path);
+        to_hash[i]->digest = std::move(*hex);
       } catch (...) {
         failures[i] = std::current_exception();
       }
@@ -184,9 +188,7 @@ void ProbeFiles::digest_pending() {
   }
   if (memo_dir_.empty()) return;
   for (const Recorded* r : to_hash) {
-    // Only a file that still has the identity it had before hashing is known to have this content.
-    auto after = util::stat_identity(r->path);
-    if (!after || !(*after == r->identity)) continue;
+    // Hashed as the file of this identity (xxh128_file_hex_as): this identity's content.
     try {
       const std::string memo = content_memo_path(memo_dir_, r->path, r->identity);
       util::create_directories(util::dirname(memo));

@@ -262,13 +262,10 @@ std::optional<std::string> xxh128_mapped_hex(int fd, std::size_t size) {
   return canonical_hex(h);
 }
 
-std::string xxh128_file_hex(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
+namespace {
+
+// XXH3-128 of an open file, mapped when it is a regular file that can be mapped.
+std::string xxh128_fd_hex(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw std::system_error(errno, std::generic_category(), "fstat " + path);
   if (!S_ISREG(st.st_mode)) return canonical_hex(xxh128_read(fd, path));
@@ -281,6 +278,34 @@ std::string xxh128_file_hex(const std::string& path) {
   }
   if (!hex) throw std::system_error(EIO, std::generic_category(), "file shrank while it was hashed: " + path);
   return *hex;
+}
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+}  // namespace
+
+std::string xxh128_file_hex(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
+  FdCloser closer{fd};
+  return xxh128_fd_hex(fd, path);
+}
+
+std::optional<std::string> xxh128_file_hex_as(const std::string& path, const FileIdentity& expected) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
+  FdCloser closer{fd};
+  // The file opened must be the one stat'ed (the path may reach another by now: a flipped symlink),
+  // and keep that identity while it is read.
+  auto before = fd_identity(fd);
+  if (!before || !(*before == expected)) return std::nullopt;
+  std::string hex = xxh128_fd_hex(fd, path);
+  auto after = fd_identity(fd);
+  if (!after || !(*after == expected)) return std::nullopt;
+  return hex;
 }
 
 std::uint64_t xxh64(std::string_view data) { return XXH3_64bits(data.data(), data.size()); }

@@ -58,6 +58,9 @@ std::uint64_t xxh64(std::string_view data);
 // read() into a buffer over nvcc's 190 MB of tools. Throws std::system_error when the file cannot be
 // read, or when it shrinks while it is read.
 std::string xxh128_file_hex(const std::string& path);
+// The same, of the file `path` reaches only while it is the file of identity `expected` (checked on the
+// open file before and after the read); nullopt when it is not.
+std::optional<std::string> xxh128_file_hex_as(const std::string& path, const FileIdentity& expected);
 // The same over the first `size` bytes of the open file `fd`, mapped. A page past the file's end (the
 // file shrank after its size was taken, or `size` was too large) raises SIGBUS, which is caught while
 // the hash runs: the answer is then nullopt.
