@@ -14,6 +14,8 @@
 #include <system_error>
 
 #include "core/log.hpp"
+#include "core/manifest.hpp"
+#include "util/clock.hpp"
 #include "util/lock.hpp"
 #include "util/parallel.hpp"
 #include "util/process.hpp"
@@ -66,6 +68,14 @@ bool ToolFiles::still_valid() const {
     if (!found || util::absolute_path(*found, cwd) != b.resolved) return false;
   }
   return true;
+}
+
+bool identity_is_racy(const std::string& path, const util::FileIdentity& id) {
+  return core::is_racy(id, util::file_clock_now_ns(), util::file_time_margin_ns(path));
+}
+
+bool ToolFiles::settled() const {
+  return std::none_of(files.begin(), files.end(), [](const ToolFile& f) { return identity_is_racy(f.path, f.identity); });
 }
 
 std::string identity_text(const util::FileIdentity& id) {
@@ -188,7 +198,9 @@ void ProbeFiles::digest_pending() {
   }
   if (memo_dir_.empty()) return;
   for (const Recorded* r : to_hash) {
-    // Hashed as the file of this identity (xxh128_file_hex_as): this identity's content.
+    // Hashed as the file of this identity (xxh128_file_hex_as): this identity's content, unless the
+    // file may still change within the clock tick without a new identity.
+    if (identity_is_racy(r->path, r->identity)) continue;
     try {
       const std::string memo = content_memo_path(memo_dir_, r->path, r->identity);
       util::create_directories(util::dirname(memo));

@@ -37,7 +37,14 @@ struct ToolFiles {
   static ToolFiles read(util::Reader& r);
   // Every file keeps its identity and every bare name resolves to the same file.
   bool still_valid() const;
+  // No file was changed within the file system's clock tick of now: each identity stands for the
+  // content read (an edit within the tick could keep it). A memo is written only when this holds.
+  bool settled() const;
 };
+
+// Whether a file with this identity may still change without its identity changing (modified within
+// the clock tick of now on the file system of `path`).
+bool identity_is_racy(const std::string& path, const util::FileIdentity& id);
 
 // "dev:ino:size:mtime:ctime", for memo keys.
 std::string identity_text(const util::FileIdentity& id);

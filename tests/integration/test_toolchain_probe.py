@@ -7,6 +7,7 @@ The probes are counted by wrapper scripts standing in for nvcc and gcc: each not
 command (nvcc's dry run of probe.cu, the driver's --version) in a file, then sleeps, so that two
 compiles started together certainly overlap in the probe (without the lock both would probe)."""
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -168,6 +169,29 @@ class ToolEditedInPlace(KacheTestCase):
         self.assert_same_object(self.path("k.o"), self.path("plain.o"))
         self.assertNotEqual(before, self.read("k.o", "rb"))
         self.assert_counts(hits=1, misses=2)
+
+
+class DriverThatCannotAnswer(KacheTestCase):
+    """A host driver that fails one of the probe's questions (here -print-prog-name=): its passes stay
+    unknown, so no memo of partial facts is written and the compile runs uncached, with its own output
+    (review of the probe: the memo was stored without cc1/cc1plus/as, whose later change went unseen)."""
+
+    def test_a_failed_question_passes_the_compile_through(self):
+        real = shutil.which("gcc")
+        driver = self.write("pf/gcc", '#!/bin/sh\ncase "$1" in -print-prog-name=*) exit 1;; esac\n'
+                                      'exec "%s" "$@"\n' % real)
+        os.chmod(driver, 0o755)
+        self.write("x.c", "int twice(int x) { return 2 * x; }\n")
+        for _ in range(2):
+            r = self.kache([driver, "-c", "x.c", "-o", "x.o"], check=False)
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+        s = self.stats()
+        self.assertEqual((s["hits"], s["misses"]), (0, 0), s)
+        self.assertEqual(s["passthrough"] + s.get("errors", 0) + s.get("uncached", 0) > 0, True, s)
+        self.assertFalse(any(n.endswith(".lock") is False and not n.startswith(".") and n != "content"
+                             for n in os.listdir(os.path.join(self.cache, "toolchains"))), "a memo was written")
+        subprocess.run([real, "-c", "x.c", "-o", "plain.o"], cwd=self.ws, check=True)
+        self.assert_same_object(self.path("x.o"), self.path("plain.o"))
 
 
 if __name__ == "__main__":

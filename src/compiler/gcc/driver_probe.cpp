@@ -1,6 +1,7 @@
 #include "compiler/gcc/driver_probe.hpp"
 
 #include <sstream>
+#include <stdexcept>
 
 #include "util/fs.hpp"
 
@@ -23,8 +24,10 @@ DriverPrograms::DriverPrograms(const std::string& driver, const util::Environmen
 void DriverPrograms::add_to(ProbeFiles& files) {
   for (auto& [prog, answer] : answers_) {
     const util::ProcessResult r = answer.get();
-    std::string path = r.ok() ? first_line(r.out) : "";
-    if (path.empty()) continue;
+    // A question the driver cannot answer leaves its passes unknown: no memo of partial facts.
+    if (!r.ok()) throw std::runtime_error("the host compiler's -print-prog-name=" + prog + " failed");
+    std::string path = first_line(r.out);
+    if (path.empty()) throw std::runtime_error("the host compiler named no program for -print-prog-name=" + prog);
     if (path.find('/') == std::string::npos && prog.starts_with("cc1")) continue;
     path = files.resolve(path);
     if (!path.empty()) files.add("host:" + prog, path);
@@ -37,6 +40,9 @@ DriverIncludeDirs::DriverIncludeDirs(const std::string& driver, std::string_view
 
 std::vector<std::string> DriverIncludeDirs::get() {
   const util::ProcessResult hs = answer_.get();
+  // Without its search list, headers appearing in the driver's own directories would go unwatched.
+  if (!hs.ok() || hs.err.find("#include <...> search starts here:") == std::string::npos)
+    throw std::runtime_error("the host compiler's -E -v did not list its include directories");
   std::vector<std::string> dirs;
   std::istringstream err(hs.err);
   std::string line;

@@ -265,7 +265,9 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   if (auto tc = from_memo()) return *tc;
   core::log().debug("probing toolchain {} (memo {})", driver, memo_key.substr(0, 12));
   Memo m = probe(driver, env, memo_dir);
-  if (!memo_path.empty()) {
+  // A toolchain file changed within the clock tick could change again unseen: this compile uses the
+  // probe, the next one probes again.
+  if (!memo_path.empty() && m.tools.settled()) {
     try {
       util::write_file_atomic(memo_path, serialize(m));
     } catch (const std::exception& e) {

@@ -352,7 +352,9 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
   core::log().debug("probing toolchain {} (memo {})", nvcc_path, memo_key.substr(0, 12));
   util::TempDir scratch(memo_dir.empty() ? "/tmp" : memo_dir, ".probe-");
   Memo m = probe(nvcc_path, env, ccbin, scratch.path(), memo_dir);
-  if (!memo_path.empty()) {
+  // A toolchain file changed within the clock tick could change again unseen: this compile uses the
+  // probe, the next one probes again.
+  if (!memo_path.empty() && m.tools.settled()) {
     try {
       util::write_file_atomic(memo_path, serialize(m));
     } catch (const std::exception& e) {
