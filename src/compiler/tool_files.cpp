@@ -270,4 +270,37 @@ ProbeLock::~ProbeLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+namespace memo_detail {
+
+std::string memo_path(const std::string& memo_dir, const std::string& memo_key) {
+  return memo_dir.empty() ? "" : util::join_path(memo_dir, memo_key);
+}
+
+void log_not_kept(const std::string& memo_key, const char* why) {
+  core::log().debug("toolchain memo {} {}: probing again", memo_key.substr(0, 12), why);
+}
+
+void prepare_dir(const std::string& memo_dir) {
+  if (memo_dir.empty()) return;
+  try {
+    util::create_directories(memo_dir);
+  } catch (const std::exception& e) {
+    core::log().debug("cannot create {}: {}", memo_dir, e.what());
+  }
+}
+
+void log_probing(const std::string& what, const std::string& memo_key) {
+  core::log().debug("probing toolchain {} (memo {})", what, memo_key.substr(0, 12));
+}
+
+void write(const std::string& memo_path, const std::string& bytes) {
+  try {
+    util::write_file_atomic(memo_path, bytes);
+  } catch (const std::exception& e) {
+    core::log().debug("cannot write toolchain memo: {}", e.what());
+  }
+}
+
+}  // namespace memo_detail
+
 }  // namespace kache::compiler

@@ -4,10 +4,12 @@
 // named without a directory with the file it resolved to. A memoized probe is trusted while every
 // file keeps its identity and every bare name still resolves the same way: a handful of stats.
 #include <future>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
@@ -117,5 +119,50 @@ class ProbeLock {
  private:
   int fd_ = -1;
 };
+
+// The parts of memoized_probe that do not depend on the memo's type.
+namespace memo_detail {
+std::string memo_path(const std::string& memo_dir, const std::string& memo_key);
+void log_not_kept(const std::string& memo_key, const char* why);
+void prepare_dir(const std::string& memo_dir);
+void log_probing(const std::string& what, const std::string& memo_key);
+void write(const std::string& memo_path, const std::string& bytes);
+}  // namespace memo_detail
+
+// A toolchain's memo at memo_dir/memo_key (memo_dir "": none): read back while `valid(memo)` holds;
+// else probed, one probe per toolchain at a time (ProbeLock: a compile that waited reads the prober's
+// memo), and written when every file it records is settled (a file changed within the clock tick could
+// change again unseen). Memo is an adapter's probe answer: `tc` (whose from_memo says where it came
+// from) and `tools` (its ToolFiles). The nvcc and gcc adapters differ only in the memo and the probe.
+template <typename Memo, typename Read, typename Valid, typename Probe, typename Write>
+Memo memoized_probe(const std::string& memo_dir, const std::string& memo_key, const std::string& what, Read read,
+                    Valid valid, Probe probe, Write write) {
+  const std::string path = memo_detail::memo_path(memo_dir, memo_key);
+  auto from_memo = [&]() -> std::optional<Memo> {
+    if (path.empty() || !util::exists(path)) return std::nullopt;
+    try {
+      Memo m = read(util::read_file(path));
+      if (valid(m)) {
+        m.tc.from_memo = true;
+        return m;
+      }
+      memo_detail::log_not_kept(memo_key, "is stale");
+    } catch (const std::exception& e) {
+      memo_detail::log_not_kept(memo_key, e.what());
+    }
+    return std::nullopt;
+  };
+  if (auto m = from_memo()) return std::move(*m);
+  // The memo lives in the cache dir: its files and directories take the cache umask (cache.umask).
+  util::CacheUmaskScope cache_umask;
+  memo_detail::prepare_dir(memo_dir);
+  // Another compile may be probing this toolchain now: its memo, once written, is this one's answer.
+  ProbeLock probe_lock(path);
+  if (auto m = from_memo()) return std::move(*m);
+  memo_detail::log_probing(what, memo_key);
+  Memo m = probe();
+  if (!path.empty() && m.tools.settled()) memo_detail::write(path, write(m));
+  return m;
+}
 
 }  // namespace kache::compiler

@@ -120,11 +120,11 @@ Digest hmac_sha256(std::string_view key, std::string_view data) {
 
 namespace {
 
-// Hashes what fd reads to its end; throws on a read error.
-Digest hash_fd(int fd, const std::string& path) {
-  Hasher h;
-  // Left uninitialized: zeroing 256 KiB cost a hit more instructions (and page faults) than hashing
-  // the source it reads, which is usually a few KiB; only the pages read() fills are touched.
+// Reads fd to its end, passing each chunk to `take`; throws on a read error. The buffer is this
+// thread's, left uninitialized: zeroing 256 KiB cost a hit more instructions (and page faults) than
+// hashing the source it reads, which is usually a few KiB; only the pages read() fills are touched.
+template <typename Take>
+void read_chunks(int fd, const std::string& path, Take take) {
   constexpr std::size_t kBufSize = 256 * 1024;
   static thread_local std::unique_ptr<char[]> buf(new char[kBufSize]);
   for (;;) {
@@ -134,8 +134,14 @@ Digest hash_fd(int fd, const std::string& path) {
       throw std::system_error(errno, std::generic_category(), "read " + path);
     }
     if (n == 0) break;
-    h.update(std::string_view(buf.get(), static_cast<std::size_t>(n)));
+    take(std::string_view(buf.get(), static_cast<std::size_t>(n)));
   }
+}
+
+// SHA-256 of what fd reads to its end.
+Digest hash_fd(int fd, const std::string& path) {
+  Hasher h;
+  read_chunks(fd, path, [&](std::string_view chunk) { h.update(chunk); });
   return h.finish();
 }
 
@@ -224,17 +230,7 @@ bool hash_mapped(const void* data, std::size_t size, XXH128_hash_t& out) {
 XXH128_hash_t xxh128_read(int fd, const std::string& path) {
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
   if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) throw std::runtime_error("XXH3 state");
-  constexpr std::size_t kBufSize = 1024 * 1024;
-  std::unique_ptr<char[]> buf(new char[kBufSize]);
-  for (;;) {
-    ssize_t n = ::read(fd, buf.get(), kBufSize);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "read " + path);
-    }
-    if (n == 0) break;
-    XXH3_128bits_update(state.get(), buf.get(), static_cast<std::size_t>(n));
-  }
+  read_chunks(fd, path, [&](std::string_view chunk) { XXH3_128bits_update(state.get(), chunk.data(), chunk.size()); });
   return XXH3_128bits_digest(state.get());
 }
 

@@ -11,7 +11,6 @@
 #include "compiler/gcc/driver_probe.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/log.hpp"
-#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
@@ -319,49 +318,15 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
     mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
   const std::string memo_key = mk.finish().hex();
   core::log().trace("toolchain memo key = {}", memo_key);
-  const std::string memo_path = memo_dir.empty() ? "" : util::join_path(memo_dir, memo_key);
-
-  auto from_memo = [&]() -> std::optional<Toolchain> {
-    if (memo_path.empty() || !util::exists(memo_path)) return std::nullopt;
-    try {
-      Memo m = deserialize(util::read_file(memo_path));
-      if (memo_still_valid(m, env)) {
-        m.tc.from_memo = true;
-        return m.tc;
-      }
-      core::log().debug("toolchain memo {} is stale: probing again", memo_key.substr(0, 12));
-    } catch (const std::exception& e) {
-      core::log().debug("toolchain memo unreadable ({}): probing again", e.what());
-    }
-    return std::nullopt;
-  };
-  if (auto tc = from_memo()) return *tc;
-
-  // The memo lives in the cache dir: its files and directories take the cache umask (cache.umask).
-  util::CacheUmaskScope cache_umask;
-  if (!memo_dir.empty()) {
-    try {
-      util::create_directories(memo_dir);
-    } catch (const std::exception& e) {
-      core::log().debug("cannot create {}: {}", memo_dir, e.what());
-    }
-  }
-  // Another compile may be probing this toolchain now: its memo, once written, is this one's answer.
-  ProbeLock probe_lock(memo_path);
-  if (auto tc = from_memo()) return *tc;
-  core::log().debug("probing toolchain {} (memo {})", nvcc_path, memo_key.substr(0, 12));
-  util::TempDir scratch(memo_dir.empty() ? "/tmp" : memo_dir, ".probe-");
-  Memo m = probe(nvcc_path, env, ccbin, scratch.path(), memo_dir);
-  // A toolchain file changed within the clock tick could change again unseen: this compile uses the
-  // probe, the next one probes again.
-  if (!memo_path.empty() && m.tools.settled()) {
-    try {
-      util::write_file_atomic(memo_path, serialize(m));
-    } catch (const std::exception& e) {
-      core::log().debug("cannot write toolchain memo: {}", e.what());
-    }
-  }
-  return m.tc;
+  return memoized_probe<Memo>(
+             memo_dir, memo_key, nvcc_path, [](const std::string& bytes) { return deserialize(bytes); },
+             [&](const Memo& m) { return memo_still_valid(m, env); },
+             [&] {
+               util::TempDir scratch(memo_dir.empty() ? "/tmp" : memo_dir, ".probe-");
+               return probe(nvcc_path, env, ccbin, scratch.path(), memo_dir);
+             },
+             [](const Memo& m) { return serialize(m); })
+      .tc;
 }
 
 }  // namespace kache::compiler::nvcc
