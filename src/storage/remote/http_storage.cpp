@@ -55,32 +55,25 @@ HttpStorage::HttpStorage(RemoteUrl url, std::string ca_file, std::uint64_t max_b
 
 HttpStorage::~HttpStorage() = default;
 
-bool HttpStorage::available(std::string* why) const {
-  return url_.scheme != Scheme::https || CurlConnection::available(why);
-}
-
-std::string HttpStorage::key_target(std::string_view key) const {
+std::string HttpStorage::key_path(std::string_view key) const {
   const std::string segment = path_segment(key);
-  const std::string& base = url_.path;
   switch (url_.layout) {
     case HttpLayout::flat:
-      return base + "/" + segment;
+      return "/" + segment;
     case HttpLayout::subdirs:
-      if (segment.size() < 3) return base + "/" + segment;
-      return base + "/" + segment.substr(0, 2) + "/" + segment.substr(2);
+      if (segment.size() < 3) return "/" + segment;
+      return "/" + segment.substr(0, 2) + "/" + segment.substr(2);
     case HttpLayout::bazel:
       // Bazel's action cache takes exactly 64 hex digits; other keys are hashed into that form.
-      return base + "/ac/" + (is_sha256_hex(key) ? std::string(key) : util::sha256(key).hex());
+      return "/ac/" + (is_sha256_hex(key) ? std::string(key) : util::sha256(key).hex());
   }
-  return base + "/" + segment;
+  return "/" + segment;
 }
 
-std::string HttpStorage::key_url(std::string_view key) const {
-  return std::string(scheme_name(url_.scheme)) + "://" + url_.host_port() + key_target(key);
-}
+std::string HttpStorage::key_url(std::string_view key) const { return url_.http_base() + key_path(key); }
 
 HttpResponse HttpStorage::perform(HttpMethod method, std::string_view key, std::string_view upload) {
-  const std::string target = key_target(key);
+  const std::string target = url_.path + key_path(key);
   HttpRequest request;
   request.method = method;
   request.target = target;

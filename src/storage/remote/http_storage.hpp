@@ -41,13 +41,10 @@ class HttpStorage final : public RemoteBackend {
 
   // The request URL of a key under the URL's layout (no credentials in it).
   std::string key_url(std::string_view key) const;
-  // The request's path of a key (what follows scheme://host:port in key_url).
-  std::string key_target(std::string_view key) const;
-  // Whether this URL's transport can be used: http:// always, https:// when libcurl loads (*why says
-  // why not in one sentence).
-  bool available(std::string* why = nullptr) const;
 
  private:
+  // Where a key lies below the URL's path, under its layout: "/ab/cdef", "/abcdef" or "/ac/<64 hex>".
+  std::string key_path(std::string_view key) const;
   HttpResponse perform(HttpMethod method, std::string_view key, std::string_view upload);
 
   RemoteUrl url_;

@@ -75,7 +75,7 @@ struct RemoteUrl {
   // What identifies the server and namespace (scheme, user, host, port, path or db), without secrets
   // or attributes: the breaker keys its state on it.
   std::string identity() const;
-  // http(s): scheme://host[:port]<path>, what request URLs start with (credentials go to curl apart).
+  // http(s): scheme://host[:port]<path>, what request URLs start with (credentials go in a header, apart).
   std::string http_base() const;
 
   bool operator==(const RemoteUrl&) const = default;
