@@ -141,5 +141,21 @@ class KacheTestCase(unittest.TestCase):
         self.assertNotEqual(self.sections(a), self.sections(b), f"{a} and {b} should differ")
 
 
+def repoint(link, target):
+    """Points the symlink `link` at `target` by a rename, as an install by rename or update-alternatives
+    does: the files on either side keep their identities."""
+    tmp = link + ".tmp"
+    os.symlink(target, tmp)
+    os.replace(tmp, link)
+
+
+def repoint_script(script, link, target):
+    """A shell script doing repoint(link, target), for a debugger's `shell` command at a breakpoint."""
+    with open(script, "w") as f:
+        f.write(f"#!/bin/sh\nln -s {target} {link}.tmp && mv -T {link}.tmp {link}\n")
+    os.chmod(script, 0o755)
+    return script
+
+
 def main():
     unittest.main(verbosity=2)

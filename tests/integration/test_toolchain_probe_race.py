@@ -41,17 +41,10 @@ class ToolchainRepointedBetweenStatAndHash(KacheTestCase):
         time.sleep(0.05)  # the scripts' times leave the clock tick
 
     def point_cur_to(self, target):
-        tmp = self.path("cur.tmp")
-        os.symlink(target, tmp)
-        os.replace(tmp, self.path("cur"))  # a rename: a/gcc and b/gcc keep their identities
+        kachetest.repoint(self.path("cur"), target)  # a/gcc and b/gcc keep their identities
 
     def flip_script(self, target):
-        p = self.path(f"flip-{target}.sh")
-        with open(p, "w") as f:
-            f.write(f"#!/bin/sh\nln -s {target} {self.path('cur.tmp')} && mv -T {self.path('cur.tmp')} "
-                    f"{self.path('cur')}\n")
-        os.chmod(p, 0o755)
-        return p
+        return kachetest.repoint_script(self.path(f"flip-{target}.sh"), self.path("cur"), target)
 
     def compile(self):
         self.kache([self.driver, "-O2", "-c", "x.c", "-o", "x.o"])

@@ -37,9 +37,7 @@ class RepointedBetweenStatAndHash(KacheTestCase):
         time.sleep(0.05)  # the headers' times leave the clock tick (their identities are trusted)
 
     def point_inc_to(self, target):
-        tmp = self.path("inc.tmp")
-        os.symlink(target, tmp)
-        os.replace(tmp, self.path("inc"))  # a rename: a/h.h and b/h.h keep their identities
+        kachetest.repoint(self.path("inc"), target)  # a/h.h and b/h.h keep their identities
 
     def compile(self, src):
         out = src.replace(".c", ".o")
@@ -52,11 +50,7 @@ class RepointedBetweenStatAndHash(KacheTestCase):
 
     def compile_with_flip_during_hash(self, src, flip_to):
         """kache on `src`, inc repointed to `flip_to` when kache starts hashing inc/h.h."""
-        flip = self.path("flip.sh")
-        with open(flip, "w") as f:
-            f.write(f"#!/bin/sh\nln -s {flip_to} {self.path('inc.tmp')} && mv -T {self.path('inc.tmp')} "
-                    f"{self.path('inc')}\n")
-        os.chmod(flip, 0o755)
+        flip = kachetest.repoint_script(self.path("flip.sh"), self.path("inc"), flip_to)
         env = dict(self.env)
         env["ASAN_OPTIONS"] = "detect_leaks=0"
         header = self.path("inc", "h.h")
