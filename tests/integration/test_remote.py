@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import kachetest
 import servers
@@ -26,6 +27,32 @@ __global__ void k%d(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]) + %d.0f; 
 int host%d() { return %d; }
 """
 UNITS = ["a", "b", "c"]
+
+# An LD_PRELOAD hook: getaddrinfo of the name in HANG_HOST sleeps 60 s first, as with a DNS server that
+# never answers; other names resolve as usual. The compiler kache runs does not inherit it.
+HANGING_RESOLVER_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char hang_host[256];
+
+__attribute__((constructor)) static void init(void) {
+  const char* h = getenv("HANG_HOST");
+  if (h) strncpy(hang_host, h, sizeof(hang_host) - 1);
+  unsetenv("LD_PRELOAD");
+}
+
+int getaddrinfo(const char* node, const char* service, const struct addrinfo* hints, struct addrinfo** res) {
+  if (node && hang_host[0] && strcmp(node, hang_host) == 0) sleep(60);
+  int (*real)(const char*, const char*, const struct addrinfo*, struct addrinfo**) =
+      (int (*)(const char*, const char*, const struct addrinfo*, struct addrinfo**))dlsym(RTLD_NEXT, "getaddrinfo");
+  return real(node, service, hints, res);
+}
+"""
 
 
 class RemoteCase(KacheTestCase):
@@ -58,9 +85,9 @@ class RemoteCase(KacheTestCase):
         for u in UNITS:
             self.compile(checkout, u, env)
 
-    def assert_plain_equivalent(self, checkout):
+    def assert_plain_equivalent(self, checkout, units=UNITS):
         root = self.path(checkout)
-        for u in UNITS:
+        for u in units:
             self.nvcc(["-c", f"{root}/src/{u}.cu", f"-I{root}/include", "-o", f"plain-{u}.o"],
                       cwd=self.path(checkout, "build"))
             self.assert_same_object(self.path(checkout, "build", f"{u}.o"),
@@ -180,6 +207,31 @@ class Outages(RemoteCase):
                 self.assertEqual(s["misses"], 3, s)
                 self.assertGreater(s["remote_timeouts"] + s["remote_skipped"], 0, s)
         self.assert_plain_equivalent("one")
+
+    def test_a_resolver_that_hangs_costs_no_more_than_connect_timeout(self):
+        # getaddrinfo blocks for as long as the system's resolver takes: an LD_PRELOAD hook makes it hang
+        # for HANG_HOST (60 s), as a dead DNS server would. Both remote kinds wait for it at most
+        # connect-timeout, count a timeout, and the build goes on.
+        if shutil.which("gcc") is None:
+            self.skipTest("gcc is needed to build the LD_PRELOAD resolver hook")
+        src = self.path("hang.c")
+        with open(src, "w") as f:
+            f.write(HANGING_RESOLVER_C)
+        hook = self.path("hang.so")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", hook, src, "-ldl"], check=True, capture_output=True)
+        asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if o)
+        for scheme in ("redis", "http"):
+            env = self.env_for("one", f"{scheme}://hang.kache.invalid:1|connect-timeout=100",
+                               KACHE_DIR=self.path("c-" + scheme), LD_PRELOAD=hook, HANG_HOST="hang.kache.invalid",
+                               ASAN_OPTIONS=asan)
+            started = time.monotonic()
+            self.compile("one", "a", env)
+            took = time.monotonic() - started
+            s = self.stats_of(env)
+            self.assertEqual((s["misses"], s["remote_timeouts"]), (1, 1), s)
+            # A bound, not a benchmark: the hook hangs for 60 s; the compile itself takes about 1 s.
+            self.assertLess(took, 30, f"{scheme}: the compile waited for the resolver")
+        self.assert_plain_equivalent("one", units=["a"])
 
     def test_server_killed_and_restarted(self):
         redis = servers.Redis()

@@ -1,7 +1,6 @@
 #include "storage/remote/plain_http.hpp"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <sys/socket.h>
 
 #include <boost/asio/connect.hpp>
@@ -10,11 +9,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "storage/remote/host_names.hpp"
@@ -38,52 +34,6 @@ struct StaleConnection {};
 bool closed_by_peer(const beast::error_code& ec) {
   return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
          ec == net::error::broken_pipe;
-}
-
-// getaddrinfo blocks for as long as the system's resolver takes (seconds per server and attempt), so it
-// runs on a thread of its own and is waited for until `until`; a thread still blocked then is left to
-// finish on its own (or to end with the process).
-std::vector<tcp::endpoint> resolve_host(const RemoteUrl& url, Clock::time_point until) {
-  require_resolvable(url);
-  struct Shared {
-    std::mutex mutex;
-    std::condition_variable done_cv;
-    bool done = false;
-    int rc = 0;
-    std::vector<tcp::endpoint> endpoints;
-  };
-  auto shared = std::make_shared<Shared>();
-  std::thread([shared, host = url.host, port = std::to_string(url.effective_port())] {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
-    std::vector<tcp::endpoint> endpoints;
-    for (const addrinfo* a = found; a; a = a->ai_next) {
-      if (a->ai_addrlen > sizeof(sockaddr_storage)) continue;
-      tcp::endpoint endpoint;
-      std::memcpy(endpoint.data(), a->ai_addr, a->ai_addrlen);
-      endpoint.resize(a->ai_addrlen);
-      endpoints.push_back(endpoint);
-    }
-    if (found) ::freeaddrinfo(found);
-    const std::lock_guard lock(shared->mutex);
-    shared->rc = rc;
-    shared->endpoints = std::move(endpoints);
-    shared->done = true;
-    shared->done_cv.notify_all();
-  }).detach();
-  std::unique_lock lock(shared->mutex);
-  if (!shared->done_cv.wait_until(lock, until, [&] { return shared->done; })) {
-    throw RemoteError(RemoteFailure::Kind::timeout,
-                      url.redacted() + ": resolving " + url.host + " took longer than connect-timeout");
-  }
-  if (shared->rc != 0 || shared->endpoints.empty()) {
-    throw RemoteError(RemoteFailure::Kind::error, url.redacted() + ": cannot resolve " + url.host + " (" +
-                                                      (shared->rc ? ::gai_strerror(shared->rc) : "no address") + ")");
-  }
-  return shared->endpoints;
 }
 
 }  // namespace
@@ -163,7 +113,12 @@ HttpResponse PlainHttpConnection::perform(const HttpRequest& request) {
       if (!ec) {
         endpoints.emplace_back(address, static_cast<unsigned short>(url_.effective_port()));
       } else {
-        endpoints = resolve_host(url_, connect_until);
+        for (const HostAddress& a : resolve_host_within(url_, connect_until)) {
+          tcp::endpoint endpoint;
+          std::memcpy(endpoint.data(), &a.storage, a.length);
+          endpoint.resize(a.length);
+          endpoints.push_back(endpoint);
+        }
       }
       s.stream.expires_at(connect_until);
       ec = s.run([&](auto handler) { s.stream.async_connect(endpoints, std::move(handler)); });

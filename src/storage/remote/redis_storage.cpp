@@ -8,13 +8,17 @@
 #include <sys/time.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 namespace kache::storage::remote {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 timeval to_timeval(int ms) {
   timeval tv{};
@@ -107,12 +111,38 @@ RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view
 void RedisStorage::connect() {
   if (context_) return;
   queued_.clear();
-  require_resolvable(url_);  // hiredis resolves with getaddrinfo
-  const timeval connect_timeout = to_timeval(url_.connect_timeout_ms);
-  errno = 0;
-  context_.reset(url_.scheme == Scheme::redis_unix
-                     ? redisConnectUnixWithTimeout(url_.path.c_str(), connect_timeout)
-                     : redisConnectWithTimeout(url_.host.c_str(), url_.effective_port(), connect_timeout));
+  const auto connect_until = Clock::now() + std::chrono::milliseconds(url_.connect_timeout_ms);
+  if (url_.scheme == Scheme::redis_unix) {
+    errno = 0;
+    context_.reset(redisConnectUnixWithTimeout(url_.path.c_str(), to_timeval(url_.connect_timeout_ms)));
+  } else {
+    // hiredis resolves a host name with a getaddrinfo that its timeout does not bound (seconds per DNS
+    // server and attempt): names are resolved here, within connect-timeout, and hiredis is given the
+    // numeric addresses, tried in order within what is left of it.
+    std::vector<std::string> hosts;
+    if (url_.host_is_address()) {
+      hosts.push_back(url_.host);
+    } else {
+      for (const HostAddress& a : resolve_host_within(url_, connect_until)) {
+        if (std::string h = a.numeric_host(); !h.empty()) hosts.push_back(std::move(h));
+      }
+    }
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(connect_until - Clock::now()).count();
+      if (left <= 0) {
+        context_.reset();
+        throw RemoteError(RemoteFailure::Kind::timeout, url_.redacted() + ": connect timed out");
+      }
+      errno = 0;
+      context_.reset(redisConnectWithTimeout(hosts[i].c_str(), url_.effective_port(),
+                                             to_timeval(static_cast<int>(left))));
+      if (context_ && !context_->err) break;
+      if (i + 1 < hosts.size()) context_.reset();
+    }
+    if (hosts.empty()) {
+      throw RemoteError(RemoteFailure::Kind::error, url_.redacted() + ": " + url_.host + " has no usable address");
+    }
+  }
   if (!context_ || context_->err) fail_from_context("connect");
   // hiredis opens its socket without SOCK_CLOEXEC: the compiler kache runs must not inherit it.
   ::fcntl(context_->fd, F_SETFD, FD_CLOEXEC);
