@@ -4,8 +4,9 @@ lets the waiting compile go on at once; and the content digests the probe takes 
 issue 16) still tell a tool edited in place, size and modification time kept, from the original.
 
 The probes are counted by wrapper scripts standing in for nvcc and gcc: each notes the probe's own
-command (nvcc's dry run of probe.cu, the driver's --version) in a file, then sleeps, so that two
-compiles started together certainly overlap in the probe (without the lock both would probe)."""
+command (nvcc's dry run of probe.cu, the driver's --version) in a file, then holds the probe (sleeps, or
+waits until the test releases it), so that compiles started together certainly overlap in the probe
+(without the lock each would probe)."""
 import os
 import shutil
 import re
@@ -19,29 +20,46 @@ from kachetest import KacheTestCase
 
 KERNEL = "__global__ void k(int* p) { p[0] = VAL; }\nint host_value() { return VAL; }\n"
 
+# Holds the probe for the seconds in the pause file, or, when it says "until-released", until the test
+# creates the release file (bounded, against a hung test).
+HOLD = """hold() {{
+  p="$(cat "{pause}")"
+  if [ "$p" = until-released ]; then
+    i=0
+    while [ ! -e "{pause}.released" ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i + 1)); done
+  else
+    sleep "$p"
+  fi
+}}
+"""
+
 NVCC_WRAPPER = """#!/bin/sh
-for a in "$@"; do
+""" + HOLD + """for a in "$@"; do
   case "$a" in
-    */probe.cu) echo probe >> "{count}"; sleep "$(cat "{pause}")";;
+    */probe.cu) echo probe >> "{count}"; hold;;
   esac
 done
 exec "{real}" "$@"
 """
 
 GCC_WRAPPER = """#!/bin/sh
-if [ "$1" = --version ]; then echo probe >> "{count}"; sleep "$(cat "{pause}")"; fi
+""" + HOLD + """if [ "$1" = --version ]; then echo probe >> "{count}"; hold; fi
 exec gcc-12 "$@"
 """
 
-# Long enough that a second compile started right after the first is still before the first's memo.
-PAUSE_S = "1"
+# The probe of compiles started together is held until every other compile waits for its memo: a fixed
+# pause (1 s) let a compile slowed by a loaded machine arrive after the memo, and see no wait at all.
+PAUSE = "until-released"
+# Waiting compiles give up on the probe's lock after cache.lock_timeout (10 s) and probe too: the rest of
+# the held probe may take longer on a loaded machine. This bound only guards against a hung test.
+LOCK_TIMEOUT_S = "300"
 
 
 class ProbeOnce(KacheTestCase):
     def setUp(self):
         super().setUp()
         self.count = self.path("probes.txt")
-        self.pause = self.write("pause.txt", PAUSE_S)
+        self.pause = self.write("pause.txt", PAUSE)
 
     def wrapper(self, rel, template, **fields):
         p = self.write(rel, template.format(count=self.count, pause=self.pause, **fields))
@@ -58,7 +76,7 @@ class ProbeOnce(KacheTestCase):
             return len(f.read().splitlines())
 
     def start(self, args, log, **popen):
-        e = dict(self.env, KACHE_LOG="kache=debug", KACHE_LOG_FILE=self.path(log))
+        e = dict(self.env, KACHE_LOG="kache=debug", KACHE_LOG_FILE=self.path(log), KACHE_LOCK_TIMEOUT=LOCK_TIMEOUT_S)
         return subprocess.Popen([kachetest.KACHE] + args, cwd=self.ws, env=e, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, **popen)
 
@@ -77,11 +95,24 @@ class ProbeOnce(KacheTestCase):
         with open(self.path(name)) as f:
             return f.read()
 
+    def waiting(self, log):
+        return os.path.exists(self.path(log)) and "waiting for its memo" in self.log(log)
+
     def compile_together(self, compiler, sources):
-        procs = [self.start([compiler, "-DVAL=%d" % i, "-c", src, "-o", src + ".o"], f"log{i}.txt")
-                 for i, src in enumerate(sources)]
+        logs = [f"log{i}.txt" for i in range(len(sources))]
+        procs = [self.start([compiler, "-DVAL=%d" % i, "-c", src, "-o", src + ".o"], log)
+                 for i, (src, log) in enumerate(zip(sources, logs))]
+        # One of them probes (held), every other one waits for its memo: then the probe may end.
+        deadline = time.monotonic() + 120
+        while not (self.probes() >= 1 and sum(map(self.waiting, logs)) >= len(sources) - 1):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.02)
+        with open(self.pause + ".released", "w"):
+            pass
         for p in procs:
             self.finish(p)
+        return logs
 
     def test_nvcc_compiles_started_together_probe_once(self):
         nvcc = self.nvcc_wrapper()

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdio>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -255,15 +256,30 @@ TEST(RemoteHttpWire, ChunkedBodiesAndTheirBound) {
   EXPECT_EQ(outcome([&] { return store.get("b"); }), "value of /b");
 }
 
-// A late answer to a request that timed out is never the next request's answer.
+// A late answer to a request that timed out is never the next request's answer. The answer to /a is
+// held until the client has given up on it, so it is late however slow the machine; the next request
+// has the default operation timeout (a 300 ms one gave a loaded machine 300 ms for a new connection
+// and its answer, and an 800 ms sleep raced the 300 ms timeout).
 TEST(RemoteHttpWire, ALateAnswerIsNotTheNextOne) {
-  ScriptedServer server([](int fd, const std::string& request) {
-    if (target_of(request) == "/a") std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  std::mutex mutex;
+  std::condition_variable given_up_cv;
+  bool given_up = false;
+  ScriptedServer server([&](int fd, const std::string& request) {
+    if (target_of(request) == "/a") {
+      std::unique_lock lock(mutex);
+      given_up_cv.wait_for(lock, std::chrono::seconds(60), [&] { return given_up; });
+    }
     send_all(fd, ok("value of " + target_of(request)));
     return true;
   });
-  HttpStorage store(url_of(base(server) + "|layout=flat|operation-timeout=300"));
-  EXPECT_EQ(outcome([&] { return store.get("a"); }).rfind("<RemoteError(timeout)", 0), 0u);
+  HttpStorage store(url_of(base(server) + "|layout=flat"));
+  const std::string a = outcome([&] { return store.get("a"); });
+  {
+    const std::lock_guard lock(mutex);
+    given_up = true;
+  }
+  given_up_cv.notify_all();  // the late answer goes out now, before the server reads another request
+  EXPECT_EQ(a.rfind("<RemoteError(timeout)", 0), 0u) << a;
   EXPECT_EQ(outcome([&] { return store.get("b"); }), "value of /b");
 }
 
