@@ -279,8 +279,9 @@ class Outages(RemoteCase):
 
     def test_a_name_whose_ipv6_address_black_holes_connects_over_ipv4(self):
         # A name with an AAAA record whose route drops packets (a firewall that drops IPv6) and an A
-        # record of the server: hiredis, which resolved names itself, tried IPv4 first; kache resolving
-        # them now must too, not spend all of connect-timeout on the IPv6 address and lose the remote.
+        # record of the server: hiredis, which resolved Redis names itself, tried IPv4 first; kache
+        # resolving names now (for both remote kinds) must too, not spend all of connect-timeout on the
+        # IPv6 address and lose the remote.
         if shutil.which("gcc") is None:
             self.skipTest("gcc is needed to build the LD_PRELOAD resolver hook")
         src = self.path("crafted.c")
@@ -289,14 +290,19 @@ class Outages(RemoteCase):
         hook = self.path("crafted.so")
         subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", hook, src, "-ldl"], check=True, capture_output=True)
         asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if o)
-        with servers.Redis() as redis, servers.BlackHole(full_backlog=True, host="::1", port=redis.port):
-            env = self.env_for("one", f"redis://dual.kache.invalid:{redis.port}|connect-timeout=1000",
-                               LD_PRELOAD=hook, CRAFTED_HOST="dual.kache.invalid", CRAFTED_ADDRESSES="::1,127.0.0.1",
-                               ASAN_OPTIONS=asan)
-            self.compile("one", "a", env)
-            s = self.stats_of(env)
-            self.assertEqual((s["misses"], s["remote_timeouts"], s["remote_errors"]), (1, 0, 0), s)
-            self.assertTrue(redis.keys("kache:*"), "nothing was written to the server")
+        with servers.Redis() as redis, servers.Nginx() as nginx:
+            for scheme, port, stored in (("redis", redis.port, lambda: redis.keys("kache:*")),
+                                         ("http", nginx.port, nginx.stored_files)):
+                with self.subTest(scheme=scheme), servers.BlackHole(full_backlog=True, host="::1", port=port):
+                    path = "/cache" if scheme == "http" else ""
+                    env = self.env_for("one", f"{scheme}://dual.kache.invalid:{port}{path}|connect-timeout=1000",
+                                       KACHE_DIR=self.path("c-" + scheme), LD_PRELOAD=hook,
+                                       CRAFTED_HOST="dual.kache.invalid", CRAFTED_ADDRESSES="::1,127.0.0.1",
+                                       ASAN_OPTIONS=asan)
+                    self.compile("one", "a", env)
+                    s = self.stats_of(env)
+                    self.assertEqual((s["misses"], s["remote_timeouts"], s["remote_errors"]), (1, 0, 0), s)
+                    self.assertTrue(stored(), "nothing was written to the server")
         self.assert_plain_equivalent("one", units=["a"])
 
     def test_server_killed_and_restarted(self):

@@ -7,7 +7,6 @@
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -119,18 +118,12 @@ void RedisStorage::connect() {
   } else {
     // hiredis resolves a host name with a getaddrinfo that its timeout does not bound (seconds per DNS
     // server and attempt): names are resolved here, within connect-timeout, and hiredis is given the
-    // numeric addresses, tried in order within what is left of it.
+    // numeric addresses, tried in order (IPv4 first, as hiredis did) within what is left of it.
     std::vector<std::string> hosts;
     if (url_.host_is_address()) {
       hosts.push_back(url_.host);
     } else {
-      std::vector<HostAddress> addresses = resolve_host_within(url_, connect_until);
-      // IPv4 addresses first, as hiredis resolving names itself did (it used IPv6 only for names with
-      // none): the first attempt may take all that is left, and a name whose IPv6 route drops packets
-      // (a firewall dropping IPv6) must not lose a server that answers on IPv4.
-      std::stable_partition(addresses.begin(), addresses.end(),
-                            [](const HostAddress& a) { return a.storage.ss_family == AF_INET; });
-      for (const HostAddress& a : addresses) {
+      for (const HostAddress& a : resolve_host_within(url_, connect_until)) {
         if (std::string h = a.numeric_host(); !h.empty()) hosts.push_back(std::move(h));
       }
     }
