@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 
@@ -284,6 +285,11 @@ class Outages(RemoteCase):
         # IPv6 address and lose the remote.
         if shutil.which("gcc") is None:
             self.skipTest("gcc is needed to build the LD_PRELOAD resolver hook")
+        try:
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", 0))
+        except OSError:
+            self.skipTest("no IPv6 loopback (::1) for the black hole")
         src = self.path("crafted.c")
         with open(src, "w") as f:
             f.write(CRAFTED_RESOLVER_C)
