@@ -238,17 +238,19 @@ class BlackHole(_Server):
     answers (an operation timeout). full_backlog=True fills the accept queue first, so a new connect's
     SYN is dropped and the connect itself times out."""
 
-    def __init__(self, full_backlog=False):
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
+    def __init__(self, full_backlog=False, host="127.0.0.1", port=0):
+        # host="::1": an IPv6 hole; port: one that another server listens on at another address.
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.listener = socket.socket(family)
+        self.listener.bind((host, port))
         self.listener.listen(0 if full_backlog else 64)
         self.port = self.listener.getsockname()[1]
         self.fillers = []
         if full_backlog:
             for _ in range(2):
-                s = socket.socket()
+                s = socket.socket(family)
                 s.setblocking(False)
-                s.connect_ex(("127.0.0.1", self.port))
+                s.connect_ex((host, self.port))
                 self.fillers.append(s)
             time.sleep(0.05)  # let the handshakes settle
 

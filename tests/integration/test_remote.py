@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 
@@ -52,6 +53,50 @@ int getaddrinfo(const char* node, const char* service, const struct addrinfo* hi
   int (*real)(const char*, const char*, const struct addrinfo*, struct addrinfo**) =
       (int (*)(const char*, const char*, const struct addrinfo*, struct addrinfo**))dlsym(RTLD_NEXT, "getaddrinfo");
   return real(node, service, hints, res);
+}
+"""
+
+# An LD_PRELOAD hook: getaddrinfo of the name in CRAFTED_HOST answers the numeric addresses listed in
+# CRAFTED_ADDRESSES ("::1,127.0.0.1"), in that order, as a DNS server with A and AAAA records would (and
+# as glibc sorts them when IPv6 is preferred); the caller's hints still apply (an AF_INET-only lookup
+# gets the IPv4 ones). Other names resolve as usual.
+CRAFTED_RESOLVER_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char crafted_host[256];
+static char crafted_addresses[1024];
+
+__attribute__((constructor)) static void init(void) {
+  const char* h = getenv("CRAFTED_HOST");
+  const char* a = getenv("CRAFTED_ADDRESSES");
+  if (h) strncpy(crafted_host, h, sizeof(crafted_host) - 1);
+  if (a) strncpy(crafted_addresses, a, sizeof(crafted_addresses) - 1);
+  unsetenv("LD_PRELOAD");
+}
+
+int getaddrinfo(const char* node, const char* service, const struct addrinfo* hints, struct addrinfo** res) {
+  int (*real)(const char*, const char*, const struct addrinfo*, struct addrinfo**) =
+      (int (*)(const char*, const char*, const struct addrinfo*, struct addrinfo**))dlsym(RTLD_NEXT, "getaddrinfo");
+  if (!node || !crafted_host[0] || strcmp(node, crafted_host) != 0) return real(node, service, hints, res);
+  char list[sizeof(crafted_addresses)];
+  strcpy(list, crafted_addresses);
+  struct addrinfo* first = NULL;
+  struct addrinfo** tail = &first;
+  struct addrinfo numeric = hints ? *hints : (struct addrinfo){0};
+  numeric.ai_flags |= AI_NUMERICHOST;
+  char* save = NULL;
+  for (char* address = strtok_r(list, ",", &save); address; address = strtok_r(NULL, ",", &save)) {
+    struct addrinfo* found = NULL;
+    if (real(address, service, &numeric, &found) != 0) continue;
+    *tail = found;  /* glibc frees each node on its own: lists chain safely */
+    while (*tail) tail = &(*tail)->ai_next;
+  }
+  *res = first;
+  return first ? 0 : EAI_NONAME;
 }
 """
 
@@ -255,6 +300,39 @@ class Outages(RemoteCase):
             self.assertEqual((s["misses"], s["remote_timeouts"]), (1, 1), s)
             # A bound, not a benchmark: the hook hangs for 60 s; the compile itself takes about 1 s.
             self.assertLess(took, 30, f"{scheme}: the compile waited for the resolver")
+        self.assert_plain_equivalent("one", units=["a"])
+
+    def test_a_name_whose_ipv6_address_black_holes_connects_over_ipv4(self):
+        # A name with an AAAA record whose route drops packets (a firewall that drops IPv6) and an A
+        # record of the server: hiredis, which resolved Redis names itself, tried IPv4 first; kache
+        # resolving names now (for both remote kinds) must too, not spend all of connect-timeout on the
+        # IPv6 address and lose the remote.
+        if shutil.which("gcc") is None:
+            self.skipTest("gcc is needed to build the LD_PRELOAD resolver hook")
+        try:
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", 0))
+        except OSError:
+            self.skipTest("no IPv6 loopback (::1) for the black hole")
+        src = self.path("crafted.c")
+        with open(src, "w") as f:
+            f.write(CRAFTED_RESOLVER_C)
+        hook = self.path("crafted.so")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", hook, src, "-ldl"], check=True, capture_output=True)
+        asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if o)
+        with servers.Redis() as redis, servers.Nginx() as nginx:
+            for scheme, port, stored in (("redis", redis.port, lambda: redis.keys("kache:*")),
+                                         ("http", nginx.port, nginx.stored_files)):
+                with self.subTest(scheme=scheme), servers.BlackHole(full_backlog=True, host="::1", port=port):
+                    path = "/cache" if scheme == "http" else ""
+                    env = self.env_for("one", f"{scheme}://dual.kache.invalid:{port}{path}|connect-timeout=1000",
+                                       KACHE_DIR=self.path("c-" + scheme), LD_PRELOAD=hook,
+                                       CRAFTED_HOST="dual.kache.invalid", CRAFTED_ADDRESSES="::1,127.0.0.1",
+                                       ASAN_OPTIONS=asan)
+                    self.compile("one", "a", env)
+                    s = self.stats_of(env)
+                    self.assertEqual((s["misses"], s["remote_timeouts"], s["remote_errors"]), (1, 0, 0), s)
+                    self.assertTrue(stored(), "nothing was written to the server")
         self.assert_plain_equivalent("one", units=["a"])
 
     def test_server_killed_and_restarted(self):

@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
@@ -72,6 +73,12 @@ std::vector<HostAddress> resolve_host_within(const RemoteUrl& url, std::chrono::
     throw RemoteError(RemoteFailure::Kind::error, url.redacted() + ": cannot resolve " + url.host + " (" +
                                                       (shared->rc ? ::gai_strerror(shared->rc) : "no address") + ")");
   }
+  // IPv4 first: an attempt may take all of what is left of connect-timeout, and a name whose IPv6 route
+  // drops packets (a firewall dropping IPv6, far more common than one dropping IPv4) must not lose a
+  // server that answers on IPv4. hiredis, which resolved Redis names before, used IPv4 alone when a
+  // name had any.
+  std::stable_partition(shared->addresses.begin(), shared->addresses.end(),
+                        [](const HostAddress& a) { return a.storage.ss_family == AF_INET; });
   return shared->addresses;
 }
 

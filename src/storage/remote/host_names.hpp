@@ -28,7 +28,8 @@ struct HostAddress {
   std::string numeric_host() const;
 };
 
-// The addresses of url's host (a name or a numeric address) and port. getaddrinfo blocks for as long
+// The addresses of url's host (a name or a numeric address) and port, IPv4 ones first (then the
+// resolver's order): callers try them in order within one deadline. getaddrinfo blocks for as long
 // as the system's resolver takes (seconds per server and attempt), so it runs on a thread of its own
 // and is waited for until `until`; a thread still blocked then is left to finish on its own (or to end
 // with the process). Throws RemoteError: kind timeout past `until`, kind error when the name does not

@@ -118,7 +118,7 @@ void RedisStorage::connect() {
   } else {
     // hiredis resolves a host name with a getaddrinfo that its timeout does not bound (seconds per DNS
     // server and attempt): names are resolved here, within connect-timeout, and hiredis is given the
-    // numeric addresses, tried in order within what is left of it.
+    // numeric addresses, tried in order (IPv4 first, as hiredis did) within what is left of it.
     std::vector<std::string> hosts;
     if (url_.host_is_address()) {
       hosts.push_back(url_.host);
