@@ -140,6 +140,24 @@ class KacheTestCase(unittest.TestCase):
     def assert_different_object(self, a, b):
         self.assertNotEqual(self.sections(a), self.sections(b), f"{a} and {b} should differ")
 
+    def build_preload_hook(self, name, c_source):
+        """Compiles `c_source` into NAME.so in the workspace, an LD_PRELOAD hook; skips without gcc."""
+        if shutil.which("gcc") is None:
+            self.skipTest("gcc is needed to build the LD_PRELOAD hook")
+        src = self.path(name + ".c")
+        with open(src, "w") as f:
+            f.write(c_source)
+        hook = self.path(name + ".so")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", hook, src, "-ldl"], check=True, capture_output=True)
+        return hook
+
+    @staticmethod
+    def preload_env(hook):
+        """LD_PRELOAD of `hook`; under the sanitizer build the hook precedes ASan's runtime in the load
+        order, which ASAN_OPTIONS then allows."""
+        asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if o)
+        return {"LD_PRELOAD": hook, "ASAN_OPTIONS": asan}
+
 
 def repoint(link, target):
     """Points the symlink `link` at `target` by a rename, as an install by rename or update-alternatives

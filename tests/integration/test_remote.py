@@ -281,18 +281,11 @@ class Outages(RemoteCase):
         # getaddrinfo blocks for as long as the system's resolver takes: an LD_PRELOAD hook makes it hang
         # for HANG_HOST (60 s), as a dead DNS server would. Both remote kinds wait for it at most
         # connect-timeout, count a timeout, and the build goes on.
-        if shutil.which("gcc") is None:
-            self.skipTest("gcc is needed to build the LD_PRELOAD resolver hook")
-        src = self.path("hang.c")
-        with open(src, "w") as f:
-            f.write(HANGING_RESOLVER_C)
-        hook = self.path("hang.so")
-        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", hook, src, "-ldl"], check=True, capture_output=True)
-        asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if o)
+        hook = self.build_preload_hook("hang", HANGING_RESOLVER_C)
         for scheme in ("redis", "http"):
             env = self.env_for("one", f"{scheme}://hang.kache.invalid:1|connect-timeout=100",
-                               KACHE_DIR=self.path("c-" + scheme), LD_PRELOAD=hook, HANG_HOST="hang.kache.invalid",
-                               ASAN_OPTIONS=asan)
+                               KACHE_DIR=self.path("c-" + scheme), HANG_HOST="hang.kache.invalid",
+                               **self.preload_env(hook))
             started = time.monotonic()
             self.compile("one", "a", env)
             took = time.monotonic() - started
@@ -307,28 +300,20 @@ class Outages(RemoteCase):
         # record of the server: hiredis, which resolved Redis names itself, tried IPv4 first; kache
         # resolving names now (for both remote kinds) must too, not spend all of connect-timeout on the
         # IPv6 address and lose the remote.
-        if shutil.which("gcc") is None:
-            self.skipTest("gcc is needed to build the LD_PRELOAD resolver hook")
         try:
             with socket.socket(socket.AF_INET6) as s:
                 s.bind(("::1", 0))
         except OSError:
             self.skipTest("no IPv6 loopback (::1) for the black hole")
-        src = self.path("crafted.c")
-        with open(src, "w") as f:
-            f.write(CRAFTED_RESOLVER_C)
-        hook = self.path("crafted.so")
-        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", hook, src, "-ldl"], check=True, capture_output=True)
-        asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if o)
+        hook = self.build_preload_hook("crafted", CRAFTED_RESOLVER_C)
         with servers.Redis() as redis, servers.Nginx() as nginx:
             for scheme, port, stored in (("redis", redis.port, lambda: redis.keys("kache:*")),
                                          ("http", nginx.port, nginx.stored_files)):
                 with self.subTest(scheme=scheme), servers.BlackHole(full_backlog=True, host="::1", port=port):
                     path = "/cache" if scheme == "http" else ""
                     env = self.env_for("one", f"{scheme}://dual.kache.invalid:{port}{path}|connect-timeout=1000",
-                                       KACHE_DIR=self.path("c-" + scheme), LD_PRELOAD=hook,
-                                       CRAFTED_HOST="dual.kache.invalid", CRAFTED_ADDRESSES="::1,127.0.0.1",
-                                       ASAN_OPTIONS=asan)
+                                       KACHE_DIR=self.path("c-" + scheme), CRAFTED_HOST="dual.kache.invalid",
+                                       CRAFTED_ADDRESSES="::1,127.0.0.1", **self.preload_env(hook))
                     self.compile("one", "a", env)
                     s = self.stats_of(env)
                     self.assertEqual((s["misses"], s["remote_timeouts"], s["remote_errors"]), (1, 0, 0), s)

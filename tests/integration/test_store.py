@@ -322,19 +322,10 @@ class StoreTestCase(KacheTestCase):
         return r
 
     def build_shim(self):
-        if shutil.which("gcc") is None:
-            self.skipTest("gcc is needed to build the LD_PRELOAD kill hook")
-        src = self.path("shim.c")
-        with open(src, "w") as f:
-            f.write(SHIM_C)
-        lib = self.path("shim.so")
-        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", lib, src, "-ldl"], check=True, capture_output=True)
-        return lib
+        return self.build_preload_hook("shim", SHIM_C)
 
     def shim_env(self, lib, op, at=0):
-        # Under the sanitizer build the hook precedes ASan's runtime in the load order; allow that.
-        asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if o)
-        return {"LD_PRELOAD": lib, "SHIM_DIR": self.cache, "SHIM_OP": op, "SHIM_AT": str(at), "ASAN_OPTIONS": asan}
+        return dict(self.preload_env(lib), SHIM_DIR=self.cache, SHIM_OP=op, SHIM_AT=str(at))
 
     def mount_tmpfs(self, size):
         """A fresh tmpfs of `size` (e.g. '64k'), unmounted when the test ends; skips if mounting is not allowed."""
