@@ -214,6 +214,28 @@ TEST(RemoteHttp, AnOversizedBodyIsNotReadWhole) {
   }
 }
 
+// An error page over kAnswerBodyLimit is an error, neither a miss read whole nor an oversized value,
+// over http (Beast) and https (libcurl) alike; one under it is a miss.
+TEST(RemoteHttp, AnErrorPageOverItsBoundIsAnErrorOnBothConnections) {
+  SKIP_WITHOUT_NGINX();
+  for (const bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "https" : "http");
+    if (tls && !CurlConnection::available(nullptr)) continue;
+    testing::NginxOptions options;
+    options.tls = tls;
+    options.http_directives = "error_page 404 /error-page.html;";
+    testing::NginxServer server(options);
+    const std::string page = server.data_dir() + "/error-page.html";
+    HttpStorage reader(url_of(server.base_url()), server.ca_cert());
+    util::write_file(page, std::string(kAnswerBodyLimit - 1000, 'e'));
+    EXPECT_EQ(reader.get(kKey), std::nullopt);
+    util::write_file(page, std::string(kAnswerBodyLimit + 1000, 'e'));
+    std::string message;
+    EXPECT_EQ(failure_kind([&] { reader.get(kKey); }, &message), RemoteFailure::Kind::error);
+    EXPECT_NE(message.find("exceeds " + std::to_string(kAnswerBodyLimit) + " bytes"), std::string::npos) << message;
+  }
+}
+
 TEST(RemoteHttp, AConnectionTheServerClosedIsReplaced) {
   SKIP_WITHOUT_NGINX();
   // nginx closes an idle keep-alive connection after 1 s without a word, and answers the third request

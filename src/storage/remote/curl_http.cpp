@@ -28,7 +28,7 @@ struct Upload {
 struct Download {
   const CurlApi* api = nullptr;
   CURL* curl = nullptr;
-  bool is_get = false;
+  const HttpRequest* request = nullptr;
   bool bounded = false;  // the bound was set from the status, at the body's first bytes
   std::string body;
   std::uint64_t max = UINT64_MAX;
@@ -38,10 +38,9 @@ struct Download {
 std::size_t write_body(char* ptr, std::size_t size, std::size_t nmemb, void* userdata) {
   auto* download = static_cast<Download*>(userdata);
   if (!download->bounded) {
-    // Only a value (a GET's 200) is allowed the request's bound; an error page is small.
     long status = 0;
     download->api->easy_getinfo(download->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (!(download->is_get && status == 200)) download->max = std::min(download->max, kAnswerBodyLimit);
+    download->max = answer_body_bound(*download->request, status);
     download->bounded = true;
   }
   if (download->body.size() + size * nmemb > download->max) {
@@ -100,8 +99,7 @@ HttpResponse CurlConnection::perform(const HttpRequest& request, const std::stri
   Download download;
   download.api = &api;
   download.curl = curl;
-  download.is_get = request.method == HttpMethod::get;
-  download.max = request.max_body;
+  download.request = &request;
   Upload upload{request.body, 0};
   char error_text[CURL_ERROR_SIZE] = "";
   HeaderList headers{api};
@@ -140,11 +138,7 @@ HttpResponse CurlConnection::perform(const HttpRequest& request, const std::stri
   if (download.oversized) {
     long status = 0;
     api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    const std::string what = url_.redacted() + ": the answer's body (HTTP " + std::to_string(status) + ") exceeds " +
-                             std::to_string(request.max_body) + " bytes";
-    // Only a value is allowed the configured bound: an error page this large is an error.
-    if (request.method == HttpMethod::get && status == 200) throw OversizedValue(what);
-    throw RemoteError(RemoteFailure::Kind::error, what);
+    throw_body_over_bound(url_, request, status);
   }
   if (code != CURLE_OK) {
     const auto kind = code == CURLE_OPERATION_TIMEDOUT ? RemoteFailure::Kind::timeout : RemoteFailure::Kind::error;

@@ -30,6 +30,14 @@ struct HttpResponse {
   std::string body;
 };
 
+// The bound on an answer's body: a value (a GET's 200) is allowed the request's max_body; an error
+// page or the answer to a PUT or DELETE is small, and kAnswerBodyLimit bounds it.
+std::uint64_t answer_body_bound(const HttpRequest& request, long status);
+
+// What an answer whose body exceeds answer_body_bound throws: OversizedValue for a value (a miss,
+// counted apart), RemoteError for anything else (an error, not an oversized value).
+[[noreturn]] void throw_body_over_bound(const RemoteUrl& url, const HttpRequest& request, long status);
+
 // The "Authorization" header value for the URL's credentials ("Basic ..." or "Bearer ..."), empty
 // when it has none.
 std::string authorization_header(const RemoteUrl& url);

@@ -2,9 +2,23 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 #include "util/hash.hpp"
 
 namespace kache::storage::remote {
+
+std::uint64_t answer_body_bound(const HttpRequest& request, long status) {
+  const bool value = request.method == HttpMethod::get && status == 200;
+  return value ? request.max_body : std::min(request.max_body, kAnswerBodyLimit);
+}
+
+void throw_body_over_bound(const RemoteUrl& url, const HttpRequest& request, long status) {
+  const std::string what = url.redacted() + ": the answer's body (HTTP " + std::to_string(status) + ") exceeds " +
+                           std::to_string(answer_body_bound(request, status)) + " bytes";
+  if (request.method == HttpMethod::get && status == 200) throw OversizedValue(what);
+  throw RemoteError(RemoteFailure::Kind::error, what);
+}
 
 std::string authorization_header(const RemoteUrl& url) {
   if (!url.user.empty()) {

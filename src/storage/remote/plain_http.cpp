@@ -30,7 +30,6 @@ namespace {
 // A reused keep-alive connection the server had closed: the request is sent again on a new one.
 struct StaleConnection {};
 
-
 bool closed_by_peer(const beast::error_code& ec) {
   return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
          ec == net::error::broken_pipe;
@@ -179,26 +178,20 @@ HttpResponse PlainHttpConnection::perform(const HttpRequest& request) {
         if (ec) throw fail(ec, "reading the answer");
       }
 
-      // Only a value is allowed the configured bound; an error page or the answer to a PUT or DELETE is
-      // small, and a larger one is an error, not an oversized value.
       const long status = static_cast<long>(parser->get().result_int());
-      const bool value = request.method == HttpMethod::get && status == 200;
-      const std::uint64_t limit = value ? request.max_body : std::min(request.max_body, kAnswerBodyLimit);
-      const auto too_large = [&]() -> std::exception_ptr {
+      const std::uint64_t limit = answer_body_bound(request, status);
+      const auto too_large = [&] {
         s.close();  // the rest of the body is never read: this connection is done
-        const std::string what = url_.redacted() + ": the answer's body (HTTP " + std::to_string(status) +
-                                 ") exceeds " + std::to_string(limit) + " bytes";
-        if (value) return std::make_exception_ptr(OversizedValue(what));
-        return std::make_exception_ptr(RemoteError(RemoteFailure::Kind::error, what));
+        throw_body_over_bound(url_, request, status);
       };
       // Compared here, before Beast reserves a claimed length: body_limit alone let a response whose
       // Content-Length exceeded it be read whole (measured with Boost 1.74; RemoteHttp tests).
-      if (parser->content_length() && *parser->content_length() > limit) std::rethrow_exception(too_large());
+      if (parser->content_length() && *parser->content_length() > limit) too_large();
       parser->body_limit(limit);
       if (!parser->is_done()) {
         const beast::error_code ec =
             s.run([&](auto handler) { http::async_read(s.stream, s.buffer, *parser, std::move(handler)); });
-        if (ec == http::error::body_limit) std::rethrow_exception(too_large());
+        if (ec == http::error::body_limit) too_large();
         if (ec) throw fail(ec, "reading the answer");
       }
       HttpResponse response;
