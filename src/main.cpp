@@ -74,8 +74,7 @@ bool needs_dynamic_sibling(const std::string& remote_storage) {
   if (remote_storage.empty()) return false;  // the usual case: nothing more to look at
   try {
     for (const auto& url : kache::storage::remote::parse_remote_urls(remote_storage, {})) {
-      if (url.scheme == kache::storage::remote::Scheme::https) return true;
-      if (url.scheme != kache::storage::remote::Scheme::redis_unix && !url.host_is_address()) return true;
+      if (url.scheme == kache::storage::remote::Scheme::https || url.needs_name_resolution()) return true;
     }
     return false;
   } catch (const std::exception&) {

@@ -98,7 +98,6 @@ std::optional<FileIdentity> fd_identity(int fd) {
   return identity_of(st);
 }
 
-
 std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<const char*>& paths, unsigned max_threads) {
   std::vector<std::optional<FileIdentity>> out(paths.size());
   constexpr std::size_t kPerThread = 256;  // below a few hundred paths a thread costs more than it saves

@@ -15,7 +15,7 @@
 namespace kache::storage::remote {
 
 void require_resolvable(const RemoteUrl& url) {
-  if (url.scheme == Scheme::redis_unix || url.host_is_address()) return;
+  if (!url.needs_name_resolution()) return;
   // The static front refuses dynamic loading first thing in main (refuse_curl_loading): a refusal on
   // record is what says this process is linked statically.
   if (curl_loading_refusal().empty()) return;

@@ -66,6 +66,8 @@ struct RemoteUrl {
   int effective_port() const;
   // Whether host is a numeric IPv4 or IPv6 address (connecting needs no name resolution).
   bool host_is_address() const;
+  // Whether connecting needs a host name resolved (a TCP remote whose host is not a numeric address).
+  bool needs_name_resolution() const { return scheme != Scheme::redis_unix && !host_is_address(); }
   // host[:port] as a URL or a Host header writes it (an IPv6 address in brackets).
   std::string host_port() const;
   // The URL and its non-default attributes. with_secrets=false is redacted(); with_secrets=true
