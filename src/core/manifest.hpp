@@ -64,12 +64,13 @@ inline constexpr std::size_t kMaxManifestEntries = 16;
 // changing: its mtime or ctime lies in the current clock tick (within `margin` of `now`), or in the
 // future (clock skew). Such a record is checked by content on every lookup.
 // Times with no fraction of a second come from a file system that stores whole seconds (ext2/3, ext4
-// with 128-byte inodes, NFS over those) whatever its type says: a file rewritten within that second
-// keeps its identity, so such an identity is trusted only a whole second after its times. (A
-// nanosecond file system gives both times a zero fraction once in 10^18: only a second more caution.)
+// with 128-byte inodes, NFS over those) or two (FAT reached through NFS, SMB or FUSE, whose statfs
+// type is not FAT's), whatever its type says: a file rewritten within that span keeps its identity, so
+// such an identity is trusted only two seconds after its times. (A nanosecond file system gives both
+// times a zero fraction once in 10^18: only two seconds more caution.)
 inline std::int64_t coarse_time_margin(const util::FileIdentity& id, std::int64_t margin) {
   constexpr std::int64_t kSecond = 1'000'000'000;
-  if (id.mtime_ns % kSecond == 0 && id.ctime_ns % kSecond == 0) return std::max(margin, kSecond);
+  if (id.mtime_ns % kSecond == 0 && id.ctime_ns % kSecond == 0) return std::max(margin, 2 * kSecond);
   return margin;
 }
 

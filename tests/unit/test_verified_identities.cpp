@@ -100,13 +100,15 @@ TEST(VerifiedIdentities, AppendsAfterOtherWritersAndStartsOverPastItsBound) {
 namespace kache::core {
 namespace {
 
-TEST(FileTimes, WholeSecondTimesAreTrustedOnlyASecondLater) {
-  // A file system that stores whole seconds: a file rewritten within that second keeps its identity.
+TEST(FileTimes, WholeSecondTimesAreTrustedOnlyTwoSecondsLater) {
+  // A file system that stores whole seconds, or two (FAT behind NFS, SMB or FUSE): a file rewritten
+  // within that span keeps its identity.
   util::FileIdentity coarse;
   coarse.mtime_ns = coarse.ctime_ns = 100'000'000'000;  // 100 s, no fraction
   EXPECT_TRUE(is_racy(coarse, 100'500'000'000, 0));
-  EXPECT_TRUE(is_racy(coarse, 101'000'000'000, 0));
-  EXPECT_FALSE(is_racy(coarse, 101'000'000'001, 0));
+  EXPECT_TRUE(is_racy(coarse, 101'500'000'000, 0));
+  EXPECT_TRUE(is_racy(coarse, 102'000'000'000, 0));
+  EXPECT_FALSE(is_racy(coarse, 102'000'000'001, 0));
   // Nanosecond times: the file system's own margin only.
   util::FileIdentity fine = coarse;
   fine.mtime_ns = fine.ctime_ns = 100'000'000'123;
