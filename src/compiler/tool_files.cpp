@@ -70,12 +70,13 @@ bool ToolFiles::still_valid() const {
   return true;
 }
 
-bool identity_is_racy(const std::string& path, const util::FileIdentity& id) {
-  return core::is_racy(id, util::file_clock_now_ns(), util::file_time_margin_ns(path));
+bool identity_is_racy(const std::string& path, const util::FileIdentity& id, std::int64_t clock) {
+  return core::is_racy(id, clock, util::file_time_margin_ns(path));
 }
 
-bool ToolFiles::settled() const {
-  return std::none_of(files.begin(), files.end(), [](const ToolFile& f) { return identity_is_racy(f.path, f.identity); });
+bool ToolFiles::settled(std::int64_t clock) const {
+  return std::none_of(files.begin(), files.end(),
+                      [&](const ToolFile& f) { return identity_is_racy(f.path, f.identity, clock); });
 }
 
 std::string identity_text(const util::FileIdentity& id) {
@@ -175,6 +176,7 @@ void ProbeFiles::digest_pending() {
             [](const Recorded* a, const Recorded* b) { return a->identity.size > b->identity.size; });
   // Each thread takes the next largest file left: the slices only say how many threads run.
   std::atomic<std::size_t> next{0};
+  const std::int64_t hashing_began = util::file_clock_now_ns();  // before any of them is read
   std::vector<std::exception_ptr> failures(to_hash.size());
   const std::size_t threads = util::slice_count(to_hash.size(), kMaxHashThreads, 1);
   util::for_each_slice(threads, threads, [&](std::size_t, std::size_t, std::size_t) {
@@ -199,8 +201,8 @@ void ProbeFiles::digest_pending() {
   if (memo_dir_.empty()) return;
   for (const Recorded* r : to_hash) {
     // Hashed as the file of this identity (xxh128_file_hex_as): this identity's content, unless the
-    // file may still change within the clock tick without a new identity.
-    if (identity_is_racy(r->path, r->identity)) continue;
+    // file was within its clock tick when the reads began (a rewrite after the read could keep it).
+    if (identity_is_racy(r->path, r->identity, hashing_began)) continue;
     try {
       const std::string memo = content_memo_path(memo_dir_, r->path, r->identity);
       util::create_directories(util::dirname(memo));

@@ -3,6 +3,7 @@
 // gcc's): each hashed program or data file with the identity it had when hashed, and each program
 // named without a directory with the file it resolved to. A memoized probe is trusted while every
 // file keeps its identity and every bare name still resolves the same way: a handful of stats.
+#include <cstdint>
 #include <future>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "util/cache_umask.hpp"
+#include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
@@ -39,14 +41,17 @@ struct ToolFiles {
   static ToolFiles read(util::Reader& r);
   // Every file keeps its identity and every bare name resolves to the same file.
   bool still_valid() const;
-  // No file was changed within the file system's clock tick of now: each identity stands for the
-  // content read (an edit within the tick could keep it). A memo is written only when this holds.
-  bool settled() const;
+  // No file was changed within the file system's clock tick of `clock`, a file clock reading taken
+  // before any of them was read: each identity then stands for the content read (an edit within the
+  // tick could keep it, an edit after the tick cannot). A memo is written only when this holds.
+  bool settled(std::int64_t clock) const;
 };
 
-// Whether a file with this identity may still change without its identity changing (modified within
-// the clock tick of now on the file system of `path`).
-bool identity_is_racy(const std::string& path, const util::FileIdentity& id);
+// Whether a file with this identity may still change without its identity changing: modified within
+// the clock tick of `clock` (util::file_clock_now_ns(), read BEFORE the file's content is: a reading
+// taken after would call settled a file rewritten after the read within its tick) on the file system
+// of `path`.
+bool identity_is_racy(const std::string& path, const util::FileIdentity& id, std::int64_t clock);
 
 // "dev:ino:size:mtime:ctime", for memo keys.
 std::string identity_text(const util::FileIdentity& id);
@@ -160,8 +165,9 @@ Memo memoized_probe(const std::string& memo_dir, const std::string& memo_key, co
   ProbeLock probe_lock(path);
   if (auto m = from_memo()) return std::move(*m);
   memo_detail::log_probing(what, memo_key);
+  const std::int64_t probe_began = util::file_clock_now_ns();  // before the probe reads any file
   Memo m = probe();
-  if (!path.empty() && m.tools.settled()) memo_detail::write(path, write(m));
+  if (!path.empty() && m.tools.settled(probe_began)) memo_detail::write(path, write(m));
   return m;
 }
 

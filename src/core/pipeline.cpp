@@ -298,6 +298,10 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
       refreshed = true;
       continue;
     }
+    // The file clock before the read decides whether the identity stands for what is read: a write
+    // after the read that lands within the identity's clock tick keeps the identity, so a tick still
+    // running when the read began leaves the file racy (a clock read after it would call it settled).
+    const std::int64_t read_began = util::file_clock_now_ns();
     // Read as the file stat'ed above: bytes of another file (the path repointed meanwhile) must not be
     // taken for this identity's content, here or in the record of verified identities.
     const std::optional<util::Digest> read = util::hash_file_as(path, *id);
@@ -310,10 +314,8 @@ bool Pipeline::verify(ManifestEntry& entry, bool& refreshed) {
       log.debug("direct lookup: {} changed", path);
       return false;
     }
-    const std::int64_t now = util::file_clock_now_ns();
-    const std::int64_t margin = margins_.for_file(path, id->dev);
     f.identity = *id;
-    f.racy = is_racy(*id, now, margin);
+    f.racy = is_racy(*id, read_began, margins_.for_file(path, id->dev));
     if (!f.racy) verified_.add(VerifiedIdentities::Kind::file, path, *id, h);
     refreshed = true;
   }

@@ -77,12 +77,12 @@ TEST(ProbeFiles, ContentMemoIsNotWrittenForAFileChangedWithinTheClockTick) {
   // within it while they were taken (checking first let a slow, sanitized run cross the tick between
   // the check and the answers).
   const bool memo_written = util::exists(util::join_path(memo_dir, "content"));
-  const bool settled = t.settled();
-  if (!identity_is_racy(tool, *id)) GTEST_SKIP() << "the clock tick passed before the check";
+  const bool settled = t.settled(util::file_clock_now_ns());
+  if (!identity_is_racy(tool, *id, util::file_clock_now_ns())) GTEST_SKIP() << "the clock tick passed before the check";
   EXPECT_FALSE(memo_written);
   EXPECT_FALSE(settled);
   settle();
-  EXPECT_TRUE(t.settled());
+  EXPECT_TRUE(t.settled(util::file_clock_now_ns()));
 }
 
 TEST(ProbeFiles, ContentMemoIsReadByIdentityAndNotWrittenForAChangedFile) {
