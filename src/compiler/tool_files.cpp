@@ -79,14 +79,9 @@ bool ToolFiles::settled(std::int64_t clock) const {
                       [&](const ToolFile& f) { return identity_is_racy(f.path, f.identity, clock); });
 }
 
-std::string identity_text(const util::FileIdentity& id) {
-  return std::to_string(id.dev) + ":" + std::to_string(id.ino) + ":" + std::to_string(id.size) + ":" +
-         std::to_string(id.mtime_ns) + ":" + std::to_string(id.ctime_ns);
-}
-
 void add_identity(util::Hasher& h, std::string_view name, const std::string& path) {
   auto id = util::stat_identity(path);
-  h.add_field(name, id ? identity_text(*id) : "absent");
+  h.add_field(name, id ? util::identity_text(*id) : "absent");
 }
 
 namespace {
@@ -101,7 +96,7 @@ std::string content_memo_path(const std::string& memo_dir, const std::string& pa
   util::Hasher k;
   k.add_field("digest", kContentDigestFormat);
   k.add_field("path", path);
-  k.add_field("identity", identity_text(id));
+  k.add_field("identity", util::identity_text(id));
   return util::join_path(util::join_path(memo_dir, "content"), k.finish().hex());
 }
 

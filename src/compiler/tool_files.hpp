@@ -53,8 +53,6 @@ struct ToolFiles {
 // of `path`.
 bool identity_is_racy(const std::string& path, const util::FileIdentity& id, std::int64_t clock);
 
-// "dev:ino:size:mtime:ctime", for memo keys.
-std::string identity_text(const util::FileIdentity& id);
 // Adds a file's identity (or "absent") to a memo key.
 void add_identity(util::Hasher& h, std::string_view name, const std::string& path);
 

@@ -30,8 +30,7 @@ std::string VerifiedIdentities::key_of(Kind kind, std::string_view path, const u
   std::string key(1, static_cast<char>(kind));
   key += util::xxh128_hex(path);
   key += ':';
-  key += std::to_string(id.dev) + ':' + std::to_string(id.ino) + ':' + std::to_string(id.size) + ':' +
-         std::to_string(id.mtime_ns) + ':' + std::to_string(id.ctime_ns);
+  key += util::identity_text(id);
   return key;
 }
 

@@ -98,6 +98,11 @@ std::optional<FileIdentity> fd_identity(int fd) {
   return identity_of(st);
 }
 
+std::string identity_text(const FileIdentity& id) {
+  return std::to_string(id.dev) + ":" + std::to_string(id.ino) + ":" + std::to_string(id.size) + ":" +
+         std::to_string(id.mtime_ns) + ":" + std::to_string(id.ctime_ns);
+}
+
 std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<const char*>& paths, unsigned max_threads) {
   std::vector<std::optional<FileIdentity>> out(paths.size());
   constexpr std::size_t kPerThread = 256;  // below a few hundred paths a thread costs more than it saves

@@ -30,6 +30,8 @@ std::optional<FileIdentity> stat_identity(const char* path);
 inline std::optional<FileIdentity> stat_identity(const std::string& path) { return stat_identity(path.c_str()); }
 // fstat() of an open file: the identity of what was opened, whatever its path names by now.
 std::optional<FileIdentity> fd_identity(int fd);
+// "dev:ino:size:mtime:ctime": an identity in memo and record keys.
+std::string identity_text(const FileIdentity& id);
 bool exists(const std::string& path);
 // stat_identity of every path, spread over up to `max_threads` threads when there are many paths
 // (a thrust+cub compile reads ~1600 headers: their stat calls are most of a cache hit's time, and

@@ -1,5 +1,7 @@
 #include "util/hash.hpp"
 
+#include "util/scoped_file.hpp"
+
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -276,24 +278,19 @@ std::string xxh128_fd_hex(int fd, const std::string& path) {
   return *hex;
 }
 
-struct FdCloser {
-  int fd;
-  ~FdCloser() { ::close(fd); }
-};
-
 }  // namespace
 
 std::string xxh128_file_hex(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const UniqueFd owned(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const int fd = owned.get();
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
-  FdCloser closer{fd};
   return xxh128_fd_hex(fd, path);
 }
 
 std::optional<std::string> xxh128_file_hex_as(const std::string& path, const FileIdentity& expected) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const UniqueFd owned(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const int fd = owned.get();
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path);
-  FdCloser closer{fd};
   // The file opened must be the one stat'ed (the path may reach another by now: a flipped symlink),
   // and keep that identity while it is read.
   auto before = fd_identity(fd);
