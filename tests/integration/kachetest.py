@@ -151,6 +151,60 @@ class KacheTestCase(unittest.TestCase):
         subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", hook, src, "-ldl"], check=True, capture_output=True)
         return hook
 
+    def loop_mount(self, name, mkfs, size_mb):
+        """A file system image made by `mkfs` (argv; the image's path is appended), loop-mounted at
+        <ws>/NAME and unmounted at cleanup. Skips when the mkfs tool is missing or the mount fails (it
+        needs root and loop devices)."""
+        if shutil.which(mkfs[0]) is None:
+            self.skipTest(f"{mkfs[0]} is not installed")
+        img = self.path(name + ".img")
+        mnt = self.path(name)
+        os.makedirs(mnt)
+        with open(img, "wb") as f:
+            f.truncate(size_mb << 20)
+        r = subprocess.run(mkfs + [img], capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest(f"{' '.join(mkfs)} failed: {r.stderr.strip()}")
+        r = subprocess.run(["mount", "-o", "loop", img, mnt], capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest(f"cannot loop-mount a {mkfs[0]} image (needs root and loop devices): {r.stderr.strip()}")
+        self.addCleanup(self._unmount, mnt)
+        return mnt
+
+    def _unmount(self, mnt):
+        if subprocess.run(["umount", mnt], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", mnt], capture_output=True)  # still busy: detach it now
+        # tearDown ran first and could not remove the mount point (nor the workspace holding it).
+        if os.environ.get("KACHE_KEEP_TEST_DIRS") != "1":
+            shutil.rmtree(self.ws, ignore_errors=True)
+
+    def mount_whole_second_fs(self, name="whole-second"):
+        """A loop-mounted ext4 with 128-byte inodes: no room for the times' nanoseconds, so file times
+        are whole seconds and a file rewritten in place, same size, within its second keeps its
+        identity. Skips where it cannot be mounted or its times turn out finer."""
+        mnt = self.loop_mount(name, ["mkfs.ext4", "-q", "-F", "-I", "128"], 64)
+        probe = os.path.join(mnt, "time-probe")
+        with open(probe, "w") as f:
+            f.write("t\n")
+        st = os.stat(probe)
+        os.unlink(probe)
+        if st.st_mtime_ns % 10**9 or st.st_ctime_ns % 10**9:
+            self.skipTest(f"ext4 with 128-byte inodes keeps sub-second times here (mtime {st.st_mtime_ns} ns)")
+        return mnt
+
+    def skip_unless_kept_its_identity(self, log, gdb_output):
+        """After two rewrite_script() runs logging to `log`: skips unless both rewrites left the file the
+        same identity (the second landed in the first one's second: a slow machine may miss it)."""
+        lines = []
+        if os.path.exists(log):
+            with open(log) as f:
+                lines = f.read().splitlines()
+        if len(lines) != 2:
+            self.skipTest(f"gdb did not run both rewrites ({lines}):\n{gdb_output}")
+        if lines[0] != lines[1]:
+            self.skipTest(f"the second rewrite did not land in the first one's second (inode size mtime ctime: "
+                          f"{lines[0]!r} then {lines[1]!r}): the machine was too slow to place it")
+
     @staticmethod
     def preload_env(hook):
         """LD_PRELOAD of `hook`; under the sanitizer build the hook precedes ASan's runtime in the load
@@ -171,6 +225,21 @@ def repoint_script(script, link, target):
     """A shell script doing repoint(link, target), for a debugger's `shell` command at a breakpoint."""
     with open(script, "w") as f:
         f.write(f"#!/bin/sh\nln -s {target} {link}.tmp && mv -T {link}.tmp {link}\n")
+    os.chmod(script, 0o755)
+    return script
+
+
+def rewrite_script(script, target, text, log, at_second_start=False, sleep_after=0.0):
+    """A shell script, for a debugger's `shell` command at a breakpoint, that rewrites `target` in place
+    (same inode) with `text`, then appends its identity (inode, size, whole-second mtime and ctime) to
+    `log`. With at_second_start it first waits until just after the next second begins (file times
+    come from the coarse clock, a tick behind); with sleep_after it then sleeps that long."""
+    with open(script + ".text", "w") as f:
+        f.write(text)
+    wait = f"{sys.executable} -c 'import time; time.sleep(1.02 - time.time() % 1)'\n" if at_second_start else ""
+    with open(script, "w") as f:
+        f.write(f"#!/bin/sh\n{wait}cat {script}.text > {target}\nstat -c '%i %s %Y %Z' {target} >> {log}\n"
+                + (f"sleep {sleep_after}\n" if sleep_after else ""))
     os.chmod(script, 0o755)
     return script
 

@@ -97,5 +97,78 @@ class ToolchainRepointedBetweenStatAndHash(KacheTestCase):
         self.assertEqual(self.compile(), self.real(), "x.o: built by b/gcc, cur/gcc is a/gcc")
 
 
+@unittest.skipIf(GCC is None or GDB is None, "gcc and gdb are needed")
+class DriverRewrittenWithinItsSecondAfterTheProbe(KacheTestCase):
+    """A driver (a wrapper script) rewritten in place, same size, after the probe hashed it but within the
+    same second, on a file system with whole-second times (ext4 with 128-byte inodes): the rewrite keeps
+    the identity the probe stat'ed. Whether the probe's files are outside their clock tick
+    (ToolFiles::settled, before the toolchain memo is written) was judged by a clock read after the
+    hash: the memo paired that identity with the old content's toolchain id. A compile by the new driver
+    then stored its object under the old driver's id, and once the driver went back to the old content
+    (probed afresh: the same id) kache returned the new driver's object.
+
+    Placed by gdb: at gcc::probe_toolchain the driver is rewritten with its content just after a second
+    begins (a new identity, probed); at ToolFiles::settled it is rewritten with other content of the same
+    size, and kache continues over a second later. Skipped where the rewrite could not be placed in that
+    second (a slow machine), without a loop mount, or without symbols. Ported from the reviewer's
+    memo_race2.sh; fails on a kache that reads its clock after the hash."""
+
+    def setUp(self):
+        super().setUp()
+        self.fs = self.mount_whole_second_fs()
+        self.driver = os.path.join(self.fs, "gcc")
+        with open(self.driver, "w") as f:
+            f.write(self.wrapper("1"))
+        os.chmod(self.driver, 0o755)
+        self.write("x.c", "int v(void) { return V; }\n")
+        self.write("z.c", "int z(void) { return 0; }\n")
+        time.sleep(1.1)
+
+    def wrapper(self, v):
+        return f'#!/bin/sh\nexec {GCC} -DV={v} "$@"\n'  # the same size whatever digit v is
+
+    def set_driver(self, v):
+        with open(self.driver, "w") as f:  # in place: the same inode
+            f.write(self.wrapper(v))
+
+    def compile(self):
+        self.kache([self.driver, "-O2", "-c", "x.c", "-o", "x.o"])
+        return self.read("x.o", "rb")
+
+    def real(self):
+        subprocess.run([self.driver, "-O2", "-c", "x.c", "-o", "real.o"], cwd=self.ws, check=True)
+        return self.read("real.o", "rb")
+
+    def test_memo_pairs_the_rewritten_driver_with_the_content_hashed_before(self):
+        log = self.path("rewrites.log")
+        same = kachetest.rewrite_script(self.path("same-content.sh"), self.driver, self.wrapper("1"), log,
+                                        at_second_start=True)
+        other = kachetest.rewrite_script(self.path("other-content.sh"), self.driver, self.wrapper("2"), log,
+                                         sleep_after=1.1)
+        env = dict(self.env)
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+        # z.c: only the probe matters. Both breakpoints set before the run: nothing but kache's own work
+        # between the two rewrites.
+        r = subprocess.run([GDB, "-q", "-batch", "-ex", "break kache::compiler::gcc::probe_toolchain",
+                            "-ex", "break kache::compiler::ToolFiles::settled", "-ex", "run",
+                            "-ex", f"shell {same}", "-ex", "continue", "-ex", f"shell {other}",
+                            "-ex", "delete", "-ex", "continue",
+                            "--args", KACHE, self.driver, "-O2", "-c", "z.c", "-o", "z.o"],
+                           cwd=self.ws, env=env, capture_output=True, text=True)
+        out = r.stdout + r.stderr
+        at_probe, at_settled = out.find("Breakpoint 1, "), out.find("Breakpoint 2, ")
+        if at_probe < 0 or at_settled < at_probe:
+            self.skipTest("gdb could not stop kache in gcc::probe_toolchain, then in ToolFiles::settled "
+                          "(no symbols?):\n" + out)
+        self.skip_unless_kept_its_identity(log, out)
+        # The driver is now V=2, untouched during this compile: its object is right, and stored under the
+        # toolchain id the memo holds for the driver's identity.
+        self.assertEqual(self.compile(), self.real(), "x.o: not the object of the driver as it is (V=2)")
+        # Later the driver goes back to V=1 (a new identity, probed afresh).
+        self.set_driver("1")
+        time.sleep(1.1)  # its whole-second time leaves its second (the memo is written)
+        self.assertEqual(self.compile(), self.real(), "x.o: built by the driver with V=2, the driver is V=1")
+
+
 if __name__ == "__main__":
     kachetest.main()

@@ -87,5 +87,77 @@ class RepointedBetweenStatAndHash(KacheTestCase):
         self.assertEqual(self.compile("y.c"), self.real("y.c"), "y.c after kache -C: the memo survived")
 
 
+@unittest.skipIf(GCC is None or GDB is None, "gcc and gdb are needed")
+class RewrittenWithinItsSecondAfterTheRead(KacheTestCase):
+    """A header rewritten in place, same size, after the direct lookup read it but within the same second,
+    on a file system with whole-second times (ext4 with 128-byte inodes): the rewrite keeps the identity
+    the lookup stat'ed. Whether an identity is outside its clock tick (and so may be trusted) was judged
+    by a clock read after the read: the read's digest was recorded for the identity (the hit's manifest
+    refresh, and the record of verified identities, <cache>/identities) though the file had changed
+    since. Every TU including the header then got the object built against the old content.
+
+    Placed by gdb: at Pipeline::verify the header is rewritten with its content just after a second
+    begins (a new identity, so the lookup reads it); once util::hash_file_as has read it, it is
+    rewritten with other content of the same size, and kache continues over a second later. Skipped
+    where the rewrite could not be placed in that second (a slow machine), without a loop mount, or
+    without symbols. Ported from the reviewer's ident_race.sh; both tests fail on a kache that reads its
+    clock after the read."""
+
+    def setUp(self):
+        super().setUp()
+        self.fs = self.mount_whole_second_fs()
+        self.header = os.path.join(self.fs, "h.h")
+        self.set_header("1")
+        self.write("x.c", f'#include "{self.header}"\nint vx(void) {{ return V; }}\n')
+        self.write("y.c", f'#include "{self.header}"\nint vy(void) {{ return V; }}\n')
+        time.sleep(1.1)  # the header's whole-second time leaves its second (its identity is trusted)
+
+    def set_header(self, v):
+        with open(self.header, "w") as f:
+            f.write(f"#define V {v}\n")  # in place, the same size whatever digit v is
+
+    def compile(self, src):
+        out = src.replace(".c", ".o")
+        self.kache(["gcc", "-O2", "-c", src, "-o", out])
+        return self.read(out, "rb")
+
+    def real(self, src):
+        subprocess.run(["gcc", "-O2", "-c", src, "-o", "real.o"], cwd=self.ws, check=True)
+        return self.read("real.o", "rb")
+
+    def poison(self):
+        self.compile("x.c")
+        self.compile("y.c")  # both manifests: h.h (V 1) with its first identity
+        log = self.path("rewrites.log")
+        same = kachetest.rewrite_script(self.path("same-content.sh"), self.header, "#define V 1\n", log,
+                                        at_second_start=True)
+        other = kachetest.rewrite_script(self.path("other-content.sh"), self.header, "#define V 2\n", log,
+                                         sleep_after=1.1)
+        env = dict(self.env)
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+        # Both breakpoints set before the run: nothing but kache's own work between the two rewrites.
+        r = subprocess.run([GDB, "-q", "-batch", "-ex", "break Pipeline::verify", "-ex",
+                            f'break kache::util::hash_file_as if $_streq(path._M_dataplus._M_p, "{self.header}")',
+                            "-ex", "run", "-ex", f"shell {same}", "-ex", "continue", "-ex", "finish",
+                            "-ex", f"shell {other}", "-ex", "delete", "-ex", "continue",
+                            "--args", KACHE, "gcc", "-O2", "-c", "x.c", "-o", "x.o"],
+                           cwd=self.ws, env=env, capture_output=True, text=True)
+        out = r.stdout + r.stderr
+        at_verify, at_hash = out.find("Breakpoint 1, "), out.find("Breakpoint 2, ")
+        if at_verify < 0 or at_hash < at_verify:
+            self.skipTest("gdb could not stop kache in Pipeline::verify, then in util::hash_file_as for the "
+                          "header (no symbols?):\n" + out)
+        self.skip_unless_kept_its_identity(log, out)
+        self.assertEqual(self.read(self.header), "#define V 2\n")
+
+    def test_another_tu_trusts_the_recorded_digest(self):
+        self.poison()
+        self.assertEqual(self.compile("y.c"), self.real("y.c"), "y.c: built against V 1, h.h is V 2")
+
+    def test_the_same_tu_trusts_its_refreshed_manifest(self):
+        self.poison()
+        self.assertEqual(self.compile("x.c"), self.real("x.c"), "x.c: built against V 1, h.h is V 2")
+
+
 if __name__ == "__main__":
     kachetest.main()
