@@ -98,7 +98,7 @@ class RewrittenWithinItsSecondAfterTheRead(KacheTestCase):
 
     Placed by gdb: at Pipeline::verify the header is rewritten with its content just after a second
     begins (a new identity, so the lookup reads it); once util::hash_file_as has read it, it is
-    rewritten with other content of the same size, and kache continues over a second later. Skipped
+    rewritten with other content of the same size, and kache continues over two seconds later. Skipped
     where the rewrite could not be placed in that second (a slow machine), without a loop mount, or
     without symbols. Ported from the reviewer's ident_race.sh; both tests fail on a kache that reads its
     clock after the read."""
@@ -110,7 +110,7 @@ class RewrittenWithinItsSecondAfterTheRead(KacheTestCase):
         self.set_header("1")
         self.write("x.c", f'#include "{self.header}"\nint vx(void) {{ return V; }}\n')
         self.write("y.c", f'#include "{self.header}"\nint vy(void) {{ return V; }}\n')
-        time.sleep(1.1)  # the header's whole-second time leaves its second (its identity is trusted)
+        time.sleep(2.1)  # past the two seconds after which whole-second times are trusted
 
     def set_header(self, v):
         with open(self.header, "w") as f:
@@ -132,7 +132,7 @@ class RewrittenWithinItsSecondAfterTheRead(KacheTestCase):
         same = kachetest.rewrite_script(self.path("same-content.sh"), self.header, "#define V 1\n", log,
                                         at_second_start=True)
         other = kachetest.rewrite_script(self.path("other-content.sh"), self.header, "#define V 2\n", log,
-                                         sleep_after=1.1)
+                                         sleep_after=2.1)
         env = dict(self.env)
         env["ASAN_OPTIONS"] = "detect_leaks=0"
         # Both breakpoints set before the run: nothing but kache's own work between the two rewrites.
