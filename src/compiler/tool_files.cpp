@@ -237,27 +237,20 @@ ProbeLock::ProbeLock(const std::string& memo_path) {
     return;
   }
   if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-  // Another process probes this toolchain now (~0.1 s). Polled rather than a blocking flock, which a
-  // stopped prober would hold forever: the deadline is cache.lock_timeout. The polls are frequent, as
-  // the wait is short and every millisecond of it is a compile waiting.
+  // Another process probes this toolchain now (~0.1 s). A bounded wait (cache.lock_timeout), not a
+  // blocking flock, which a stopped prober would hold forever; the polls stay frequent (4 ms at most),
+  // as the wait is short and every millisecond of it is a compile waiting.
   core::log().debug("toolchain probe: another process probes this toolchain ({}): waiting for its memo", lock_path);
   const std::int64_t start = monotonic_ms();
-  const std::int64_t deadline = start + util::lock_timeout_ms();
-  long pause_us = 500;
-  for (;;) {
-    timespec ts{0, pause_us * 1000};
-    ::nanosleep(&ts, nullptr);
-    pause_us = std::min(pause_us * 2, 4000L);
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-      core::log().debug("toolchain probe: waited {} ms for another process's probe", monotonic_ms() - start);
-      return;
-    }
-    if (errno != EWOULDBLOCK && errno != EINTR) break;
-    if (monotonic_ms() >= deadline) {
-      core::log().debug("toolchain probe: another process's probe held {} past {} ms: probing too", lock_path,
-                        util::lock_timeout_ms());
-      break;
-    }
+  try {
+    util::lock_bounded(fd_, LOCK_EX, lock_path, 4'000'000);
+    core::log().debug("toolchain probe: waited {} ms for another process's probe", monotonic_ms() - start);
+    return;
+  } catch (const util::LockTimeout&) {
+    core::log().debug("toolchain probe: another process's probe held {} past {} ms: probing too", lock_path,
+                      util::lock_timeout_ms());
+  } catch (const std::system_error& e) {
+    core::log().debug("toolchain probe lock {}: {}", lock_path, e.what());
   }
   ::close(fd_);
   fd_ = -1;

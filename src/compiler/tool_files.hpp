@@ -118,6 +118,7 @@ class ProbeLock {
   ~ProbeLock();
   ProbeLock(const ProbeLock&) = delete;
   ProbeLock& operator=(const ProbeLock&) = delete;
+  bool held() const { return fd_ >= 0; }
 
  private:
   int fd_ = -1;

@@ -21,7 +21,9 @@ void set_lock_timeout_ms(std::int64_t ms);
 std::int64_t lock_timeout_ms();
 
 // flock(fd, how) (LOCK_SH or LOCK_EX), retried without blocking until it succeeds or the lock timeout
-// passes. Throws LockTimeout on timeout, std::system_error on any other failure.
-void lock_bounded(int fd, int how, const std::string& what);
+// passes, the pauses between tries growing to at most max_pause_ns. Throws LockTimeout on timeout,
+// std::system_error on any other failure.
+inline constexpr std::int64_t kDefaultLockMaxPauseNs = 20'000'000;
+void lock_bounded(int fd, int how, const std::string& what, std::int64_t max_pause_ns = kDefaultLockMaxPauseNs);
 
 }  // namespace kache::util

@@ -85,7 +85,7 @@ TEST(ProbeFiles, ContentMemoIsNotWrittenForAFileChangedWithinTheClockTick) {
   EXPECT_TRUE(t.settled(util::file_clock_now_ns()));
 }
 
-TEST(ProbeFiles, ContentMemoIsReadByIdentityAndNotWrittenForAChangedFile) {
+TEST(ProbeFiles, ContentMemoIsReadByIdentityAndNotConsultedForAChangedFile) {
   util::TempDir dir("/tmp", "kache-probe-files-");
   const std::string memo_dir = util::join_path(dir.path(), "toolchains");
   const std::string tool = util::join_path(dir.path(), "cicc");
@@ -121,6 +121,7 @@ TEST(ProbeLock, HoldsAFreeLockAndGivesUpOnAHeldOne) {
   const std::string lock_path = memo + ".lock";
   {
     ProbeLock lock(memo);
+    EXPECT_TRUE(lock.held());
     util::UniqueFd other(::open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
     ASSERT_GE(other.get(), 0);
     EXPECT_NE(::flock(other.get(), LOCK_EX | LOCK_NB), 0);  // held by `lock`
@@ -131,10 +132,18 @@ TEST(ProbeLock, HoldsAFreeLockAndGivesUpOnAHeldOne) {
   const std::int64_t saved = util::lock_timeout_ms();
   util::set_lock_timeout_ms(30);
   {
-    ProbeLock waited(memo);  // gives up after the lock timeout, holding nothing
+    // Waits out the lock timeout (no sooner: a bound on waiting, not on speed), then gives up holding
+    // nothing.
+    const auto began = std::chrono::steady_clock::now();
+    ProbeLock waited(memo);
+    EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::milliseconds(30));
+    EXPECT_FALSE(waited.held());
   }
   util::set_lock_timeout_ms(saved);
-  { ProbeLock none(""); }  // no cache dir: nothing to lock
+  {
+    ProbeLock none("");  // no cache dir: nothing to lock
+    EXPECT_FALSE(none.held());
+  }
 }
 
 }  // namespace
