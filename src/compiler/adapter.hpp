@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/tool_files.hpp"
 #include "core/config.hpp"
 #include "core/invocation.hpp"
 #include "core/path_roots.hpp"
@@ -51,6 +52,7 @@ struct CompileJob {
   // else the literal absolute path.
   std::string source_identity;
   std::string description;  // toolchain, for logs
+  ToolFiles toolchain_files;  // what the key's toolchain id was read from (Pipeline::toolchain_held)
   // The object may name the real paths of some roots where no prefix map reaches (nvcc -lineinfo
   // writes the source's and headers' paths, as resolved, into device code). A root the key names
   // literally (a "root" key field, listed in keyed_roots) may then appear in a stored object; any other

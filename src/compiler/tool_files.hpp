@@ -156,18 +156,23 @@ Memo memoized_probe(const std::string& memo_dir, const std::string& memo_key, co
     }
     return std::nullopt;
   };
-  if (auto m = from_memo()) return std::move(*m);
+  // The toolchain's files go with it to the miss, which checks after its compile that they still hold.
+  auto with_files = [](Memo m) {
+    m.tc.files = m.tools;
+    return m;
+  };
+  if (auto m = from_memo()) return with_files(std::move(*m));
   // The memo lives in the cache dir: its files and directories take the cache umask (cache.umask).
   util::CacheUmaskScope cache_umask;
   memo_detail::prepare_dir(memo_dir);
   // Another compile may be probing this toolchain now: its memo, once written, is this one's answer.
   ProbeLock probe_lock(path);
-  if (auto m = from_memo()) return std::move(*m);
+  if (auto m = from_memo()) return with_files(std::move(*m));
   memo_detail::log_probing(what, memo_key);
   const std::int64_t probe_began = util::file_clock_now_ns();  // before the probe reads any file
   Memo m = probe();
   if (!path.empty() && m.tools.settled(probe_began)) memo_detail::write(path, write(m));
-  return m;
+  return with_files(std::move(m));
 }
 
 }  // namespace kache::compiler

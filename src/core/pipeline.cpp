@@ -164,6 +164,7 @@ class Pipeline {
   Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
                             const util::ProcessResult& r, const std::string& dep_text);
   Outcome<bool> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  Outcome<Done> toolchain_held() const;
   Outcome<Done> templatable_depfile(const std::string& dep_text) const;
   Outcome<Done> no_precompiled_header(const std::vector<std::string>& closure) const;
   ManifestEntry describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
@@ -549,7 +550,8 @@ int Pipeline::miss() {
   }
   Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text);
 
-  Outcome<Done> depfile = hashed ? templatable_depfile(dep_text) : hashed.failure();
+  Outcome<Done> toolchain = hashed ? toolchain_held() : hashed.failure();
+  Outcome<Done> depfile = toolchain ? templatable_depfile(dep_text) : toolchain.failure();
   Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.failure();
   Outcome<bool> storable = headers ? shareable_object(installed.object, scratch.path()) : headers.failure();
   if (storable) {
@@ -723,6 +725,19 @@ Pipeline::Installed Pipeline::install_outputs(const compiler::MissPaths& paths, 
 // this build's paths into another's: not stored. A compile whose object is expected to name its roots
 // (-lineinfo: object_names_roots) may name those the key holds; one it names beyond them makes the
 // entry specific to this checkout (the value returned).
+// The toolchain the key's id was read from is the one that ran this compile: every file of it keeps
+// the identity it had when its content was read, and every bare program name resolves to the same
+// file. A driver or ptxas replaced during the probe or the compile built this object; stored under the
+// id of what was read, a later compile with that toolchain back would get it. A few stats, on misses
+// only. (A file rewritten within the clock tick after the probe read it keeps its identity: its memo
+// is not written, but this check cannot see it.)
+Outcome<Done> Pipeline::toolchain_held() const {
+  if (!job_.toolchain_files.still_valid()) {
+    return Failure{ReasonCategory::NotStored, reason::kInputChanged, "the toolchain changed during the compile"};
+  }
+  return Done{};
+}
+
 Outcome<bool> Pipeline::shareable_object(const std::string& object, const std::string& scratch_dir) const {
   bool names_unkeyed_root = false;
   if (job_.roots.enabled()) {

@@ -72,6 +72,14 @@ class ToolchainRepointedBetweenStatAndHash(KacheTestCase):
         return [f'break kache::util::{f} if $_streq(path._M_dataplus._M_p, "{self.driver}")'
                 for f in ("xxh128_file_hex", "xxh128_file_hex_as")]
 
+    def test_a_toolchain_replaced_during_the_compile_stores_nothing(self):
+        # The probe reads a/gcc; before the compile runs, cur points at b/gcc, which builds the object.
+        # Stored under a's toolchain id, the next compile with a back would get b's object.
+        self.gdb_compile(["break Pipeline::compile", "run", f"shell {self.flip_script('b')}",
+                          "delete", "continue"])
+        self.point_cur_to("a")
+        self.assertEqual(self.compile(), self.real(), "x.o: built by b/gcc under a/gcc's id, cur/gcc is a/gcc")
+
     def test_toolchain_memo_pairs_one_identity_with_the_other_content(self):
         # The probe stats cur/gcc = a/gcc, the hash reads b/gcc.
         self.gdb_compile([*self.hash_breaks(), "run", f"shell {self.flip_script('b')}", "delete", "continue"])

@@ -85,6 +85,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
   job.description = tc.description;
   job.system_dirs = tc.include_dirs;
+  job.toolchain_files = std::move(tc.files);
   // GCC, and clang given a .gch-named -include, read precompiled headers found beside headers.
   job.precompiled_headers_searched = true;
 

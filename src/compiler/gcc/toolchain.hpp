@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/tool_files.hpp"
 #include "util/process.hpp"
 
 namespace kache::compiler::gcc {
@@ -16,6 +17,7 @@ struct Toolchain {
   // file's content is keyed nowhere, so such a toolchain is not cached. "" when there is none.
   std::string config_include;
   bool from_memo = false;
+  ToolFiles files;  // what the id was read from, for the miss to check after its compile
 };
 
 // driver: the resolved compiler executable. memo_dir: where probe results are kept ("" = no memo).

@@ -182,6 +182,7 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
   job.description = tc.description;
   job.system_dirs = tc.include_dirs;
+  job.toolchain_files = std::move(tc.files);
 
   auto& log = core::log();
   const bool trace = log.should_log(spdlog::level::trace);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/tool_files.hpp"
 #include "util/process.hpp"
 
 namespace kache::compiler::nvcc {
@@ -15,6 +16,7 @@ struct Toolchain {
   std::string host_compiler;              // resolved path of the host compiler nvcc runs
   std::vector<std::string> include_dirs;  // nvcc's own and the host compiler's system search dirs
   bool from_memo = false;
+  ToolFiles files;  // what the id was read from, for the miss to check after its compile
 };
 
 // nvcc_path: the resolved nvcc executable. memo_dir: where probe results are kept ("" = no memo).
