@@ -78,6 +78,13 @@ void check_value(std::string_view value) {
   KACHE_FUZZ_CHECK(v && v->outputs.size() == e.outputs.size() && v->stdout_text == e.stdout_text &&
                    v->stderr_text == e.stderr_text);
   KACHE_FUZZ_CHECK(v->outputs.empty() || v->outputs.back().data.empty());
+  // A path-patch list (issue 27) parses or is refused, and re-encodes to the same bytes.
+  for (const auto& o : e.outputs) {
+    if (o.type != core::OutputType::path_patches) continue;
+    if (const auto patches = core::parse_path_patches(o.data)) {
+      KACHE_FUZZ_CHECK(core::serialize_path_patches(*patches) == o.data);
+    }
+  }
 }
 
 template <typename T>

@@ -66,6 +66,11 @@ struct CompileJob {
   // What the output is when it is not an object: "fatbin", "cubin", "ptx" (nvcc's standalone device
   // outputs), counted per kind in the stats. Empty: an object.
   std::string output_kind;
+  // A miss maps every root of kPlaceholderLength or less in debug info to a fixed-length placeholder
+  // (PathRoots::debug_map_flags) that an install or restore replaces in place by this checkout's root.
+  // Off without roots, with the user's own debug maps (theirs decide what the object names) and with
+  // compressed debug sections (no in-place replacement there).
+  bool debug_placeholders = false;
 };
 
 struct MissPaths {

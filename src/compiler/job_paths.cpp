@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
+#include <optional>
 #include <string_view>
 
 #include "core/log.hpp"
@@ -10,13 +12,15 @@
 namespace kache::compiler {
 
 core::PathRoots standard_roots(const std::string& cwd, const std::string& source, const std::string& output,
-                               const std::vector<std::string>& base_dirs, std::string* source_identity) {
+                               const std::vector<std::string>& base_dirs, std::string* source_identity,
+                               const std::string& pwd) {
   std::vector<core::PathRoots::Root> bases;
   for (std::size_t i = 0; i < base_dirs.size(); ++i) {
     bases.push_back({util::absolute_path(base_dirs[i], cwd), "/kache/base" + std::to_string(i)});
   }
+  const bool pwd_spelled = !pwd.empty() && pwd != cwd;
   std::vector<core::PathRoots::Root> roots = {
-      {cwd, "/kache/build"},
+      {pwd_spelled ? pwd : cwd, "/kache/build"},
       {util::dirname(source), "/kache/src"},
       {util::dirname(output), "/kache/out"},
   };
@@ -24,7 +28,59 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
   // Only the base dirs: the build, source and output directories would give two files of one build
   // the same name (libA/x.cpp and libB/x.cpp, each compiled from its own directory).
   if (source_identity) *source_identity = core::PathRoots(std::move(bases)).key_form(source);
-  return core::PathRoots(std::move(roots));
+  std::vector<core::PathRoots::Root> aliases;
+  if (pwd_spelled) aliases.push_back({cwd, "/kache/build"});
+  return core::PathRoots::with_aliases(std::move(roots), std::move(aliases));
+}
+
+std::string compiler_pwd(const std::string& cwd, const util::Environment& env) {
+  const std::optional<std::string> pwd = util::env_get(env, "PWD");
+  if (!pwd || !pwd->starts_with("/") || *pwd == cwd || util::lexically_normal(*pwd) != *pwd) return cwd;
+  const auto named = util::stat_identity(*pwd);
+  const auto here = util::stat_identity(cwd);
+  if (!named || !here || named->dev != here->dev || named->ino != here->ino) return cwd;
+  return *pwd;
+}
+
+namespace {
+// Whether text holds option (a whole token: preceded by a start, ',', '=' or ' ' and followed by the
+// end, ',', ' ' or '=') with a value other than "=none" (nvcc passes host flags comma-separated).
+bool holds_option(const std::string& text, std::string_view option, bool value_none_is_off) {
+  for (std::size_t hit = text.find(option); hit != std::string::npos; hit = text.find(option, hit + 1)) {
+    const char before = hit == 0 ? ',' : text[hit - 1];
+    const std::size_t end = hit + option.size();
+    const char after = end == text.size() ? ',' : text[end];
+    if (std::string_view(", =").find(before) == std::string_view::npos) continue;
+    if (std::string_view(", =").find(after) == std::string_view::npos) continue;
+    if (value_none_is_off && text.compare(end, 5, "=none") == 0 &&
+        (end + 5 == text.size() || text[end + 5] == ',' || text[end + 5] == ' ')) {
+      continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool any_holds(const std::vector<std::string>& args, const std::string& flag_variables,
+               std::initializer_list<std::string_view> options, bool value_none_is_off) {
+  for (std::string_view o : options) {
+    if (holds_option(flag_variables, o, value_none_is_off)) return true;
+    for (const auto& a : args) {
+      if (holds_option(a, o, value_none_is_off)) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool has_user_debug_maps(const std::vector<std::string>& args, const std::string& flag_variables) {
+  return any_holds(args, flag_variables,
+                   {"-ffile-prefix-map", "-fdebug-prefix-map", "-fdebug-compilation-dir", "-ffile-compilation-dir"},
+                   false);
+}
+
+bool asks_compressed_debug(const std::vector<std::string>& args, const std::string& flag_variables) {
+  return any_holds(args, flag_variables, {"-gz", "--compress-debug-sections", "-compress-debug-sections"}, true);
 }
 
 void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,

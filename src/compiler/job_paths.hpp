@@ -14,8 +14,25 @@ namespace kache::compiler {
 
 // /kache/build (cwd), /kache/src (the source's directory), /kache/out (the output's), then the
 // base dirs (/kache/base<i>). *source_identity gets the source keyed against the base dirs only.
+// pwd: the working directory as the compiler writes it (compiler_pwd); when it differs from cwd the
+// build root is spelled as pwd (what DW_AT_comp_dir names), cwd kept as another spelling of it.
 core::PathRoots standard_roots(const std::string& cwd, const std::string& source, const std::string& output,
-                               const std::vector<std::string>& base_dirs, std::string* source_identity);
+                               const std::vector<std::string>& base_dirs, std::string* source_identity,
+                               const std::string& pwd = "");
+
+// The working directory as GCC names it in debug info (libiberty's getpwd): $PWD when it is absolute and
+// names the same directory as "." (same device and inode), else cwd. A $PWD that is not lexically
+// normal ("/a/./b", "/a/b/") is not taken: the prefix rules match spellings, and such a spelling
+// left unmapped only makes the entry specific to this checkout.
+std::string compiler_pwd(const std::string& cwd, const util::Environment& env);
+
+// Whether the user's command line (or flag variables) carries its own debug path mapping
+// (-ffile-prefix-map, -fdebug-prefix-map, clang's -fdebug-compilation-dir/-ffile-compilation-dir):
+// kache then adds no placeholders; the object names what the user mapped (issue 27).
+bool has_user_debug_maps(const std::vector<std::string>& args, const std::string& flag_variables = "");
+// Whether the command asks for compressed debug sections (-gz, -gz=zlib, --compress-debug-sections
+// passed to the assembler): placeholders there could not be replaced in place.
+bool asks_compressed_debug(const std::vector<std::string>& args, const std::string& flag_variables = "");
 
 // Sets the job's source, output and (when depfile_written is not empty) depfile: absolute (joined to
 // cwd, for kache's own use) and as written on the command line (what the compiler itself names).

@@ -53,6 +53,32 @@ std::optional<std::string_view> CacheEntryView::find(OutputType type) const {
   return std::nullopt;
 }
 
+std::string serialize_path_patches(const std::vector<PathPatch>& patches) {
+  util::Writer w;
+  w.u32(static_cast<std::uint32_t>(patches.size()));
+  for (const auto& p : patches) {
+    w.u64(p.offset);
+    w.str(p.root_name);
+  }
+  return w.take();
+}
+
+std::optional<std::vector<PathPatch>> parse_path_patches(std::string_view data) {
+  try {
+    util::Reader r(data);
+    const std::uint32_t n = r.count(8 + 8);
+    std::vector<PathPatch> patches(n);
+    for (auto& p : patches) {
+      p.offset = r.u64();
+      p.root_name = r.str();
+    }
+    if (!r.done()) return std::nullopt;
+    return patches;
+  } catch (const std::runtime_error&) {
+    return std::nullopt;
+  }
+}
+
 std::string serialize_entry_head(const CacheEntry& e) {
   util::Writer w;
   w.u32(kEntryMagic);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/entry_format.hpp"
+#include "core/path_roots.hpp"
 
 namespace kache::core {
 
@@ -24,6 +25,9 @@ namespace kache::core {
 enum class OutputType : std::uint8_t {
   object = 1,
   depfile = 2,  // the dependency file, roots replaced by placeholders (PathRoots)
+  // Where the object holds debug-info placeholders (PathPatch) a restore replaces by this checkout's
+  // roots: u32 count, then (u64 offset, str root name) each.
+  path_patches = 3,
 };
 
 struct Output {
@@ -54,6 +58,10 @@ struct CacheEntryView {
   std::optional<std::string_view> find(OutputType type) const;
   bool body_is(OutputType type) const { return !outputs.empty() && outputs.back().type == type; }
 };
+
+std::string serialize_path_patches(const std::vector<PathPatch>& patches);
+// nullopt when the bytes are not such a list.
+std::optional<std::vector<PathPatch>> parse_path_patches(std::string_view data);
 
 // serialize_entry(e) == serialize_entry_head(e) + entry_body(e).
 std::string serialize_entry(const CacheEntry& entry);

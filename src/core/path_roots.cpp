@@ -1,6 +1,12 @@
 #include "core/path_roots.hpp"
 
+#include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -60,27 +66,48 @@ void replace_path_prefixes(std::string& text, const std::string& path, const std
 
 }  // namespace
 
-PathRoots::PathRoots(std::vector<Root> roots) {
+std::string debug_placeholder(const std::string& root_name) {
+  std::string name = root_name;
+  if (name.starts_with("/kache/")) name = name.substr(7);
+  std::string p = "/kache.root." + name;
+  p.resize(std::max(p.size(), kPlaceholderLength), '_');
+  return p;
+}
+
+std::optional<std::string> padded_root(const std::string& path) {
+  if (path.empty() || path.size() > kPlaceholderLength) return std::nullopt;
+  return std::string(kPlaceholderLength - path.size(), '/') + path;
+}
+
+PathRoots::PathRoots(std::vector<Root> roots, std::vector<Root> aliases, int) {
   for (auto& r : roots) {
     if (r.path.empty() || r.path == "/") continue;  // "/" would remap the whole system
     bool dup = std::any_of(roots_.begin(), roots_.end(), [&](const Root& x) { return x.path == r.path; });
     if (!dup) roots_.push_back(std::move(r));
   }
-  by_length_.resize(roots_.size());
-  for (std::size_t i = 0; i < roots_.size(); ++i) by_length_[i] = i;
-  // Equal lengths keep the given order. std::sort with the index as tie-break, not std::stable_sort:
+  for (std::size_t i = 0; i < roots_.size(); ++i) spellings_.push_back({roots_[i].path, i});
+  for (auto& a : aliases) {
+    if (a.path.empty() || a.path == "/") continue;
+    const auto named = std::find_if(roots_.begin(), roots_.end(), [&](const Root& r) { return r.name == a.name; });
+    const bool known = std::any_of(spellings_.begin(), spellings_.end(), [&](const Spelling& s) { return s.path == a.path; });
+    if (named != roots_.end() && !known) spellings_.push_back({a.path, static_cast<std::size_t>(named - roots_.begin())});
+  }
+  // Equal lengths keep the given order. std::sort with the position as tie-break, not std::stable_sort:
   // libstdc++ 12's stable_sort uses std::get_temporary_buffer, which clang 19 warns is deprecated.
-  std::sort(by_length_.begin(), by_length_.end(), [&](std::size_t a, std::size_t b) {
-    const std::size_t la = roots_[a].path.size(), lb = roots_[b].path.size();
+  std::vector<std::size_t> order(spellings_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const std::size_t la = spellings_[a].path.size(), lb = spellings_[b].path.size();
     return la != lb ? la > lb : a < b;
   });
+  std::vector<Spelling> sorted;
+  for (std::size_t i : order) sorted.push_back(spellings_[i]);
+  spellings_ = std::move(sorted);
 }
 
 RootedPath PathRoots::split(const std::string& abs) const {
-  for (std::size_t i : by_length_) {
-    if (util::path_starts_with(abs, roots_[i].path)) {
-      return RootedPath{static_cast<int>(i), abs.substr(roots_[i].path.size())};
-    }
+  for (const auto& s : spellings_) {
+    if (util::path_starts_with(abs, s.path)) return RootedPath{static_cast<int>(s.root), abs.substr(s.path.size())};
   }
   return RootedPath{-1, abs};
 }
@@ -121,21 +148,58 @@ PathRoots::KeyedValue PathRoots::key_list(const std::string& value, char separat
   return out;
 }
 
-std::vector<std::string> PathRoots::prefix_map_flags() const {
+std::vector<std::string> PathRoots::debug_map_flags() const {
   std::vector<std::string> flags;
-  for (auto it = by_length_.rbegin(); it != by_length_.rend(); ++it) {
-    for (const char* kind : {"-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
-      flags.push_back(kind + roots_[*it].path + "=" + roots_[*it].name);
-    }
+  for (auto it = spellings_.rbegin(); it != spellings_.rend(); ++it) {
+    if (it->path.size() > kPlaceholderLength) continue;  // stays real: the object is then per checkout
+    flags.push_back("-fdebug-prefix-map=" + it->path + "=" + debug_placeholder(roots_[it->root].name));
   }
   return flags;
 }
 
+std::string PathRoots::debug_form(const std::string& abs) const {
+  for (const auto& s : spellings_) {
+    if (s.path.size() > kPlaceholderLength || !util::path_starts_with(abs, s.path)) continue;
+    return debug_placeholder(roots_[s.root].name) + abs.substr(s.path.size());
+  }
+  return abs;
+}
+
+std::vector<PathPatch> PathRoots::find_placeholders(std::string_view object) const {
+  std::vector<PathPatch> patches;
+  for (const auto& r : roots_) {
+    if (!padded_root(r.path)) continue;  // no rule maps it: no placeholder of it can be there
+    const std::string p = debug_placeholder(r.name);
+    const std::boyer_moore_horspool_searcher searcher(p.begin(), p.end());
+    for (auto it = std::search(object.begin(), object.end(), searcher); it != object.end();
+         it = std::search(it + static_cast<std::ptrdiff_t>(p.size()), object.end(), searcher)) {
+      patches.push_back({static_cast<std::uint64_t>(it - object.begin()), r.name});
+    }
+  }
+  std::sort(patches.begin(), patches.end(), [](const PathPatch& a, const PathPatch& b) { return a.offset < b.offset; });
+  return patches;
+}
+
+std::optional<std::string> PathRoots::patch_text(const std::string& root_name) const {
+  for (const auto& r : roots_) {
+    if (r.name == root_name) return padded_root(r.path);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::size_t> PathRoots::roots_in(std::string_view bytes) const {
+  std::vector<std::size_t> found;
+  for (const auto& s : spellings_) {
+    if (std::find(found.begin(), found.end(), s.root) != found.end()) continue;
+    if (bytes.find(s.path) != std::string_view::npos) found.push_back(s.root);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 std::string PathRoots::templatize(const std::string& text) const {
   std::string out = text;
-  for (std::size_t i : by_length_) {
-    replace_path_prefixes(out, escape_make(roots_[i].path), placeholder(i));
-  }
+  for (const auto& s : spellings_) replace_path_prefixes(out, escape_make(s.path), placeholder(s.root));
   return out;
 }
 
@@ -147,7 +211,7 @@ std::string PathRoots::instantiate(const std::string& text) const {
 
 std::string PathRoots::templatize_text(const std::string& text) const {
   std::string out = text;
-  for (std::size_t i : by_length_) util::replace_all(out, roots_[i].path, placeholder(i));
+  for (const auto& s : spellings_) util::replace_all(out, s.path, placeholder(s.root));
   return out;
 }
 
@@ -157,12 +221,91 @@ std::string PathRoots::instantiate_text(const std::string& text) const {
   return out;
 }
 
+bool apply_path_patches(std::string& bytes, const std::vector<PathPatch>& patches, const PathRoots& roots) {
+  for (const auto& p : patches) {
+    const std::optional<std::string> text = roots.patch_text(p.root_name);
+    if (!text || p.offset > bytes.size() || bytes.size() - p.offset < kPlaceholderLength ||
+        bytes.compare(p.offset, kPlaceholderLength, debug_placeholder(p.root_name)) != 0) {
+      return false;
+    }
+    bytes.replace(p.offset, kPlaceholderLength, *text);
+  }
+  return true;
+}
+
+bool apply_path_patches(const std::string& file, const std::vector<PathPatch>& patches, const PathRoots& roots) {
+  if (patches.empty()) return true;
+  const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = true;
+  std::string seen(kPlaceholderLength, '\0');
+  for (const auto& p : patches) {
+    const std::optional<std::string> text = roots.patch_text(p.root_name);
+    const auto at = static_cast<off_t>(p.offset);
+    // The placeholder must be where the entry says (the store's checksum covers the bytes; this
+    // covers a record that does not describe them).
+    if (!text || ::pread(fd, seen.data(), seen.size(), at) != static_cast<ssize_t>(seen.size()) ||
+        seen != debug_placeholder(p.root_name) ||
+        ::pwrite(fd, text->data(), text->size(), at) != static_cast<ssize_t>(text->size())) {
+      ok = false;
+      break;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+namespace {
+// The section headers of an ELF file of class C (Elf32_/Elf64_ types), read with bounds checks.
+template <typename Ehdr, typename Shdr>
+bool elf_has_compressed_section(std::string_view f) {
+  Ehdr eh;
+  if (f.size() < sizeof eh) return false;
+  std::memcpy(&eh, f.data(), sizeof eh);
+  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Shdr) || eh.e_shoff > f.size()) return false;
+  auto section = [&](std::uint64_t i, Shdr& sh) {
+    const std::uint64_t at = eh.e_shoff + i * sizeof(Shdr);
+    if (at > f.size() || f.size() - at < sizeof(Shdr)) return false;
+    std::memcpy(&sh, f.data() + at, sizeof sh);
+    return true;
+  };
+  Shdr first;
+  if (!section(0, first)) return false;
+  // More than SHN_LORESERVE sections: the count and the name table's index live in section 0.
+  const std::uint64_t count = eh.e_shnum != 0 ? eh.e_shnum : first.sh_size;
+  const std::uint64_t names_index = eh.e_shstrndx == SHN_XINDEX ? first.sh_link : eh.e_shstrndx;
+  Shdr names;
+  const bool have_names = section(names_index, names) && names.sh_offset <= f.size() &&
+                          f.size() - names.sh_offset >= names.sh_size;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    Shdr sh;
+    if (!section(i, sh)) return false;
+    if (sh.sh_flags & SHF_COMPRESSED) return true;
+    if (have_names && sh.sh_name < names.sh_size) {
+      const std::string_view table = f.substr(names.sh_offset, names.sh_size);
+      if (table.substr(sh.sh_name).starts_with(".zdebug")) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool has_compressed_sections(std::string_view object) {
+  if (object.size() < EI_NIDENT || std::memcmp(object.data(), ELFMAG, SELFMAG) != 0) return false;
+  // Objects of this machine's byte order only (kache compiles for the machine it runs on).
+  if (object[EI_DATA] != ELFDATA2LSB) return false;
+  if (object[EI_CLASS] == ELFCLASS64) return elf_has_compressed_section<Elf64_Ehdr, Elf64_Shdr>(object);
+  if (object[EI_CLASS] == ELFCLASS32) return elf_has_compressed_section<Elf32_Ehdr, Elf32_Shdr>(object);
+  return false;
+}
+
 std::string describe_path_keys(const std::vector<std::string>& base_dirs, bool normalize, const std::string& cwd) {
   if (!normalize) {
     return "path keys: literal (nvcc.path_normalize = false): every path and flag value keyed as written\n";
   }
   std::string out = "path keys (a compile run from this directory):\n";
-  out += fmt::format("  {:<13} = {} (the working directory)\n", "/kache/build", util::lexically_normal(cwd));
+  out += fmt::format("  {:<13} = {} (the working directory; $PWD's spelling when it names it)\n", "/kache/build",
+                     util::lexically_normal(cwd));
   out += fmt::format("  {:<13} = the source's directory\n", "/kache/src");
   out += fmt::format("  {:<13} = the output's directory\n", "/kache/out");
   for (std::size_t i = 0; i < base_dirs.size(); ++i) {
@@ -173,6 +316,11 @@ std::string describe_path_keys(const std::vector<std::string>& base_dirs, bool n
       "  absolute -I/-isystem/-include/-MT values and the source below a root: keyed as the root's name + the rest\n"
       "  absolute values outside every root: literal; relative values: as spelled\n"
       "  -o, -MF and a single -MT: not keyed (a miss writes them elsewhere; the depfile's target is a placeholder)\n"
+      "  objects name this checkout's real paths: a miss maps each root (up to " +
+      std::to_string(kPlaceholderLength) +
+      " characters) in debug info to a placeholder\n"
+      "  of that length, replaced in place by the real root (padded with '/') on install and on every hit;\n"
+      "  an object naming a root anyway (__FILE__, assert(), -gz, the user's own prefix maps) is stored per checkout\n"
       "  -lineinfo: the source's path as nvcc resolves it is keyed literally (device code names it)\n"
       "  KACHE_LOG=kache=trace shows each path of a compile as keyed, and why\n";
   return out;

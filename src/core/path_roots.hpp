@@ -1,14 +1,42 @@
 #pragma once
 // Path normalization for sharing entries between checkouts (spec: "Remote sharing").
 // A set of roots (build dir, source dir, output dir, [paths] base_dirs) each get a fixed name; paths
-// under a root are keyed by that name, and the compiler is told the same mapping through
-// -ffile-prefix-map so the object names the fixed names too.
+// under a root are keyed by that name. The object names this checkout's real paths (issue 27): a miss
+// maps each root in debug info to a fixed-length placeholder, the entry stores the object with the
+// placeholders and where they lie, and the object installed or restored has each placeholder replaced
+// in place by the real root, left-padded with '/' to the same length (see PathPatch).
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kache::core {
+
+// The length of every debug-info placeholder, and so the longest root a placeholder can stand for.
+// 160 covers deep CI workspaces (/builds/<runner>/<id>/<group>/<project>/build, Jenkins
+// workspace@2 paths: 60-100 characters) with room; each directory string under a root in the debug
+// info grows to this length, a few hundred bytes per object. A longer root gets no placeholder: its
+// real path stays in the object, which is then stored per checkout.
+inline constexpr std::size_t kPlaceholderLength = 160;
+// Names the placeholder scheme in the key, so entries made under another scheme (the fixed
+// /kache/src names of earlier versions) are never served.
+inline constexpr const char* kPlaceholderScheme = "debug-placeholders-v1/160";
+
+// The placeholder standing for the root named root_name ("/kache/build"): "/kache.root.build" padded
+// with '_' to kPlaceholderLength. No real path spells it; it is always followed by the rest of a path.
+std::string debug_placeholder(const std::string& root_name);
+// What replaces a placeholder: the root's path left-padded with '/' to kPlaceholderLength
+// ("//////home/u/p" names "/home/u/p" on Linux). nullopt when the path is longer than that.
+std::optional<std::string> padded_root(const std::string& path);
+
+// Where a placeholder lies in a stored object, and which root (by name: indices differ between
+// checkouts whose roots coincide differently) it stands for.
+struct PathPatch {
+  std::uint64_t offset = 0;
+  std::string root_name;
+  bool operator==(const PathPatch&) const = default;
+};
 
 // A path split into (root index, rest); root -1 means "literal absolute path".
 struct RootedPath {
@@ -25,7 +53,13 @@ class PathRoots {
   };
   PathRoots() = default;
   // Roots in priority order; identical paths keep the first name. Empty means "no normalization".
-  explicit PathRoots(std::vector<Root> roots);
+  // aliases: other spellings of roots (name = the root's name): the build root is spelled as $PWD
+  // when GCC takes it from there (the compiler writes that spelling), its getcwd() spelling is an
+  // alias; paths below either key alike, placeholders cover both, restores write the root's path.
+  explicit PathRoots(std::vector<Root> roots) : PathRoots(std::move(roots), {}, 0) {}
+  static PathRoots with_aliases(std::vector<Root> roots, std::vector<Root> aliases) {
+    return PathRoots(std::move(roots), std::move(aliases), 0);
+  }
 
   bool enabled() const { return !roots_.empty(); }
   const std::vector<Root>& roots() const { return roots_; }
@@ -50,12 +84,22 @@ class PathRoots {
   // The same for a list (nvcc splits -I/-isystem values on commas): each element keyed on its own.
   KeyedValue key_list(const std::string& value, char separator) const;
 
-  // -fmacro-prefix-map=<root>=<name> and -fdebug-prefix-map=<root>=<name> rules, ordered so GCC (which
-  // lets the last matching rule win) applies the longest root first. Not -ffile-prefix-map: GCC 12
-  // lets any -ffile-prefix-map beat every -fmacro-prefix-map whatever the order, so a user's own
-  // -fmacro-prefix-map could never win over kache's rules; separate rules put before the user's lose
-  // to each of the user's.
-  std::vector<std::string> prefix_map_flags() const;
+  // -fdebug-prefix-map=<spelling>=<placeholder> for each root spelling of kPlaceholderLength or less,
+  // ordered so GCC and clang >= 15 (the last matching rule wins) apply the longest first; clang 14
+  // sorts its rules in reverse string order, which also puts a longer path before its prefix.
+  // No -fmacro-prefix-map: __FILE__ keeps the real path, as a plain compile gives it (rewriting it in
+  // .rodata is unsound: its length is baked into code), so such an object is stored per checkout.
+  std::vector<std::string> debug_map_flags() const;
+  // abs as the debug maps write it: the placeholder of the root it lies below plus the rest, or abs
+  // itself when no placeholder covers it.
+  std::string debug_form(const std::string& abs) const;
+  // Every placeholder of a mapped root in an object (ascending offsets).
+  std::vector<PathPatch> find_placeholders(std::string_view object) const;
+  // What replaces a patch's placeholder here; nullopt when this checkout has no such root or its path is
+  // longer than a placeholder (the entry cannot be restored here).
+  std::optional<std::string> patch_text(const std::string& root_name) const;
+  // The roots (indices into roots()) a spelling of which appears in bytes (the object scan).
+  std::vector<std::size_t> roots_in(std::string_view bytes) const;
 
   // Replaces root spellings in text by placeholders / placeholders by roots (dependency files).
   std::string templatize(const std::string& text) const;
@@ -65,9 +109,26 @@ class PathRoots {
   std::string instantiate_text(const std::string& text) const;
 
  private:
-  std::vector<Root> roots_;             // priority order, deduplicated
-  std::vector<std::size_t> by_length_;  // indices, longest path first
+  PathRoots(std::vector<Root> roots, std::vector<Root> aliases, int);
+  struct Spelling {
+    std::string path;
+    std::size_t root;
+  };
+  std::vector<Root> roots_;           // priority order, deduplicated
+  std::vector<Spelling> spellings_;  // every root's path and aliases, longest first
 };
+
+// Replaces the placeholder at each patch's offset in file by this checkout's root (pwrite in place;
+// sizes and offsets in the ELF file stay). False when a root is missing or too long, or the file does
+// not hold the placeholder there (the file is then unusable).
+bool apply_path_patches(const std::string& file, const std::vector<PathPatch>& patches, const PathRoots& roots);
+// The same on bytes in memory.
+bool apply_path_patches(std::string& bytes, const std::vector<PathPatch>& patches, const PathRoots& roots);
+
+// Whether an ELF object has a compressed section (SHF_COMPRESSED, or a .zdebug* section of the older
+// GNU scheme): a placeholder in it cannot be replaced in place, nor a root in it found by a scan.
+// False for anything that is not ELF.
+bool has_compressed_sections(std::string_view object);
 
 // For kache --show-config: the roots a compile in `cwd` gets (the working directory, each base dir;
 // the source's and the output's directories are per compile) and how path values are keyed.

@@ -147,7 +147,8 @@ class Pipeline {
     std::optional<Failure> failure;
   };
   struct Installed {
-    std::string object;  // the object's bytes, as installed at the user's output
+    std::string object;  // the object's bytes as the compiler wrote them (placeholders, not yet this checkout's roots)
+    std::vector<PathPatch> patches;  // where those placeholders lie (replaced in the installed file)
     std::string stdout_text, stderr_text;
   };
   int miss();
@@ -162,8 +163,9 @@ class Pipeline {
                   ClosureSlice& out);
   Outcome<HashedClosure> hash_closure(const std::vector<std::string>& closure, std::int64_t start);
   Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
-                            const util::ProcessResult& r, const std::string& dep_text);
-  Outcome<bool> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+                            const util::ProcessResult& r, const std::string& dep_text, std::string object);
+  Outcome<std::string> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  bool patches_for_here(const CacheEntryView& ce, std::vector<PathPatch>& patches) const;
   Outcome<Done> toolchain_held() const;
   Outcome<Done> templatable_depfile(const std::string& dep_text) const;
   Outcome<Done> no_precompiled_header(const std::vector<std::string>& closure) const;
@@ -172,8 +174,9 @@ class Pipeline {
   bool record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
                             const std::vector<std::string>& has_include, bool opaque, std::int64_t start);
   bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);
-  CacheEntry cache_entry(std::string object, const std::string& dep_text, const Installed& installed) const;
-  void store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded);
+  // Takes the object out of installed.
+  CacheEntry cache_entry(const std::string& dep_text, Installed& installed) const;
+  void store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout);
   storage::StorageStatus add_to_manifest(ManifestEntry entry);
 
   const Invocation& inv_;
@@ -428,6 +431,8 @@ std::optional<int> Pipeline::try_hit() {
     const CacheEntryView& ce = *viewed;
     if (!ce.body_is(OutputType::object)) continue;
     if (!job_.depfile.empty() && !ce.find(OutputType::depfile)) continue;
+    std::vector<PathPatch> patches;
+    if (!patches_for_here(ce, patches)) continue;
     // Every output is staged beside its destination before any is replaced, so a destination nvcc
     // could not write (a missing or read-only directory) fails here with nothing of the user's
     // touched; the miss path then passes the command through and nvcc reports it. Staging is what
@@ -449,6 +454,11 @@ std::optional<int> Pipeline::try_hit() {
                                                      job_.depfile_target)));
     if (!unwritable.empty()) {
       log.debug("cannot restore here ({}): no hit", unwritable);
+      return std::nullopt;
+    }
+    // This checkout's roots where the stored object holds placeholders, before it takes the output's name.
+    if (!apply_path_patches(body.empty() ? object_tmp.path() : body.path(), patches, job_.roots)) {
+      log.info("cannot write this checkout's paths into the restored object: no hit");
       return std::nullopt;
     }
     // The depfile first, as nvcc writes it (while preprocessing) before the object.
@@ -479,6 +489,27 @@ std::optional<int> Pipeline::try_hit() {
     return 0;
   }
   return std::nullopt;
+}
+
+// The entry's placeholder positions, when every root they stand for can be written here: a root longer
+// than a placeholder cannot (the miss then stores an entry for this checkout, with its real path).
+bool Pipeline::patches_for_here(const CacheEntryView& ce, std::vector<PathPatch>& patches) const {
+  const std::optional<std::string_view> recorded = ce.find(OutputType::path_patches);
+  if (!recorded) return true;
+  auto parsed = parse_path_patches(*recorded);
+  if (!parsed) {
+    core::log().info("an entry's path placeholders are unreadable: not a hit");
+    return false;
+  }
+  for (const auto& p : *parsed) {
+    if (!job_.roots.patch_text(p.root_name)) {
+      core::log().debug("the entry names root {}, which is missing here or longer than {} characters: not a hit",
+                        p.root_name, kPlaceholderLength);
+      return false;
+    }
+  }
+  patches = std::move(*parsed);
+  return true;
 }
 
 std::optional<compiler::Passthrough> Pipeline::unwritable_destination() const {
@@ -538,6 +569,14 @@ int Pipeline::miss() {
   const compiler::MissPaths paths = miss_paths(scratch.path());
   Outcome<Compiled> compiled = compile(paths);
   if (!compiled) return compile_failed(compiled.failure());
+  std::string object = util::read_file(paths.object);
+  if (job_.debug_placeholders && has_compressed_sections(object)) {
+    // Placeholders inside compressed bytes cannot be replaced in place (the toolchain compresses debug
+    // sections by default, or a flag kache does not see asked for it): the user's command gives the
+    // object a plain compile gives.
+    passthrough_ = {std::string(reason::kCompressedDebug), paths.object};
+    return -1;
+  }
   counts_[counter::kMisses]++;
   if (!job_.output_kind.empty()) counts_[counter::kKindMissesPrefix + job_.output_kind]++;
 
@@ -548,16 +587,16 @@ int Pipeline::miss() {
   if (core::log().should_log(spdlog::level::trace)) {
     for (const auto& c : closure) core::log().trace("closure file {}", c);
   }
-  Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text);
+  Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text, std::move(object));
 
   Outcome<Done> toolchain = hashed ? toolchain_held() : hashed.failure();
   Outcome<Done> depfile = toolchain ? templatable_depfile(dep_text) : toolchain.failure();
   Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.failure();
-  Outcome<bool> storable = headers ? shareable_object(installed.object, scratch.path()) : headers.failure();
+  Outcome<std::string> storable = headers ? shareable_object(installed.object, scratch.path()) : headers.failure();
   if (storable) {
-    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, *storable);
+    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, !storable->empty());
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
-    store_result(std::move(entry), cache_entry(std::move(installed.object), dep_text, installed), recorded);
+    store_result(std::move(entry), cache_entry(dep_text, installed), recorded, *storable);
   } else {
     count_reason(counts_, storable.failure().category, storable.failure().name);
     core::log().debug("miss: not stored ({}): {} -- {}", storable.failure().name, job_.output,
@@ -708,9 +747,17 @@ Outcome<Pipeline::HashedClosure> Pipeline::hash_closure(const std::vector<std::s
 }
 
 Pipeline::Installed Pipeline::install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
-                                              const util::ProcessResult& r, const std::string& dep_text) {
+                                              const util::ProcessResult& r, const std::string& dep_text,
+                                              std::string object) {
   Installed out;
-  out.object = util::read_file(paths.object);
+  out.object = std::move(object);
+  // The user gets this checkout's paths where the debug maps wrote placeholders; the entry keeps them.
+  if (job_.debug_placeholders) {
+    out.patches = job_.roots.find_placeholders(out.object);
+    if (!apply_path_patches(paths.object, out.patches, job_.roots)) {
+      throw std::runtime_error("cannot write this checkout's paths into " + paths.object);
+    }
+  }
   // Install the outputs first: the build goes on even if storing fails.
   out.stdout_text = r.out;
   out.stderr_text = r.err;
@@ -738,25 +785,36 @@ Outcome<Done> Pipeline::toolchain_held() const {
   return Done{};
 }
 
-Outcome<bool> Pipeline::shareable_object(const std::string& object, const std::string& scratch_dir) const {
-  bool names_unkeyed_root = false;
-  if (job_.roots.enabled()) {
-    for (const auto& root : job_.roots.roots()) {
-      if (object.find(root.path) == std::string::npos) continue;
-      if (job_.object_names_roots) {
-        if (std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) continue;
-        names_unkeyed_root = true;
-        core::log().debug("the object names {}: the entry is specific to this checkout", root.path);
-        continue;
-      }
-      core::log().debug("not storing: the object still contains {}", root.path);
-      return Failure{ReasonCategory::NotStored, reason::kPathInObject, root.path};
-    }
-  }
+// Returns "" when the object may be shared between checkouts, else why it is stored for this checkout only.
+// kache adds no -fmacro-prefix-map (issue 27, beyond spec 000's host prefix maps): __FILE__ and assert()
+// print the real path, as a plain compile does. Rewriting such a string in the stored object is unsound
+// (its length is baked into code: sizeof, constexpr lengths, offsets), so an object that names a root
+// is stored per checkout (the storage key folds the roots in). Debug names come through placeholders,
+// which the scan below does not see as roots.
+Outcome<std::string> Pipeline::shareable_object(const std::string& object, const std::string& scratch_dir) const {
+  // kache's scratch directory is no build's path: an object naming it is never served.
   if (object.find(scratch_dir) != std::string::npos) {
     return Failure{ReasonCategory::NotStored, reason::kPathInObject, scratch_dir};
   }
-  return names_unkeyed_root;
+  std::string per_checkout;
+  if (job_.roots.enabled()) {
+    for (const std::size_t i : job_.roots.roots_in(object)) {
+      const auto& root = job_.roots.roots()[i];
+      // -lineinfo: a root the key names literally may appear in a stored object.
+      if (job_.object_names_roots &&
+          std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) {
+        continue;
+      }
+      core::log().debug("the object names {}: the entry is specific to this checkout", root.path);
+      per_checkout = std::string(reason::kPathInObject);
+    }
+  }
+  // A root inside compressed debug sections is invisible to the scan above.
+  if (per_checkout.empty() && has_compressed_sections(object)) {
+    core::log().debug("the object has compressed sections: the entry is specific to this checkout");
+    per_checkout = std::string(reason::kCompressedDebug);
+  }
+  return per_checkout;
 }
 
 // A precompiled header the compiler read instead of a header leaves no trace in its dependency list (the
@@ -873,13 +931,17 @@ bool Pipeline::record_named_targets(ManifestEntry& entry, const std::vector<std:
   return true;
 }
 
-CacheEntry Pipeline::cache_entry(std::string object, const std::string& dep_text, const Installed& installed) const {
+CacheEntry Pipeline::cache_entry(const std::string& dep_text, Installed& installed) const {
   CacheEntry ce;
   if (!job_.depfile.empty()) {
     ce.outputs.push_back(
         {OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target))});
   }
-  ce.outputs.push_back({OutputType::object, std::move(object)});  // last: the body a store keeps apart
+  // The object as the compiler wrote it, with its placeholders: it names no checkout (spec 000).
+  if (!installed.patches.empty()) {
+    ce.outputs.push_back({OutputType::path_patches, serialize_path_patches(installed.patches)});
+  }
+  ce.outputs.push_back({OutputType::object, std::move(installed.object)});  // last: the body a store keeps apart
   // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
   ce.stdout_text = job_.roots.templatize_text(installed.stdout_text);
   ce.stderr_text = job_.roots.templatize_text(installed.stderr_text);
@@ -888,7 +950,7 @@ CacheEntry Pipeline::cache_entry(std::string object, const std::string& dep_text
 
 // Stores the result, and (when the entry was recorded for direct lookups) adds it to the manifest.
 // A failure costs only the store: the outputs are already installed.
-void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded) {
+void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout) {
   auto& log = core::log();
   std::string failure;
   try {
@@ -915,6 +977,11 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool reco
     return;
   }
   counts_[counter::kStored]++;
+  if (!per_checkout.empty()) {
+    counts_[counter::kStoredPerCheckoutPrefix + per_checkout]++;
+    log.debug("miss: stored {} for this checkout only ({})", job_.output, per_checkout);
+    return;
+  }
   log.debug("miss: stored {}", job_.output);
 }
 

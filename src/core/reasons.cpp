@@ -89,6 +89,9 @@ constexpr Reason kReasons[] = {
      "An environment variable changes what the compiler reads or does in a way kache does not model."},
     {C::Passthrough, "env_depfile",
      "DEPENDENCIES_OUTPUT or SUNPRO_DEPENDENCIES makes the compiler write a second dependency file."},
+    {C::Passthrough, "compressed-debug",
+     "The object's debug sections came out compressed where kache's path placeholders were written (they "
+     "cannot be replaced there), so the command ran unchanged."},
 
     // ---- the user's compile failed --------------------------------------------------------------
     {C::CompileFailed, "compile-failed",
@@ -106,7 +109,7 @@ constexpr Reason kReasons[] = {
      "A lock of the cache was held longer than cache.lock_timeout (a stopped process?); the result is not stored."},
     {C::NotStored, "depfile-target",
      "The dependency file does not start with its target, so the target could not be templated."},
-    {C::NotStored, "path-in-object", "The object still contains a checkout-specific path, so it could not be shared."},
+    {C::NotStored, "path-in-object", "The object contains kache's scratch directory, a path of no build, so it is not stored."},
     {C::NotStored, "precompiled-header",
      "A *.gch lies in a directory the compile searched; GCC may have read it instead of a header, unnamed in -MD."},
     // Hidden inputs (core/watch.cpp scan_hidden_inputs)

@@ -58,6 +58,7 @@ inline constexpr std::string_view kInternal = "internal";
 inline constexpr std::string_view kClosureUnreadable = "closure-unreadable";
 inline constexpr std::string_view kInputChanged = "input-changed";
 inline constexpr std::string_view kPathInObject = "path-in-object";
+inline constexpr std::string_view kCompressedDebug = "compressed-debug";
 inline constexpr std::string_view kDepfileTarget = "depfile-target";
 inline constexpr std::string_view kPrecompiledHeader = "precompiled-header";
 inline constexpr std::string_view kLockTimeout = "lock-timeout";

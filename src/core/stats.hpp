@@ -42,6 +42,11 @@ inline constexpr const char* kCompileFailed = "compile_failed";
 // "misses.ptx" (the kind as CompileJob::output_kind names it).
 inline constexpr const char* kKindHitsPrefix = "hits.";
 inline constexpr const char* kKindMissesPrefix = "misses.";
+// Results stored for this checkout only (also counted in "stored"), by why (issue 27):
+// "stored_per_checkout.path-in-object" (the object names a root: __FILE__, assert(), the user's own
+// prefix maps, a root too long for a placeholder), "stored_per_checkout.compressed-debug" (compressed
+// debug sections, which no scan can see into).
+inline constexpr const char* kStoredPerCheckoutPrefix = "stored_per_checkout.";
 }  // namespace counter
 
 // Counts one reason (reasons.hpp) in increments: "passthrough" and "passthrough.<name>", "errors" and

@@ -50,13 +50,92 @@ TEST(PathRoots, DuplicatesAndTheFilesystemRootAreDropped) {
   EXPECT_FALSE(PathRoots().enabled());
 }
 
-TEST(PathRoots, PrefixMapsPutTheLongestRootLast) {
-  // GCC applies the last matching rule first; macro and debug rules separately (not -ffile-prefix-map,
-  // which would beat a user's -fmacro-prefix-map in any order).
-  const auto flags = roots().prefix_map_flags();
-  ASSERT_EQ(flags.size(), 6u);
-  EXPECT_EQ(flags[4], "-fmacro-prefix-map=/p/build/obj=/kache/out");
-  EXPECT_EQ(flags[5], "-fdebug-prefix-map=/p/build/obj=/kache/out");
+TEST(PathRoots, DebugMapsGivePlaceholdersLongestRootLastAndNoMacroMaps) {
+  // GCC (and clang >= 15) apply the last matching rule: the longest root's rule comes last. No
+  // -fmacro-prefix-map: __FILE__ keeps the real path (issue 27).
+  const auto flags = roots().debug_map_flags();
+  ASSERT_EQ(flags.size(), 3u);
+  EXPECT_EQ(flags[2], "-fdebug-prefix-map=/p/build/obj=" + debug_placeholder("/kache/out"));
+  EXPECT_EQ(flags[0], "-fdebug-prefix-map=/p/src=" + debug_placeholder("/kache/src"));
+  for (const auto& f : flags) EXPECT_EQ(f.find("macro"), std::string::npos);
+  EXPECT_EQ(debug_placeholder("/kache/build").size(), kPlaceholderLength);
+  EXPECT_TRUE(debug_placeholder("/kache/base1").starts_with("/kache.root.base1_"));
+  EXPECT_NE(debug_placeholder("/kache/base1"), debug_placeholder("/kache/base10"));
+  EXPECT_EQ(roots().debug_form("/p/src/a.c"), debug_placeholder("/kache/src") + "/a.c");
+  EXPECT_EQ(roots().debug_form("/elsewhere/a.c"), "/elsewhere/a.c");
+}
+
+TEST(PathRoots, ARootLongerThanAPlaceholderGetsNoRule) {
+  const std::string deep = "/" + std::string(kPlaceholderLength, 'd');
+  const PathRoots r({{deep, "/kache/build"}, {"/p/src", "/kache/src"}});
+  const auto flags = r.debug_map_flags();
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_EQ(flags[0].find(deep), std::string::npos);
+  EXPECT_FALSE(r.patch_text("/kache/build"));
+  EXPECT_FALSE(padded_root(deep));
+  EXPECT_EQ(*padded_root("/" + std::string(kPlaceholderLength - 1, 'd')), "/" + std::string(kPlaceholderLength - 1, 'd'));
+}
+
+TEST(PathRoots, PlaceholdersAreFoundAndReplacedInPlaceByThisCheckoutsRoots) {
+  const std::string ph_src = debug_placeholder("/kache/src"), ph_build = debug_placeholder("/kache/build");
+  std::string object = std::string("\x7f" "ELF junk\0", 10) + ph_build + std::string(1, '\0') + ph_src + "/a.c" +
+                       std::string(1, '\0') + ph_build + "/x";
+  const auto patches = roots().find_placeholders(object);
+  ASSERT_EQ(patches.size(), 3u);
+  EXPECT_EQ(patches[0], (PathPatch{10, "/kache/build"}));
+  EXPECT_EQ(patches[1], (PathPatch{11 + kPlaceholderLength, "/kache/src"}));
+  EXPECT_EQ(patches[2].root_name, "/kache/build");
+  // Another checkout: same sizes, its own paths (leading '/' padding resolves to the root itself).
+  const PathRoots there({{"/home/u/other-build", "/kache/build"}, {"/home/u/s", "/kache/src"}});
+  std::string here = object;
+  ASSERT_TRUE(apply_path_patches(here, patches, there));
+  EXPECT_EQ(here.size(), object.size());
+  EXPECT_EQ(here.find("/kache.root."), std::string::npos);
+  const std::size_t a = here.find("/home/u/s/a.c");
+  ASSERT_NE(a, std::string::npos);
+  EXPECT_EQ(here.substr(patches[1].offset, kPlaceholderLength - 9), std::string(kPlaceholderLength - 9, '/'));
+  // The same through a file (a hit's pwrite on the restored object).
+  const std::string file = ::testing::TempDir() + "/kache-patch-test.o";
+  util::write_file(file, object);
+  ASSERT_TRUE(apply_path_patches(file, patches, there));
+  EXPECT_EQ(util::read_file(file), here);
+  // A record that does not describe the bytes, or a root missing here: refused, nothing claimed.
+  EXPECT_FALSE(apply_path_patches(file, patches, there));  // no placeholder there any more
+  std::string copy = object;
+  EXPECT_FALSE(apply_path_patches(copy, {{0, "/kache/build"}}, there));
+  EXPECT_FALSE(apply_path_patches(copy, {{10, "/kache/base0"}}, there));
+  ::unlink(file.c_str());
+}
+
+TEST(PathRoots, AnAliasSpellingKeysAndMapsAsItsRoot) {
+  // $PWD's spelling of the build directory is the root; getcwd()'s is an alias of it.
+  const PathRoots r = PathRoots::with_aliases({{"/link/b", "/kache/build"}, {"/real/s", "/kache/src"}},
+                                              {{"/real/b", "/kache/build"}});
+  EXPECT_EQ(r.key_form("/real/b/x.h"), "/kache/build/x.h");
+  EXPECT_EQ(r.key_form("/link/b/x.h"), "/kache/build/x.h");
+  EXPECT_EQ(r.join(r.split("/real/b/x.h")), "/link/b/x.h");
+  EXPECT_EQ(r.debug_map_flags().size(), 3u);
+  EXPECT_EQ(r.roots_in("text /real/b/k.c"), (std::vector<std::size_t>{0}));
+  EXPECT_EQ(*r.patch_text("/kache/build"), std::string(kPlaceholderLength - 7, '/') + "/link/b");
+}
+
+TEST(ElfSections, CompressedSectionsAreSeen) {
+  // A minimal ELF64 header with two section headers: the null one and a SHF_COMPRESSED one.
+  std::string f(64 + 2 * 64, '\0');
+  const char ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  std::copy(ident, ident + sizeof ident, f.begin());
+  auto put = [&](std::size_t at, std::uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) f[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  put(0x28, 64, 8);   // e_shoff
+  put(0x3a, 64, 2);   // e_shentsize
+  put(0x3c, 2, 2);    // e_shnum
+  put(0x3e, 0, 2);    // e_shstrndx
+  EXPECT_FALSE(has_compressed_sections(f));
+  put(64 + 64 + 8, 0x800, 8);  // section 1's sh_flags: SHF_COMPRESSED
+  EXPECT_TRUE(has_compressed_sections(f));
+  EXPECT_FALSE(has_compressed_sections("not an object"));
+  EXPECT_FALSE(has_compressed_sections(f.substr(0, 100)));  // truncated: headers out of range
 }
 
 TEST(PathRoots, DepfileTemplatesRoundTripIntoAnotherCheckout) {

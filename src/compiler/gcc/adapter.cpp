@@ -74,7 +74,8 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   }
 
   if (cfg.nvcc_path_normalize) {
-    job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity);
+    job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity,
+                               compiler_pwd(cwd, inv.env));
   } else {
     job.source_identity = job.source;
   }
@@ -98,6 +99,12 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   k.emplace_back("mode", "c");
   k.emplace_back("language", plan.language);
   k.emplace_back("normalize", job.roots.enabled() ? "roots" : "literal");
+  // Issue 27: debug names through placeholders replaced by this checkout's roots (none with the user's
+  // own debug maps or compressed debug sections). Keyed so no entry of another scheme (the fixed
+  // /kache/src names of earlier versions) is ever served.
+  job.debug_placeholders =
+      job.roots.enabled() && !has_user_debug_maps(inv.args) && !asks_compressed_debug(inv.args);
+  k.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
   k.emplace_back("cwd", job.roots.key_form(cwd));
   // A relative source path reaches __FILE__ and the dependency file as spelled: keyed as spelled.
   k.emplace_back("source", plan.source.starts_with("/") ? job.roots.key_form(plan.source) : plan.source);
@@ -138,11 +145,14 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
 std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, const CompileJob& job,
                                                   const MissPaths& paths) const {
   std::vector<std::string> argv = {inv.compiler_arg};
-  // kache's flags come before the user's: GCC and clang let the last -frandom-seed and the last
-  // matching prefix-map rule win, so the user's own give what they give without kache. A fixed seed
+  // kache's flags come before the user's: GCC and clang let the last -frandom-seed win. A fixed seed
   // fixes the names GCC derives from it, so two misses give byte-identical objects.
   argv.push_back("-frandom-seed=" + paths.seed);
-  for (const auto& f : job.roots.prefix_map_flags()) argv.push_back(f);
+  // Debug names through placeholders (PathRoots::debug_map_flags); none when the user maps paths
+  // (clang 14 drops a second rule for one path, and clang lets a longer rule beat the user's).
+  if (job.debug_placeholders) {
+    for (const auto& f : job.roots.debug_map_flags()) argv.push_back(f);
+  }
   std::vector<std::string> args = inv.args;
   if (plan_.output_arg) replace_value(args, *plan_.output_arg, "-o", paths.object);
   if (plan_.depfile_arg) replace_value(args, *plan_.depfile_arg, "-MF", paths.depfile);
@@ -160,7 +170,7 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
   if (!plan_.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
   // The scratch directory stands in for the output directory (its rule last: GCC tries it first).
   const std::string out_dir = util::dirname(job.output);
-  const std::string scratch_as = job.roots.enabled() ? job.roots.key_form(out_dir) : out_dir;
+  const std::string scratch_as = job.debug_placeholders ? job.roots.debug_form(out_dir) : out_dir;
   argv.push_back("-ffile-prefix-map=" + paths.scratch_dir + "=" + scratch_as);
   return argv;
 }

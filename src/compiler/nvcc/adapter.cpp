@@ -157,7 +157,8 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // lineinfo-source field and the object scan below account for; host code takes the prefix maps.
   const bool literal = !cfg.nvcc_path_normalize || opts.prepend_flags.find("-prefix-map") != std::string::npos;
   if (!literal) {
-    job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity);
+    job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity,
+                               compiler_pwd(cwd, inv.env));
     // nvcc -objtemp names its intermediates after the object (measured: "a.o.cudafe1.cpp" in the
     // symbol table, "a.o.fatbin.c" and "a.o.cudafe1.stub.c" in -g debug info). Named after the source
     // (keyed anyway), the object does not depend on -o, so -o is left out of the key.
@@ -196,6 +197,13 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
     k.emplace_back("device-output", job.output_kind);
   }
   k.emplace_back("normalize", job.roots.enabled() ? "roots" : "literal");
+  // Issue 27, beyond spec 000's host -ffile-prefix-map rules: the host object's debug names go through
+  // placeholders replaced by this checkout's roots, so the stored object still names no checkout while
+  // the installed one names this checkout's files; __FILE__ keeps the real path (an object naming a
+  // root is stored per checkout). None with the user's own host debug maps or compressed debug.
+  job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(inv.args, opts.append_flags) &&
+                           !asks_compressed_debug(inv.args, opts.append_flags);
+  k.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
   // The working directory is the build root: with roots it is keyed by its fixed name only (the prefix
   // maps rewrite it wherever the host compiler writes it, -g's DW_AT_comp_dir included).
   k.emplace_back("cwd", job.roots.key_form(cwd));
@@ -321,13 +329,13 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
 std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, const CompileJob& job,
                                                    const MissPaths& paths) const {
   std::vector<std::string> argv = {inv.compiler_arg};
-  // kache's host flags come before the user's: GCC lets the last -frandom-seed and the last matching
-  // prefix-map rule win (and any -ffile-prefix-map beat every -fmacro-prefix-map, see
-  // PathRoots::prefix_map_flags), so a user's own -fmacro-prefix-map/-ffile-prefix-map/
-  // -fdebug-prefix-map (or seed) gives what it gives under plain nvcc. A fixed random seed fixes
-  // anonymous-namespace names, so two misses give byte-identical objects; each root becomes its name.
+  // kache's host flags come before the user's: GCC lets the last -frandom-seed win. A fixed random seed
+  // fixes anonymous-namespace names, so two misses give byte-identical objects. Each root's debug
+  // names become placeholders (none when the user maps paths: theirs alone decide).
   argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
-  for (const auto& f : job.roots.prefix_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
+  if (job.debug_placeholders) {
+    for (const auto& f : job.roots.debug_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
+  }
   std::vector<std::string> args = rewrite_outputs(inv.args, paths.object, job.depfile.empty() ? "" : paths.depfile);
   argv.insert(argv.end(), args.begin(), args.end());
   if (job.depfile.empty()) {
