@@ -104,6 +104,7 @@ void show_stats(const Config& config, bool json) {
   const auto passthrough = reasons(stats, "passthrough.");
   const auto errors = reasons(stats, "error.");
   const auto not_stored = reasons(stats, "not_stored.");
+  const auto per_checkout = reasons(stats, counter::kStoredPerCheckoutPrefix);
   const std::uint64_t hits = stats.get(counter::kHits);
   const std::uint64_t misses = stats.get(counter::kMisses);
   const auto kinds = by_output_kind(stats);
@@ -127,6 +128,9 @@ void show_stats(const Config& config, bool json) {
     out["compile_failed"] = stats.get(counter::kCompileFailed);
     out["stored"] = stats.get(counter::kStored);
     out["not_stored"] = sum(not_stored);
+    // Of "stored": entries for one checkout only, by why (issue 27: the object names a root).
+    out["stored_per_checkout"] =
+        reason_map(per_checkout, std::string_view(counter::kStoredPerCheckoutPrefix).size());
     out["corrupt_entries"] = stats.get(counter::kCorrupt);
     for (std::string_view name : kRemoteCounters) out[std::string(name)] = stats.get(std::string(name));
     out["cache_size"] = size;
@@ -166,6 +170,7 @@ void show_stats(const Config& config, bool json) {
   details(errors);
   line("compile failed", std::to_string(stats.get(counter::kCompileFailed)));
   line("stored", std::to_string(stats.get(counter::kStored)));
+  for (const auto& [name, value] : per_checkout) line("  " + name, std::to_string(value));
   line("not stored", std::to_string(sum(not_stored)));
   details(not_stored);
   line("corrupt entries", std::to_string(stats.get(counter::kCorrupt)));
