@@ -20,7 +20,7 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
   }
   const bool pwd_spelled = !pwd.empty() && pwd != cwd;
   std::vector<core::PathRoots::Root> roots = {
-      {pwd_spelled ? pwd : cwd, "/kache/build"},
+      {cwd, "/kache/build"},
       {util::dirname(source), "/kache/src"},
       {util::dirname(output), "/kache/out"},
   };
@@ -28,8 +28,18 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
   // Only the base dirs: the build, source and output directories would give two files of one build
   // the same name (libA/x.cpp and libB/x.cpp, each compiled from its own directory).
   if (source_identity) *source_identity = core::PathRoots(std::move(bases)).key_form(source);
+  // With $PWD's spelling, every root at or below the working directory is spelled from it (the same
+  // directory: pwd and cwd share an inode, and the rest is lexically normal), its getcwd() spelling
+  // kept as an alias: the output directory (often the cwd itself) dedups with the build root as in a
+  // checkout reached without a symlink, so both key alike.
   std::vector<core::PathRoots::Root> aliases;
-  if (pwd_spelled) aliases.push_back({cwd, "/kache/build"});
+  if (pwd_spelled) {
+    for (auto& r : roots) {
+      if (!util::path_starts_with(r.path, cwd)) continue;
+      aliases.push_back({r.path, r.name});
+      r.path = pwd + r.path.substr(cwd.size());
+    }
+  }
   return core::PathRoots::with_aliases(std::move(roots), std::move(aliases));
 }
 

@@ -222,7 +222,12 @@ class FaithfulPaths(KacheTestCase):
                     self.assert_names_in(os.path.join(root, "build", "m.o"), root,
                                          os.path.join(root, "build", "plain.o"))
                 self.assert_counts(hits=0, misses=2 * (n + 1))
-        self.assertEqual(self.per_checkout(), {"compressed-debug": 2 * len(C_COMPILERS)})
+        # Stored per checkout: the compressed sections hide any root from the scan (clang leaves a
+        # section uncompressed when compression does not pay, where the scan then sees the root).
+        per_checkout = self.per_checkout()
+        self.assertEqual(sum(per_checkout.values()), 2 * len(C_COMPILERS), per_checkout)
+        self.assertIn("compressed-debug", per_checkout)
+        self.assertLessEqual(set(per_checkout), {"compressed-debug", "path-in-object"})
 
 
 if __name__ == "__main__":
