@@ -1,0 +1,53 @@
+// The path roots the adapters build for a job (compiler/job_paths.hpp): the build root as the compiler
+// spells the working directory ($PWD), and the command-line checks that turn the debug placeholders
+// off (issue 27).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "compiler/job_paths.hpp"
+#include "util/fs.hpp"
+
+namespace kache::compiler {
+namespace {
+
+TEST(JobPaths, TheBuildRootIsSpelledAsPwdWhenItNamesTheWorkingDirectory) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "kache-job-paths";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "real" / "build");
+  std::filesystem::create_directory_symlink(dir / "real", dir / "link");
+  const std::string real = (dir / "real" / "build").string(), link = (dir / "link" / "build").string();
+  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link}), link);
+  EXPECT_EQ(compiler_pwd(real, {}), real);                            // no $PWD
+  EXPECT_EQ(compiler_pwd(real, {"PWD=link/build"}), real);            // relative
+  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link + "/"}), real);         // not lexically normal
+  EXPECT_EQ(compiler_pwd(real, {"PWD=" + dir.string()}), real);       // another directory
+  // The output directory (the cwd) dedups with the build root under either spelling, so the key's
+  // cwd and output fields read as in a checkout reached without a symlink.
+  const auto roots = standard_roots(real, real + "/../src/a.c", real + "/a.o", {}, nullptr, link);
+  EXPECT_EQ(roots.roots()[0].path, link);
+  EXPECT_EQ(roots.key_form(real), "/kache/build");
+  EXPECT_EQ(roots.key_form(real + "/a.o"), "/kache/build/a.o");
+  EXPECT_EQ(roots.key_form(link + "/x.h"), "/kache/build/x.h");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(JobPaths, TheUsersDebugMapsAndCompressedDebugAreSeen) {
+  EXPECT_TRUE(has_user_debug_maps({"-g", "-ffile-prefix-map=/a=."}));
+  EXPECT_TRUE(has_user_debug_maps({"-fdebug-prefix-map=/a=/b"}));
+  EXPECT_TRUE(has_user_debug_maps({"-fdebug-compilation-dir=."}));
+  EXPECT_TRUE(has_user_debug_maps({"-Xcompiler", "-O2,-ffile-prefix-map=/a=."}));  // nvcc's list
+  EXPECT_TRUE(has_user_debug_maps({"-c"}, "-Xcompiler -fdebug-prefix-map=/a=/b"));  // NVCC_APPEND_FLAGS
+  EXPECT_FALSE(has_user_debug_maps({"-fmacro-prefix-map=/a=/b", "-g"}));  // __FILE__ only: no rule of kache's
+  EXPECT_TRUE(asks_compressed_debug({"-g", "-gz"}));
+  EXPECT_TRUE(asks_compressed_debug({"-gz=zlib"}));
+  EXPECT_TRUE(asks_compressed_debug({"-Wa,--compress-debug-sections=zlib"}));
+  EXPECT_TRUE(asks_compressed_debug({"-Xcompiler", "-gz"}));
+  EXPECT_FALSE(asks_compressed_debug({"-gz=none"}));
+  EXPECT_FALSE(asks_compressed_debug({"-g", "-gzip-like"}));
+}
+
+}  // namespace
+}  // namespace kache::compiler
