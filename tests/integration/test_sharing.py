@@ -4,7 +4,7 @@ Two checkouts of one small project (src/k.cu includes ../include/h.cuh; build di
 different absolute paths share one KACHE_DIR. Entries are shared when every path the key sees is
 relative or under a mapped root (build dir, source dir, output dir, [paths] base_dirs); absolute flag
 values outside the roots are keyed as written; -lineinfo and -rdc objects are path-specific; an object
-that still names a mapped root is used but not stored; SOURCE_DATE_EPOCH is pinned on a miss but not
+that still names a mapped root is stored for its checkout only; SOURCE_DATE_EPOCH is pinned on a miss but not
 keyed. test_path_keys.py covers the path rules of issue 10."""
 import os
 import shutil
@@ -256,35 +256,47 @@ class Sharing(KacheTestCase):
             self.assert_same_object(obj, os.path.join(two, "build", "k.o"))
         self.assert_counts(hits=0, misses=4)
 
-    def test_object_still_naming_a_root_is_used_but_not_stored(self):
-        one = self.checkout("one", source=SOURCE + "const char* where() { return WHERE; }\n")
+    def test_object_still_naming_a_root_is_stored_for_its_checkout_only(self):
+        # Issue 27: such an object is stored per checkout (its roots in the storage key), no longer
+        # left unstored; another checkout with the same key text never gets it.
+        src = SOURCE + "const char* where() { return WHERE; }\n"
+        one, two = self.checkout("one", source=src), self.checkout("two", source=src)
         build = os.path.join(one, "build")
         flag = '-DWHERE="' + build + '"'
         r, log = self.log_of(["nvcc", "-c", "../src/k.cu", "-o", "k.o", flag], cwd=build)
         self.assertEqual(r.returncode, 0, log)
         self.assertIn(build.encode(), self.data(one, "k.o"))
-        self.assertIn("not stored (path-in-object)", log)
+        self.assertIn("for this checkout only (path-in-object)", log)
         s = self.assert_counts(hits=0, misses=1)
-        self.assertEqual(s["not_stored_reasons"], {"path-in-object": 1})
-        self.assertEqual(s["stored"], 0)
+        self.assertEqual(s["stored_per_checkout"], {"path-in-object": 1})
+        self.assertEqual(s["stored"], 1)
         obj = self.keep(one, "k.o", "first.o")
         self.kache(["nvcc", "-c", "../src/k.cu", "-o", "k.o", flag], cwd=build)
-        s = self.assert_counts(hits=0, misses=2)
-        self.assertEqual(s["not_stored_reasons"], {"path-in-object": 2})
+        self.assert_counts(hits=1, misses=1)
         self.nvcc(["-c", "../src/k.cu", "-o", "plain.o", flag], cwd=build)
         self.assert_same_object(obj, os.path.join(build, "plain.o"))
+        # The same command (naming one's build directory) in checkout two: a miss of its own.
+        self.kache(["nvcc", "-c", "../src/k.cu", "-o", "k.o", flag], cwd=os.path.join(two, "build"))
+        self.assert_counts(hits=1, misses=2)
 
-    def test_object_does_not_name_the_checkout(self):
-        two = self.checkout("two")
+    def test_stored_object_does_not_name_the_checkout(self):
+        # Issue 27: the installed object names its own checkout (as plain nvcc -g's does), the stored
+        # one names none: checkout three, served two's entry, names only three.
+        two, three = self.checkout("two"), self.checkout("three")
         self.relative(two, ["-g"])
-        self.assertNotIn(two.encode(), self.data(two, "k.o"))
-        self.assertNotIn(self.ws.encode(), self.data(two, "k.o"))
+        self.assertIn(two.encode(), self.data(two, "k.o"))
+        self.relative(three, ["-g"])
+        self.assert_counts(hits=1, misses=1)
+        self.assertNotIn(two.encode(), self.data(three, "k.o"))
+        self.assertIn(three.encode(), self.data(three, "k.o"))
         self.relative(two, ["-g"], tool="nvcc")
         self.assertIn(two.encode(), self.data(two, "k.o"), "plain nvcc -g should name the checkout")
         # The CMake form, with the checkout as a base dir.
         obj = "CMakeFiles/x.dir/src/k.cu.o"
         self.cmake_like(two, ["-g"], env={"KACHE_PATHS_BASE_DIRS": two})
-        self.assertNotIn(self.ws.encode(), self.data(two, obj))
+        self.cmake_like(three, ["-g"], env={"KACHE_PATHS_BASE_DIRS": three})
+        self.assertNotIn(two.encode(), self.data(three, obj))
+        self.assert_counts(hits=2, misses=2)
         self.assertEqual(self.stats()["stored"], 2)
 
     def test_kache_base_dir_does_not_apply_to_nvcc(self):
