@@ -261,25 +261,27 @@ class PathRules(KacheTestCase):
 
     def test_absolute_include_below_the_build_dir_is_keyed_by_its_root(self):
         # -I<build>/gen (CMake's configure_file directory): keyed as /kache/build/gen. Proof: the
-        # header's __FILE__ reaches the object as /kache/build/gen/cfg.cuh through the miss's prefix
-        # maps, so a fresh miss in the second build directory gives the hit's bytes; a different
-        # header there misses (content keyed).
-        self.write("co/src/k.cu", NAMED_USE)
+        # header's -g line-table entry reaches the object through a placeholder of the build root
+        # (issue 27), so the hit in the second build directory names b2's header and not b1's, and a
+        # fresh miss there gives the hit's bytes; a different header there misses (content keyed).
+        self.write("co/src/k.cu", '#include "cfg.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = V; }\n'
+                   "int host_value() { return cfg_value(); }\n")
         for b in ("b1", "b2"):
-            self.write(f"co/{b}/gen/cfg.cuh", CFG)
+            self.write(f"co/{b}/gen/cfg.cuh", CFG + "inline int cfg_value() { return 7; }\n")
         src = self.path("co/src/k.cu")
-        cmd = lambda b: ["nvcc", "-c", src, "-I" + self.path("co", b, "gen"), "-o", "k.o", "-MD", "-MF", "k.o.d"]
+        cmd = lambda b: ["nvcc", "-c", "-g", src, "-I" + self.path("co", b, "gen"), "-o", "k.o", "-MD", "-MF",
+                         "k.o.d"]
         self.kache(cmd("b1"), cwd=self.path("co/b1"))
         self.kache(cmd("b2"), cwd=self.path("co/b2"))
         self.assert_counts(hits=1, misses=1)
         hit = self.bytes_of(self.path("co/b2/k.o"))
-        self.assertTrue(b"/kache/build/gen/cfg.cuh" in hit)
-        self.assertFalse(self.path("co").encode() in hit)
+        self.assertTrue(self.path("co/b2").encode() in hit)
+        self.assertFalse(self.path("co/b1").encode() in hit)
         self.assertIn(self.path("co/b2/gen/cfg.cuh"), self.read("co/b2/k.o.d"))
         self.assertNotIn(self.path("co/b1"), self.read("co/b2/k.o.d"))
         self.kache(cmd("b2"), cwd=self.path("co/b2"), env=self.other_cache("fresh"))
         self.assertTrue(hit == self.bytes_of(self.path("co/b2/k.o")), "a fresh miss differs from the hit")
-        self.write("co/b2/gen/cfg.cuh", CFG.replace("2.0f", "5.0f"))
+        self.write("co/b2/gen/cfg.cuh", CFG.replace("2.0f", "5.0f") + "inline int cfg_value() { return 7; }\n")
         self.kache(cmd("b2"), cwd=self.path("co/b2"))
         self.assert_counts(hits=1, misses=2)
         # The same value outside every root stays literal: b2 naming b1's directory keys apart from b1.
