@@ -72,8 +72,9 @@ class PathRoots {
   std::string key_form(const std::string& abs) const { return key_form(split(abs)); }
 
   // How a path written in a flag value is keyed, and why (for KACHE_LOG=kache=trace). An absolute path
-  // below a root becomes the root's fixed name plus the rest (the miss's prefix maps write the same
-  // name into the object, the depfile and diagnostics are stored with the root as a placeholder), one
+  // below a root becomes the root's fixed name plus the rest (the miss's debug maps write the root's
+  // placeholder into the object, the depfile and diagnostics are stored with the root as a placeholder;
+  // an object naming the real path is stored per checkout), one
   // outside every root stays literal, a relative one stays as spelled (the compiler writes it as
   // spelled; the working directory it is resolved against is the build root).
   struct KeyedValue {
