@@ -229,6 +229,26 @@ class FaithfulPaths(KacheTestCase):
         self.assertIn("compressed-debug", per_checkout)
         self.assertLessEqual(set(per_checkout), {"compressed-debug", "path-in-object"})
 
+    def test_debug_compressed_where_kache_did_not_see_it_runs_the_compiler_unchanged(self):
+        # clang 19 reads clang.cfg beside its executable: "-gz" there compresses the debug sections of
+        # a compile whose command line kache saw without it, so the placeholders end up in compressed
+        # bytes that cannot be rewritten in place. The user's command then runs unchanged.
+        if not os.path.exists("/usr/lib/llvm-19/bin/clang"):
+            self.skipTest("clang 19 is not installed")
+        a = self.checkout("a")
+        os.makedirs(self.path("llvm", "bin"))
+        shutil.copy2("/usr/lib/llvm-19/bin/clang", self.path("llvm", "bin", "clang"))
+        os.symlink("/usr/lib/llvm-19/lib", self.path("llvm", "lib"))
+        self.write("llvm/bin/clang.cfg", "-gz\n")
+        clang = self.path("llvm", "bin", "clang")
+        self.compile(a, clang, ["-g"])
+        self.compile(a, clang, ["-g"], tool="plain", obj="plain.o")
+        build = os.path.join(a, "build")
+        self.assertEqual(unit_names(os.path.join(build, "m.o")), unit_names(os.path.join(build, "plain.o")))
+        self.assertEqual(unit_names(os.path.join(build, "m.o"))["comp_dir"], build)
+        s = self.assert_counts(hits=0, misses=0, passthrough=1)
+        self.assertEqual(s["passthrough_reasons"], {"compressed-debug": 1})
+
 
 if __name__ == "__main__":
     kachetest.main()
