@@ -166,17 +166,26 @@ std::string PathRoots::debug_form(const std::string& abs) const {
 }
 
 std::vector<PathPatch> PathRoots::find_placeholders(std::string_view object) const {
-  std::vector<PathPatch> patches;
+  // One pass for the prefix every placeholder shares (objects with a fatbin run to hundreds of MB),
+  // then which root's placeholder, if any, starts there.
+  std::vector<std::pair<std::string, const std::string*>> mapped;
   for (const auto& r : roots_) {
-    if (!padded_root(r.path)) continue;  // no rule maps it: no placeholder of it can be there
-    const std::string p = debug_placeholder(r.name);
-    const std::boyer_moore_horspool_searcher searcher(p.begin(), p.end());
-    for (auto it = std::search(object.begin(), object.end(), searcher); it != object.end();
-         it = std::search(it + static_cast<std::ptrdiff_t>(p.size()), object.end(), searcher)) {
-      patches.push_back({static_cast<std::uint64_t>(it - object.begin()), r.name});
+    if (padded_root(r.path)) mapped.emplace_back(debug_placeholder(r.name), &r.name);  // others got no rule
+  }
+  std::vector<PathPatch> patches;
+  if (mapped.empty()) return patches;
+  static constexpr std::string_view kPrefix = "/kache.root.";
+  const std::boyer_moore_horspool_searcher searcher(kPrefix.begin(), kPrefix.end());
+  for (auto it = std::search(object.begin(), object.end(), searcher); it != object.end();
+       it = std::search(it + 1, object.end(), searcher)) {
+    const std::string_view here = object.substr(static_cast<std::size_t>(it - object.begin()));
+    for (const auto& [placeholder, name] : mapped) {
+      if (!here.starts_with(placeholder)) continue;
+      patches.push_back({static_cast<std::uint64_t>(it - object.begin()), *name});
+      it += static_cast<std::ptrdiff_t>(placeholder.size() - 1);
+      break;
     }
   }
-  std::sort(patches.begin(), patches.end(), [](const PathPatch& a, const PathPatch& b) { return a.offset < b.offset; });
   return patches;
 }
 
