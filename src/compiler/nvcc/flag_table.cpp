@@ -87,7 +87,7 @@ std::vector<FlagSpec> build_table() {
             "--forward-unknown-opts"}),
       // Same for the host linker, which -c / -dc never run.
       flag({"-forward-unknown-to-host-linker", "--forward-unknown-to-host-linker"}),
-      // Host debug info names paths; the -ffile-prefix-map rules kache adds on a miss cover them.
+      // Host debug info names paths; the -fdebug-prefix-map placeholders kache adds on a miss cover them.
       flag({"-g", "--debug"}).does(Effect::HostDebug),
 
       // ---- Language and preprocessing -----------------------------------------------------------
