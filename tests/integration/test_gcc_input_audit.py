@@ -250,10 +250,11 @@ class GccEnvironmentAudit(KacheTestCase):
         e = dict(self.env, **env)
         for compiler in COMPILERS:
             src = "a.cpp" if "++" in compiler else "a.c"
-            # -fdiagnostics-urls=always makes gcc read GCC_URLS and TERM_URLS; -fopenmp and the
-            # sanitizers are the common options with a runtime of their own.
+            # -fdiagnostics-urls=always (gcc only) makes gcc read GCC_URLS and TERM_URLS; -fopenmp and
+            # the sanitizers are the common options with a runtime of their own.
+            urls = [] if compiler.startswith("clang") else ["-fdiagnostics-urls=always"]
             for extra in (["-O2", "-g", "-Wall"], ["-MD", "-MF", "a.d", "-Wa,--noexecstack"],
-                          ["-fdiagnostics-color=always", "-fdiagnostics-urls=always", "-Wall", "-flto"],
+                          ["-fdiagnostics-color=always", "-Wall", "-flto"] + urls,
                           ["-fopenmp", "-fsanitize=address,undefined", "-fPIC", "-fstack-protector-strong"]):
                 subprocess.run([compiler, "-c", src, "-Iinc", "-o", "a.o"] + extra, cwd=self.ws, env=e, check=True,
                                capture_output=True)
