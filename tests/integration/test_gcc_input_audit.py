@@ -201,7 +201,10 @@ class GccInputAudit(KacheTestCase):
         build = self.project()
         for compiler in COMPILERS:
             src = "../src/a.cpp" if "++" in compiler else "../src/a.c"
-            for extra in (["-O2", "-g"], ["-MMD", "-MF", "a.d"]):
+            # The third set: keyed options with files of their own (clang reads the sanitizers'
+            # default ignore lists from its resource directory; its -MD output names them).
+            for extra in (["-O2", "-g"], ["-MMD", "-MF", "a.d"],
+                          ["-fsanitize=address,undefined", "-fopenmp", "-fPIC", "-fstack-protector-strong"]):
                 with self.subTest(compiler=compiler, flags=extra):
                     shutil.rmtree(self.cache, ignore_errors=True)
                     self.assert_audited(compiler, ["-c", src, "-I../inc", "-include", "../pre/pre.h",

@@ -259,7 +259,7 @@ std::vector<GccFlag> base_rows() {
       refuse("-fdump-", S::Prefix, "keep-temps"),
       refuse("-dumpdir", S::Value, "keep-temps"),
       refuse("-dumpbase", S::Value, "keep-temps"),  // also -dumpbase-ext
-      refuse("-aux-info", S::Value, "keep-temps"),   // writes prototypes to a file
+      refuse("-aux-info", S::Value, "keep-temps"),  // writes prototypes to a file
       refuse("-fcompare-debug", S::Prefix, "keep-temps"),
       // Extra outputs: stack usage (.su), call graphs (.ci), optimization records (-fsave-optimization-
       // record, clang's -foptimization-record-file=), P1689 module deps, ThinLTO's minimized bitcode.
@@ -304,7 +304,6 @@ std::vector<GccFlag> base_rows() {
       refuse("-nocudalib", S::Exact, "clang-cuda"),
   };
 }
-
 
 // gcc's optimizer switches (`gcc -Q --help=optimizers`, gcc 12) and their "=value" forms, less the
 // profile-feedback and report options refused in base_rows (-fbranch-probabilities, -fvpt, -fopt-info,
