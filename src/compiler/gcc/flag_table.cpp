@@ -475,6 +475,17 @@ void add_f_options(std::vector<GccFlag>& t) {
   add(t, S::Prefix, E::Keyed,
       {"-ffp-model=", "-ffp-exception-behavior=", "-fdenormal-fp-math=", "-fdenormal-fp-math-f32=",
        "-ffp-eval-method=", "-finline-limit="});
+  // More switches real builds pass (the Linux kernel's -fstrict-flex-arrays, clang's -faddrsig and
+  // visibility variants, XRay's instrumentation without attribute lists, macro-expansion notes).
+  add(t, S::Exact, E::Keyed,
+      {"-fstrict-flex-arrays", "-faddrsig", "-funique-section-names", "-fxray-instrument",
+       "-fcomplete-member-pointers", "-fvisibility-global-new-delete-hidden",
+       "-fvisibility-inlines-hidden-static-local-var", "-ftrack-macro-expansion"});
+  add(t, S::Prefix, E::Keyed, {"-fstrict-flex-arrays=", "-ftrack-macro-expansion=", "-fpermitted-flt-eval-methods="});
+  // A seed for the names of anonymous-namespace symbols and the like: a string, keyed (kache adds its own
+  // on a miss before the user's arguments; the user's wins). Keyed before the table was closed, kept.
+  add(t, S::Exact, E::Keyed, {"-frandom-seed"});
+  add(t, S::Prefix, E::Keyed, {"-frandom-seed="});
   add_optimizer_options(t);
 }
 
