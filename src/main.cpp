@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/gcc/flag_table.hpp"
 #include "core/cli.hpp"
 #include "core/config.hpp"
 #include "core/invocation.hpp"
@@ -232,6 +233,9 @@ int main(int argc, char** argv) {
   core::Invocation inv;
   int first_arg;
   if (named_kache(argv0)) {
+    // Hidden: what the gcc/clang flag table makes of each argument (test_flag_table_coverage.py).
+    if (argc >= 2 && std::string_view(argv[1]) == "--classify-gcc-flags")
+      return compiler::gcc::print_flag_classes(argc - 2, argv + 2);
     if (argc < 2 || core::is_kache_option(argv[1])) {
 #ifdef KACHE_STATIC_FRONT
       // doctor too: it asks libcuda.so.1 for the driver's version through dlopen.

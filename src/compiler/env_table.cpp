@@ -130,6 +130,10 @@ constexpr EnvRule kRules[] = {
     {"GCC_EXTRA_DIAGNOSTIC_OUTPUT", E::Keyed, "", false},
     // Colour escapes of diagnostics under -fdiagnostics-color=always.
     {"GCC_COLORS", E::Keyed, "", false},
+    // Whether and how diagnostics embed URLs (escape sequences in the stderr a hit replays): gcc, cc1
+    // and cc1plus read both under -fdiagnostics-urls=always (measured), and on a terminal.
+    {"GCC_URLS", E::Keyed, "", false},
+    {"TERM_URLS", E::Keyed, "", false},
     // Assembler options cc1plus records for LTO (the driver sets it only when -Wa is given).
     {"COLLECT_AS_OPTIONS", E::Keyed, "", false},
     // __DATE__/__TIME__: kache pins it on a miss and the spec keeps it out of the key (a hit keeps
@@ -147,6 +151,16 @@ constexpr EnvRule kRules[] = {
     {"LANGUAGE", E::Keyed, "", false},
     // cc1plus colours diagnostics only when stderr is a terminal; kache captures it through a pipe.
     {"TERM", E::Inert, "", false},
+    // Read only when stderr is a terminal (measured under a pty): the caret line's width (gcc, clang),
+    // colour support (gcc's COLORTERM; clang's terminfo lookup: TERMINFO, TERMINFO_DIRS, and HOME for
+    // ~/.terminfo, which has no row: rows are withheld from the toolchain probe, and a ccache-wrapped
+    // compiler finds its cache through HOME). A miss runs with stderr on kache's pipe, so none reaches a
+    // stored result.
+    {"COLUMNS", E::Inert, "", false},
+    {"LINES", E::Inert, "", false},
+    {"COLORTERM", E::Inert, "", false},
+    {"TERMINFO", E::Inert, "", false},
+    {"TERMINFO_DIRS", E::Inert, "", false},
     // gcc uses it as the working directory only when it names the same directory as getcwd(); the
     // working directory is keyed (through the path roots). A symlinked spelling reaching -g debug
     // info is path normalization's topic.

@@ -18,6 +18,7 @@ the toolchain memo's key, a refused one passes through with its reason.
 """
 import glob
 import os
+import pty
 import re
 import shutil
 import subprocess
@@ -200,7 +201,10 @@ class GccInputAudit(KacheTestCase):
         build = self.project()
         for compiler in COMPILERS:
             src = "../src/a.cpp" if "++" in compiler else "../src/a.c"
-            for extra in (["-O2", "-g"], ["-MMD", "-MF", "a.d"]):
+            # The third set: keyed options with files of their own (clang reads the sanitizers'
+            # default ignore lists from its resource directory; its -MD output names them).
+            for extra in (["-O2", "-g"], ["-MMD", "-MF", "a.d"],
+                          ["-fsanitize=address,undefined", "-fopenmp", "-fPIC", "-fstack-protector-strong"]):
                 with self.subTest(compiler=compiler, flags=extra):
                     shutil.rmtree(self.cache, ignore_errors=True)
                     self.assert_audited(compiler, ["-c", src, "-I../inc", "-include", "../pre/pre.h",
@@ -249,20 +253,34 @@ class GccEnvironmentAudit(KacheTestCase):
         e = dict(self.env, **env)
         for compiler in COMPILERS:
             src = "a.cpp" if "++" in compiler else "a.c"
+            # -fdiagnostics-urls=always (gcc only) makes gcc read GCC_URLS and TERM_URLS; -fopenmp and
+            # the sanitizers are the common options with a runtime of their own.
+            urls = [] if compiler.startswith("clang") else ["-fdiagnostics-urls=always"]
             for extra in (["-O2", "-g", "-Wall"], ["-MD", "-MF", "a.d", "-Wa,--noexecstack"],
-                          ["-fdiagnostics-color=always", "-Wall", "-flto"]):
+                          ["-fdiagnostics-color=always", "-Wall", "-flto"] + urls,
+                          ["-fopenmp", "-fsanitize=address,undefined", "-fPIC", "-fstack-protector-strong"]):
                 subprocess.run([compiler, "-c", src, "-Iinc", "-o", "a.o"] + extra, cwd=self.ws, env=e, check=True,
                                capture_output=True)
             if "++" not in compiler:
                 subprocess.run([compiler, "-c", "s.S", "-Iinc", "-o", "s.o"], cwd=self.ws, env=e, check=True,
                                capture_output=True)
+            # With stderr on a terminal the compilers read more (the caret line's width, terminfo; clang
+            # 14 also HOME, for ~/.terminfo: env_table.cpp's COLUMNS row says why HOME has no row).
+            primary, secondary = pty.openpty()
+            try:
+                subprocess.run([compiler, "-c", src, "-Iinc", "-o", "a.o", "-Wall"], cwd=self.ws, env=e, check=True,
+                               stdout=subprocess.DEVNULL, stderr=secondary)
+            finally:
+                os.close(secondary)
+                os.close(primary)
         read = {}
         for line in self.read("getenv.log").splitlines():
             prog, name = line.split(" ", 1)
             read.setdefault(name, set()).add(prog)
         self.assertIn("CPATH", read)  # the hook works for cc1
+        self.assertIn("COLUMNS", read)  # the terminal run happened
         missing = sorted(f"{n} (read by {', '.join(sorted(p))})" for n, p in read.items()
-                         if (n not in table or table[n][2]) and n != "KACHE_GETENV_LOG")
+                         if (n not in table or table[n][2]) and n not in ("KACHE_GETENV_LOG", "HOME"))
         self.assertEqual(missing, [], "variables gcc/clang read that env_table.cpp has no host-compiler row for")
 
     def keys_of(self, env):

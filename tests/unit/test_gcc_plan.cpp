@@ -3,12 +3,14 @@
 // follow what CMake, Meson and makefiles pass.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
 #include "compiler/gcc/flag_table.hpp"
 #include "compiler/gcc/host_rules.hpp"
 #include "compiler/gcc/plan.hpp"
+#include "core/reasons.hpp"
 
 namespace {
 
@@ -150,7 +152,41 @@ TEST(GccPlan, UnknownFlagsAndTheAllowList) {
   EXPECT_EQ(reason({"-c", "a.c", "-C"}), "unknown-flag");
   EXPECT_EQ(reason({"-c", "a.c", "-C"}, {"-C"}), "cached");
   EXPECT_EQ(reason({"-c", "a.c", "--frobnicate=3"}, {"--frobnicate"}), "cached");
-  EXPECT_EQ(reason({"-c", "a.c", "-frobnicate"}), "cached");  // an -f switch: keyed verbatim
+  // The table is closed: an -f option it does not list passes through, naming the option, unless
+  // allow-listed (before, a catch-all "-f" entry keyed every one, -fbranch-probabilities included).
+  EXPECT_EQ(reason({"-c", "a.c", "-frobnicate"}), "unknown-flag");
+  EXPECT_EQ(std::get<kache::compiler::Passthrough>(plan({"-c", "a.c", "-frobnicate"}, {})).detail, "-frobnicate");
+  EXPECT_EQ(reason({"-c", "a.c", "-frobnicate"}, {"-frobnicate"}), "cached");
+  EXPECT_EQ(reason({"-c", "a.c", "-frobnicate=2"}, {"-frobnicate"}), "cached");
+}
+
+// Options that read a file kache does not hash, or write one a hit would not restore, pass through.
+TEST(GccPlan, FileOptionsPassThrough) {
+  for (const char* flag : {"-fbranch-probabilities", "-fprofile-use", "-fprofile-use=x.gcda", "-fauto-profile=x.afdo",
+                           "-fbasic-block-sections=list=x.txt", "-fprebuilt-module-path=m", "-fmodule-file=m.pcm",
+                           "-fsanitize-ignorelist=x.txt", "-fprofile-instr-use=x.profdata", "-fcoverage-mapping",
+                           "-foptimization-record-file=x.yaml", "-fproc-stat-report=x", "-fthin-link-bitcode=x.bc",
+                           "-fdump-tree-all", "-fstack-usage", "-fcallgraph-info", "-ftest-coverage", "--coverage",
+                           "-save-stats", "-fprofile-arcs", "-gen-cdb-fragment-path", "-fdiagnostics-format=sarif-file",
+                           "-fsave-optimization-record", "-ftime-trace"}) {
+    EXPECT_NE(reason({"-c", "a.c", flag, "x"}), "cached") << flag;
+  }
+  EXPECT_EQ(reason({"-c", "a.c", "-mllvm", "-info-output-file=x"}), "hidden-input");
+}
+
+// What real builds pass stays cached (CMake, Meson, autotools and distribution defaults).
+TEST(GccPlan, CommonOptionsAreCached) {
+  for (const char* flag :
+       {"-fPIC", "-fPIE", "-fno-omit-frame-pointer", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+        "-fstack-protector-strong", "-fstack-clash-protection", "-fcf-protection", "-fexceptions", "-fno-rtti",
+        "-fdiagnostics-color=always", "-fcolor-diagnostics", "-fmacro-prefix-map=/a=b", "-ffile-prefix-map=/a=.",
+        "-fdebug-prefix-map=/a=b", "-fopenmp", "-fsanitize=address,undefined", "-std=c++17", "-Wall", "-Werror=format",
+        "-O2", "-Ofast", "-g", "-ggdb3", "-gdwarf-4", "-gz=zlib", "-gno-column-info", "-march=x86-64-v3", "-m64",
+        "-pipe", "-pthread", "-flto", "-flto=auto", "-ffunction-sections", "-fdata-sections", "-funroll-loops",
+        "-ftree-vectorize", "-fno-strict-aliasing", "-fwrapv", "-ffast-math", "-fasynchronous-unwind-tables",
+        "-grecord-gcc-switches", "-fdiagnostics-urls=never", "-fmessage-length=0", "-ftemplate-depth=1024"}) {
+    EXPECT_EQ(reason({"-c", "a.c", flag}), "cached") << flag;
+  }
 }
 
 TEST(GccFlagTable, LongestEntryWins) {
@@ -164,6 +200,42 @@ TEST(GccFlagTable, LongestEntryWins) {
   EXPECT_EQ(*find_flag("--param=max-inline-insns-single=10")->attached, "max-inline-insns-single=10");
   EXPECT_FALSE(find_flag("--paramx").has_value());
   EXPECT_FALSE(find_flag("-Q").has_value());
+  EXPECT_FALSE(find_flag("-fbogus-option").has_value());
+  EXPECT_EQ(find_flag("-fbranch-probabilities")->flag->reason, "profile-use");
+  EXPECT_EQ(find_flag("-gen-cdb-fragment-path")->flag->reason, "side-output");  // not a -g debug option
+  EXPECT_EQ(find_flag("-fbasic-block-sections=all")->flag->effect, Effect::Keyed);
+  EXPECT_EQ(find_flag("-fbasic-block-sections=list=x")->flag->reason, "hidden-input");
+}
+
+// The table's own shape: no catch-all beyond the documented families, no spelling twice, every
+// refusal a named passthrough reason, and what each shape allows.
+TEST(GccFlagTable, WellFormed) {
+  const std::set<std::string> families = {"-W", "-m", "-fno-", "-gno-"};
+  std::set<std::string> seen;
+  for (const GccFlag& f : flag_table()) {
+    const std::string name(f.name);
+    EXPECT_TRUE(name.size() >= 2 && name[0] == '-') << name;
+    EXPECT_TRUE(seen.insert(name).second) << "duplicate spelling " << name;
+    if (f.effect == Effect::Refuse) {
+      EXPECT_NE(kache::core::find_reason(kache::core::ReasonCategory::Passthrough, f.reason), nullptr) << name << " " << f.reason;
+    } else {
+      EXPECT_TRUE(f.reason.empty()) << name;
+    }
+    if (f.shape == Shape::Family) {
+      EXPECT_TRUE(families.count(name)) << "undocumented family " << name;
+      EXPECT_NE(f.effect, Effect::Refuse) << name;  // a refused prefix is a plain Prefix row
+    }
+    // A kept Prefix row is "name=value" or "name,list": nothing else may hide behind its name.
+    if (f.shape == Shape::Prefix && f.effect != Effect::Refuse) {
+      EXPECT_TRUE(name.ends_with('=') || name.ends_with(',')) << "open prefix " << name;
+    }
+  }
+  // No catch-all for the option letters a family would otherwise swallow ("-g" and "-O" are exact rows).
+  for (const char* catch_all : {"-f", "-g", "-O", "-X", "-i", "-d"}) {
+    const auto m = find_flag(std::string(catch_all) + "kache-unlisted");
+    EXPECT_FALSE(m && m->flag->effect != Effect::Refuse) << catch_all << " matches " << m->flag->name;
+  }
+  EXPECT_GT(seen.size(), 400u);
 }
 
 TEST(HostRules, NvccXcompilerRulesUnchanged) {

@@ -4,12 +4,19 @@
 // (plan.cpp) only interprets the table, so a reviewer judges soundness by reading flag_table.cpp, one
 // commented entry per flag or flag family.
 //
+// The table is closed: every option kache caches with is listed by its spelling (or, for an option
+// taking "=value", by "name="), and an argument no entry matches is an unknown flag (passthrough,
+// unless [cc] extra_allowlist_flags names it). Open families are few and documented in their rows
+// (Shape::Family: -W warnings, -m machine switches, -fno-/-gno- negations); refused entries may be
+// prefixes freely, as refusing more is always sound.
+//
 // Matching: an exact spelling first; otherwise the longest entry whose name starts the argument (so
-// "-fprofile-use=x" meets the -fprofile-use entry, not the generic -f one, and "-include-pch" is not
-// "-include" with the value "-pch"). A Value entry takes its value attached ("-Iinc", "-DX=1") or as
-// the next argument ("-I inc"); a Separate entry only as the next argument; a Prefix entry is one
-// argument whatever follows its name ("-O2", "-Wall", "-std=c++17").
+// "-fprofile-use=x" meets the -fprofile-use entry, and "-include-pch" is not "-include" with the
+// value "-pch"). A Value entry takes its value attached ("-Iinc", "-DX=1") or as the next argument
+// ("-I inc"); a Separate entry only as the next argument; a Prefix entry is one argument whatever
+// follows its name ("-std=c++17", "-Wl,--as-needed").
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,7 +24,9 @@ namespace kache::compiler::gcc {
 
 enum class Shape {
   Exact,     // the argument is exactly the name
-  Prefix,    // the name starts the argument; nothing else is consumed
+  Prefix,    // the name starts the argument; nothing else is consumed. Kept (not refused) only for
+             // "name=value" and "name,list" spellings (the name ends in '=' or ',')
+  Family,    // like Prefix, for a documented open family of options (-W..., -m..., -fno-...)
   Value,     // the name with its value attached, or the name alone and the value in the next argument
   Separate,  // the name alone, its value in the next argument ("--param" also takes "--param=v")
 };
@@ -53,5 +62,12 @@ struct FlagMatch {
 };
 
 std::optional<FlagMatch> find_flag(std::string_view arg);
+
+// What the table makes of one argument, as a word: "unknown", "keyed", "refused:<reason>", or the
+// effect's name ("include-dir", "output", ...). The hidden `kache --classify-gcc-flags ARG...` prints
+// it for each argument; tests/integration/test_flag_table_coverage.py asks it about every option the
+// installed compilers document.
+std::string classify_flag(std::string_view arg);
+int print_flag_classes(int argc, char** argv);
 
 }  // namespace kache::compiler::gcc
