@@ -326,7 +326,7 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
   // PathRoots::prefix_map_flags), so a user's own -fmacro-prefix-map/-ffile-prefix-map/
   // -fdebug-prefix-map (or seed) gives what it gives under plain nvcc. A fixed random seed fixes
   // anonymous-namespace names, so two misses give byte-identical objects; each root becomes its name.
-  argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
+  if (!records_command_line(inv.args)) argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
   for (const auto& f : job.roots.prefix_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
   std::vector<std::string> args = rewrite_outputs(inv.args, paths.object, job.depfile.empty() ? "" : paths.depfile);
   argv.insert(argv.end(), args.begin(), args.end());
