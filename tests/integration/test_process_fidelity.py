@@ -5,6 +5,7 @@ a Redis remote that answers a byte at a time."""
 import os
 import pty
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -71,11 +72,17 @@ class SpecialSource(FidelityCase):
 
         feeder = threading.Thread(target=feed, daemon=True)
         feeder.start()
-        env = dict(self.env)
-        # A generous bound that only a hang reaches (the compile itself takes a fraction of a second).
-        r = subprocess.run([KACHE, GCC, "-x", "c", "-c", "f.c", "-o", "k.o"], cwd=self.ws, env=env,
-                           capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        # A generous bound that only a hang reaches (the compile itself takes a fraction of a second);
+        # a hung compile's whole process group (the compiler blocked on the FIFO) is killed.
+        p = subprocess.Popen([KACHE, GCC, "-x", "c", "-c", "f.c", "-o", "k.o"], cwd=self.ws, env=self.env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            self.fail("the compile of a FIFO source hung")
+        self.assertEqual(p.returncode, 0, err)
         feeder.join(timeout=60)
         self.assertIn("from_the_fifo", subprocess.run(["nm", self.path("k.o")], capture_output=True,
                                                       text=True).stdout)
