@@ -26,7 +26,11 @@ bool records_command_line(const std::vector<std::string>& args) {
     else if (a == "-grecord-gcc-switches" || a == "-grecord-command-line") debug_record = true;
     else if (a == "-gno-record-gcc-switches" || a == "-gno-record-command-line") debug_record = false;
     else if (a == "-g0") debug = false;
-    else if (a.starts_with("-g") || a == "--debug") debug = true;
+    // nvcc's -gencode, -gen-opt-lto, -gpu-architecture are no debug options; -gz only compresses.
+    else if ((a.starts_with("-g") && !a.starts_with("-gen") && !a.starts_with("-gpu") && !a.starts_with("-gno-") &&
+              !a.starts_with("-gz")) ||
+             a == "--debug")
+      debug = true;
   };
   for (const std::string& arg : args) {
     std::string_view rest = arg;

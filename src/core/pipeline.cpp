@@ -691,6 +691,9 @@ Outcome<Done> Pipeline::add_assembler_inputs(const compiler::MissPaths& paths, c
     if (!util::exists(path)) {
       // The compiler's temporary assembly (TMPDIR/ccXXXXXX.s), removed once assembled.
       if (dep.ends_with(".s") && util::dirname(util::lexically_normal(path)) == temp_dir) continue;
+      // The name of a `.file` directive (the source's base name as GCC writes it, or a prefix-mapped
+      // path): listed, never opened.
+      if (util::basename(dep) == util::basename(job_.source)) continue;
       return unlisted(path + ", listed by the assembler, cannot be read");
     }
     const std::string normal = util::lexically_normal(path);

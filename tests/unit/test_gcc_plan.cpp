@@ -190,6 +190,8 @@ TEST(MissFlags, RecordsCommandLine) {
   EXPECT_FALSE(records_command_line({"-c", "a.c", "-frecord-gcc-switches", "-fno-record-gcc-switches"}));
   EXPECT_TRUE(records_command_line({"-c", "a.cu", "-Xcompiler", "-O2,-frecord-gcc-switches"}));
   EXPECT_TRUE(records_command_line({"-c", "a.cu", "-Xcompiler=-g"}));
+  EXPECT_FALSE(records_command_line({"-c", "a.cu", "-gencode", "arch=compute_75,code=sm_75", "-gpu-architecture=sm_90"}));
+  EXPECT_FALSE(records_command_line({"-c", "a.c", "-gz", "-gno-column-info"}));
 }
 
 TEST(MissFlags, DiagnosticsColourAsOnTheTerminal) {
