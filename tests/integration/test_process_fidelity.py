@@ -87,6 +87,11 @@ class SpecialSource(FidelityCase):
         self.assertIn("from_the_fifo", subprocess.run(["nm", self.path("k.o")], capture_output=True,
                                                       text=True).stdout)
         self.assertEqual(self.stats()["passthrough_reasons"].get("source-special"), 1)
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        self.plain(GCC, ["-x", "c", "-c", "f.c", "-o", "plain.o"])
+        feeder.join(timeout=60)
+        self.assert_same_object(self.path("k.o"), self.path("plain.o"))
 
     def test_stdin_source_is_compiled_not_hashed(self):
         src = "int from_stdin(void) { return 7; }\n"
