@@ -549,10 +549,11 @@ std::optional<compiler::Passthrough> Pipeline::destination_through_link() const 
     if (written->empty() || !climbs_out_of_named_dir(*written)) continue;
     char spelled[PATH_MAX];
     char lexical[PATH_MAX];
-    // A directory missing under either form is the compiler's to report (unwritable_destination).
+    // A directory missing as spelled is the compiler's to report (unwritable_destination); one that
+    // exists as spelled but not under the normal form is another directory too.
     if (::realpath(util::dirname(util::join_path(inv_.cwd, *written)).c_str(), spelled) == nullptr) continue;
-    if (::realpath(util::dirname(*normal).c_str(), lexical) == nullptr) continue;
-    if (std::string_view(spelled) != std::string_view(lexical)) {
+    if (::realpath(util::dirname(*normal).c_str(), lexical) == nullptr ||
+        std::string_view(spelled) != std::string_view(lexical)) {
       return compiler::Passthrough{std::string(reason::kOutputPathThroughLink), *written + " resolves to " + spelled};
     }
   }

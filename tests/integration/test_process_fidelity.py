@@ -114,6 +114,17 @@ class OutputThroughLink(FidelityCase):
         self.assertTrue(os.path.exists(self.path("some/deep/obj/a.d")))
         self.assertFalse(os.path.exists(self.path("obj/a.o")))
         self.assertFalse(os.path.exists(self.path("obj/a.d")))
+        self.assertEqual(self.stats()["passthrough_reasons"].get("output-path-through-link"), 1)
+
+    def test_output_through_symlink_where_the_normal_form_has_no_directory(self):
+        # lnk/../out exists (some/deep/out); the lexical normal form's out/ does not.
+        os.makedirs(self.path("some/deep/dir"))
+        os.makedirs(self.path("some/deep/out"))
+        os.symlink("some/deep/dir", self.path("lnk"))
+        self.write("a.c", "int a;\n", mtime_ns=OLD_NS)
+        self.kache([GCC, "-c", "a.c", "-o", "lnk/../out/a.o"])
+        self.assertTrue(os.path.exists(self.path("some/deep/out/a.o")))
+        self.assertFalse(os.path.exists(self.path("out")))
 
 
 def run_in_pty(argv, cwd, env):
