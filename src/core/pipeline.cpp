@@ -144,6 +144,8 @@ class Pipeline {
     // AssemblerInputs::checked: the preprocessed source may make the assembler open a file (or could
     // not be checked).
     bool assembler_unchecked = false;
+    // That check's preprocessed source: every time macro expanded, however its result is used.
+    std::string preprocessed;
   };
   struct HashedClosure {
     std::vector<ManifestFile> files;
@@ -655,8 +657,9 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
   if (auto cmd = adapter_.preprocess_command(inv_, job_); !cmd.empty()) {
     // The assembler cannot list what it opens: what the preprocessed source asks of it decides.
     log.debug("miss: checking the assembler's inputs with {}", fmt::join(cmd, " "));
-    const util::ProcessResult pre = util::run_capture(inv_.compiler_path, cmd, env);
+    util::ProcessResult pre = util::run_capture(inv_.compiler_path, cmd, env);
     out.assembler_unchecked = !pre.ok() || may_read_assembler_inputs(pre.out);
+    out.preprocessed = std::move(pre.out);
   }
   out.result = util::run_capture(inv_.compiler_path, argv, env);
   out.wall_end = std::time(nullptr);
@@ -894,7 +897,8 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // but clang 14 ignores it), and __TIMESTAMP__ is the mtime of the file using it (GCC 12 does not pin
 // it). However the macro was spelled (pasted, wrapped), its expansion is a string of a known shape:
 // the outputs are searched for "hh:mm:ss" within the compile's seconds (with the matching __DATE__ or
-// alone) and for a closure file's mtime as __TIMESTAMP__ prints it. Found: a later hit would replay a
+// alone) and for a closure file's mtime as __TIMESTAMP__ prints it; so is the preprocessed source where
+// the miss made one (clang), which holds each expansion whatever the code does with it (`__TIME__[7]`). Found: a later hit would replay a
 // stale time, so not stored. A false match (the object holding such a string for another reason) only
 // costs the store.
 Outcome<Done> Pipeline::no_unpinned_time(const Installed& installed, const Compiled& compiled,
@@ -926,7 +930,8 @@ Outcome<Done> Pipeline::no_unpinned_time(const Installed& installed, const Compi
     }
     return std::nullopt;
   };
-  for (const std::string* out : {&installed.object, &installed.stdout_text, &installed.stderr_text}) {
+  for (const std::string* out :
+       {&installed.object, &installed.stdout_text, &installed.stderr_text, &compiled.preprocessed}) {
     if (auto found = holds_time(*out)) {
       return Failure{ReasonCategory::NotStored, reason::kUnpinnedTime, "the output holds " + *found};
     }

@@ -120,6 +120,16 @@ class TimeMacros(HiddenCase):
         self.assert_counts(hits=0, misses=2)
         self.assertEqual(self.not_stored("unpinned-time"), 2)
 
+    def test_clang14_time_used_as_a_number_is_not_stored(self):
+        if "clang-14" not in CLANGS:
+            self.skipTest("clang-14 is not installed")
+        # The expansion never reaches the object as a string: the preprocessed source holds it.
+        self.write("n.c", "int second_digit = __TIME__[7] - '0';\n", mtime_ns=OLD_NS)
+        self.kache(["clang-14", "-c", "n.c", "-o", "k.o"])
+        self.kache(["clang-14", "-c", "n.c", "-o", "k.o"])
+        self.assert_counts(hits=0, misses=2)
+        self.assertEqual(self.not_stored("unpinned-time"), 2)
+
     def test_pinned_date_is_still_cached(self):
         # GCC honours SOURCE_DATE_EPOCH (kache pins it): the expansion is fixed, so the result is stored.
         self.write("d.c", "const char *when = __DATE__ \" \" __TIME__;\n", mtime_ns=OLD_NS)
