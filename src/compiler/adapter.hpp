@@ -71,6 +71,14 @@ struct CompileJob {
   // Off without roots, with the user's own debug maps (theirs decide what the object names) and with
   // compressed debug sections (no in-place replacement there).
   bool debug_placeholders = false;
+  // How files the assembler opens on its own (.incbin/.include in inline asm or a .S file) are found.
+  // scanned: by the text markers of core/watch.hpp (nvcc). listed: the miss asks GNU as for their list
+  // (-Wa,--MD,MissPaths::assembler_depfile) and the pipeline adds it to the closure. checked: no list
+  // can be had (clang's integrated assembler refuses --MD; under -flto GCC records -Wa options in the
+  // object), so the compiler's preprocessed output (Adapter::preprocess_command) is checked
+  // (core::may_read_assembler_inputs) and a compile that may have read one is not stored.
+  enum class AssemblerInputs { scanned, listed, checked };
+  AssemblerInputs assembler_inputs = AssemblerInputs::scanned;
 };
 
 struct MissPaths {
@@ -78,6 +86,7 @@ struct MissPaths {
   std::string object;       // where the compiler must write the object
   std::string depfile;      // where it must write the full dependency list
   std::string seed;         // stable per key: feeds -frandom-seed so misses are byte-identical
+  std::string assembler_depfile;  // where GNU as lists the files it opened (AssemblerInputs::listed)
 };
 
 class Adapter {
@@ -91,6 +100,9 @@ class Adapter {
   // A command that prints the full dependency list on stdout, for compiles whose own dependency
   // file cannot serve as the closure (nvcc -MMD omits system headers). Empty: the miss's depfile is it.
   virtual std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const = 0;
+  // The compile's command with its outputs dropped and -E: the preprocessed source on stdout, for
+  // CompileJob::AssemblerInputs::checked. Empty when the adapter has none.
+  virtual std::vector<std::string> preprocess_command(const core::Invocation&, const CompileJob&) const { return {}; }
   // Substrings of an object that reveal it depends on the literal source path.
   virtual std::vector<std::string> path_specific_markers() const = 0;
 };

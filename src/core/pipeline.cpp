@@ -17,6 +17,7 @@
 #include <mutex>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -129,12 +130,22 @@ class Pipeline {
   bool outside_roots(const std::string& path) const;
   std::optional<compiler::Passthrough> unwritable_destination() const;
   std::optional<compiler::Passthrough> special_destination() const;
+  std::optional<compiler::Passthrough> special_source() const;
+  std::optional<compiler::Passthrough> destination_through_link() const;
 
   // The steps of a miss, in the order miss() takes them.
   struct Compiled {
     util::ProcessResult result;
     std::string closure_text;  // the adapter's full dependency listing; empty: the miss's depfile is it
     std::int64_t start = 0;    // the file clock before the compiler started
+    // The wall clock (whole seconds) before the first and after the last process of the miss: the
+    // times __DATE__/__TIME__ can have taken when SOURCE_DATE_EPOCH is not honoured.
+    std::time_t wall_start = 0, wall_end = 0;
+    // AssemblerInputs::checked: the preprocessed source may make the assembler open a file (or could
+    // not be checked).
+    bool assembler_unchecked = false;
+    // That check's preprocessed source: every time macro expanded, however its result is used.
+    std::string preprocessed;
   };
   struct HashedClosure {
     std::vector<ManifestFile> files;
@@ -169,6 +180,10 @@ class Pipeline {
   Outcome<Done> toolchain_held() const;
   Outcome<Done> templatable_depfile(const std::string& dep_text) const;
   Outcome<Done> no_precompiled_header(const std::vector<std::string>& closure) const;
+  Outcome<Done> add_assembler_inputs(const compiler::MissPaths& paths, const Compiled& compiled,
+                                     std::vector<std::string>& closure) const;
+  Outcome<Done> no_unpinned_time(const Installed& installed, const Compiled& compiled,
+                                 const std::vector<ManifestFile>& files) const;
   ManifestEntry describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
                                const std::string& object, bool checkout_specific) const;
   bool record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
@@ -199,9 +214,11 @@ std::optional<int> Pipeline::run() {
     return std::nullopt;
   }
   job_ = std::move(std::get<compiler::CompileJob>(prepared));
-  if (auto why = special_destination()) {
-    passthrough_ = std::move(*why);
-    return std::nullopt;
+  for (auto check : {&Pipeline::special_source, &Pipeline::special_destination, &Pipeline::destination_through_link}) {
+    if (auto why = (this->*check)()) {
+      passthrough_ = std::move(*why);
+      return std::nullopt;
+    }
   }
   direct_ = direct_key();
   manifest_key_ = util::sha256("manifest\n" + direct_.hex()).hex();
@@ -545,6 +562,37 @@ std::optional<compiler::Passthrough> Pipeline::special_destination() const {
   return std::nullopt;
 }
 
+// A source that is no regular file (a pipe, /dev/stdin, <(...), a FIFO, a socket, a device) can be read
+// once: hashing it for the key would leave the compiler an empty (or, for a FIFO without a writer yet,
+// a blocking) input. Checked by stat before anything opens it.
+std::optional<compiler::Passthrough> Pipeline::special_source() const {
+  if (job_.source.empty()) return std::nullopt;
+  struct stat st {};
+  if (::stat(job_.source.c_str(), &st) != 0) return std::nullopt;  // missing: the compile says so itself
+  if (S_ISREG(st.st_mode)) return std::nullopt;
+  return compiler::Passthrough{std::string(reason::kSourceSpecial), job_.source};
+}
+
+// kache writes the output and depfile at their lexical normal forms; the compiler opens them as
+// spelled, and the kernel resolves "lnk/../obj/a.o" from wherever the symlink lnk points. Where the
+// spelled directory resolves elsewhere than the normal form's, the compiler runs unchanged.
+std::optional<compiler::Passthrough> Pipeline::destination_through_link() const {
+  for (const auto& [normal, written] : {std::pair{&job_.output, &job_.output_written},
+                                        std::pair{&job_.depfile, &job_.depfile_written}}) {
+    if (written->empty() || !climbs_out_of_named_dir(*written)) continue;
+    char spelled[PATH_MAX];
+    char lexical[PATH_MAX];
+    // A directory missing as spelled is the compiler's to report (unwritable_destination); one that
+    // exists as spelled but not under the normal form is another directory too.
+    if (::realpath(util::dirname(util::join_path(inv_.cwd, *written)).c_str(), spelled) == nullptr) continue;
+    if (::realpath(util::dirname(*normal).c_str(), lexical) == nullptr ||
+        std::string_view(spelled) != std::string_view(lexical)) {
+      return compiler::Passthrough{std::string(reason::kOutputPathThroughLink), *written + " resolves to " + spelled};
+    }
+  }
+  return std::nullopt;
+}
+
 int Pipeline::compile_failed(const Failure& failure) {
   // Let the compiler speak for itself: rerun the user's own command unchanged, so exit status,
   // stdout and stderr are exactly what it gives without kache. The user's error, not kache's.
@@ -581,8 +629,9 @@ int Pipeline::miss() {
   if (!job_.output_kind.empty()) counts_[counter::kKindMissesPrefix + job_.output_kind]++;
 
   const std::string dep_text = util::read_file(paths.depfile);
-  const std::vector<std::string> closure = closure_files(compiled->closure_text, dep_text);
-  Outcome<HashedClosure> hashed = hash_closure(closure, compiled->start);
+  std::vector<std::string> closure = closure_files(compiled->closure_text, dep_text);
+  Outcome<Done> assembler = add_assembler_inputs(paths, *compiled, closure);
+  Outcome<HashedClosure> hashed = assembler ? hash_closure(closure, compiled->start) : assembler.failure();
   // What the input audit (tests/integration/test_input_audit.py) checks every file a miss opened against.
   if (core::log().should_log(spdlog::level::trace)) {
     for (const auto& c : closure) core::log().trace("closure file {}", c);
@@ -592,7 +641,8 @@ int Pipeline::miss() {
   Outcome<Done> toolchain = hashed ? toolchain_held() : hashed.failure();
   Outcome<Done> depfile = toolchain ? templatable_depfile(dep_text) : toolchain.failure();
   Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.failure();
-  Outcome<std::string> storable = headers ? shareable_object(installed.object, scratch.path()) : headers.failure();
+  Outcome<Done> times = headers ? no_unpinned_time(installed, *compiled, hashed->files) : headers.failure();
+  Outcome<std::string> storable = times ? shareable_object(installed.object, scratch.path()) : times.failure();
   if (storable) {
     ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, !storable->empty());
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
@@ -613,8 +663,11 @@ compiler::MissPaths Pipeline::miss_paths(const std::string& scratch_dir) const {
   const std::string& object_name = job_.scratch_object_name;
   paths.object = util::join_path(scratch_dir, object_name.empty() ? util::basename(job_.output) : object_name);
   paths.depfile = util::join_path(scratch_dir, "deps.d");
-  // Depends only on the (normalized) source, so the same file gives the same object wherever it is built.
-  paths.seed = util::sha256(job_.roots.key_form(job_.source)).hex().substr(0, 16);
+  paths.assembler_depfile = util::join_path(scratch_dir, "as.d");
+  // The direct key: equal for the same compile wherever it is built (so two misses give the same
+  // object), different for any two TUs that differ in anything keyed (two util.c of one project must
+  // not share -flto section names).
+  paths.seed = direct_.hex().substr(0, 16);
   return paths;
 }
 
@@ -639,9 +692,59 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
     if (!deps.ok()) return failed(deps, "the dependency listing");
     out.closure_text = std::move(deps.out);
   }
+  out.wall_start = std::time(nullptr);
+  if (auto cmd = adapter_.preprocess_command(inv_, job_); !cmd.empty()) {
+    // The assembler cannot list what it opens: what the preprocessed source asks of it decides.
+    log.debug("miss: checking the assembler's inputs with {}", fmt::join(cmd, " "));
+    util::ProcessResult pre = util::run_capture(inv_.compiler_path, cmd, env);
+    out.assembler_unchecked = !pre.ok() || may_read_assembler_inputs(pre.out);
+    out.preprocessed = std::move(pre.out);
+  }
   out.result = util::run_capture(inv_.compiler_path, argv, env);
+  out.wall_end = std::time(nullptr);
   if (!out.result.ok()) return failed(out.result, "the compile");
   return out;
+}
+
+// The files GNU as opened on its own (.incbin, .include), from the list it wrote (-Wa,--MD), join the
+// closure: hashed and keyed like any header. Its own input (the compiler's temporary .s, deleted by
+// now, or "-" under -pipe) is skipped; anything else that cannot be listed keeps the result unstored.
+Outcome<Done> Pipeline::add_assembler_inputs(const compiler::MissPaths& paths, const Compiled& compiled,
+                                             std::vector<std::string>& closure) const {
+  using AI = compiler::CompileJob::AssemblerInputs;
+  auto unlisted = [](std::string detail) {
+    return Failure{ReasonCategory::NotStored, reason::kAssemblerInputs, std::move(detail)};
+  };
+  if (job_.assembler_inputs == AI::checked && compiled.assembler_unchecked) {
+    return unlisted("the preprocessed source may make the assembler open a file");
+  }
+  if (job_.assembler_inputs != AI::listed) return Done{};
+  if (!util::exists(paths.assembler_depfile)) return unlisted("the assembler wrote no dependency list");
+  Depfile listed;
+  try {
+    listed = parse_depfile(util::read_file(paths.assembler_depfile));
+  } catch (const std::exception& e) {
+    return unlisted(std::string("the assembler's dependency list cannot be read: ") + e.what());
+  }
+  const std::string cwd = util::lexically_normal(inv_.cwd);
+  const std::string temp_dir = util::lexically_normal(util::env_get(inv_.env, "TMPDIR").value_or("/tmp"));
+  for (const auto& dep : listed.deps) {
+    if (dep == "-") continue;
+    const std::string path = util::join_path(cwd, dep);
+    if (!util::exists(path)) {
+      // The compiler's temporary assembly (TMPDIR/ccXXXXXX.s), removed once assembled.
+      if (dep.ends_with(".s") && util::dirname(util::lexically_normal(path)) == temp_dir) continue;
+      // The name of a `.file` directive (the source's base name as GCC writes it, or a prefix-mapped
+      // path): listed, never opened.
+      if (util::basename(dep) == util::basename(job_.source)) continue;
+      return unlisted(path + ", listed by the assembler, cannot be read");
+    }
+    const std::string normal = util::lexically_normal(path);
+    const bool known = std::any_of(closure.begin(), closure.end(),
+                                   [&](const std::string& c) { return util::lexically_normal(c) == normal; });
+    if (!known) closure.push_back(path);
+  }
+  return Done{};
 }
 
 std::vector<std::string> Pipeline::closure_files(const std::string& closure_text, const std::string& dep_text) {
@@ -713,8 +816,12 @@ void Pipeline::hash_slice(const std::vector<std::string>& closure, std::size_t b
     // The project's own #include names (see scan_include_names); the toolchain's headers change
     // only with the toolchain, which its identity keys.
     if (!is_system(path)) scan_include_names(*content, out.hashed.has_include, out.hashed.opaque);
-    // Inputs no dependency list names (.incbin, __TIMESTAMP__): never stored, so never served.
-    if (std::string_view hidden = scan_hidden_inputs(*content); !hidden.empty()) {
+    // Inputs no dependency list names (.incbin, __TIMESTAMP__, #pragma GCC dependency): never stored,
+    // so never served. Where the tools list or check the assembler's inputs, they decide those.
+    const bool assembler_markers = job_.assembler_inputs == compiler::CompileJob::AssemblerInputs::scanned;
+    std::string_view hidden = scan_hidden_inputs(*content, assembler_markers);
+    if (hidden.empty() && names_pragma_dependency(*content)) hidden = kPragmaDependency;
+    if (!hidden.empty()) {
       out.failed_at = i;
       out.failure = Failure{ReasonCategory::NotStored, hidden,
                             path + " names an input outside the dependency list (" + std::string(hidden) + ")"};
@@ -827,6 +934,65 @@ Outcome<Done> Pipeline::no_precompiled_header(const std::vector<std::string>& cl
   for (const auto& c : closure) dirs.push_back(util::dirname(c));
   if (auto pch = first_precompiled_header(dirs)) {
     return Failure{ReasonCategory::NotStored, reason::kPrecompiledHeader, "a precompiled header lies at " + *pch};
+  }
+  return Done{};
+}
+
+namespace {
+// The local time of t as strftime formats it with `format` ("" when it cannot).
+std::string local_time(std::time_t t, const char* format) {
+  std::tm tm{};
+  if (::localtime_r(&t, &tm) == nullptr) return "";
+  char buf[64];
+  const std::size_t n = std::strftime(buf, sizeof buf, format, &tm);
+  return std::string(buf, n);
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+}  // namespace
+
+// __DATE__ and __TIME__ are the compile's wall clock unless SOURCE_DATE_EPOCH pins them (kache pins it,
+// but clang 14 ignores it), and __TIMESTAMP__ is the mtime of the file using it (GCC 12 does not pin
+// it). However the macro was spelled (pasted, wrapped), its expansion is a string of a known shape:
+// the outputs are searched for "hh:mm:ss" within the compile's seconds (with the matching __DATE__ or
+// alone) and for a closure file's mtime as __TIMESTAMP__ prints it; so is the preprocessed source where
+// the miss made one (clang), which holds each expansion whatever the code does with it (`__TIME__[7]`). Found: a later hit would replay a
+// stale time, so not stored. A false match (the object holding such a string for another reason) only
+// costs the store.
+Outcome<Done> Pipeline::no_unpinned_time(const Installed& installed, const Compiled& compiled,
+                                         const std::vector<ManifestFile>& files) const {
+  std::unordered_set<std::string> times;  // __TIME__ values the wall clock went through
+  std::unordered_set<std::string> dates;  // __DATE__ values
+  for (std::time_t t = compiled.wall_start - 1; t <= compiled.wall_end + 1; ++t) {
+    times.insert(local_time(t, "%H:%M:%S"));
+    dates.insert(local_time(t, "%b %e %Y"));
+  }
+  std::unordered_set<std::string> stamps;  // __TIMESTAMP__ values of the closure's files
+  for (const auto& f : files) stamps.insert(local_time(f.identity.mtime_ns / 1000000000, "%a %b %e %H:%M:%S %Y"));
+  auto holds_time = [&](std::string_view text) -> std::optional<std::string> {
+    for (const auto& d : dates) {
+      if (!d.empty() && text.find(d) != std::string_view::npos) return "__DATE__ " + d;
+    }
+    // Every "dd:dd:dd": a __TIME__ of the compile, or the time part of a file's __TIMESTAMP__.
+    for (std::size_t c = text.find(':', 2); c != std::string_view::npos; c = text.find(':', c + 1)) {
+      if (c + 6 > text.size() || text[c + 3] != ':') continue;
+      const std::string_view hms = text.substr(c - 2, 8);
+      if (!is_digit(hms[0]) || !is_digit(hms[1]) || !is_digit(hms[3]) || !is_digit(hms[4]) || !is_digit(hms[6]) ||
+          !is_digit(hms[7])) {
+        continue;
+      }
+      if (times.count(std::string(hms))) return "__TIME__ " + std::string(hms);
+      if (c >= 13 && c + 11 <= text.size() && stamps.count(std::string(text.substr(c - 13, 24)))) {
+        return "__TIMESTAMP__ " + std::string(text.substr(c - 13, 24));
+      }
+    }
+    return std::nullopt;
+  };
+  for (const std::string* out :
+       {&installed.object, &installed.stdout_text, &installed.stderr_text, &compiled.preprocessed}) {
+    if (auto found = holds_time(*out)) {
+      return Failure{ReasonCategory::NotStored, reason::kUnpinnedTime, "the output holds " + *found};
+    }
   }
   return Done{};
 }

@@ -23,6 +23,12 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "output-special",
      "The output or dependency file is a symlink, device (/dev/null), FIFO, socket or directory, which the "
      "compiler writes through and kache's rename would replace."},
+    {C::Passthrough, "source-special",
+     "The source is a pipe, FIFO, socket or device (/dev/stdin, <(...), a mkfifo path): hashing it would consume "
+     "what the compiler must read."},
+    {C::Passthrough, "output-path-through-link",
+     "The output or dependency file is spelled with '..' after a symlink, so the kernel writes elsewhere than its "
+     "lexical normal form names."},
     // What the invocation is (nvcc plan.cpp "phase" reasons: they win over a refused flag)
     {C::Passthrough, "informational",
      "The command prints information (--version, --help, --dryrun, -v) instead of compiling."},
@@ -80,6 +86,9 @@ constexpr Reason kReasons[] = {
      "Intermediate files are kept (-save-temps, -fdump-*), extra outputs a hit would not restore."},
     {C::Passthrough, "side-output",
      "The compiler writes a side file (-fstack-usage, -MJ, ...) a hit would not restore."},
+    {C::Passthrough, "missing-include-dirs",
+     "-Wmissing-include-dirs (or clang's -Weverything) warns, or with -Werror fails, for each include directory "
+     "that is missing: an input no dependency list names."},
     {C::Passthrough, "split-dwarf", "Split debug information (-gsplit-dwarf) writes a .dwo a hit would not restore."},
     {C::Passthrough, "stdin", "The source is read from standard input."},
     {C::Passthrough, "sysroot", "A sysroot (--sysroot) changes the headers and tools the compiler uses."},
@@ -116,6 +125,15 @@ constexpr Reason kReasons[] = {
     {C::NotStored, "incbin", "Host code includes a file with asm .incbin, an input no dependency list names."},
     {C::NotStored, "asm-include", "Host code includes assembly with asm .include, an input no dependency list names."},
     {C::NotStored, "timestamp", "__TIMESTAMP__ is used: it expands to a file time, which no key covers."},
+    {C::NotStored, "pragma-dependency",
+     "#pragma GCC dependency compares another file's time with the source's, an input no dependency list names."},
+    // Hidden inputs found by the tools (core/pipeline.cpp)
+    {C::NotStored, "assembler-inputs",
+     "The assembler may have read files of its own (.incbin/.include in a .S file or inline asm) that kache could "
+     "not list (clang's integrated assembler writes no dependency list, or the list was not written)."},
+    {C::NotStored, "unpinned-time",
+     "The output holds __DATE__/__TIME__ of the compile's wall clock or a __TIMESTAMP__ of a file time "
+     "(SOURCE_DATE_EPOCH not honoured, e.g. clang 14): a later hit would replay a stale time."},
 };
 
 }  // namespace

@@ -35,8 +35,9 @@ std::optional<std::string_view> defined_name(std::string_view text, std::size_t 
   return text.substr(b == std::string_view::npos ? text.size() : b, e - b);
 }
 
-// The identifiers this scan matches as a use (see scan_has_include).
-constexpr std::string_view kHasIncludeWords[] = {"has_include", "HAS_INCLUDE"};
+// The identifiers this scan matches as a use (see scan_has_include). __has_embed (C23, clang 19) tests
+// for a file on the include path (and --embed-dir) as __has_include does.
+constexpr std::string_view kHasIncludeWords[] = {"has_include", "HAS_INCLUDE", "has_embed", "HAS_EMBED"};
 
 bool matched_by_scan(std::string_view name) {
   for (std::string_view suffix : {"_next", "_NEXT", ""}) {
@@ -140,8 +141,9 @@ void scan_include_names(std::string_view text, std::vector<std::string>& names, 
   }
 }
 
-std::string_view scan_hidden_inputs(std::string_view text) {
+std::string_view scan_hidden_inputs(std::string_view text, bool assembler_markers) {
   for (const auto& m : kHiddenInputMarkers) {
+    if (!assembler_markers && m.reason != "timestamp") continue;
     std::size_t pos = 0;
     while (true) {
       const void* hit = ::memmem(text.data() + pos, text.size() - pos, m.text.data(), m.text.size());
@@ -159,7 +161,53 @@ std::string_view scan_hidden_inputs(std::string_view text) {
 std::vector<std::string_view> hidden_input_reasons() {
   std::vector<std::string_view> out;
   for (const auto& m : kHiddenInputMarkers) out.push_back(m.reason);
+  out.push_back(kPragmaDependency);
   return out;
+}
+
+bool names_pragma_dependency(std::string_view text) {
+  constexpr std::string_view kWord = "dependency";
+  for (std::size_t pos = 0;;) {
+    const void* hit = ::memmem(text.data() + pos, text.size() - pos, kWord.data(), kWord.size());
+    if (hit == nullptr) return false;
+    const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+    pos = at + kWord.size();
+    if (pos < text.size() && is_ident(text[pos])) continue;
+    // The word before it, across blanks: `#pragma GCC dependency`, `_Pragma("GCC dependency ...")`.
+    std::size_t e = at;
+    while (e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t')) --e;
+    if (e == at) continue;
+    std::size_t b = e;
+    while (b > 0 && is_ident(text[b - 1])) --b;
+    const std::string_view before = text.substr(b, e - b);
+    if (before == "GCC" || before == "clang") return true;
+  }
+}
+
+bool may_read_assembler_inputs(std::string_view preprocessed) {
+  // Adjacent string literals joined (".inc" "bin" is ".incbin" to the assembler), folded to lower case
+  // (directives are case-insensitive: .INCBIN in a .S file).
+  std::string joined;
+  joined.reserve(preprocessed.size());
+  for (std::size_t i = 0; i < preprocessed.size(); ++i) {
+    const char c = preprocessed[i];
+    if (c == '"') {
+      std::size_t j = i + 1;
+      while (j < preprocessed.size() && std::isspace(static_cast<unsigned char>(preprocessed[j]))) ++j;
+      if (j < preprocessed.size() && preprocessed[j] == '"' && !joined.empty()) {
+        i = j;  // the closing quote, the blanks and the next opening quote go
+        continue;
+      }
+    }
+    joined.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  // The directives, and the assembler's own ways of building names (macro argument concatenation
+  // `\()`, .altmacro's `&`), which could spell one no literal shows.
+  for (std::string_view needle : {std::string_view(".incbin"), std::string_view(".include"),
+                                  std::string_view("\\()"), std::string_view(".altmacro")}) {
+    if (::memmem(joined.data(), joined.size(), needle.data(), needle.size()) != nullptr) return true;
+  }
+  return false;
 }
 
 std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,

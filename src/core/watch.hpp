@@ -41,9 +41,25 @@ void scan_include_names(std::string_view text, std::vector<std::string>& names, 
 // Inputs some tool reads that no dependency list names, found by their spelling in a file the compile
 // read (see kHiddenInputMarkers in watch.cpp). Returns the not-stored reason of the first one found,
 // or an empty view. Such a compile is not stored: neither the file nor its identity is keyed.
-std::string_view scan_hidden_inputs(std::string_view text);
-// Every reason scan_hidden_inputs can return (each a not_stored row of core/reasons.cpp).
+// `assembler_markers` false leaves out .incbin/.include, for compiles whose assembler inputs are listed
+// or checked by the tools (compiler::CompileJob::AssemblerInputs).
+std::string_view scan_hidden_inputs(std::string_view text, bool assembler_markers = true);
+// Every reason scan_hidden_inputs can return, and kPragmaDependency (each a not_stored row of
+// core/reasons.cpp).
 std::vector<std::string_view> hidden_input_reasons();
+
+// `#pragma GCC dependency "f"` (or clang's spelling, or inside _Pragma): the compiler compares f's
+// time with the source's and warns (or, under -Werror, fails) when f is newer. No dependency list names
+// f (measured: gcc 12, clang 14 and 19 leave it out of -MD), so such a compile is not stored.
+inline constexpr std::string_view kPragmaDependency = "pragma-dependency";
+bool names_pragma_dependency(std::string_view text);
+
+// Whether preprocessed text (the compiler's -E output: token pasting and macros already done) may make
+// the assembler open a file of its own: a .incbin or .include directive in any case once adjacent
+// string literals are joined, or assembler macro concatenation that could build one. A sound
+// over-approximation short of escape sequences spelling the directive ("\x2eincbin"). Used where the
+// assembler cannot list what it read (clang's integrated assembler, GCC under -flto).
+bool may_read_assembler_inputs(std::string_view preprocessed);
 
 // closure: absolute paths of every file the compile read, as the compiler spelled them.
 // search_dirs: absolute directories of the include search path, spelled as given (cwd-joined).

@@ -261,6 +261,31 @@ TEST(Watch, HiddenInputMarkers) {
   EXPECT_EQ(scan_hidden_inputs("#include <x.h>\nint incbin_count; int MY__TIMESTAMP__X;\n.includes"), "");
 }
 
+TEST(Watch, PragmaDependencyIsFoundInAnySpelling) {
+  EXPECT_TRUE(names_pragma_dependency("#pragma GCC dependency \"dep.h\"\n"));
+  EXPECT_TRUE(names_pragma_dependency("_Pragma(\"GCC  dependency \\\"dep.h\\\"\")"));
+  EXPECT_TRUE(names_pragma_dependency("#pragma clang dependency \"x\""));
+  EXPECT_FALSE(names_pragma_dependency("// a dependency of GCC\nint dependency_count;\n#pragma GCC dependencies"));
+}
+
+TEST(Watch, AssemblerInputsAreSuspectedAcrossStringConcatenationAndCase) {
+  EXPECT_TRUE(may_read_assembler_inputs("asm(\".inc\" \"bin \\\"blob\\\"\");"));
+  EXPECT_TRUE(may_read_assembler_inputs("asm(\".inc\"\n   \"lude \\\"x.s\\\"\");"));
+  EXPECT_TRUE(may_read_assembler_inputs(".section .rodata\n.INCBIN \"blob\"\n"));
+  EXPECT_TRUE(may_read_assembler_inputs("asm(\".macro m a\\n.inc\\\\()\\a\\n.endm\");"));
+  // stdio.h's symbol renames and line markers naming /usr/include are no directives.
+  EXPECT_FALSE(may_read_assembler_inputs(
+      "# 1 \"/usr/include/stdio.h\" 1 3 4\nextern int fscanf(FILE*, const char*, ...) __asm__ (\"\" \"__isoc99_fscanf\");"));
+}
+
+TEST(Watch, HasEmbedTargetsAreNamedLikeHasInclude) {
+  std::vector<std::string> names;
+  bool opaque = false;
+  scan_has_include("#if __has_embed(\"blob.bin\")\n#endif\n", names, opaque);
+  EXPECT_EQ(names, std::vector<std::string>{"blob.bin"});
+  EXPECT_FALSE(opaque);
+}
+
 TEST(Watch, ExistingHasIncludeTargetsOutsideTheClosureAreReported) {
   util::TempDir dir("/tmp");
   const std::string a = util::join_path(dir.path(), "a");

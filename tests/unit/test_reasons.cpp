@@ -75,7 +75,7 @@ Found produced_passthrough_reasons() {
   for (std::string_view name :
        {core::reason::kDisabled, core::reason::kUnsupportedCompiler, core::reason::kOutputDirMissing,
         core::reason::kOutputDirUnwritable, core::reason::kCacheWorldWritable, core::reason::kOutputSpecial,
-        core::reason::kCompressedDebug}) {
+        core::reason::kCompressedDebug, core::reason::kSourceSpecial, core::reason::kOutputPathThroughLink}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;
@@ -86,7 +86,8 @@ Found produced_not_stored_reasons() {
   for (std::string_view r : core::hidden_input_reasons()) found[std::string(r)].insert("hidden_input_reasons()");
   for (std::string_view name :
        {core::reason::kClosureUnreadable, core::reason::kInputChanged, core::reason::kPathInObject,
-        core::reason::kDepfileTarget, core::reason::kLockTimeout, core::reason::kPrecompiledHeader}) {
+        core::reason::kDepfileTarget, core::reason::kLockTimeout, core::reason::kPrecompiledHeader,
+        core::reason::kAssemblerInputs, core::reason::kUnpinnedTime}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;

@@ -1,5 +1,7 @@
 #include "compiler/gcc/adapter.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <string_view>
 
@@ -23,6 +25,21 @@ void replace_value(std::vector<std::string>& args, const CompilePlan::ArgRef& re
   } else {
     args[ref.index + 1] = value;
   }
+}
+
+// Whether GNU as can list the files it opens for this compile (-Wa,--MD): not with clang (its
+// integrated assembler refuses --MD, clang 14 and 19 measured), not under -flto (GCC records -Wa options
+// in the LTO object, COLLECT_AS_OPTIONS, so the scratch path would reach it), and not when the user asks
+// for an assembler dependency file of their own.
+bool assembler_listing_possible(const std::vector<std::string>& args, bool clang) {
+  if (clang) return false;
+  bool lto = false;
+  for (const auto& a : args) {
+    if (a.starts_with("-flto")) lto = true;
+    if (a == "-fno-lto") lto = false;
+    if (a.find("--MD") != std::string::npos) return false;
+  }
+  return !lto;
 }
 
 // The command line as keyed: each path-valued option's absolute value under a root by the root's
@@ -116,6 +133,10 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   // Each root a keyed value names (-I/w/one/inc, CPATH) is keyed with its path (see job_paths.hpp).
   job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
+  const bool clang = tc.description.find("clang version") != std::string::npos;
+  // Diagnostics coloured as on the user's terminal (see diagnostics_colour_flag): stored apart.
+  colour_flag_ = diagnostics_colour_flag(inv.args, inv.env, clang, ::isatty(STDERR_FILENO) == 1);
+  k.emplace_back("diagnostics-colour", colour_flag_.empty() ? "as-given" : colour_flag_);
 
   // The include search path, spelled as given (joined to the cwd, not normalized): the compiler names
   // headers found there as dir + "/" + name, and the path roots must see the same spelling.
@@ -139,6 +160,8 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   }
   for (const auto& d : tc.include_dirs) add_dir(d, false);
   job.literal_dirs.insert(job.literal_dirs.end(), job.system_dirs.begin(), job.system_dirs.end());
+  job.assembler_inputs = assembler_listing_possible(inv.args, clang) ? CompileJob::AssemblerInputs::listed
+                                                                     : CompileJob::AssemblerInputs::checked;
   return job;
 }
 
@@ -146,8 +169,11 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
                                                   const MissPaths& paths) const {
   std::vector<std::string> argv = {inv.compiler_arg};
   // kache's flags come before the user's: GCC and clang let the last -frandom-seed win. A fixed seed
-  // fixes the names GCC derives from it, so two misses give byte-identical objects.
-  argv.push_back("-frandom-seed=" + paths.seed);
+  // fixes the names GCC derives from it, so two misses give byte-identical objects; left out where the
+  // object would record it (DW_AT_producer, .GCC.command.line) and plain's would not.
+  if (!records_command_line(inv.args)) argv.push_back("-frandom-seed=" + paths.seed);
+  // Not recorded by the object (only -flto records -Wa options: no listing then).
+  if (job.assembler_inputs == CompileJob::AssemblerInputs::listed) argv.push_back("-Wa,--MD," + paths.assembler_depfile);
   // Debug names through placeholders (PathRoots::debug_map_flags); none when the user maps paths
   // (clang 14 drops a second rule for one path, and clang lets a longer rule beat the user's).
   if (job.debug_placeholders) {
@@ -172,6 +198,8 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
   const std::string out_dir = util::dirname(job.output);
   const std::string scratch_as = job.debug_placeholders ? job.roots.debug_form(out_dir) : out_dir;
   argv.push_back("-ffile-prefix-map=" + paths.scratch_dir + "=" + scratch_as);
+  // Last, so it overrides a user's -fdiagnostics-color=auto (which would see kache's pipe).
+  if (!colour_flag_.empty()) argv.push_back(colour_flag_);
   return argv;
 }
 
@@ -182,6 +210,15 @@ void GccAdapter::miss_environment(util::Environment& env, const core::Config& cf
 std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv, const CompileJob& job) const {
   if (!job.depfile_partial) return {};
   // -MMD omits system headers: the same command as a dependency-only run (-M, on stdout) lists them all.
+  return without_outputs(inv, "-M");
+}
+
+std::vector<std::string> GccAdapter::preprocess_command(const core::Invocation& inv, const CompileJob& job) const {
+  if (job.assembler_inputs != CompileJob::AssemblerInputs::checked) return {};
+  return without_outputs(inv, "-E");
+}
+
+std::vector<std::string> GccAdapter::without_outputs(const core::Invocation& inv, const char* mode) const {
   // Dropped: -c, -MD/-MMD/-MP, and -o, -MF, -MT, -MQ with their values.
   std::vector<bool> drop(inv.args.size(), false);
   auto drop_option = [&](const CompilePlan::ArgRef& ref) {
@@ -196,7 +233,7 @@ std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv
   for (std::size_t i = 0; i < inv.args.size(); ++i) {
     if (!drop[i] && inv.args[i] != "-c") argv.push_back(inv.args[i]);
   }
-  argv.push_back("-M");
+  argv.push_back(mode);
   return argv;
 }
 

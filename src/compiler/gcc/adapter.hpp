@@ -13,10 +13,14 @@ class GccAdapter final : public Adapter {
                                         const MissPaths& paths) const override;
   void miss_environment(util::Environment& env, const core::Config& cfg) const override;
   std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const override;
+  std::vector<std::string> preprocess_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::vector<std::string> path_specific_markers() const override { return {}; }
 
  private:
   CompilePlan plan_;  // prepare()'s plan, which the miss and the closure listing rewrite
+  // The user's command without its outputs, dependency options and -c, ending in `mode` (-M, -E).
+  std::vector<std::string> without_outputs(const core::Invocation& inv, const char* mode) const;
+  std::string colour_flag_;  // prepare()'s diagnostics_colour_flag, appended to the miss command
 };
 
 }  // namespace kache::compiler::gcc

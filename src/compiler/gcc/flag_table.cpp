@@ -158,6 +158,12 @@ std::vector<GccFlag> base_rows() {
       // have hundreds; no -W option reads or writes a file except -Wa, and -Wp, (refused above) and
       // -Wl, (the link step, below).
       {"-W", S::Family, E::Keyed},
+      // A warning (or, with -Werror, a failure) for each include directory that does not exist: the
+      // compile's outcome depends on directories no dependency list names (gcc 12, clang 19 measured;
+      // clang's -Weverything enables it too).
+      refuse("-Wmissing-include-dirs", S::Exact, "missing-include-dirs"),
+      refuse("-Werror=missing-include-dirs", S::Exact, "missing-include-dirs"),
+      refuse("-Weverything", S::Exact, "missing-include-dirs"),
       {"-w", S::Exact, E::Keyed},
       {"-pedantic", S::Exact, E::Keyed},
       {"-pedantic-errors", S::Exact, E::Keyed},

@@ -330,9 +330,10 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
                                                    const MissPaths& paths) const {
   std::vector<std::string> argv = {inv.compiler_arg};
   // kache's host flags come before the user's: GCC lets the last -frandom-seed win. A fixed random seed
-  // fixes anonymous-namespace names, so two misses give byte-identical objects. Each root's debug
-  // names become placeholders (none when the user maps paths: theirs alone decide).
-  argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
+  // fixes anonymous-namespace names, so two misses give byte-identical objects; left out where the
+  // object would record it. Each root's debug names become placeholders (none when the user maps
+  // paths: theirs alone decide).
+  if (!records_command_line(inv.args)) argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
   if (job.debug_placeholders) {
     for (const auto& f : job.roots.debug_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
   }

@@ -18,8 +18,6 @@ namespace kache::storage::remote {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 timeval to_timeval(int ms) {
   timeval tv{};
   tv.tv_sec = ms / 1000;
@@ -83,12 +81,48 @@ void RedisStorage::append(std::initializer_list<std::string_view> args, const ch
   queued_.push_back(doing);
 }
 
-// Reads one reply; a failed read or an error reply throws, and the connection is dropped then (its
-// state after a failure is unknown).
-RedisStorage::Reply RedisStorage::read_reply(const char* doing) {
-  errno = 0;
+// The milliseconds left until deadline (at least 1: a socket timeout of 0 would mean none), or 0 when
+// it has passed.
+long RedisStorage::left_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left <= 0 ? 0 : static_cast<long>(left);
+}
+
+[[noreturn]] void RedisStorage::fail_deadline(const char* doing) {
+  context_.reset();
+  throw RemoteError(RemoteFailure::Kind::timeout, url_.redacted() + ": " + doing + ": operation timed out");
+}
+
+// Each socket read and write waits at most what is left of the operation's deadline (SO_RCVTIMEO and
+// SO_SNDTIMEO set before each), so a server that answers a byte at a time cannot stretch the operation
+// past it: redisGetReply's own loop would wait the whole timeout again for every byte.
+void RedisStorage::bound_next_io(Clock::time_point deadline, const char* doing) {
+  const long left = left_ms(deadline);
+  if (left == 0) fail_deadline(doing);
+  if (redisSetTimeout(context_.get(), to_timeval(static_cast<int>(left))) != REDIS_OK) fail_from_context(doing);
+}
+
+// Sends what is queued on the connection, within the deadline.
+void RedisStorage::flush(Clock::time_point deadline, const char* doing) {
+  int done = 0;
+  while (!done) {
+    bound_next_io(deadline, doing);
+    errno = 0;
+    if (redisBufferWrite(context_.get(), &done) != REDIS_OK) fail_from_context(doing);
+  }
+}
+
+// Reads one reply within the deadline; a failed read or an error reply throws, and the connection is
+// dropped then (its state after a failure is unknown).
+RedisStorage::Reply RedisStorage::read_reply(const char* doing, Clock::time_point deadline) {
   void* raw = nullptr;
-  if (redisGetReply(context_.get(), &raw) != REDIS_OK || !raw) fail_from_context(doing);
+  while (true) {
+    if (redisGetReplyFromReader(context_.get(), &raw) != REDIS_OK) fail_from_context(doing);
+    if (raw) break;
+    bound_next_io(deadline, doing);
+    errno = 0;
+    if (redisBufferRead(context_.get()) != REDIS_OK) fail_from_context(doing);
+  }
   Reply reply(static_cast<redisReply*>(raw));
   if (reply->type == REDIS_REPLY_ERROR) {
     const bool auth = std::string_view(doing) == "AUTH" || is_auth_reply(*reply);
@@ -100,12 +134,15 @@ RedisStorage::Reply RedisStorage::read_reply(const char* doing) {
 }
 
 RedisStorage::Reply RedisStorage::command(std::initializer_list<std::string_view> args, const char* doing) {
+  // One deadline for the whole exchange (the queued AUTH and SELECT included): operation_timeout_ms.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(url_.operation_timeout_ms);
   append(args, doing);
+  flush(deadline, doing);
   // The replies come in the order the commands were sent: a refused AUTH is reported as such, before
   // the NOAUTH the command itself then gets.
   const std::vector<const char*> queued = std::exchange(queued_, {});
-  for (std::size_t i = 0; i + 1 < queued.size(); ++i) read_reply(queued[i]);
-  return read_reply(doing);
+  for (std::size_t i = 0; i + 1 < queued.size(); ++i) read_reply(queued[i], deadline);
+  return read_reply(doing, deadline);
 }
 
 void RedisStorage::connect() {

@@ -2,12 +2,14 @@
 // A Redis server as a store (hiredis, linked statically): values under "<prefix><key>" with GET, SET and
 // DEL; binary-safe. Connects on first use with the URL's connect timeout; AUTH (user and password, or
 // password only) and SELECT db are sent with the first command, in one write, and their replies read
-// before its own (one round trip, not three); every command runs under the operation timeout
-// (SO_RCVTIMEO and SO_SNDTIMEO). The connection is kept for the process and dropped after any failure.
+// before its own (one round trip, not three); every command, its queued AUTH and SELECT included, must
+// be answered within the operation timeout: a deadline, not a bound on each read (each socket read and
+// write waits at most what is left of it). The connection is kept for the process and dropped after any failure.
 //
 // Failures throw RemoteError: refused, reset or closed connection and error replies = error; connect or
 // command that ran past its timeout (a black-holed server) = timeout; AUTH refused, or a command
 // answered NOAUTH/WRONGPASS/NOPERM = auth. A read-only URL makes put and remove do nothing.
+#include <chrono>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -40,11 +42,17 @@ class RedisStorage final : public RemoteBackend {
     void operator()(redisReply* r) const;
   };
   using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+  using Clock = std::chrono::steady_clock;
   void connect();
   // Queues one command, without waiting for its reply.
   void append(std::initializer_list<std::string_view> args, const char* doing);
-  // Reads the next reply; a failed read or an error reply throws (and drops the connection).
-  Reply read_reply(const char* doing);
+  // Reads the next reply by `deadline`; a failed read, an error reply or the deadline passing throws
+  // (and drops the connection).
+  Reply read_reply(const char* doing, Clock::time_point deadline);
+  void flush(Clock::time_point deadline, const char* doing);
+  void bound_next_io(Clock::time_point deadline, const char* doing);
+  static long left_ms(Clock::time_point deadline);
+  [[noreturn]] void fail_deadline(const char* doing);
   // Runs one command: the connection's queued AUTH and SELECT replies first, then its own.
   Reply command(std::initializer_list<std::string_view> args, const char* doing);
   [[noreturn]] void fail_from_context(const char* doing);
