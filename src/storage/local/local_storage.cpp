@@ -668,7 +668,8 @@ std::string LocalStorage::put_blob(std::string_view key, std::string_view blob, 
     if (!tmp.empty()) ::unlink(tmp.c_str());
     throw;
   }
-  if (opt_.max_size > 0) make_room(shard, key, counters.entries, entry_path(key));
+  // An explain record (a few KiB) follows its entry's put, which made room already.
+  if (opt_.max_size > 0 && !companion) make_room(shard, key, counters.entries, path);
   return path;
 }
 
