@@ -801,15 +801,21 @@ Counters all_counters(const std::string& dir) {
   return total;
 }
 
-// Unlinks every file of one <k1k2> directory but temp files; returns the entries gone (companions not
+// Unlinks every file of one <k1k2> directory but live writers' temp files; returns the entries gone (companions not
 // counted) and whether any file stayed.
 std::pair<std::uint64_t, bool> unlink_leaf(const std::string& leaf_dir, bool companions) {
   std::uint64_t removed = 0;
   bool left = false;
   DIR* d = ::opendir(leaf_dir.c_str());
   if (d == nullptr) return {0, false};
+  const std::int64_t now = util::now_ns();
   while (dirent* de = ::readdir(d)) {
-    if (de->d_name[0] == '.') continue;
+    if (de->d_name[0] == '.') {
+      struct stat st {};
+      if (is_temp_name(de->d_name) && ::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        remove_stale_temp(::dirfd(d), de->d_name, st, now);
+      continue;
+    }
     if (::unlinkat(::dirfd(d), de->d_name, 0) == 0) {
       if (!companions) ++removed;
     } else if (errno != ENOENT) {
