@@ -195,6 +195,8 @@ class PermissionTest(kachetest.KacheTestCase):
         for root, dirs, files in os.walk(self.cache):
             for name in dirs + files:
                 p = os.path.join(root, name)
+                if os.path.islink(p):
+                    continue  # explain/<source>/<key>.json: links, whose own mode Linux ignores
                 modes[os.path.relpath(p, self.cache)] = stat.S_IMODE(os.lstat(p).st_mode)
         return modes
 
