@@ -295,9 +295,9 @@ void write_counters(const std::string& shard_dir, Counters c) {
   util::write_file_atomic(util::join_path(shard_dir, "size"), fmt::format("{} {}\n", c.bytes, c.entries));
 }
 
-// Removes the shard's counters before a walk of unlinks that rewrites them at the end (kache -C, the
-// cleanup): a kache killed halfway through then leaves none (the next reader counts the files) instead
-// of counters that still count the files already gone. Caller holds the lock.
+// Removes the shard's counters before files are published or removed, and the counters rewritten after
+// (a put, an eviction, kache -C): a kache killed in between then leaves none (the next reader counts the
+// shard's files once) instead of counters that miss a file or still count one gone. Caller holds the lock.
 void forget_counters_locked(const std::string& shard_dir) { ::unlink(util::join_path(shard_dir, "size").c_str()); }
 
 // The shard's counters; missing or damaged ones are rebuilt from the files and written. Caller holds
@@ -392,9 +392,12 @@ void unlink_entry(const std::string& dir, std::string_view key, const std::strin
   if (::lstat(path.c_str(), &st) != 0) return;
   if (expect && (st.st_dev != expect->first || st.st_ino != expect->second)) return;
   Counters counters = load_counters_locked(dir, shard);
+  forget_counters_locked(shard_at(dir, shard));
   if (::unlink(path.c_str()) != 0) {
-    if (errno == ENOENT) return;
-    throw_errno(errno, "unlink " + path);
+    const int err = errno;
+    write_counters(shard_at(dir, shard), counters);
+    if (err == ENOENT) return;
+    throw_errno(err, "unlink " + path);
   }
   counters = minus(counters, {static_cast<std::uint64_t>(st.st_size) + unlink_companion(dir, key), 1});
   write_counters(shard_at(dir, shard), counters);
@@ -657,6 +660,7 @@ std::string LocalStorage::put_blob(std::string_view key, std::string_view blob, 
     counters = load_counters_locked(opt_.dir, shard);
     struct stat old {};
     const bool replaced = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
+    forget_counters_locked(shard_dir);  // killed from here to the write below: the next reader recounts
     if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno(errno, "rename " + tmp + " -> " + path);
     tmp.clear();
     const std::uint64_t entry = companion ? 0 : 1;
@@ -721,6 +725,7 @@ void LocalStorage::evict_across_shards(const std::string& keep) {
       continue;  // a stopped holder: this shard keeps its files until a later eviction
     }
     Counters counters = load_counters_locked(opt_.dir, i);
+    forget_counters_locked(shard_dir);
     for (const auto& v : by_shard[i]) {
       struct stat st {};
       if (::lstat(v.paths[0].c_str(), &st) != 0 || mtime_ns(st) != v.mtime_ns) continue;
@@ -760,6 +765,7 @@ void LocalStorage::evict_from_sample(int shard, std::string_view key, const std:
   const auto target = static_cast<std::uint64_t>(static_cast<double>(sample_bytes) * keep_part);
   if (sample_bytes <= target) return;
   const std::uint64_t excess = sample_bytes - target;
+  forget_counters_locked(shard_dir);
   std::uint64_t removed = 0;
   std::size_t evicted = 0;
   for (auto& v : victims_of(sample)) {
