@@ -677,13 +677,40 @@ std::string LocalStorage::put_blob(std::string_view key, std::string_view blob, 
   return path;
 }
 
+namespace {
+
+// Every shard's counters, summed; a shard without them (an older kache's, or one killed in a cleanup)
+// is counted once under its lock and gets them.
+Counters all_counters(const std::string& dir) {
+  Counters total;
+  for (int i = 0; i < kShards; ++i) {
+    const std::string shard_dir = shard_at(dir, i);
+    std::optional<Counters> c = read_counters(shard_dir);
+    if (!c && util::exists(shard_dir)) {
+      ShardLock lock(shard_dir);
+      c = load_counters_locked(dir, i);
+    }
+    if (c) {
+      total.bytes += c->bytes;
+      total.entries += c->entries;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
 // A small cache keeps the exact bound (all of it least recently used first); a larger one has each put
 // that leaves its shard over its share evict a bounded sample (see Size bound in the header). `keep`
 // (the entry just stored) is never evicted, so an entry larger than what a bound leaves is used once.
 void LocalStorage::make_room(int shard, std::string_view key, std::uint64_t shard_entries, const std::string& keep) {
-  if (shard_entries * kShards <= kSampleFiles) {
-    if (total_size() > opt_.max_size) evict_across_shards(keep);
-    return;
+  // The other shards' counters are read only when this one says the cache may be small.
+  if (shard_entries * kShards <= 2 * kSampleFiles) {
+    const Counters all = all_counters(opt_.dir);
+    if (all.entries <= kSampleFiles) {
+      if (all.bytes > opt_.max_size) evict_across_shards(keep);
+      return;
+    }
   }
   evict_from_sample(shard, key, keep);
 }
@@ -709,8 +736,10 @@ void LocalStorage::evict_across_shards(const std::string& keep) {
   }
   const std::uint64_t target = ninety_percent(opt_.max_size);
   std::vector<std::vector<Victim>> by_shard(kShards);
+  std::size_t chosen = 0;
   for (auto& v : victims_of(all)) {
-    if (total <= target) break;
+    if (total <= target || chosen == kMaxEvictionsPerPut) break;
+    ++chosen;
     if (v.paths[0] == keep) continue;
     total = sub_sat(total, v.size.bytes);
     by_shard[shard_number(file_name(v.paths[0]))].push_back(std::move(v));
@@ -787,25 +816,6 @@ void LocalStorage::remove_entry(std::string_view key) {
 }
 
 namespace {
-
-// Every shard's counters, summed; a shard without them (an older kache's, or one killed in a cleanup)
-// is counted once under its lock and gets them.
-Counters all_counters(const std::string& dir) {
-  Counters total;
-  for (int i = 0; i < kShards; ++i) {
-    const std::string shard_dir = shard_at(dir, i);
-    std::optional<Counters> c = read_counters(shard_dir);
-    if (!c && util::exists(shard_dir)) {
-      ShardLock lock(shard_dir);
-      c = load_counters_locked(dir, i);
-    }
-    if (c) {
-      total.bytes += c->bytes;
-      total.entries += c->entries;
-    }
-  }
-  return total;
-}
 
 // Unlinks every file of one <k1k2> directory but live writers' temp files; returns the entries gone (companions not
 // counted) and whether any file stayed.

@@ -12,8 +12,9 @@
 // updated under an flock on <shard>/lock with every put and removal), so the size and the entry count
 // cost 16 small reads, never a walk. A shard may hold 1/16 of max_size (its share). Eviction is least
 // recently used (a hit bumps the entry's mtime) and bounded per compile, whatever the cache holds:
-//  - a small cache (at most kSampleFiles entries): the put that passes max_size evicts across all
-//    shards down to 90 % of it (one process at a time, non-blocking flock on <dir>/cleanup.lock);
+//  - a small cache (at most kSampleFiles entries in all): the put that passes max_size evicts across
+//    all shards down to 90 % of it, at most kMaxEvictionsPerPut entries (one process at a time,
+//    non-blocking flock on <dir>/cleanup.lock);
 //  - a larger one: the put that leaves its shard over its share evicts from a sample of that shard
 //    (about kSampleFiles files of consecutive <k1k2> directories from the one written): the oldest of
 //    the sample go, in proportion to what the shard must lose to reach 90 % of its share, at most
