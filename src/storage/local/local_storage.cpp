@@ -110,6 +110,12 @@ constexpr std::string_view kCompanionSuffix = ".json";
 
 bool is_temp_name(std::string_view name) { return name.starts_with(kTempPrefix); }
 
+// A shard that is no directory (a file in its place: a cache dir nobody can store in) holds nothing.
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 // Removes ".tmp.*" files in dir older than the stale limit (callers hold the shard lock).
 void remove_stale_temp(int dirfd, const char* name, const struct stat& st, std::int64_t now) {
   if (now - mtime_ns(st) > kStaleTempNs) ::unlinkat(dirfd, name, 0);
@@ -306,7 +312,7 @@ Counters load_counters_locked(const std::string& dir, int i) {
   const std::string shard_dir = shard_at(dir, i);
   if (auto c = read_counters(shard_dir)) return *c;
   const Counters c = count(scan_shard(dir, i, false));
-  if (util::exists(shard_dir)) write_counters(shard_dir, c);
+  if (is_directory(shard_dir)) write_counters(shard_dir, c);
   return c;
 }
 
@@ -686,7 +692,7 @@ Counters all_counters(const std::string& dir) {
   for (int i = 0; i < kShards; ++i) {
     const std::string shard_dir = shard_at(dir, i);
     std::optional<Counters> c = read_counters(shard_dir);
-    if (!c && util::exists(shard_dir)) {
+    if (!c && is_directory(shard_dir)) {
       ShardLock lock(shard_dir);
       c = load_counters_locked(dir, i);
     }
@@ -811,7 +817,7 @@ void LocalStorage::evict_from_sample(int shard, std::string_view key, const std:
 
 void LocalStorage::remove_entry(std::string_view key) {
   check_key(key);
-  if (!util::exists(shard_at(opt_.dir, shard_number(key)))) return;
+  if (!is_directory(shard_at(opt_.dir, shard_number(key)))) return;
   unlink_entry(opt_.dir, key, entry_path(key), std::nullopt);
 }
 
@@ -854,7 +860,7 @@ std::uint64_t LocalStorage::clear(const Progress& progress) {
   std::uint64_t removed = 0;
   for (int i = 0; i < kShards; ++i) {
     const std::string shard_dir = shard_at(opt_.dir, i);
-    if (util::exists(shard_dir)) {
+    if (is_directory(shard_dir)) {
       ShardLock lock(shard_dir);
       forget_counters_locked(shard_dir);
       bool left = false;
@@ -882,7 +888,7 @@ void LocalStorage::cleanup(const Progress& progress) {
   const std::uint64_t share = opt_.max_size / kShards;
   for (int i = 0; i < kShards; ++i) {
     const std::string shard_dir = shard_at(opt_.dir, i);
-    if (util::exists(shard_dir)) {
+    if (is_directory(shard_dir)) {
       ShardLock lock(shard_dir);
       forget_counters_locked(shard_dir);
       const std::vector<EntryFile> files = scan_shard(opt_.dir, i, true);
@@ -905,7 +911,7 @@ std::uint64_t LocalStorage::evict_older_than(std::int64_t max_age_ns, const Prog
   std::uint64_t removed = 0;
   for (int i = 0; i < kShards; ++i) {
     const std::string shard_dir = shard_at(opt_.dir, i);
-    if (util::exists(shard_dir)) {
+    if (is_directory(shard_dir)) {
       ShardLock lock(shard_dir);
       forget_counters_locked(shard_dir);
       const std::vector<EntryFile> files = scan_shard(opt_.dir, i, true);
