@@ -215,6 +215,8 @@ def chart(args):
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     lines = ["# kache at scale (issue 26)", "", "Produced by `bench/scale.py` (see its docstring); times in ms.", ""]
     for machine, d in data.items():
+        if d.get("note"):
+            lines += [f"**{machine}**: {d['note']}", ""]
         lat = d.get("latency")
         if lat:
             xs = [r["entries"] for r in lat]
