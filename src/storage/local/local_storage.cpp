@@ -693,8 +693,12 @@ Counters all_counters(const std::string& dir) {
     const std::string shard_dir = shard_at(dir, i);
     std::optional<Counters> c = read_counters(shard_dir);
     if (!c && is_directory(shard_dir)) {
-      ShardLock lock(shard_dir);
-      c = load_counters_locked(dir, i);
+      try {
+        ShardLock lock(shard_dir);
+        c = load_counters_locked(dir, i);
+      } catch (const std::exception&) {
+        c = count(scan_shard(dir, i, false));  // a cache we may only read: counted, not written
+      }
     }
     if (c) {
       total.bytes += c->bytes;
