@@ -221,8 +221,8 @@ def chart(args):
         if lat:
             xs = [r["entries"] for r in lat]
             ax = axes[0]
-            for key, label in (("hit_ms", "hit"), ("miss_ms", "miss"), ("at_limit_worst_ms", "worst compile at the limit"),
-                               ("stats_ms", "kache -s")):
+            for key, label in (("hit_ms", "hit"), ("miss_ms", "miss"),
+                               ("at_limit_worst_ms", "worst compile at the limit"), ("stats_ms", "kache -s")):
                 ax.plot(xs, [r[key] for r in lat], marker="o", label=f"{label} ({machine})")
             ax.set_xscale("log")
             ax.set_xlabel("entries in the cache")

@@ -531,7 +531,9 @@ void link_record(const std::string& cache_dir, const std::string& target, const 
   const std::string rel = "../../" + target.substr(cache_dir.size() + 1);  // from explain/<source>/
   const std::string tmp = link + ".tmp";
   ::unlink(tmp.c_str());
-  if (::symlink(rel.c_str(), tmp.c_str()) != 0) throw std::system_error(errno, std::generic_category(), "symlink " + tmp);
+  if (::symlink(rel.c_str(), tmp.c_str()) != 0) {
+    throw std::system_error(errno, std::generic_category(), "symlink " + tmp);
+  }
   if (::rename(tmp.c_str(), link.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());

@@ -419,7 +419,9 @@ TEST_F(LocalStorageTest, LargeCacheEvictsABoundedSampleAndConverges) {
   constexpr std::size_t kSize = 400;
   {
     auto unbounded = make(0);
-    for (int i = 0; i < kEntries; ++i) unbounded.put_uncompressed(key_of("big" + std::to_string(i)), std::string(kSize, 'x'));
+    for (int i = 0; i < kEntries; ++i) {
+      unbounded.put_uncompressed(key_of("big" + std::to_string(i)), std::string(kSize, 'x'));
+    }
   }
   const std::uint64_t full = disk_sum(dir_.path());
   const std::uint64_t limit = full / 2;
@@ -450,11 +452,12 @@ TEST_F(LocalStorageTest, CleanupAndEvictOlderThan) {
   }
   for (int i = 0; i < 20; ++i) set_mtime(entry_file(keys[i]), ::time(nullptr) - 3 * 86400);
   std::uint64_t steps = 0, last = 0;
-  const std::uint64_t removed = s.local().evict_older_than(86400ll * 1'000'000'000, [&](std::uint64_t done, std::uint64_t total) {
+  const auto progress = [&](std::uint64_t done, std::uint64_t total) {
     ++steps;
     last = done;
     EXPECT_EQ(total, LocalStorage::kProgressSteps);
-  });
+  };
+  const std::uint64_t removed = s.local().evict_older_than(86400ll * 1'000'000'000, progress);
   EXPECT_EQ(removed, 20u);
   EXPECT_EQ(last, LocalStorage::kProgressSteps);
   EXPECT_GT(steps, 1u);
