@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -89,6 +91,19 @@ constexpr std::string_view kRemoteCounters[] = {"remote_hits",       "remote_mis
                                                 "remote_timeouts",   "remote_skipped",       "remote_writes",
                                                 "remote_bytes_read", "remote_bytes_written", "remote_oversized",
                                                 "remote_unsigned",   "remote_bad_signature"};
+
+// The progress of a walk over the whole store (-C, -M), on a terminal only: a line on stderr rewritten
+// at each whole percent. Not a terminal (a script, a CI log): nothing.
+storage::LocalStorage::Progress terminal_progress(const char* label) {
+  if (::isatty(STDERR_FILENO) != 1) return {};
+  return [label, shown = std::uint64_t{101}](std::uint64_t done, std::uint64_t total) mutable {
+    const std::uint64_t percent = total > 0 ? std::min<std::uint64_t>(done * 100 / total, 100) : 100;
+    if (percent == shown) return;
+    shown = percent;
+    fmt::print(stderr, "\rkache: {} {:3d} %{}", label, percent, percent == 100 ? "\n" : "");
+    std::fflush(stderr);
+  };
+}
 
 void show_stats(const Config& config, bool json) {
   StatsFile file(config.cache_dir);
@@ -217,7 +232,7 @@ void set_max_size(const Config& config, const std::string& text) {
                format_size(effective.max_size));
   }
   auto store = storage::open_storage(effective);
-  store.local().trim_all();
+  store.local().cleanup(terminal_progress("trimming the cache"));
   fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()), format_size(effective.max_size));
 }
 
@@ -289,8 +304,7 @@ int run_cli(int argc, char** argv) {
     }
     if (clear) {
       auto store = storage::open_storage(config);
-      const std::uint64_t entries = store.local().entry_count();
-      store.local().clear();
+      const std::uint64_t entries = store.local().clear(terminal_progress("removing entries"));
       util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
       // What was verified under which identity: starting over means trusting nothing from before.
       util::remove_all(util::join_path(config.cache_dir, "identities"));

@@ -4,13 +4,16 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <ctime>
 #include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -520,8 +523,45 @@ It runs no compile (without --closure): only the toolchain probe every lookup ma
 
 }  // namespace
 
+namespace {
+
+// Links a source's directory to a record stored at target (below cache_dir): relative, so the cache
+// dir can move. Replaces an older link atomically.
+void link_record(const std::string& cache_dir, const std::string& target, const std::string& link) {
+  const std::string rel = "../../" + target.substr(cache_dir.size() + 1);  // from explain/<source>/
+  const std::string tmp = link + ".tmp";
+  ::unlink(tmp.c_str());
+  if (::symlink(rel.c_str(), tmp.c_str()) != 0) {
+    throw std::system_error(errno, std::generic_category(), "symlink " + tmp);
+  }
+  if (::rename(tmp.c_str(), link.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::system_error(err, std::generic_category(), "rename " + tmp);
+  }
+}
+
+// The source's links beyond the newest kRecordsPerSource, and links whose record was evicted with its
+// entry (the store removes the record, not the link).
+void prune_links(const std::string& dir) {
+  auto live = record_files(dir);
+  for (std::size_t i = 0; i + kRecordsPerSource < live.size(); ++i) util::remove_file(live[i].second);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (!name.ends_with(".json")) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, 0) != 0 && errno == ENOENT) ::unlinkat(::dirfd(d), e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
-            const std::string& storage_key, const std::vector<ManifestFile>& files) noexcept {
+            const std::string& storage_key, const std::vector<ManifestFile>& files,
+            const StoreRecord& store_record) noexcept {
   if (cache_dir.empty()) return;
   try {
     Record r;
@@ -539,15 +579,16 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
       if (!split.add(rf)) r.files.push_back(std::move(rf));
     }
     r.system_headers = split.finish();
+    const std::string stored = store_record(to_json(r).dump());
+    if (!stored.starts_with(cache_dir + "/")) return;
     const std::string root = explain_root(cache_dir);
     const std::string dir_name = source_dir_name(job.source);
     const std::string dir = util::join_path(root, dir_name);
     const util::CacheUmaskScope umask;  // the records live in the cache dir, shared like its entries
     util::create_directories(dir);
-    util::write_file_atomic(util::join_path(dir, storage_key + ".json"), to_json(r).dump());
+    link_record(cache_dir, stored, util::join_path(dir, storage_key + ".json"));
     util::write_file_atomic(util::join_path(root, "last"), dir_name + "/" + storage_key + ".json");
-    auto existing = record_files(dir);
-    for (std::size_t i = 0; i + kRecordsPerSource < existing.size(); ++i) util::remove_file(existing[i].second);
+    prune_links(dir);
   } catch (const std::exception& e) {
     core::log().debug("cannot write the explain record: {}", e.what());
   }

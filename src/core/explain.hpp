@@ -7,7 +7,12 @@
 // inside the toolchain's include directories (hundreds for a thrust TU) as one digest and a count,
 // so a record stays a few KiB:
 //
-//   <cache_dir>/explain/<sha256(source path)[:16]>/<storage key>.json   at most kRecordsPerSource
+//   <cache_dir>/explain/<k0>/<k1k2>/<storage key>.json                  the record, stored by the local
+//                                                                       store beside its entry's shard:
+//                                                                       counted in the cache size and
+//                                                                       evicted with the entry
+//   <cache_dir>/explain/<sha256(source path)[:16]>/<storage key>.json   a symbolic link to it, at most
+//                                                                       kRecordsPerSource per source
 //   <cache_dir>/explain/last                                            the last stored miss's record
 //
 // Only a storing miss writes here (a miss already ran nvcc for seconds); a hit never touches it.
@@ -15,7 +20,9 @@
 // and the memoized toolchain probe; no compile) and compares them with the records of the same
 // source, field by field, against the closest one. `kache explain --last` does the same for the last
 // stored miss against the other records of its source.
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/adapter.hpp"
@@ -27,9 +34,13 @@ namespace kache::core::explain {
 // release, a few architecture sets) without letting one file fill the directory.
 constexpr std::size_t kRecordsPerSource = 8;
 
-// Writes the record of an entry just stored. Failures are logged and ignored: it is a diagnostic.
+// Writes the record of an entry just stored through store_record (which returns the path it was stored
+// at, below cache_dir), and links it from the source's directory. Failures are logged and ignored: it
+// is a diagnostic.
+using StoreRecord = std::function<std::string(std::string_view text)>;
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
-            const std::string& storage_key, const std::vector<ManifestFile>& files) noexcept;
+            const std::string& storage_key, const std::vector<ManifestFile>& files,
+            const StoreRecord& store_record) noexcept;
 
 // The `kache explain` command; args are the words after "explain". Returns the exit status.
 int run(const std::vector<std::string>& args);

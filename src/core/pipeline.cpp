@@ -87,6 +87,17 @@ bool climbs_out_of_named_dir(std::string_view path) {
   return false;
 }
 
+// Whether a path has a "." or ".." component: its spelling and its meaning can differ.
+bool has_dot_component(std::string_view path) {
+  for (std::string_view rest = path; !rest.empty();) {
+    const std::size_t slash = rest.find('/');
+    const std::string_view c = rest.substr(0, slash);
+    if (c == "." || c == "..") return true;
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  }
+  return false;
+}
+
 // The margin by which file times can trail the clock, per filesystem (st_dev).
 class Margins {
  public:
@@ -127,7 +138,7 @@ class Pipeline {
   bool same_listing(const std::string& dir, const util::Digest& listing, util::FileIdentity& guard, bool& refreshed);
   util::Digest result_key(const std::vector<ManifestFile>& files) const;
   util::Digest storage_key(const ManifestEntry& entry) const;
-  bool outside_roots(const std::string& path) const;
+  std::optional<std::string> outside_roots(const std::string& path) const;
   std::optional<compiler::Passthrough> unwritable_destination() const;
   std::optional<compiler::Passthrough> special_destination() const;
   std::optional<compiler::Passthrough> special_source() const;
@@ -269,13 +280,35 @@ util::Digest Pipeline::storage_key(const ManifestEntry& entry) const {
   return h.finish();
 }
 
-bool Pipeline::outside_roots(const std::string& path) const {
-  if (!job_.roots.enabled()) return false;  // literal keys already name this checkout's paths
-  if (job_.roots.split(path).root >= 0) return false;
-  for (const auto& d : job_.literal_dirs) {
-    if (util::path_starts_with(path, d)) return false;
+// Why a file the entry records makes it specific to this checkout: it lies outside every path root and
+// every directory the key names literally. nullopt when it does not. A path below a root is joined to
+// each checkout's own root as spelled. Elsewhere "." and ".." count by what they mean, not by their
+// spelling: "/p/x/../inc/h.h" lies in a literal "-I/p/inc" when the kernel resolves "/p/x/.." to "/p"
+// (x is no symbolic link); through a link it is taken as the compiler opened it (the real path of its
+// directory), and one whose directory cannot be resolved stays specific.
+std::optional<std::string> Pipeline::outside_roots(const std::string& path) const {
+  if (!job_.roots.enabled()) return std::nullopt;  // literal keys already name this checkout's paths
+  if (job_.roots.split(path).root >= 0) return std::nullopt;
+  auto in_literal_dir = [&](const std::string& p) {
+    return std::any_of(job_.literal_dirs.begin(), job_.literal_dirs.end(),
+                       [&](const std::string& d) { return util::path_starts_with(p, d); });
+  };
+  if (in_literal_dir(path)) return std::nullopt;
+  if (!has_dot_component(path)) return std::string("it lies outside the path roots");
+  char spelled_dir[PATH_MAX], normal_dir[PATH_MAX];
+  if (::realpath(util::dirname(path).c_str(), spelled_dir) == nullptr) {
+    return fmt::format("its directory cannot be resolved ({})", std::strerror(errno));
   }
-  return true;
+  const std::string normal = util::lexically_normal(path);
+  if (::realpath(util::dirname(normal).c_str(), normal_dir) != nullptr && std::strcmp(spelled_dir, normal_dir) == 0) {
+    if (in_literal_dir(normal)) return std::nullopt;
+    return fmt::format("it lies outside the path roots (as {})", normal);
+  }
+  const std::string resolved = util::join_path(spelled_dir, util::basename(path));
+  if (in_literal_dir(resolved)) return std::nullopt;
+  return fmt::format("a '..' in it passes through a symbolic link, and {} (as the compiler opened it) lies outside "
+                     "the path roots",
+                     resolved);
 }
 
 // Threads for the stat calls of a large closure (see util::stat_identities).
@@ -497,8 +530,9 @@ std::optional<int> Pipeline::try_hit() {
     if (!job_.output_kind.empty()) counts_[counter::kKindHitsPrefix + job_.output_kind]++;
     log.debug("hit: {} (result {})", job_.output, rk.hex().substr(0, 16));
     if (refreshed) {
-      // Remember the new identities so the next lookup needs no hashing.
-      (void)store_.put_record(manifest_key_, serialize_manifest(manifest));
+      // Remember the new identities so the next lookup needs no hashing. They are this machine's: the
+      // local store keeps them, a remote never gets them (a reader writes nothing back).
+      (void)store_.put_local_record(manifest_key_, serialize_manifest(manifest));
     }
     // Stored with the path roots as placeholders: this build's own paths, as nvcc would print them here.
     write_all(STDOUT_FILENO, job_.roots.instantiate_text(std::string(ce.stdout_text)));
@@ -1019,9 +1053,9 @@ ManifestEntry Pipeline::describe_entry(std::vector<ManifestFile> files, const st
   entry.result_key = result_key(entry.files);
   entry.checkout_specific = checkout_specific;
   for (const auto& c : closure) {
-    if (outside_roots(c)) {
+    if (auto why = outside_roots(c)) {
       entry.checkout_specific = true;
-      core::log().debug("{} lies outside the path roots: the entry is specific to this checkout", c);
+      core::log().debug("{}: {}; the entry is specific to this checkout", c, *why);
       break;
     }
   }
@@ -1069,7 +1103,12 @@ bool Pipeline::record_direct_lookup(ManifestEntry& entry, const std::vector<std:
     if (g.guard) a.identity = *g.guard;
     a.listing = g.listing;
     for (auto& name : g.names) {
-      if (outside_roots(g.dir + "/" + name)) entry.checkout_specific = true;
+      if (!entry.checkout_specific) {
+        if (auto why = outside_roots(g.dir + "/" + name)) {
+          entry.checkout_specific = true;
+          log.debug("{}/{} (watched absent): {}; the entry is specific to this checkout", g.dir, name, *why);
+        }
+      }
       a.names.push_back(std::move(name));
     }
     entry.absent.push_back(std::move(a));
@@ -1091,7 +1130,12 @@ bool Pipeline::record_named_targets(ManifestEntry& entry, const std::vector<std:
       return false;
     }
     core::log().trace("closure file {} (named, not read)", p);
-    if (outside_roots(p)) entry.checkout_specific = true;
+    if (!entry.checkout_specific) {
+      if (auto why = outside_roots(p)) {
+        entry.checkout_specific = true;
+        core::log().debug("{} (named, not read): {}; the entry is specific to this checkout", p, *why);
+      }
+    }
     entry.files.push_back(std::move(f));
   }
   return true;
@@ -1123,7 +1167,8 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool reco
     const std::string key = storage_key(entry).hex();
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
-      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files);
+      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files,
+                      [&](std::string_view text) { return store_.local().put_explain_record(key, text); });
       if (recorded) stored = add_to_manifest(std::move(entry));
     }
     if (!stored && stored.error().kind == storage::StorageFailure::Kind::timeout) {

@@ -93,6 +93,11 @@ StorageStatus LayeredStorage::put_record(std::string_view key, std::string_view 
   return put_everywhere(key, core::encode_raw(value));
 }
 
+StorageStatus LayeredStorage::put_local_record(std::string_view key, std::string_view value) {
+  if (!local_writes_) return util::Done{};
+  return local_->put(key, core::encode_raw(value));
+}
+
 StorageResult<std::optional<Parts>> LayeredStorage::get_parts(std::string_view key, const std::string& body_dir) {
   return lookup<Parts>(
       key, [&] { return local_->read_parts(key, body_dir); },

@@ -35,6 +35,9 @@ class LayeredStorage {
   // reading the bytes.
   StorageLookup get_record(std::string_view key);
   StorageStatus put_record(std::string_view key, std::string_view value);
+  // A record that only this machine can use (identities re-verified here): the local store alone;
+  // nothing when local writes are off (remote.only).
+  StorageStatus put_local_record(std::string_view key, std::string_view value);
   // A result entry: a head and a large body (see Parts).
   StorageResult<std::optional<Parts>> get_parts(std::string_view key, const std::string& body_dir);
   StorageStatus put_parts(std::string_view key, std::string_view head, std::string_view body);

@@ -122,9 +122,12 @@ class Explain(KacheTestCase):
         self.assertEqual(before, after, "a hit wrote explain records")
         for level in range(8):  # nine entries in all, one more than kept
             self.kache(["nvcc", "-c", "k.cu", "-o", "k.o", "-Iinc", f"-DLEVEL={level}"])
-        dirs = [d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))]
+        # explain/<source>/ links the records (stored in explain/<k0>/<k1k2>/, beside their entries' shards).
+        dirs = [d for d in os.listdir(root) if len(d) == 16 and os.path.isdir(os.path.join(root, d))]
         self.assertEqual(len(dirs), 1)
         self.assertEqual(len(os.listdir(os.path.join(root, dirs[0]))), 8)
+        stored = [f for d, _, fs in os.walk(root) for f in fs if len(os.path.relpath(d, root)) == 4]
+        self.assertEqual(len(stored), 9, stored)  # every stored entry keeps its record until evicted
 
 
 if __name__ == "__main__":

@@ -296,7 +296,9 @@ class StoreTestCase(KacheTestCase):
                 self.fail(f"{why}: store file {p} is not a complete entry ({e})")
 
     def entry_bytes(self, cache=None):
-        return sum(os.path.getsize(p) for p in self.entries(cache))
+        """What the store keeps: its entry files and their explain records (<cache>/explain/<k0>/<k1k2>/)."""
+        return sum(os.path.getsize(p) for p in self.entries(cache) + store_files(os.path.join(cache or self.cache,
+                                                                                              "explain"))[0])
 
     def flip(self, path, offset=None):
         """Flips one bit of the file (in the middle by default); returns the new content."""

@@ -116,6 +116,21 @@ TEST_F(LayeredTest, PutEncodesOnceAndStoresTheSameBytesEverywhere) {
   EXPECT_FALSE(mem_[0]->values.count(key) || mem_[1]->values.count(key));
 }
 
+// Identities re-verified on this machine stay here: no remote is written (issue 26), and with local
+// writes off (remote.only) nothing is written at all.
+TEST_F(LayeredTest, LocalRecordIsWrittenToTheLocalStoreOnly) {
+  auto s = make(2);
+  const std::string key = key_of("refreshed");
+  ASSERT_TRUE(s.put_local_record(key, "this machine's identities"));
+  EXPECT_EQ(*s.local().get(key), std::optional<std::string>(core::encode_raw("this machine's identities")));
+  EXPECT_EQ(mem_[0]->calls + mem_[1]->calls, 0);
+  s.set_local_writes(false);
+  const std::string other = key_of("refreshed elsewhere");
+  ASSERT_TRUE(s.put_local_record(other, "x"));
+  EXPECT_EQ(*s.local().get(other), std::nullopt);
+  EXPECT_EQ(mem_[0]->calls + mem_[1]->calls, 0);
+}
+
 TEST_F(LayeredTest, FailingStoreIsSkippedForTheRestOfTheCompile) {
   for (auto kind : {StorageFailure::Kind::error, StorageFailure::Kind::timeout}) {
     auto s = make(2);

@@ -48,11 +48,13 @@ std::uint64_t disk_sum(const std::string& dir, std::uint64_t* files = nullptr) {
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;
     const fs::path& p = e.path();
-    // entries live at <dir>/<k0>/<k1k2>/<key>
-    if (p.parent_path().parent_path().parent_path() != fs::path(dir)) continue;
+    // entries live at <dir>/<k0>/<k1k2>/<key>, their explain records at <dir>/explain/<k0>/<k1k2>/<key>.json
+    const fs::path top = p.parent_path().parent_path().parent_path();
+    const bool record = top == fs::path(dir) / "explain" && p.extension() == ".json";
+    if (top != fs::path(dir) && !record) continue;
     if (p.filename().string().front() == '.') continue;
     sum += e.file_size();
-    ++n;
+    if (!record) ++n;
   }
   if (files) *files = n;
   return sum;
@@ -86,8 +88,9 @@ class Store {
   void remove(const std::string& key) { checked(local_.remove(key)); }
   std::string name() const { return local_.name(); }
   int corrupt_found() const { return local_.corrupt_found(); }
-  std::uint64_t total_size() const { return local_.total_size(); }
-  std::uint64_t entry_count() const { return local_.entry_count(); }
+  std::uint64_t total_size() { return local_.total_size(); }
+  std::uint64_t entry_count() { return local_.entry_count(); }
+  LocalStorage& local() { return local_; }
   void clear() { local_.clear(); }
   void trim_all() { local_.trim_all(); }
 
@@ -356,6 +359,116 @@ TEST_F(LocalStorageTest, RecentlyReadEntriesSurviveEviction) {
   EXPECT_FALSE(util::exists(entry_file(old_keys[3])));  // oldest unread goes first
   EXPECT_LE(s.total_size(), 64u * 1024);
   EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+}
+
+// The size and the entry count come from the shard counters, explain records included in the size.
+TEST_F(LocalStorageTest, CountersHoldSizeAndEntriesWithExplainRecords) {
+  auto s = make();
+  std::uint64_t bytes = 0;
+  for (int i = 0; i < 40; ++i) {
+    const std::string key = key_of("counted" + std::to_string(i));
+    s.put(key, random_bytes(500 + i, static_cast<unsigned>(i)));
+    if (i % 2 == 0) {
+      const std::string record = s.local().put_explain_record(key, std::string(100 + i, 'r'));
+      EXPECT_TRUE(util::exists(record));
+      bytes += 100 + i;
+    }
+  }
+  std::uint64_t files = 0;
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path(), &files));
+  EXPECT_GT(s.total_size(), bytes);
+  EXPECT_EQ(s.entry_count(), 40u);
+  EXPECT_EQ(files, 40u);
+  // A removed entry takes its record along.
+  const std::string gone = key_of("counted0");
+  s.remove(gone);
+  EXPECT_FALSE(util::exists(dir_.path() + "/explain/" + gone.substr(0, 1) + "/" + gone.substr(1, 2) + "/" + gone +
+                            ".json"));
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+  EXPECT_EQ(s.entry_count(), 39u);
+  // Counters an older kache wrote (the bytes alone) are rebuilt from the files.
+  for (const auto& shard : fs::directory_iterator(dir_.path())) {
+    if (fs::exists(shard.path() / "size") && shard.path().filename().string().size() == 1)
+      util::write_file((shard.path() / "size").string(), "12\n");
+  }
+  EXPECT_EQ(s.entry_count(), 39u);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+}
+
+TEST_F(LocalStorageTest, EvictionTakesExplainRecordsAlong) {
+  auto s = make(16 * 4096);
+  for (int i = 0; i < 60; ++i) {
+    const std::string key = key_of("rec" + std::to_string(i));
+    s.put(key, random_bytes(3000, static_cast<unsigned>(i)));
+    s.local().put_explain_record(key, std::string(400, 'r'));
+  }
+  EXPECT_LE(s.total_size(), 16u * 4096);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+  // No record outlives its entry.
+  for (const auto& e : fs::recursive_directory_iterator(dir_.path() + "/explain")) {
+    if (!e.is_regular_file()) continue;
+    const std::string key = e.path().stem().string();
+    EXPECT_TRUE(util::exists(entry_file(key))) << "the record of evicted " << key << " stayed";
+  }
+}
+
+// A cache over kSampleFiles entries: a put that leaves its shard over its share evicts at most
+// kMaxEvictionsPerPut entries, and the puts that follow bring the cache down to its limit.
+TEST_F(LocalStorageTest, LargeCacheEvictsABoundedSampleAndConverges) {
+  constexpr int kEntries = 1600;
+  constexpr std::size_t kSize = 400;
+  {
+    auto unbounded = make(0);
+    for (int i = 0; i < kEntries; ++i) {
+      unbounded.put_uncompressed(key_of("big" + std::to_string(i)), std::string(kSize, 'x'));
+    }
+  }
+  const std::uint64_t full = disk_sum(dir_.path());
+  const std::uint64_t limit = full / 2;
+  auto s = make(limit);
+  std::uint64_t files = 0, most_removed = 0;
+  disk_sum(dir_.path(), &files);
+  for (int i = 0; i < 200; ++i) {
+    s.put_uncompressed(key_of("new" + std::to_string(i)), std::string(kSize, 'y'));
+    std::uint64_t now = 0;
+    disk_sum(dir_.path(), &now);
+    most_removed = std::max(most_removed, files + 1 - now);
+    files = now;
+  }
+  EXPECT_LE(most_removed, LocalStorage::kMaxEvictionsPerPut);
+  EXPECT_GT(most_removed, 0u);
+  EXPECT_LE(s.total_size(), limit);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+  // The new entries are the most recently used: none went.
+  for (int i = 0; i < 200; ++i) EXPECT_TRUE(util::exists(entry_file(key_of("new" + std::to_string(i))))) << i;
+}
+
+TEST_F(LocalStorageTest, CleanupAndEvictOlderThan) {
+  auto s = make();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 50; ++i) {
+    keys.push_back(key_of("age" + std::to_string(i)));
+    s.put(keys.back(), random_bytes(2000, static_cast<unsigned>(i)));
+  }
+  for (int i = 0; i < 20; ++i) set_mtime(entry_file(keys[i]), ::time(nullptr) - 3 * 86400);
+  std::uint64_t steps = 0, last = 0;
+  const auto progress = [&](std::uint64_t done, std::uint64_t total) {
+    ++steps;
+    last = done;
+    EXPECT_EQ(total, LocalStorage::kProgressSteps);
+  };
+  const std::uint64_t removed = s.local().evict_older_than(86400ll * 1'000'000'000, progress);
+  EXPECT_EQ(removed, 20u);
+  EXPECT_EQ(last, LocalStorage::kProgressSteps);
+  EXPECT_GT(steps, 1u);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(util::exists(entry_file(keys[i])), i >= 20) << i;
+  EXPECT_EQ(s.entry_count(), 30u);
+  EXPECT_EQ(s.total_size(), disk_sum(dir_.path()));
+  // Cleanup to a lower limit: every shard within its share.
+  LocalStorage lower(LocalStorageOptions{dir_.path(), 16 * 4096});
+  lower.cleanup();
+  EXPECT_LE(lower.total_size(), 16u * 4096);
+  EXPECT_EQ(lower.total_size(), disk_sum(dir_.path()));
 }
 
 // Many processes at once: 16 forked children each put 100 distinct entries and count 100 stats.

@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -16,6 +18,7 @@
 #include <new>
 #include <stdexcept>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -60,13 +63,21 @@ std::uint64_t sub_sat(std::uint64_t a, std::uint64_t b) { return a > b ? a - b :
 // description, so this excludes other processes and other LocalStorage objects alike.
 class ShardLock {
  public:
-  explicit ShardLock(const std::string& shard_dir, const char* name = "lock") {
+  enum class Wait { bounded, no };
+  explicit ShardLock(const std::string& shard_dir, const char* name = "lock", Wait wait = Wait::bounded) {
     util::create_directories(shard_dir);
     std::string path = util::join_path(shard_dir, name);
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd_ < 0) throw_errno(errno, "open " + path);
     try {
-      util::lock_bounded(fd_, LOCK_EX, path);  // util::LockTimeout when a stopped process holds it
+      if (wait == Wait::no) {
+        if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+          if (errno == EWOULDBLOCK || errno == EINTR) throw util::LockTimeout(path);
+          throw_errno(errno, "flock " + path);
+        }
+      } else {
+        util::lock_bounded(fd_, LOCK_EX, path);  // util::LockTimeout when a stopped process holds it
+      }
     } catch (...) {
       ::close(fd_);
       throw;
@@ -84,9 +95,26 @@ struct EntryFile {
   std::string path;
   std::int64_t mtime_ns = 0;
   std::uint64_t size = 0;
+  bool companion = false;  // an explain record: counted in bytes, not in entries
 };
 
+// What a shard's counters file holds.
+struct Counters {
+  std::uint64_t bytes = 0;
+  std::uint64_t entries = 0;
+};
+
+// An entry's explain record: <dir>/explain/<k0>/<k1k2>/<key>.json, counted in the shard <k0>.
+constexpr std::string_view kCompanionTree = "explain";
+constexpr std::string_view kCompanionSuffix = ".json";
+
 bool is_temp_name(std::string_view name) { return name.starts_with(kTempPrefix); }
+
+// A shard that is no directory (a file in its place: a cache dir nobody can store in) holds nothing.
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 // Removes ".tmp.*" files in dir older than the stale limit (callers hold the shard lock).
 void remove_stale_temp(int dirfd, const char* name, const struct stat& st, std::int64_t now) {
@@ -108,65 +136,138 @@ void remove_stale_root_temps(const std::string& dir) {
   ::closedir(d);
 }
 
-// Lists the entry files of one shard: regular files in <shard>/<xx>/ whose names do not start with
-// '.' (temp files do). Optionally removes stale temp files along the way.
-std::vector<EntryFile> scan_shard(const std::string& shard_dir, bool clean_temps) {
-  std::vector<EntryFile> entries;
-  const std::int64_t now = util::now_ns();
+// The <k1k2> directories of a shard, sorted; stale temp files at the shard's top (of the counters file)
+// are removed along the way when clean_temps is set.
+std::vector<std::string> list_leaves(const std::string& shard_dir, bool clean_temps) {
+  std::vector<std::string> leaves;
   DIR* top = ::opendir(shard_dir.c_str());
   if (top == nullptr) {
-    if (errno == ENOENT || errno == ENOTDIR) return entries;
+    if (errno == ENOENT || errno == ENOTDIR) return leaves;
     throw_errno(errno, "opendir " + shard_dir);
   }
-  std::vector<std::string> subdirs;
+  const std::int64_t now = util::now_ns();
   while (dirent* de = ::readdir(top)) {
     std::string_view name = de->d_name;
-    if (name == "." || name == "..") continue;
+    if (name.starts_with('.') && !(clean_temps && is_temp_name(name))) continue;
     struct stat st {};
     if (::fstatat(::dirfd(top), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
-      if (!name.starts_with('.')) subdirs.emplace_back(name);
+      leaves.emplace_back(name);
     } else if (clean_temps && is_temp_name(name)) {
-      remove_stale_temp(::dirfd(top), de->d_name, st, now);  // e.g. of the size counter
+      remove_stale_temp(::dirfd(top), de->d_name, st, now);
     }
   }
   ::closedir(top);
+  std::sort(leaves.begin(), leaves.end());
+  return leaves;
+}
 
-  for (const auto& sub : subdirs) {
-    std::string sub_path = util::join_path(shard_dir, sub);
-    DIR* d = ::opendir(sub_path.c_str());
-    if (d == nullptr) continue;
-    while (dirent* de = ::readdir(d)) {
-      std::string_view name = de->d_name;
-      if (name.starts_with('.')) {
-        if (clean_temps && is_temp_name(name)) {
-          struct stat st {};
-          if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-            remove_stale_temp(::dirfd(d), de->d_name, st, now);
-        }
-        continue;
-      }
-      struct stat st {};
-      if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // raced away
-      if (!S_ISREG(st.st_mode)) continue;
-      entries.push_back({util::join_path(sub_path, name), mtime_ns(st), static_cast<std::uint64_t>(st.st_size)});
+// Appends the entry files of one <k1k2> directory: regular files whose names do not start with '.'
+// (temp files do). Optionally removes stale temp files along the way.
+void scan_leaf(const std::string& leaf_dir, bool clean_temps, bool companions, std::vector<EntryFile>& out) {
+  DIR* d = ::opendir(leaf_dir.c_str());
+  if (d == nullptr) return;
+  const std::int64_t now = util::now_ns();
+  while (dirent* de = ::readdir(d)) {
+    std::string_view name = de->d_name;
+    struct stat st {};
+    if (name.starts_with('.')) {
+      if (clean_temps && is_temp_name(name) && ::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISREG(st.st_mode))
+        remove_stale_temp(::dirfd(d), de->d_name, st, now);
+      continue;
     }
-    ::closedir(d);
+    if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // raced away
+    if (!S_ISREG(st.st_mode)) continue;
+    if (companions && !name.ends_with(kCompanionSuffix)) continue;
+    out.push_back({util::join_path(leaf_dir, name), mtime_ns(st), static_cast<std::uint64_t>(st.st_size), companions});
   }
-  return entries;
+  ::closedir(d);
 }
 
-std::uint64_t sum_sizes(const std::vector<EntryFile>& entries) {
-  std::uint64_t total = 0;
-  for (const auto& e : entries) total += e.size;
-  return total;
+std::string shard_at(const std::string& dir, int i) { return util::join_path(dir, std::string(1, kHexDigits[i])); }
+
+std::string companions_at(const std::string& dir, int i) {
+  return util::join_path(util::join_path(dir, kCompanionTree), std::string(1, kHexDigits[i]));
 }
 
-// A missing counter is an answer, not an error: total_size() asks all 16 shards after every put, and in
-// a new cache most have none yet. Thrown and caught per shard (util::read_file), that cost a remote hit
-// written back into a fresh cache dir ~1 M instructions (the first throws of a process walk the unwind
-// tables). A counter is at most 20 digits; a longer file is damaged, and is rebuilt from the files.
-std::optional<std::uint64_t> read_counter(const std::string& shard_dir) {
+// The entry files of shard i and their explain records.
+std::vector<EntryFile> scan_shard(const std::string& dir, int i, bool clean_temps) {
+  std::vector<EntryFile> files;
+  for (bool companions : {false, true}) {
+    const std::string top = companions ? companions_at(dir, i) : shard_at(dir, i);
+    for (const auto& leaf : list_leaves(top, clean_temps)) {
+      scan_leaf(util::join_path(top, leaf), clean_temps, companions, files);
+    }
+  }
+  return files;
+}
+
+std::string_view file_name(std::string_view path) { return path.substr(path.rfind('/') + 1); }
+
+// The key a file of the store belongs to (an entry's name; a record's name less ".json").
+std::string_view key_of_file(const EntryFile& f) {
+  std::string_view name = file_name(f.path);
+  if (f.companion) name.remove_suffix(kCompanionSuffix.size());
+  return name;
+}
+
+Counters count(const std::vector<EntryFile>& files) {
+  Counters c;
+  for (const auto& f : files) {
+    c.bytes += f.size;
+    if (!f.companion) ++c.entries;
+  }
+  return c;
+}
+
+// An entry and its companion: evicted together, as old as the entry (a companion whose entry is gone
+// is its own victim).
+struct Victim {
+  std::int64_t mtime_ns = 0;
+  Counters size;
+  std::vector<std::string> paths;
+};
+
+// Oldest first.
+std::vector<Victim> victims_of(const std::vector<EntryFile>& files) {
+  std::vector<Victim> out;
+  std::unordered_map<std::string_view, std::size_t> entry_at;
+  for (const auto& f : files) {
+    if (f.companion) continue;
+    entry_at.emplace(key_of_file(f), out.size());
+    out.push_back({f.mtime_ns, {f.size, 1}, {f.path}});
+  }
+  for (const auto& f : files) {
+    if (!f.companion) continue;
+    if (auto it = entry_at.find(key_of_file(f)); it != entry_at.end()) {
+      out[it->second].size.bytes += f.size;
+      out[it->second].paths.push_back(f.path);
+    } else {
+      out.push_back({f.mtime_ns, {f.size, 0}, {f.path}});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Victim& a, const Victim& b) {
+    return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.paths[0] < b.paths[0];
+  });
+  return out;
+}
+
+// Unlinks a victim's files; returns what left the disk (a file already gone counts as gone).
+Counters unlink_victim(const Victim& v) {
+  const bool gone = ::unlink(v.paths[0].c_str()) == 0 || errno == ENOENT;
+  if (!gone) return {};
+  for (std::size_t i = 1; i < v.paths.size(); ++i) ::unlink(v.paths[i].c_str());
+  return v.size;
+}
+
+Counters minus(Counters a, Counters b) { return {sub_sat(a.bytes, b.bytes), sub_sat(a.entries, b.entries)}; }
+
+// A missing counters file is an answer, not an error: a new cache has none in most shards, and
+// thrown and caught per shard (util::read_file) that cost a remote hit written back into a fresh cache
+// dir ~1 M instructions (the first throws of a process walk the unwind tables). "<bytes> <entries>";
+// anything else (a longer file, or the bytes alone as an older kache wrote them) is rebuilt from the files.
+std::optional<Counters> read_counters(const std::string& shard_dir) {
   const std::string path = util::join_path(shard_dir, "size");
   util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
@@ -185,46 +286,38 @@ std::optional<std::uint64_t> read_counter(const std::string& shard_dir) {
     have += static_cast<std::size_t>(n);
     if (have == sizeof buf) return std::nullopt;
   }
-  std::string_view text(buf, have);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  std::uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
-  return v;
+  const char* p = buf;
+  const char* end = buf + have;
+  Counters c;
+  auto [after_bytes, e1] = std::from_chars(p, end, c.bytes);
+  if (e1 != std::errc() || after_bytes == end || *after_bytes != ' ') return std::nullopt;
+  auto [after_entries, e2] = std::from_chars(after_bytes + 1, end, c.entries);
+  if (e2 != std::errc() || after_entries == end || *after_entries != '\n' || after_entries + 1 != end)
+    return std::nullopt;
+  return c;
 }
 
-void write_counter(const std::string& shard_dir, std::uint64_t value) {
-  util::write_file_atomic(util::join_path(shard_dir, "size"), std::to_string(value) + "\n");
+void write_counters(const std::string& shard_dir, Counters c) {
+  util::write_file_atomic(util::join_path(shard_dir, "size"), fmt::format("{} {}\n", c.bytes, c.entries));
 }
 
-// Removes the shard's counter before a batch of unlinks that rewrites it at the end: a kache killed
-// halfway through then leaves no counter (the next reader counts the files) instead of one that still
-// counts the files already gone. Caller holds the lock.
-void forget_counter_locked(const std::string& shard_dir) { ::unlink(util::join_path(shard_dir, "size").c_str()); }
+// Removes the shard's counters before files are published or removed, and the counters rewritten after
+// (a put, an eviction, kache -C): a kache killed in between then leaves none (the next reader counts the
+// shard's files once) instead of counters that miss a file or still count one gone. Caller holds the lock.
+void forget_counters_locked(const std::string& shard_dir) { ::unlink(util::join_path(shard_dir, "size").c_str()); }
 
-// The shard's counter; a missing or damaged one is rebuilt from the files. Caller holds the lock.
-std::uint64_t load_counter_locked(const std::string& shard_dir) {
-  if (auto v = read_counter(shard_dir)) return *v;
-  return sum_sizes(scan_shard(shard_dir, false));
+// The shard's counters; missing or damaged ones are rebuilt from the files and written. Caller holds
+// the lock.
+Counters load_counters_locked(const std::string& dir, int i) {
+  const std::string shard_dir = shard_at(dir, i);
+  if (auto c = read_counters(shard_dir)) return *c;
+  const Counters c = count(scan_shard(dir, i, false));
+  if (is_directory(shard_dir)) write_counters(shard_dir, c);
+  return c;
 }
 
-// Evicts least recently used entries until the shard is within 90% of `share` (when limit is set), then
-// stores the real size of what remains. Caller holds the lock.
-void trim_locked(const std::string& shard_dir, bool limited, std::uint64_t share) {
-  std::vector<EntryFile> entries = scan_shard(shard_dir, true);
-  std::uint64_t total = sum_sizes(entries);
-  const std::uint64_t target = share / 10 * 9 + share % 10 * 9 / 10;
-  if (limited && total > share) {
-    std::sort(entries.begin(), entries.end(), [](const EntryFile& a, const EntryFile& b) {
-      return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.path < b.path;
-    });
-    for (const auto& e : entries) {
-      if (total <= target) break;
-      if (::unlink(e.path.c_str()) == 0 || errno == ENOENT) total = sub_sat(total, e.size);
-    }
-  }
-  write_counter(shard_dir, total);
-}
+// 90 % of a bound: what an eviction leaves, so that the next puts do not evict again at once.
+std::uint64_t ninety_percent(std::uint64_t bound) { return bound / 10 * 9 + bound % 10 * 9 / 10; }
 
 // A read-only mapping of a whole file, populated at once (one call instead of a fault per page).
 class Mapping {
@@ -278,25 +371,42 @@ std::string LocalStorage::entry_path(std::string_view key) const {
 
 namespace {
 
-std::string shard_of(const std::string& dir, std::string_view key) { return util::join_path(dir, key.substr(0, 1)); }
+int shard_number(std::string_view key) { return key[0] <= '9' ? key[0] - '0' : key[0] - 'a' + 10; }
 
-std::string shard_at(const std::string& dir, int i) { return util::join_path(dir, std::string(1, kHexDigits[i])); }
+std::string companion_path(const std::string& dir, std::string_view key) {
+  std::string p = util::join_path(companions_at(dir, shard_number(key)), key.substr(1, 2));
+  return util::join_path(p, std::string(key) + std::string(kCompanionSuffix));
+}
 
-// Unlinks path under the shard lock and takes its size off the counter. With `expect` set, only if the
-// file is still that inode (a concurrent put may have replaced a corrupt entry by a good one).
-void unlink_entry(const std::string& shard_dir, const std::string& path,
+// Unlinks an entry's explain record, if any; returns its size (0 when there was none).
+std::uint64_t unlink_companion(const std::string& dir, std::string_view key) {
+  const std::string path = companion_path(dir, key);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || ::unlink(path.c_str()) != 0) return 0;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+// Unlinks the entry file of key (and its explain record) under the shard lock and takes them off the
+// counters. With `expect` set, only if the file is still that inode (a concurrent put may have replaced
+// a corrupt entry by a good one).
+void unlink_entry(const std::string& dir, std::string_view key, const std::string& path,
                   std::optional<std::pair<dev_t, ino_t>> expect) {
   util::CacheUmaskScope cache_umask;
-  ShardLock lock(shard_dir);
+  const int shard = shard_number(key);
+  ShardLock lock(shard_at(dir, shard));
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;
   if (expect && (st.st_dev != expect->first || st.st_ino != expect->second)) return;
-  const std::uint64_t counter = load_counter_locked(shard_dir);
+  Counters counters = load_counters_locked(dir, shard);
+  forget_counters_locked(shard_at(dir, shard));
   if (::unlink(path.c_str()) != 0) {
-    if (errno == ENOENT) return;
-    throw_errno(errno, "unlink " + path);
+    const int err = errno;
+    write_counters(shard_at(dir, shard), counters);
+    if (err == ENOENT) return;
+    throw_errno(err, "unlink " + path);
   }
-  write_counter(shard_dir, sub_sat(counter, static_cast<std::uint64_t>(st.st_size)));
+  counters = minus(counters, {static_cast<std::uint64_t>(st.st_size) + unlink_companion(dir, key), 1});
+  write_counters(shard_at(dir, shard), counters);
 }
 
 }  // namespace
@@ -311,7 +421,7 @@ struct OpenEntry {
 void LocalStorage::drop_corrupt(std::string_view key, const OpenEntry& e) {
   ++corrupt_found_;
   try {
-    unlink_entry(shard_of(opt_.dir, key), e.path, std::pair{e.st.st_dev, e.st.st_ino});
+    unlink_entry(opt_.dir, key, e.path, std::pair{e.st.st_dev, e.st.st_ino});
   } catch (...) {
     // Corruption is reported as a miss, never thrown; a read-only cache just keeps the bad file.
   }
@@ -393,7 +503,7 @@ StorageLookup LocalStorage::get(std::string_view key) {
 
 StorageStatus LocalStorage::put(std::string_view key, std::string_view bytes) {
   return guarded([&] {
-    put_blob(key, bytes);
+    put_blob(key, bytes, "");
     return util::Done{};
   });
 }
@@ -532,140 +642,295 @@ std::optional<Parts> LocalStorage::stream_split_zstd(std::string_view key, const
   return Parts{std::move(head), std::move(body_file), parsed->value_size - parsed->head_size, "zstd stream"};
 }
 
-void LocalStorage::put_blob(std::string_view key, std::string_view blob) {
+
+std::string LocalStorage::put_explain_record(std::string_view key, std::string_view text) {
+  return put_blob(key, text, kCompanionSuffix);
+}
+
+// Publishes blob as the entry file of key, or (suffix set) as its explain record, and counts it in its
+// shard; then makes room if the shard or the cache passed its bound. Returns the file's path.
+std::string LocalStorage::put_blob(std::string_view key, std::string_view blob, std::string_view suffix) {
   check_key(key);
-  const std::string path = entry_path(key);
+  const bool companion = !suffix.empty();
+  const std::string path = companion ? companion_path(opt_.dir, key) : entry_path(key);
   const std::string dir = util::dirname(path);
-  const std::string shard = shard_of(opt_.dir, key);
+  const int shard = shard_number(key);
+  const std::string shard_dir = shard_at(opt_.dir, shard);
   util::CacheUmaskScope cache_umask;
   util::create_directories(dir);
   // The slow part (writing) happens outside the lock; only publish + accounting are serialized.
   std::string tmp = util::write_temp_file(dir, key, blob);
+  Counters counters;
   try {
-    ShardLock lock(shard);
-    std::uint64_t counter = load_counter_locked(shard);
+    ShardLock lock(shard_dir);
+    counters = load_counters_locked(opt_.dir, shard);
     struct stat old {};
-    std::uint64_t old_size = 0;
-    if (::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode)) old_size = static_cast<std::uint64_t>(old.st_size);
+    const bool replaced = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
+    forget_counters_locked(shard_dir);  // killed from here to the write below: the next reader recounts
     if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno(errno, "rename " + tmp + " -> " + path);
     tmp.clear();
-    counter = sub_sat(counter, old_size) + blob.size();
-    write_counter(shard, counter);
+    const std::uint64_t entry = companion ? 0 : 1;
+    if (replaced) counters = minus(counters, {static_cast<std::uint64_t>(old.st_size), entry});
+    counters.bytes += blob.size();
+    counters.entries += entry;
+    write_counters(shard_dir, counters);
   } catch (...) {
     if (!tmp.empty()) ::unlink(tmp.c_str());
     throw;
   }
-  if (opt_.max_size > 0 && total_size() > opt_.max_size) evict(path);
+  // An explain record (a few KiB) follows its entry's put, which made room already.
+  if (opt_.max_size > 0 && !companion) make_room(shard, key, counters.entries, path);
+  return path;
 }
 
-// Least-recently-used eviction over the whole store, down to 90% of max_size. One process at a
-// time (flock on <dir>/cleanup.lock); the others go on storing and reading meanwhile. Each shard's
-// files are removed and its counter recomputed under that shard's lock; a file whose mtime moved
-// since the scan (a hit refreshed it) is spared. `keep` (the entry just stored) is never evicted, so
-// an entry larger than the share a smaller bound would leave it still gets used once.
-void LocalStorage::evict(const std::string& keep) {
-  util::CacheUmaskScope cache_umask;
-  std::optional<ShardLock> cleanup;
-  try {
-    cleanup.emplace(opt_.dir, "cleanup.lock");
-  } catch (const util::LockTimeout&) {
-    return;  // another process is evicting, or is stopped holding the lock: the next put tries again
-  }
-  remove_stale_root_temps(opt_.dir);
-  {
-    std::uint64_t total = total_size();
-    if (total > opt_.max_size) {
-      struct Victim {
-        EntryFile file;
-        int shard;
-      };
-      std::vector<Victim> all;
-      for (int i = 0; i < kShards; ++i) {
-        for (auto& e : scan_shard(shard_at(opt_.dir, i), true)) all.push_back({std::move(e), i});
-      }
-      std::sort(all.begin(), all.end(), [](const Victim& a, const Victim& b) {
-        return a.file.mtime_ns != b.file.mtime_ns ? a.file.mtime_ns < b.file.mtime_ns : a.file.path < b.file.path;
-      });
-      const std::uint64_t target = opt_.max_size / 10 * 9;
-      std::vector<std::vector<EntryFile>> by_shard(kShards);
-      for (auto& v : all) {
-        if (total <= target) break;
-        if (v.file.path == keep) continue;
-        total = sub_sat(total, v.file.size);
-        by_shard[v.shard].push_back(std::move(v.file));
-      }
-      for (int i = 0; i < kShards; ++i) {
-        if (by_shard[i].empty()) continue;
-        const std::string shard = shard_at(opt_.dir, i);
-        std::optional<ShardLock> lock;
-        try {
-          lock.emplace(shard);
-        } catch (const util::LockTimeout&) {
-          continue;  // a stopped holder: this shard keeps its files until a later eviction
-        }
-        forget_counter_locked(shard);
-        for (const auto& e : by_shard[i]) {
-          struct stat st {};
-          if (::lstat(e.path.c_str(), &st) != 0 || mtime_ns(st) != e.mtime_ns) continue;
-          ::unlink(e.path.c_str());
-        }
-        trim_locked(shard, false, 0);  // recount from the files that remain
+namespace {
+
+// Every shard's counters, summed; a shard without them (an older kache's, or one killed in a cleanup)
+// is counted once under its lock and gets them.
+Counters all_counters(const std::string& dir) {
+  Counters total;
+  for (int i = 0; i < kShards; ++i) {
+    const std::string shard_dir = shard_at(dir, i);
+    std::optional<Counters> c = read_counters(shard_dir);
+    if (!c && is_directory(shard_dir)) {
+      try {
+        ShardLock lock(shard_dir);
+        c = load_counters_locked(dir, i);
+      } catch (const std::exception&) {
+        c = count(scan_shard(dir, i, false));  // a cache we may only read: counted, not written
       }
     }
-  }
-}
-
-void LocalStorage::remove_entry(std::string_view key) {
-  check_key(key);
-  const std::string shard = shard_of(opt_.dir, key);
-  if (!util::exists(shard)) return;
-  unlink_entry(shard, entry_path(key), std::nullopt);
-}
-
-std::uint64_t LocalStorage::total_size() const {
-  std::uint64_t total = 0;
-  for (int i = 0; i < kShards; ++i) {
-    const std::string shard = shard_at(opt_.dir, i);
-    if (auto v = read_counter(shard)) {
-      total += *v;
-    } else {
-      total += sum_sizes(scan_shard(shard, false));  // no counter yet: count the files
+    if (c) {
+      total.bytes += c->bytes;
+      total.entries += c->entries;
     }
   }
   return total;
 }
 
-std::uint64_t LocalStorage::entry_count() const {
-  std::uint64_t n = 0;
-  for (int i = 0; i < kShards; ++i) n += scan_shard(shard_at(opt_.dir, i), false).size();
-  return n;
+}  // namespace
+
+// A small cache keeps the exact bound (all of it least recently used first); a larger one has each put
+// that leaves its shard over its share evict a bounded sample (see Size bound in the header). `keep`
+// (the entry just stored) is never evicted, so an entry larger than what a bound leaves is used once.
+void LocalStorage::make_room(int shard, std::string_view key, std::uint64_t shard_entries, const std::string& keep) {
+  // The other shards' counters are read only when this one says the cache may be small.
+  if (shard_entries * kShards <= 2 * kSampleFiles) {
+    const Counters all = all_counters(opt_.dir);
+    if (all.entries <= kSampleFiles) {
+      if (all.bytes > opt_.max_size) evict_across_shards(keep);
+      return;
+    }
+  }
+  evict_from_sample(shard, key, keep);
 }
 
-void LocalStorage::clear() {
+// Least recently used eviction over the whole (small) cache, down to 90 % of max_size. One process at a
+// time (non-blocking flock on <dir>/cleanup.lock: the others go on, the next put tries again). Each
+// shard's files are removed under its lock; a file whose mtime moved since the scan (a hit refreshed
+// it) is spared.
+void LocalStorage::evict_across_shards(const std::string& keep) {
+  util::CacheUmaskScope cache_umask;
+  std::optional<ShardLock> cleanup;
+  try {
+    cleanup.emplace(opt_.dir, "cleanup.lock", ShardLock::Wait::no);
+  } catch (const util::LockTimeout&) {
+    return;
+  }
+  remove_stale_root_temps(opt_.dir);
+  std::uint64_t total = total_size();
+  if (total <= opt_.max_size) return;
+  std::vector<EntryFile> all;
+  for (int i = 0; i < kShards; ++i) {
+    for (auto& f : scan_shard(opt_.dir, i, true)) all.push_back(std::move(f));
+  }
+  const std::uint64_t target = ninety_percent(opt_.max_size);
+  std::vector<std::vector<Victim>> by_shard(kShards);
+  std::size_t chosen = 0;
+  for (auto& v : victims_of(all)) {
+    if (total <= target || chosen == kMaxEvictionsPerPut) break;
+    ++chosen;
+    if (v.paths[0] == keep) continue;
+    total = sub_sat(total, v.size.bytes);
+    by_shard[shard_number(file_name(v.paths[0]))].push_back(std::move(v));
+  }
+  for (int i = 0; i < kShards; ++i) {
+    if (by_shard[i].empty()) continue;
+    const std::string shard_dir = shard_at(opt_.dir, i);
+    std::optional<ShardLock> lock;
+    try {
+      lock.emplace(shard_dir);
+    } catch (const util::LockTimeout&) {
+      continue;  // a stopped holder: this shard keeps its files until a later eviction
+    }
+    Counters counters = load_counters_locked(opt_.dir, i);
+    forget_counters_locked(shard_dir);
+    for (const auto& v : by_shard[i]) {
+      struct stat st {};
+      if (::lstat(v.paths[0].c_str(), &st) != 0 || mtime_ns(st) != v.mtime_ns) continue;
+      counters = minus(counters, unlink_victim(v));
+    }
+    write_counters(shard_dir, counters);
+  }
+}
+
+// The bounded eviction of a large cache: under the shard's lock, about kSampleFiles entries of
+// consecutive <k1k2> directories from the one key was written to; their oldest go, as large a part of
+// the sample as the shard must lose to reach 90 % of its share, at most kMaxEvictionsPerPut of them.
+void LocalStorage::evict_from_sample(int shard, std::string_view key, const std::string& keep) {
+  util::CacheUmaskScope cache_umask;
+  const std::uint64_t share = opt_.max_size / kShards;
+  const std::string shard_dir = shard_at(opt_.dir, shard);
+  std::optional<ShardLock> lock;
+  try {
+    lock.emplace(shard_dir);
+  } catch (const util::LockTimeout&) {
+    return;  // the entry is stored; a later put evicts
+  }
+  Counters counters = load_counters_locked(opt_.dir, shard);
+  if (counters.bytes <= share) return;
+  const std::vector<std::string> leaves = list_leaves(shard_dir, true);
+  if (leaves.empty()) return;
+  const std::size_t start = static_cast<std::size_t>(
+      std::lower_bound(leaves.begin(), leaves.end(), key.substr(1, 2)) - leaves.begin());
+  std::vector<EntryFile> sample;
+  std::size_t scanned = 0;
+  for (; scanned < leaves.size() && sample.size() < kSampleFiles; ++scanned) {
+    scan_leaf(util::join_path(shard_dir, leaves[(start + scanned) % leaves.size()]), true, false, sample);
+  }
+  const std::uint64_t sample_bytes = count(sample).bytes;
+  // The whole shard seen (its entries; records are not sampled): its own bytes decide.
+  const double keep_part = static_cast<double>(ninety_percent(share)) / static_cast<double>(counters.bytes);
+  const auto target = static_cast<std::uint64_t>(static_cast<double>(sample_bytes) * keep_part);
+  if (sample_bytes <= target) return;
+  const std::uint64_t excess = sample_bytes - target;
+  forget_counters_locked(shard_dir);
+  std::uint64_t removed = 0;
+  std::size_t evicted = 0;
+  for (auto& v : victims_of(sample)) {
+    if (removed >= excess || evicted >= kMaxEvictionsPerPut) break;
+    if (v.paths[0] == keep) continue;
+    Counters gone = unlink_victim(v);
+    if (gone.entries > 0) gone.bytes += unlink_companion(opt_.dir, file_name(v.paths[0]));
+    counters = minus(counters, gone);
+    removed += gone.bytes;
+    ++evicted;
+  }
+  write_counters(shard_dir, counters);
+}
+
+void LocalStorage::remove_entry(std::string_view key) {
+  check_key(key);
+  if (!is_directory(shard_at(opt_.dir, shard_number(key)))) return;
+  unlink_entry(opt_.dir, key, entry_path(key), std::nullopt);
+}
+
+namespace {
+
+// Unlinks every file of one <k1k2> directory but live writers' temp files; returns the entries gone (companions not
+// counted) and whether any file stayed.
+std::pair<std::uint64_t, bool> unlink_leaf(const std::string& leaf_dir, bool companions) {
+  std::uint64_t removed = 0;
+  bool left = false;
+  DIR* d = ::opendir(leaf_dir.c_str());
+  if (d == nullptr) return {0, false};
+  const std::int64_t now = util::now_ns();
+  while (dirent* de = ::readdir(d)) {
+    if (de->d_name[0] == '.') {
+      struct stat st {};
+      if (is_temp_name(de->d_name) && ::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        remove_stale_temp(::dirfd(d), de->d_name, st, now);
+      continue;
+    }
+    if (::unlinkat(::dirfd(d), de->d_name, 0) == 0) {
+      if (!companions) ++removed;
+    } else if (errno != ENOENT) {
+      left = true;
+    }
+  }
+  ::closedir(d);
+  return {removed, left};
+}
+
+}  // namespace
+
+std::uint64_t LocalStorage::total_size() { return all_counters(opt_.dir).bytes; }
+
+std::uint64_t LocalStorage::entry_count() { return all_counters(opt_.dir).entries; }
+
+std::uint64_t LocalStorage::clear(const Progress& progress) {
   util::CacheUmaskScope cache_umask;
   remove_stale_root_temps(opt_.dir);
+  std::uint64_t removed = 0;
   for (int i = 0; i < kShards; ++i) {
-    const std::string shard = shard_at(opt_.dir, i);
-    if (!util::exists(shard)) continue;
-    ShardLock lock(shard);
-    forget_counter_locked(shard);
-    std::uint64_t left = 0;
-    for (const auto& e : scan_shard(shard, true)) {
-      if (::unlink(e.path.c_str()) != 0 && errno != ENOENT) left += e.size;
+    const std::string shard_dir = shard_at(opt_.dir, i);
+    if (is_directory(shard_dir)) {
+      ShardLock lock(shard_dir);
+      forget_counters_locked(shard_dir);
+      bool left = false;
+      for (bool companions : {false, true}) {
+        const std::string top = companions ? companions_at(opt_.dir, i) : shard_dir;
+        const std::vector<std::string> leaves = list_leaves(top, true);
+        for (std::size_t j = 0; j < leaves.size(); ++j) {
+          const auto [gone, stayed] = unlink_leaf(util::join_path(top, leaves[j]), companions);
+          removed += gone;
+          left = left || stayed;
+          if (progress && !companions) progress(static_cast<std::uint64_t>(i) * 256 + (j + 1) * 256 / leaves.size(),
+                                                kProgressSteps);
+        }
+      }
+      write_counters(shard_dir, left ? count(scan_shard(opt_.dir, i, false)) : Counters{});
     }
-    write_counter(shard, left);
+    if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, kProgressSteps);
+  }
+  return removed;
+}
+
+void LocalStorage::cleanup(const Progress& progress) {
+  util::CacheUmaskScope cache_umask;
+  remove_stale_root_temps(opt_.dir);
+  const std::uint64_t share = opt_.max_size / kShards;
+  for (int i = 0; i < kShards; ++i) {
+    const std::string shard_dir = shard_at(opt_.dir, i);
+    if (is_directory(shard_dir)) {
+      ShardLock lock(shard_dir);
+      forget_counters_locked(shard_dir);
+      const std::vector<EntryFile> files = scan_shard(opt_.dir, i, true);
+      Counters counters = count(files);
+      if (opt_.max_size > 0 && counters.bytes > share) {
+        for (const auto& v : victims_of(files)) {
+          if (counters.bytes <= ninety_percent(share)) break;
+          counters = minus(counters, unlink_victim(v));
+        }
+      }
+      write_counters(shard_dir, counters);
+    }
+    if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, kProgressSteps);
   }
 }
 
-void LocalStorage::trim_all() {
+std::uint64_t LocalStorage::evict_older_than(std::int64_t max_age_ns, const Progress& progress) {
   util::CacheUmaskScope cache_umask;
+  const std::int64_t cutoff = util::now_ns() - max_age_ns;
+  std::uint64_t removed = 0;
   for (int i = 0; i < kShards; ++i) {
-    const std::string shard = shard_at(opt_.dir, i);
-    if (!util::exists(shard)) continue;
-    ShardLock lock(shard);
-    trim_locked(shard, false, 0);  // true sizes first
+    const std::string shard_dir = shard_at(opt_.dir, i);
+    if (is_directory(shard_dir)) {
+      ShardLock lock(shard_dir);
+      forget_counters_locked(shard_dir);
+      const std::vector<EntryFile> files = scan_shard(opt_.dir, i, true);
+      Counters counters = count(files);
+      for (const auto& v : victims_of(files)) {
+        if (v.mtime_ns >= cutoff) break;  // oldest first: the rest are newer
+        const Counters gone = unlink_victim(v);
+        removed += gone.entries;
+        counters = minus(counters, gone);
+      }
+      write_counters(shard_dir, counters);
+    }
+    if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, kProgressSteps);
   }
-  if (opt_.max_size > 0 && total_size() > opt_.max_size) evict("");
+  return removed;
 }
 
 }  // namespace kache::storage

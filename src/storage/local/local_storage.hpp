@@ -8,14 +8,28 @@
 // reader verifies magic, checksums and sizes; any mismatch counts as corruption: the file is removed
 // and the lookup is a miss.
 //
-// Size bound: the 16 top-level shards each keep a size counter (<shard>/size, updated under an flock on
-// <shard>/lock). When the sum passes max_size after a put, one process (flock on <dir>/cleanup.lock)
-// evicts least recently used entries across all shards (a hit bumps the entry's mtime) down to 90% of
-// max_size. Many kache processes can do this at once.
+// Size bound: each of the 16 top-level shards keeps a counters file (<shard>/size: bytes and entries,
+// updated under an flock on <shard>/lock with every put and removal), so the size and the entry count
+// cost 16 small reads, never a walk. A shard may hold 1/16 of max_size (its share). Eviction is least
+// recently used (a hit bumps the entry's mtime) and bounded per compile, whatever the cache holds:
+//  - a small cache (at most kSampleFiles entries in all): the put that passes max_size evicts across
+//    all shards down to 90 % of it, at most kMaxEvictionsPerPut entries (one process at a time,
+//    non-blocking flock on <dir>/cleanup.lock);
+//  - a larger one: the put that leaves its shard over its share evicts from a sample of that shard
+//    (about kSampleFiles files of consecutive <k1k2> directories from the one written): the oldest of
+//    the sample go, in proportion to what the shard must lose to reach 90 % of its share, at most
+//    kMaxEvictionsPerPut of them. The sample's age spread is the shard's, so the oldest of the sample
+//    are among the oldest of the shard (ccache's approximation, one level finer); the shard converges
+//    to its share over the next puts.
+// cleanup() (kache -M, the on-demand cleanup) and evict_older_than() walk every shard.
+//
+// Companions: kache explain's record of an entry lives beside it as <key>.explain; it counts towards
+// the size (not the entries) and goes when its entry is evicted or removed.
 #include <sys/stat.h>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "storage/storage.hpp"
 
@@ -48,18 +62,36 @@ class LocalStorage final : public Storage {
   // give their whole value.
   StorageResult<std::optional<Parts>> read_parts(std::string_view key, const std::string& body_dir);
 
-  // Housekeeping used by the CLI (throw on failure).
-  std::uint64_t total_size() const;   // bytes on disk, from the shard counters
-  std::uint64_t entry_count() const;  // files, by scanning
-  void clear();                       // removes every entry
-  void trim_all();                    // enforces max_size now (after --max-size lowers it)
+  // Writes kache explain's record of the entry under key beside it (see Companions above); returns its path.
+  std::string put_explain_record(std::string_view key, std::string_view text);
+
+  // Housekeeping used by the CLI (throw on failure). Progress is told in steps of one <k1k2>
+  // directory out of kProgressSteps; none by default.
+  using Progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+  static constexpr std::uint64_t kProgressSteps = 16 * 256;
+  std::uint64_t total_size();   // bytes on disk of every file kept, from the shard counters
+  std::uint64_t entry_count();  // entries (companions not counted), from the shard counters
+  // Removes every entry; returns how many were removed.
+  std::uint64_t clear(const Progress& progress = {});
+  // Every shard down to 90 % of its share of max_size now, least recently used first, and exact
+  // counters (kache -M after lowering the limit; the on-demand cleanup).
+  void cleanup(const Progress& progress = {});
+  void trim_all() { cleanup(); }
+  // Removes the entries not used (read or written) for max_age_ns; returns how many were removed.
+  std::uint64_t evict_older_than(std::int64_t max_age_ns, const Progress& progress = {});
   // Counts corrupt entries found by reads; the pipeline folds it into the stats.
   int corrupt_found() const { return corrupt_found_; }
 
+  // The bounds of the eviction a put may do (see Size bound above).
+  static constexpr std::size_t kSampleFiles = 1024;
+  static constexpr std::size_t kMaxEvictionsPerPut = 128;
+
  private:
   std::string entry_path(std::string_view key) const;
-  void evict(const std::string& keep);
-  void put_blob(std::string_view key, std::string_view blob);
+  void make_room(int shard, std::string_view key, std::uint64_t shard_entries, const std::string& keep);
+  void evict_across_shards(const std::string& keep);
+  void evict_from_sample(int shard, std::string_view key, const std::string& keep);
+  std::string put_blob(std::string_view key, std::string_view blob, std::string_view suffix);
   void remove_entry(std::string_view key);
   std::optional<OpenEntry> open_entry(std::string_view key) const;
   std::optional<std::string> find_value(std::string_view key);
