@@ -7,7 +7,8 @@ include(GNUInstallDirs)
 install(PROGRAMS $<TARGET_FILE:${kache_installed_target}> DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME kache)
 
 option(KACHE_MAN "Generate and install the manual page (needs help2man)" ON)
-if(KACHE_MAN AND NOT KACHE_FUZZ)
+# Not in sanitizer or fuzzer builds: generating it runs their instrumented kache at build time.
+if(KACHE_MAN AND NOT KACHE_FUZZ AND NOT KACHE_SANITIZE)
   find_program(HELP2MAN help2man REQUIRED)
   set(kache_man ${PROJECT_BINARY_DIR}/man/kache.1)
   add_custom_command(OUTPUT ${kache_man}
