@@ -151,6 +151,9 @@ void HttpConnection::connect(Clock::time_point deadline) {
   }
   if (url_.scheme == Scheme::https) {
     if (!s.tls) {
+      // No openssl.cnf: a system's config may name providers or engines to load as shared objects (a
+      // FIPS provider, say), which a static program must not dlopen; the built-in defaults suffice.
+      ::OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
       net::ssl::context tls(net::ssl::context::tls_client);
       tls.set_verify_mode(net::ssl::verify_peer);
       if (ca_file_.empty()) {
