@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 
-#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -156,9 +155,15 @@ std::vector<HostAddress> resolve_host_within(const RemoteUrl& url, Clock::time_p
   // drops packets (a firewall dropping IPv6, far more common than one dropping IPv4) must not lose a
   // server that answers on IPv4. hiredis, which resolved Redis names before, used IPv4 alone when a
   // name had any.
-  std::stable_partition(lookup.addresses.begin(), lookup.addresses.end(),
-                        [](const HostAddress& a) { return a.storage.ss_family == AF_INET; });
-  return lookup.addresses;
+  // (Two passes rather than std::stable_partition, whose buffer libstdc++ 12 takes from a function
+  // clang 19 reports as deprecated.)
+  std::vector<HostAddress> ordered;
+  for (const bool v4 : {true, false}) {
+    for (const HostAddress& a : lookup.addresses) {
+      if ((a.storage.ss_family == AF_INET) == v4) ordered.push_back(a);
+    }
+  }
+  return ordered;
 }
 
 }  // namespace kache::storage::remote
