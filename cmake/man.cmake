@@ -4,6 +4,8 @@
 # the SETTINGS and COMPILER ENVIRONMENT sections are made here from the binary's own tables
 # (`kache --list-settings`, `kache --list-environment`), so no option, setting or variable can be
 # missing from the page.
+cmake_minimum_required(VERSION 3.25)
+
 function(kache_table option out_var)
   execute_process(COMMAND ${KACHE} ${option} OUTPUT_VARIABLE text RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)

@@ -418,6 +418,8 @@ class SingleStaticBinary(RemoteCase):
             for url in (nginx.url + "/cache", redis.url, by_host_name(nginx.url) + "/cache", by_host_name(redis.url)):
                 with self.subTest(url=url):
                     self.check_served_in_process(url)
+        shutil.rmtree(self.path("cache-one"), ignore_errors=True)
+        with servers.Nginx() as nginx:  # a server that has not seen these compiles
             self.share_through(by_host_name(nginx.url) + "/cache")
             self.assertTrue(nginx.stored_files())
 
