@@ -47,5 +47,6 @@ fi
 # The Release binary (the demo and the benchmark use it; scripts/test.sh builds its own Debug one).
 # Warnings do not fail this build: GCC's -O3 flow warnings vary by version; scripts/test.sh keeps -Werror.
 cmake -S "$repo" -B "$repo/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKACHE_TESTS=OFF -DKACHE_WERROR=OFF
-cmake --build "$repo/build" -j "${KACHE_JOBS:-$(nproc)}" --target kache
+# The default target: kache and its manual page (what `cmake --install build` and `cpack` ship).
+cmake --build "$repo/build" -j "${KACHE_JOBS:-$(nproc)}"
 echo "setup: built $repo/build/kache"
