@@ -46,12 +46,10 @@ set(CPACK_PACKAGE_CONTACT "kache maintainers <kache@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "compiler cache for nvcc, gcc and clang")
 set(CPACK_PACKAGE_DESCRIPTION "kache caches the results of nvcc, gcc, g++, clang and clang++ compiles,\
  locally and in shared Redis or HTTP(S) stores, and runs the real compiler for anything it cannot prove\
- safe to cache.")
+ safe to cache. Licensed under the Apache License 2.0 (/usr/share/doc/kache/copyright).")
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-set(CPACK_DEBIAN_PACKAGE_LICENSE "Apache-2.0")
-set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/kache/kache")
 set(CPACK_GENERATOR DEB)
 include(CPack)

@@ -176,10 +176,12 @@ class DebianPackage(Installed):
     def test_package_holds_the_program_and_the_manual(self):
         self.assertIsNotNone(self.deb, "cpack -G DEB made no package")
         listing = subprocess.run(["dpkg-deb", "-c", self.deb], capture_output=True, text=True, check=True).stdout
-        for path in ("./usr/bin/kache", "./usr/share/man/man1/kache.1", "./usr/lib/kache/gcc -> ../../bin/kache"):
+        for path in ("./usr/bin/kache", "./usr/share/man/man1/kache.1", "./usr/lib/kache/gcc -> ../../bin/kache",
+                     "./usr/share/doc/kache/copyright"):
             self.assertIn(path, listing)
         info = subprocess.run(["dpkg-deb", "-I", self.deb], capture_output=True, text=True, check=True).stdout
         self.assertNotIn("Depends:", info)  # static: nothing to depend on
+        self.assertIn("Apache License 2.0", info)
 
     def test_unpacked_package_compiles_and_hits_through_its_link(self):
         self.assertIsNotNone(self.deb, "cpack -G DEB made no package")
