@@ -8,9 +8,10 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libtomlplusplus-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libxxhash-dev libssl-dev
-  nlohmann-json3-dev libhiredis-dev libcurl4-openssl-dev libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libtomlplusplus-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libxxhash-dev libssl-dev libc-ares-dev
+  nlohmann-json3-dev libhiredis-dev libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
   ccache sccache redis-server nginx hyperfine strace gdb meson python3 python3-matplotlib binutils make
+  help2man man-db file dpkg-dev  # the manual page (cmake/man.cmake), the install and package tests
   xfsprogs e2fsprogs
   faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)
   clang-14 libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh
@@ -46,5 +47,6 @@ fi
 # The Release binary (the demo and the benchmark use it; scripts/test.sh builds its own Debug one).
 # Warnings do not fail this build: GCC's -O3 flow warnings vary by version; scripts/test.sh keeps -Werror.
 cmake -S "$repo" -B "$repo/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKACHE_TESTS=OFF -DKACHE_WERROR=OFF
-cmake --build "$repo/build" -j "${KACHE_JOBS:-$(nproc)}" --target kache
+# The default target: kache and its manual page (what `cmake --install build` and `cpack` ship).
+cmake --build "$repo/build" -j "${KACHE_JOBS:-$(nproc)}"
 echo "setup: built $repo/build/kache"

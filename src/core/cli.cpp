@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/build_features.hpp"
 #include "core/config.hpp"
 #include "core/doctor.hpp"
 #include "core/explain.hpp"
@@ -281,7 +282,7 @@ int run_cli(int argc, char** argv) {
     return 1;
   }
   if (version) {
-    fmt::print("kache {}\n", KACHE_VERSION);
+    fmt::print("kache {}\n{}", KACHE_VERSION, build_features());
     return 0;
   }
   if (json && !show) {

@@ -415,6 +415,17 @@ namespace {
 
 std::string full_name(const KeySpec& k) { return fmt::format("{}.{}", k.section, k.name); }
 
+}  // namespace
+
+std::vector<SettingRow> setting_rows() {
+  const Config defaults;
+  std::vector<SettingRow> rows;
+  for (const auto& k : kKeys) rows.push_back({full_name(k), k.env, k.not_a, k.show(defaults)});
+  return rows;
+}
+
+namespace {
+
 const KeySpec* find_key(std::string_view section, std::string_view name) {
   for (const auto& k : kKeys) {
     if (section == k.section && name == k.name) return &k;

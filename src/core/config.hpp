@@ -77,6 +77,14 @@ bool parse_bool(const std::string& text, bool& value);
 void apply_process_settings(const Config& config);
 // Every KACHE_* variable a setting reads, in the table's order (tests and the config fuzzer set them all).
 std::vector<std::string> config_environment_variables();
+// One row of the settings table as the manual prints it (kache --list-settings, man/kache.h2m).
+struct SettingRow {
+  std::string name;           // "cache.dir"
+  std::string env;            // "KACHE_DIR"
+  std::string kind;           // "a path"
+  std::string default_value;  // as --show-config shows it
+};
+std::vector<SettingRow> setting_rows();
 // Human-readable listing of every effective setting and its origin.
 std::string describe_config(const Config& config);
 

@@ -20,7 +20,6 @@
 #include "compiler/nvcc/plan.hpp"
 #include "core/config.hpp"
 #include "storage/local/local_storage.hpp"
-#include "storage/remote/curl_loader.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -425,17 +424,6 @@ std::string filesystem_name(std::uint64_t type) {
   }
 }
 
-// Only a statically linked kache refuses to load libcurl, and its doctor runs in that process only when the
-// hand-over to kache-http (main.cpp) failed: the sibling is missing or cannot start on this host. Http(s)
-// remotes are then off for every compile, and the driver is asked from the static kache.
-void check_http_sibling(Rows& rows) {
-  const std::string& why = storage::remote::curl_loading_refusal();
-  if (why.empty()) return;
-  rows.add("install", "kache-http", Status::warn, "not runnable", why + ".",
-           "install kache and kache-http (built together) into the same directory, and check that kache-http "
-           "runs on this host (ldd kache-http)");
-}
-
 void check_cache(Rows& rows, const Config& cfg) {
   const std::string& dir = cfg.cache_dir;
   const bool exists = util::exists(dir);
@@ -600,7 +588,6 @@ int run_doctor(const std::vector<std::string>& args) {
   check_driver(rows, release);
   check_cache(rows, cfg);
   check_config(rows, cfg, env);
-  check_http_sibling(rows);
 
   std::size_t fails = 0, warns = 0;
   for (const auto& r : rows.rows) {

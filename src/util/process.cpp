@@ -215,15 +215,12 @@ void exit_like(const ProcessResult& result) {
 }
 
 std::optional<std::string> find_executable(const std::string& name, const std::string& path_var,
-                                           const std::string& skip, const std::string& skip_too) {
+                                           const std::string& skip) {
   if (name.empty()) return std::nullopt;
   struct stat skip_st {};
   const bool have_skip = !skip.empty() && ::stat(skip.c_str(), &skip_st) == 0;
-  struct stat skip_too_st {};
-  const bool have_skip_too = !skip_too.empty() && ::stat(skip_too.c_str(), &skip_too_st) == 0;
   auto is_skipped = [&](const struct stat& st) {
-    return (have_skip && st.st_dev == skip_st.st_dev && st.st_ino == skip_st.st_ino) ||
-           (have_skip_too && st.st_dev == skip_too_st.st_dev && st.st_ino == skip_too_st.st_ino);
+    return have_skip && st.st_dev == skip_st.st_dev && st.st_ino == skip_st.st_ino;
   };
 
   struct stat st {};

@@ -33,10 +33,9 @@ void exec_replace(const std::string& exe, const std::vector<std::string>& argv, 
 
 // Resolves a command name the way execvp would, over the directories of `path_var`.
 // Candidates that are the same file as `skip` (e.g. kache itself, through a symlink named nvcc)
-// are skipped so kache can never run itself; `skip_too` likewise (the static kache that handed an
-// invocation over to kache-http, see main.cpp).
+// are skipped so kache can never run itself.
 std::optional<std::string> find_executable(const std::string& name, const std::string& path_var,
-                                           const std::string& skip = "", const std::string& skip_too = "");
+                                           const std::string& skip = "");
 
 // Absolute path of the running executable (/proc/self/exe).
 std::string self_executable();

@@ -7,7 +7,6 @@ black-holed server and a corrupt or unauthenticated one never break a build and 
 object, and the stats count what happened.
 """
 import glob
-import json
 import os
 import re
 import shutil
@@ -29,77 +28,6 @@ __global__ void k%d(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]) + %d.0f; 
 int host%d() { return %d; }
 """
 UNITS = ["a", "b", "c"]
-
-# An LD_PRELOAD hook: getaddrinfo of the name in HANG_HOST sleeps 60 s first, as with a DNS server that
-# never answers; other names resolve as usual. The compiler kache runs does not inherit it.
-HANGING_RESOLVER_C = r"""
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <netdb.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-static char hang_host[256];
-
-__attribute__((constructor)) static void init(void) {
-  const char* h = getenv("HANG_HOST");
-  if (h) strncpy(hang_host, h, sizeof(hang_host) - 1);
-  unsetenv("LD_PRELOAD");
-}
-
-int getaddrinfo(const char* node, const char* service, const struct addrinfo* hints, struct addrinfo** res) {
-  if (node && hang_host[0] && strcmp(node, hang_host) == 0) sleep(60);
-  int (*real)(const char*, const char*, const struct addrinfo*, struct addrinfo**) =
-      (int (*)(const char*, const char*, const struct addrinfo*, struct addrinfo**))dlsym(RTLD_NEXT, "getaddrinfo");
-  return real(node, service, hints, res);
-}
-"""
-
-# An LD_PRELOAD hook: getaddrinfo of the name in CRAFTED_HOST answers the numeric addresses listed in
-# CRAFTED_ADDRESSES ("::1,127.0.0.1"), in that order, as a DNS server with A and AAAA records would (and
-# as glibc sorts them when IPv6 is preferred); the caller's hints still apply (an AF_INET-only lookup
-# gets the IPv4 ones). Other names resolve as usual.
-CRAFTED_RESOLVER_C = r"""
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <netdb.h>
-#include <stdlib.h>
-#include <string.h>
-
-static char crafted_host[256];
-static char crafted_addresses[1024];
-
-__attribute__((constructor)) static void init(void) {
-  const char* h = getenv("CRAFTED_HOST");
-  const char* a = getenv("CRAFTED_ADDRESSES");
-  if (h) strncpy(crafted_host, h, sizeof(crafted_host) - 1);
-  if (a) strncpy(crafted_addresses, a, sizeof(crafted_addresses) - 1);
-  unsetenv("LD_PRELOAD");
-}
-
-int getaddrinfo(const char* node, const char* service, const struct addrinfo* hints, struct addrinfo** res) {
-  int (*real)(const char*, const char*, const struct addrinfo*, struct addrinfo**) =
-      (int (*)(const char*, const char*, const struct addrinfo*, struct addrinfo**))dlsym(RTLD_NEXT, "getaddrinfo");
-  if (!node || !crafted_host[0] || strcmp(node, crafted_host) != 0) return real(node, service, hints, res);
-  char list[sizeof(crafted_addresses)];
-  strcpy(list, crafted_addresses);
-  struct addrinfo* first = NULL;
-  struct addrinfo** tail = &first;
-  struct addrinfo numeric = hints ? *hints : (struct addrinfo){0};
-  numeric.ai_flags |= AI_NUMERICHOST;
-  char* save = NULL;
-  for (char* address = strtok_r(list, ",", &save); address; address = strtok_r(NULL, ",", &save)) {
-    struct addrinfo* found = NULL;
-    if (real(address, service, &numeric, &found) != 0) continue;
-    *tail = found;  /* glibc frees each node on its own: lists chain safely */
-    while (*tail) tail = &(*tail)->ai_next;
-  }
-  *res = first;
-  return first ? 0 : EAI_NONAME;
-}
-"""
-
 
 class RemoteCase(KacheTestCase):
     def setUp(self):
@@ -150,9 +78,7 @@ class RemoteCase(KacheTestCase):
                        cwd=self.path(checkout, "build"), env=e, check=True, capture_output=True)
         with open(trace) as f:
             progs = re.findall(r'execve\("([^"]+)"', f.read())
-        ours = {os.path.realpath(kachetest.KACHE), os.path.realpath(os.path.join(os.path.dirname(kachetest.KACHE),
-                                                                               "kache-http"))}
-        return [p for p in progs if os.path.realpath(p) not in ours]
+        return [p for p in progs if os.path.realpath(p) != os.path.realpath(kachetest.KACHE)]
 
     def share_through(self, url):
         one = self.env_for("one", url)
@@ -277,24 +203,6 @@ class Outages(RemoteCase):
                 self.assertGreater(s["remote_timeouts"] + s["remote_skipped"], 0, s)
         self.assert_plain_equivalent("one")
 
-    def test_a_resolver_that_hangs_costs_no_more_than_connect_timeout(self):
-        # getaddrinfo blocks for as long as the system's resolver takes: an LD_PRELOAD hook makes it hang
-        # for HANG_HOST (60 s), as a dead DNS server would. Both remote kinds wait for it at most
-        # connect-timeout, count a timeout, and the build goes on.
-        hook = self.build_preload_hook("hang", HANGING_RESOLVER_C)
-        for scheme in ("redis", "http"):
-            env = self.env_for("one", f"{scheme}://hang.kache.invalid:1|connect-timeout=100",
-                               KACHE_DIR=self.path("c-" + scheme), HANG_HOST="hang.kache.invalid",
-                               **self.preload_env(hook))
-            started = time.monotonic()
-            self.compile("one", "a", env)
-            took = time.monotonic() - started
-            s = self.stats_of(env)
-            self.assertEqual((s["misses"], s["remote_timeouts"]), (1, 1), s)
-            # A bound, not a benchmark: the hook hangs for 60 s; the compile itself takes about 1 s.
-            self.assertLess(took, 30, f"{scheme}: the compile waited for the resolver")
-        self.assert_plain_equivalent("one", units=["a"])
-
     def test_a_name_whose_ipv6_address_black_holes_connects_over_ipv4(self):
         # A name with an AAAA record whose route drops packets (a firewall that drops IPv6) and an A
         # record of the server: hiredis, which resolved Redis names itself, tried IPv4 first; kache
@@ -305,15 +213,15 @@ class Outages(RemoteCase):
                 s.bind(("::1", 0))
         except OSError:
             self.skipTest("no IPv6 loopback (::1) for the black hole")
-        hook = self.build_preload_hook("crafted", CRAFTED_RESOLVER_C)
+        # The name's two addresses come from a hosts file of the test's own (CARES_HOSTS), in this order.
+        hosts = self.write("hosts", "::1 dual.kache.invalid\n127.0.0.1 dual.kache.invalid\n")
         with servers.Redis() as redis, servers.Nginx() as nginx:
             for scheme, port, stored in (("redis", redis.port, lambda: redis.keys("kache:*")),
                                          ("http", nginx.port, nginx.stored_files)):
                 with self.subTest(scheme=scheme), servers.BlackHole(full_backlog=True, host="::1", port=port):
                     path = "/cache" if scheme == "http" else ""
                     env = self.env_for("one", f"{scheme}://dual.kache.invalid:{port}{path}|connect-timeout=1000",
-                                       KACHE_DIR=self.path("c-" + scheme), CRAFTED_HOST="dual.kache.invalid",
-                                       CRAFTED_ADDRESSES="::1,127.0.0.1", **self.preload_env(hook))
+                                       KACHE_DIR=self.path("c-" + scheme), CARES_HOSTS=hosts)
                     self.compile("one", "a", env)
                     s = self.stats_of(env)
                     self.assertEqual((s["misses"], s["remote_timeouts"], s["remote_errors"]), (1, 0, 0), s)
@@ -441,12 +349,12 @@ class Poisoning(RemoteCase):
         self.check_never_served(lambda v: b"\x00" * len(v))
 
 
-def static_front_beside(kache):
-    """The statically linked kache that hands remotes over to kache-http: `kache-static` beside a test
-    build's kache, or kache itself in a release build (no program interpreter). None when there is none."""
+def static_kache_beside(kache):
+    """The statically linked kache: `kache-static` beside a test build's kache, or kache itself in a release
+    build (no program interpreter). None when there is none."""
     here = os.path.dirname(os.path.realpath(kache))
     for candidate in (os.path.join(here, "kache-static"), os.path.realpath(kache)):
-        if os.path.exists(candidate) and os.path.exists(os.path.join(here, "kache-http")):
+        if os.path.exists(candidate):
             with open(candidate, "rb") as f:
                 if b"/lib64/ld-linux" not in f.read(4096):
                     return candidate
@@ -454,23 +362,21 @@ def static_front_beside(kache):
 
 
 def by_host_name(url):
-    """The same server named by host name ("localhost"), which a static kache must not resolve itself."""
+    """The same server named by host name ("localhost", from /etc/hosts)."""
     return url.replace("127.0.0.1", "localhost", 1)
 
 
-class StaticFront(RemoteCase):
-    """The release kache is static (a hit pays no dynamic loader): it serves Redis and http:// remotes given
-    by numeric address itself, and hands https:// remotes (libcurl) and host names (NSS) over to
-    kache-http, its dynamically linked sibling, which does the work."""
+class SingleStaticBinary(RemoteCase):
+    """The release kache is one static program (a hit pays no dynamic loader) that serves every remote
+    itself: Redis, http and https, by numeric address or by host name (c-ares, no NSS), TLS by OpenSSL
+    linked in. It runs no other program than the compiler and opens no shared library."""
 
     def setUp(self):
         super().setUp()
-        front = static_front_beside(kachetest.KACHE)
-        self.assertIsNotNone(front, "no static kache (kache-static or a static kache) beside " + kachetest.KACHE)
-        # The pair as installed: both in one directory, the front named kache.
+        static = static_kache_beside(kachetest.KACHE)
+        self.assertIsNotNone(static, "no static kache (kache-static or a static kache) beside " + kachetest.KACHE)
         os.makedirs(self.path("inst"))
-        shutil.copy2(front, self.path("inst", "kache"))
-        shutil.copy2(os.path.join(os.path.dirname(front), "kache-http"), self.path("inst", "kache-http"))
+        shutil.copy2(static, self.path("inst", "kache"))
         self.saved_kache = kachetest.KACHE
         kachetest.KACHE = self.path("inst", "kache")
 
@@ -479,16 +385,16 @@ class StaticFront(RemoteCase):
         super().tearDown()
 
     def programs_run(self, args, env, cwd):
-        trace = self.path("trace-front")
+        trace = self.path("trace-static")
         e = dict(self.env)
         e.update(env)
         subprocess.run([STRACE, "-f", "-qq", "-e", "trace=execve,openat", "-o", trace] + args, cwd=cwd, env=e,
                        check=True, capture_output=True)
         with open(trace) as f:
             lines = f.read().splitlines()
-        # What the front's own process (the first pid of the trace) opened, and every program run.
-        front_pid = lines[0].split()[0] if lines else None
-        self.front_opened = [m.group(1) for line in lines if line.split()[0] == front_pid
+        # What kache's own process (the first pid of the trace) opened, and every program run.
+        kache_pid = lines[0].split()[0] if lines else None
+        self.kache_opened = [m.group(1) for line in lines if line.split()[0] == kache_pid
                              for m in [re.search(r'openat\([^"]*"([^"]+)"', line)] if m]
         return re.findall(r'execve\("([^"]+)"', "\n".join(lines))
 
@@ -497,39 +403,49 @@ class StaticFront(RemoteCase):
         return self.programs_run([kachetest.KACHE, "nvcc", "-c", f"{root}/src/a.cu", f"-I{root}/include", "-o",
                                   "a.o"], self.env_for("one", url), self.path("one", "build"))
 
-    def test_numeric_address_stays_in_the_front(self):
+    def check_served_in_process(self, url):
+        if not STRACE:
+            return
+        shutil.rmtree(self.path("cache-one"), ignore_errors=True)
+        progs = self.first_compile_programs(url)
+        self.assertEqual(progs[0], kachetest.KACHE, progs)
+        self.assertEqual([p for p in progs if os.path.basename(p).startswith("kache")], [kachetest.KACHE], progs)
+        # ... and loaded nothing: no NSS module, no libcurl (a static program has no loader).
+        self.assertEqual([f for f in self.kache_opened if ".so" in f], [])
+
+    def test_numeric_address_and_host_name(self):
         with servers.Nginx() as nginx, servers.Redis() as redis:
-            for url in (nginx.url + "/cache", redis.url):
+            for url in (nginx.url + "/cache", redis.url, by_host_name(nginx.url) + "/cache", by_host_name(redis.url)):
                 with self.subTest(url=url):
-                    if STRACE:
-                        shutil.rmtree(self.path("cache-one"), ignore_errors=True)
-                        progs = self.first_compile_programs(url)
-                        self.assertNotIn(self.path("inst", "kache-http"), progs)
-                        self.assertEqual(progs[0], kachetest.KACHE, progs)
-                        # ... and loaded nothing: no NSS module, no libcurl (a static program has no loader).
-                        self.assertEqual([f for f in self.front_opened if ".so" in f], [])
-            self.share_through(nginx.url + "/cache")
+                    self.check_served_in_process(url)
+        shutil.rmtree(self.path("cache-one"), ignore_errors=True)
+        with servers.Nginx() as nginx:  # a server that has not seen these compiles
+            self.share_through(by_host_name(nginx.url) + "/cache")
             self.assertTrue(nginx.stored_files())
 
-    def test_host_name_is_handed_over(self):
-        with servers.Nginx() as nginx:
-            url = by_host_name(nginx.url) + "/cache"
-            if STRACE:
-                progs = self.first_compile_programs(url)
-                self.assertEqual(progs[:2], [kachetest.KACHE, self.path("inst", "kache-http")], progs)
+    def test_https_by_host_name(self):
+        with servers.Nginx(tls=True) as nginx:
+            self.env["KACHE_REMOTE_CA_FILE"] = nginx.ca_cert
+            url = by_host_name(nginx.url) + "/cache|connect-timeout=2000"
+            self.check_served_in_process(url)
             self.share_through(url)
             self.assertTrue(nginx.stored_files())
 
-    def test_no_remote_no_hand_over(self):
-        if not STRACE:
-            self.skipTest("strace is not installed")
-        root = self.path("one")
-        progs = self.programs_run([kachetest.KACHE, "nvcc", "-c", f"{root}/src/a.cu", f"-I{root}/include", "-o",
-                                   "a.o"], {"KACHE_DIR": self.path("cache-one")}, self.path("one", "build"))
-        self.assertNotIn(self.path("inst", "kache-http"), progs)
+    def test_https_with_ssl_cert_file(self):
+        # No remote.ca_file: the system's CAs, here replaced through OpenSSL's SSL_CERT_FILE.
+        with servers.Nginx(tls=True) as nginx:
+            url = by_host_name(nginx.url) + "/cache|connect-timeout=2000"
+            env = self.env_for("one", url, SSL_CERT_FILE=nginx.ca_cert)
+            self.compile("one", "a", env)
+            s = self.stats_of(env)
+            self.assertEqual((s["misses"], s["remote_errors"], s["remote_writes"] > 0), (1, 0, True), s)
+            # Without it the self-signed CA is not trusted: an error, the build goes on.
+            env = self.env_for("one", url, KACHE_DIR=self.path("c-untrusted"))
+            self.compile("one", "b", env)
+            s = self.stats_of(env)
+            self.assertEqual((s["misses"], s["remote_errors"] > 0, s["remote_writes"]), (1, True, 0), s)
 
-    def test_link_named_nvcc_does_not_run_the_front_as_the_compiler(self):
-        # nvcc -> kache first on PATH: kache-http must skip the front too when it looks for nvcc.
+    def test_link_named_nvcc_does_not_run_itself_as_the_compiler(self):
         os.symlink(self.path("inst", "kache"), self.path("inst", "nvcc"))
         with servers.Nginx() as nginx:
             env = self.env_for("one", by_host_name(nginx.url) + "/cache")
@@ -543,67 +459,6 @@ class StaticFront(RemoteCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             s = self.stats_of(env)
             self.assertEqual((s["misses"], s["remote_writes"] > 0), (1, True), s)
-
-    def test_missing_sibling_builds_without_remotes_it_would_serve(self):
-        os.unlink(self.path("inst", "kache-http"))
-        with servers.Nginx() as nginx:
-            env = self.env_for("one", by_host_name(nginx.url) + "/cache")
-            self.build("one", env)
-            self.assertEqual(nginx.stored_files(), [])
-            s = self.stats_of(env)
-            self.assertEqual((s["misses"], s["remote_writes"]), (3, 0), s)
-        self.assert_plain_equivalent("one")
-
-    def replace_sibling_by_one_that_cannot_load(self):
-        """kache-http executable but its dynamic loader fails (an older glibc on the host, a missing .so):
-        here a program linked to a library deleted since."""
-        gone = self.path("gone")
-        os.makedirs(gone)
-        self.write("gone/gone.c", "int gone(void) { return 0; }\n")
-        self.write("gone/main.c", "int gone(void);\nint main(void) { return gone(); }\n")
-        subprocess.run(["gcc", "-shared", "-fPIC", "-o", os.path.join(gone, "libkachegone.so"),
-                        os.path.join(gone, "gone.c")], check=True)
-        helper = self.path("inst", "kache-http")
-        os.unlink(helper)
-        subprocess.run(["gcc", "-o", helper, os.path.join(gone, "main.c"), "-L" + gone, "-lkachegone",
-                        "-Wl,-rpath," + gone], check=True)
-        os.unlink(os.path.join(gone, "libkachegone.so"))
-        r = subprocess.run([helper], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 127, r.stderr)  # what an execv of it would have made of every compile
-
-    def test_sibling_that_cannot_load_runs_the_compiler(self):
-        self.replace_sibling_by_one_that_cannot_load()
-        self.write("w/foo.c", "int twice(int x) { return 2 * x; }\n")
-        self.write("w/bad.c", "int bad(void) { return undeclared; }\n")
-        env = {"KACHE_DIR": self.path("cache-one"), "KACHE_REMOTE_STORAGE": "http://localhost:9/cache"}
-        cwd = self.path("w")
-        for _ in range(2):  # a miss, then a local hit
-            r = self.kache(["gcc", "-c", "foo.c", "-o", "foo.o"], cwd=cwd, env=env, check=False)
-            self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
-        plain = subprocess.run(["gcc", "-c", "foo.c", "-o", "plain.o"], cwd=cwd, capture_output=True, text=True)
-        self.assertEqual(plain.returncode, 0, plain.stderr)
-        self.assert_same_object(self.path("w", "foo.o"), self.path("w", "plain.o"))
-        s = self.stats_of(env)
-        self.assertEqual((s["misses"], s["hits"]), (1, 1), s)
-        # A failing compile: the compiler's exit code and diagnostics, nothing of the loader's.
-        plain = subprocess.run(["gcc", "-c", "bad.c", "-o", "bad.o"], cwd=cwd, capture_output=True, text=True)
-        r = self.kache(["gcc", "-c", "bad.c", "-o", "bad.o"], cwd=cwd, env=env, check=False)
-        self.assertNotEqual(plain.returncode, 0)
-        self.assertEqual((r.returncode, r.stdout, r.stderr), (plain.returncode, plain.stdout, plain.stderr))
-
-    def sibling_rows(self):
-        r = self.kache(["doctor", "--json"], check=False)
-        rows = json.loads(r.stdout)["rows"]
-        return [(row["status"], row["fix"]) for row in rows if row["name"] == "kache-http"]
-
-    def test_doctor_names_a_sibling_that_cannot_run(self):
-        self.assertEqual(self.sibling_rows(), [])  # doctor ran in kache-http
-        self.replace_sibling_by_one_that_cannot_load()
-        rows = self.sibling_rows()
-        self.assertEqual([status for status, _ in rows], ["warn"], rows)
-        self.assertIn("same directory", rows[0][1])
-        os.unlink(self.path("inst", "kache-http"))
-        self.assertEqual([status for status, _ in self.sibling_rows()], ["warn"])
 
 
 if __name__ == "__main__":

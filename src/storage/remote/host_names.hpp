@@ -1,10 +1,12 @@
 #pragma once
-// Host names of remotes: resolved within the connect timeout, and never by the statically linked kache.
+// Host names of remotes, resolved by c-ares within the connect timeout.
 //
-// getaddrinfo resolves a name through the system's NSS modules, which it loads with dlopen, and a static
-// executable must never dlopen (its libc cannot initialize a second copy). So the static front hands
-// every remote named by host name to kache-http (main.cpp), and if it ends up serving one itself
-// (kache-http missing or unable to start), that remote fails with one sentence instead of resolving.
+// glibc's getaddrinfo resolves through the system's NSS modules, which it loads with dlopen: a statically
+// linked kache must never do that (its libc cannot initialize a second copy), and getaddrinfo's own
+// waiting is not bounded by anything kache sets (seconds per DNS server and attempt). c-ares is linked
+// statically, reads /etc/hosts (or the file CARES_HOSTS names) and /etc/resolv.conf itself (in the order
+// /etc/nsswitch.conf gives), and is driven here with poll() until the deadline, so a dead DNS server
+// costs at most connect-timeout.
 #include <sys/socket.h>
 
 #include <chrono>
@@ -15,11 +17,7 @@
 
 namespace kache::storage::remote {
 
-// Throws RemoteError (kind error) when this process is the static front and the URL names its host
-// by name rather than by numeric address.
-void require_resolvable(const RemoteUrl& url);
-
-// One address of a host, as getaddrinfo gives it (TCP, port included).
+// One address of a host (TCP, port included).
 struct HostAddress {
   sockaddr_storage storage{};
   socklen_t length = 0;
@@ -29,11 +27,13 @@ struct HostAddress {
 };
 
 // The addresses of url's host (a name or a numeric address) and port, IPv4 ones first (then the
-// resolver's order): callers try them in order within one deadline. getaddrinfo blocks for as long
-// as the system's resolver takes (seconds per server and attempt), so it runs on a thread of its own
-// and is waited for until `until`; a thread still blocked then is left to finish on its own (or to end
-// with the process). Throws RemoteError: kind timeout past `until`, kind error when the name does not
-// resolve or require_resolvable refuses it.
+// resolver's order): callers try them in order within one deadline. Throws RemoteError: kind timeout
+// past `until`, kind error when the name does not resolve.
 std::vector<HostAddress> resolve_host_within(const RemoteUrl& url, std::chrono::steady_clock::time_point until);
+
+// The same, asking the DNS servers in `dns_servers` (c-ares's "host:port,..." form) instead of
+// /etc/resolv.conf's: what tests use to stand in for a DNS server that never answers.
+std::vector<HostAddress> resolve_host_within(const RemoteUrl& url, std::chrono::steady_clock::time_point until,
+                                             const std::string& dns_servers);
 
 }  // namespace kache::storage::remote

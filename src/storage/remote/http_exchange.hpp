@@ -1,8 +1,7 @@
 #pragma once
-// One HTTP request and its answer, as the two connections behind HttpStorage see them: PlainHttpConnection
-// (http://, Boost.Beast in this process) and CurlConnection (https://, libcurl loaded on first use).
-// Both throw RemoteError for what the server did not answer (refused, timed out, TLS, DNS) or for an
-// answer body over its bound, and OversizedValue for a value (a GET's 200) over the caller's bound; a
+// One HTTP request and its answer, as the connection behind HttpStorage sees them (HttpConnection:
+// http:// and https://, Boost.Beast in this process). It throws RemoteError for what the server did
+// not answer (refused, timed out, TLS, DNS) or for an answer body over its bound, and OversizedValue for a value (a GET's 200) over the caller's bound; a
 // status code, whatever it is, is an answer.
 #include <cstdint>
 #include <string>

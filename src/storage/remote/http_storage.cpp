@@ -94,13 +94,8 @@ HttpResponse HttpStorage::perform(HttpMethod method, std::string_view key, std::
   request.body = upload;
   request.max_body = method == HttpMethod::get ? max_body_ : kAnswerBodyLimit;
   HttpResponse response;
-  if (url_.scheme == Scheme::https) {
-    if (!curl_) curl_ = std::make_unique<CurlConnection>(url_, ca_file_);
-    response = curl_->perform(request, key_url(key));
-  } else {
-    if (!plain_) plain_ = std::make_unique<PlainHttpConnection>(url_);
-    response = plain_->perform(request);
-  }
+  if (!connection_) connection_ = std::make_unique<HttpConnection>(url_, ca_file_);
+  response = connection_->perform(request);
   if (response.status == 401 || response.status == 403) {
     throw RemoteError(RemoteFailure::Kind::auth, url_.redacted() + ": the server refused the credentials (HTTP " +
                                                      std::to_string(response.status) + ")");

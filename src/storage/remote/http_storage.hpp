@@ -1,8 +1,7 @@
 #pragma once
 // An HTTP(S) server as a store: GET, PUT and DELETE of <base>/<layout path of key> (a WebDAV share,
-// a Bazel remote cache's /ac/, any server that stores what is PUT). http:// goes through Boost.Beast in
-// this process (plain_http.hpp), https:// through libcurl loaded on first use (curl_http.hpp; without
-// libcurl every https call fails with one sentence saying the remote is disabled).
+// a Bazel remote cache's /ac/, any server that stores what is PUT). http:// and https:// go through
+// Boost.Beast in this process, TLS by OpenSSL (http_connection.hpp).
 //
 // Statuses: GET 200 = the value, 404 = miss; PUT any 2xx; DELETE any 2xx or 404; 401 and 403 = auth;
 // anything else = error. Failures to get an answer: past connect-timeout or operation-timeout =
@@ -17,9 +16,8 @@
 #include <memory>
 #include <string>
 
-#include "storage/remote/curl_http.hpp"
 #include "storage/remote/http_exchange.hpp"
-#include "storage/remote/plain_http.hpp"
+#include "storage/remote/http_connection.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
 #include "storage/remote/remote_url.hpp"
@@ -50,8 +48,7 @@ class HttpStorage final : public RemoteBackend {
   RemoteUrl url_;
   std::string ca_file_;
   std::uint64_t max_body_;
-  std::unique_ptr<PlainHttpConnection> plain_;  // http://, made on first use
-  std::unique_ptr<CurlConnection> curl_;        // https://, made on first use
+  std::unique_ptr<HttpConnection> connection_;  // made on first use
 };
 
 }  // namespace kache::storage::remote

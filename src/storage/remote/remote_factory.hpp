@@ -8,7 +8,7 @@
 
 namespace kache::storage::remote {
 
-// Never null. Creating a store does no I/O: connections open, and libcurl loads, on first use.
+// Never null. Creating a store does no I/O: connections open on first use.
 std::unique_ptr<RemoteBackend> make_remote_storage(const RemoteUrl& url, const RemoteStoreOptions& options);
 
 }  // namespace kache::storage::remote

@@ -1,7 +1,7 @@
 #pragma once
 // A write to a connection the server has closed raises SIGPIPE, whose default action would kill kache
-// instead of turning into a RemoteError. hiredis writes with write(2) (no MSG_NOSIGNAL) and OpenSSL
-// inside curl may too, so each remote operation runs with SIGPIPE blocked in its thread; a SIGPIPE it
+// instead of turning into a RemoteError. hiredis writes with write(2) (no MSG_NOSIGNAL) and other
+// libraries may too, so each remote operation runs with SIGPIPE blocked in its thread; a SIGPIPE it
 // caused is consumed before the mask is restored. Ignoring SIGPIPE process-wide is not an option:
 // SIG_IGN survives execve, and the compiler kache runs must get the default disposition.
 #include <signal.h>

@@ -1,14 +1,22 @@
-#include "storage/remote/plain_http.hpp"
+#include "storage/remote/http_connection.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -32,17 +40,47 @@ struct StaleConnection {};
 
 bool closed_by_peer(const beast::error_code& ec) {
   return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
-         ec == net::error::broken_pipe;
+         ec == net::error::broken_pipe || ec == net::ssl::error::stream_truncated;
+}
+
+bool readable_file(const char* path) { return path && ::access(path, R_OK) == 0; }
+
+// The system's CAs. A static OpenSSL looks in the directory compiled into it (Debian's: /usr/lib/ssl,
+// which links to /etc/ssl/certs), honouring SSL_CERT_FILE and SSL_CERT_DIR; on a host whose OpenSSL
+// lives elsewhere that directory is missing, and the distribution's bundle is loaded instead.
+void trust_system_cas(SSL_CTX* ctx) {
+  ::SSL_CTX_set_default_verify_paths(ctx);
+  if (std::getenv(X509_get_default_cert_file_env()) || std::getenv(X509_get_default_cert_dir_env())) return;
+  if (readable_file(X509_get_default_cert_file()) || readable_file(X509_get_default_cert_dir())) return;
+  for (const char* bundle : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+                             "/etc/ssl/ca-bundle.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+                             "/etc/ssl/cert.pem"}) {
+    if (readable_file(bundle) && ::SSL_CTX_load_verify_locations(ctx, bundle, nullptr) == 1) return;
+  }
 }
 
 }  // namespace
 
-struct PlainHttpConnection::State {
+struct HttpConnection::State {
   net::io_context io;
-  beast::tcp_stream stream{io};
+  std::optional<net::ssl::context> tls;                          // https: made on the first connection
+  std::optional<beast::tcp_stream> plain;                        // http
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;   // https
   beast::flat_buffer buffer;
   bool connected = false;
   std::string authorization;
+
+  beast::tcp_stream& tcp() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
+
+  // Calls use(stream) with the stream requests go through: TLS over TCP, or TCP.
+  template <typename Use>
+  void with_stream(Use use) {
+    if (secure) {
+      use(*secure);
+    } else {
+      use(*plain);
+    }
+  }
 
   // Starts one asynchronous operation and runs it to its end (the stream's expiry ends it early with
   // beast::error::timeout).
@@ -55,16 +93,20 @@ struct PlainHttpConnection::State {
     return result;
   }
 
+  // No TLS close_notify: the process is about to end, and the server learns the same from the FIN.
   void close() {
-    beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream.close();
+    if (plain || secure) {
+      beast::error_code ignored;
+      tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+      tcp().close();
+    }
     buffer.clear();
     connected = false;
   }
 };
 
-PlainHttpConnection::PlainHttpConnection(const RemoteUrl& url) : url_(url), state_(std::make_unique<State>()) {
+HttpConnection::HttpConnection(const RemoteUrl& url, std::string ca_file)
+    : url_(url), ca_file_(std::move(ca_file)), state_(std::make_unique<State>()) {
   state_->authorization = authorization_header(url);
   // Beast reads as much as the buffer has room for, 512 bytes at first: a 30 KB entry took 68 reads,
   // each with its epoll wait and timer update. Room for 256 KiB (untouched memory until read into)
@@ -72,7 +114,7 @@ PlainHttpConnection::PlainHttpConnection(const RemoteUrl& url) : url_(url), stat
   state_->buffer.reserve(256 << 10);
 }
 
-PlainHttpConnection::~PlainHttpConnection() {
+HttpConnection::~HttpConnection() {
   if (state_->connected) state_->close();
 }
 
@@ -88,47 +130,84 @@ void prepare(http::request<Body>& req, const HttpRequest& request, const RemoteU
   req.keep_alive(true);
 }
 
+RemoteError failure(const RemoteUrl& url, const beast::error_code& ec, const char* doing) {
+  const bool timeout = ec == beast::error::timeout;
+  return RemoteError(timeout ? RemoteFailure::Kind::timeout : RemoteFailure::Kind::error,
+                     url.redacted() + ": " + doing + (timeout ? " timed out" : " failed: " + ec.message()));
+}
+
 }  // namespace
 
-HttpResponse PlainHttpConnection::perform(const HttpRequest& request) {
+void HttpConnection::connect(Clock::time_point deadline) {
+  State& s = *state_;
+  const Clock::time_point connect_until =
+      std::min(deadline, Clock::now() + std::chrono::milliseconds(url_.connect_timeout_ms));
+  std::vector<tcp::endpoint> endpoints;
+  for (const HostAddress& a : resolve_host_within(url_, connect_until)) {
+    tcp::endpoint endpoint;
+    std::memcpy(endpoint.data(), &a.storage, a.length);
+    endpoint.resize(a.length);
+    endpoints.push_back(endpoint);
+  }
+  if (url_.scheme == Scheme::https) {
+    if (!s.tls) {
+      // No openssl.cnf: a system's config may name providers or engines to load as shared objects (a
+      // FIPS provider, say), which a static program must not dlopen; the built-in defaults suffice.
+      ::OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
+      net::ssl::context tls(net::ssl::context::tls_client);
+      tls.set_verify_mode(net::ssl::verify_peer);
+      if (ca_file_.empty()) {
+        trust_system_cas(tls.native_handle());
+      } else if (::SSL_CTX_load_verify_locations(tls.native_handle(), ca_file_.c_str(), nullptr) != 1) {
+        throw RemoteError(RemoteFailure::Kind::error, url_.redacted() + ": cannot read the CA file " + ca_file_);
+      }
+      s.tls.emplace(std::move(tls));
+    }
+    s.secure.emplace(s.io, *s.tls);
+    SSL* ssl = s.secure->native_handle();
+    if (url_.host_is_address()) {
+      ::X509_VERIFY_PARAM_set1_ip_asc(::SSL_get0_param(ssl), url_.host.c_str());
+    } else {
+      ::SSL_set_tlsext_host_name(ssl, url_.host.c_str());
+      ::SSL_set1_host(ssl, url_.host.c_str());
+    }
+  } else {
+    s.plain.emplace(s.io);
+  }
+  s.tcp().expires_at(connect_until);
+  beast::error_code ec = s.run([&](auto handler) { s.tcp().async_connect(endpoints, std::move(handler)); });
+  if (ec) {
+    s.close();
+    throw failure(url_, ec, "connecting");
+  }
+  // Asio opens sockets without SOCK_CLOEXEC: the compiler kache runs must not inherit this one.
+  ::fcntl(s.tcp().socket().native_handle(), F_SETFD, FD_CLOEXEC);
+  if (s.secure) {
+    s.tcp().expires_at(deadline);
+    ec = s.run([&](auto handler) { s.secure->async_handshake(net::ssl::stream_base::client, std::move(handler)); });
+    if (ec) {
+      s.close();
+      throw failure(url_, ec, "the TLS handshake");
+    }
+  }
+  s.connected = true;
+}
+
+HttpResponse HttpConnection::perform(const HttpRequest& request) {
   const SigpipeGuard sigpipe;  // Asio sends with MSG_NOSIGNAL; kept for whatever else writes
   State& s = *state_;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(url_.operation_timeout_ms);
   const auto fail = [&](const beast::error_code& ec, const char* doing) -> RemoteError {
     s.close();
-    const bool timeout = ec == beast::error::timeout;
-    return RemoteError(timeout ? RemoteFailure::Kind::timeout : RemoteFailure::Kind::error,
-                       url_.redacted() + ": " + doing + (timeout ? " timed out" : " failed: " + ec.message()));
+    return failure(url_, ec, doing);
   };
 
   for (int attempt = 0;; ++attempt) {
     const bool reused = s.connected;
-    if (!s.connected) {
-      const Clock::time_point connect_until =
-          std::min(deadline, Clock::now() + std::chrono::milliseconds(url_.connect_timeout_ms));
-      std::vector<tcp::endpoint> endpoints;
-      beast::error_code ec;
-      const net::ip::address address = net::ip::make_address(url_.host, ec);
-      if (!ec) {
-        endpoints.emplace_back(address, static_cast<unsigned short>(url_.effective_port()));
-      } else {
-        for (const HostAddress& a : resolve_host_within(url_, connect_until)) {
-          tcp::endpoint endpoint;
-          std::memcpy(endpoint.data(), &a.storage, a.length);
-          endpoint.resize(a.length);
-          endpoints.push_back(endpoint);
-        }
-      }
-      s.stream.expires_at(connect_until);
-      ec = s.run([&](auto handler) { s.stream.async_connect(endpoints, std::move(handler)); });
-      if (ec) throw fail(ec, "connecting");
-      // Asio opens sockets without SOCK_CLOEXEC: the compiler kache runs must not inherit this one.
-      ::fcntl(s.stream.socket().native_handle(), F_SETFD, FD_CLOEXEC);
-      s.connected = true;
-    }
+    if (!s.connected) connect(deadline);
 
     try {
-      s.stream.expires_at(deadline);
+      s.tcp().expires_at(deadline);
       http::request<http::span_body<const char>> put{http::verb::put, "", 11};
       http::request<http::empty_body> other{request.method == HttpMethod::get ? http::verb::get : http::verb::delete_,
                                             "", 11};
@@ -149,17 +228,19 @@ HttpResponse PlainHttpConnection::perform(const HttpRequest& request) {
         sent = !ec;
         write_ec = ec;
       };
-      if (request.method == HttpMethod::put) {
-        http::async_write(s.stream, put, on_written);
-      } else {
-        http::async_write(s.stream, other, on_written);
-      }
-      http::async_read_header(s.stream, s.buffer, *parser, [&](beast::error_code ec, std::size_t) {
-        read_ec = ec;
-        if (!ec && !sent && parser->get().result_int() >= 200) {
-          beast::error_code ignored;
-          s.stream.socket().cancel(ignored);  // ends the write: the server has answered
+      s.with_stream([&](auto& stream) {
+        if (request.method == HttpMethod::put) {
+          http::async_write(stream, put, on_written);
+        } else {
+          http::async_write(stream, other, on_written);
         }
+        http::async_read_header(stream, s.buffer, *parser, [&](beast::error_code ec, std::size_t) {
+          read_ec = ec;
+          if (!ec && !sent && parser->get().result_int() >= 200) {
+            beast::error_code ignored;
+            s.tcp().socket().cancel(ignored);  // ends the write: the server has answered
+          }
+        });
       });
       s.io.restart();
       s.io.run();
@@ -173,8 +254,10 @@ HttpResponse PlainHttpConnection::perform(const HttpRequest& request) {
       // Interim answers (100 Continue, 102 Processing, 103 Early Hints) come before the answer.
       while (parser->get().result_int() / 100 == 1 && parser->get().result_int() != 101) {
         parser.emplace();
-        const beast::error_code ec =
-            s.run([&](auto handler) { http::async_read_header(s.stream, s.buffer, *parser, std::move(handler)); });
+        beast::error_code ec;
+        s.with_stream([&](auto& stream) {
+          ec = s.run([&](auto handler) { http::async_read_header(stream, s.buffer, *parser, std::move(handler)); });
+        });
         if (ec) throw fail(ec, "reading the answer");
       }
 
@@ -189,8 +272,10 @@ HttpResponse PlainHttpConnection::perform(const HttpRequest& request) {
       if (parser->content_length() && *parser->content_length() > limit) too_large();
       parser->body_limit(limit);
       if (!parser->is_done()) {
-        const beast::error_code ec =
-            s.run([&](auto handler) { http::async_read(s.stream, s.buffer, *parser, std::move(handler)); });
+        beast::error_code ec;
+        s.with_stream([&](auto& stream) {
+          ec = s.run([&](auto handler) { http::async_read(stream, s.buffer, *parser, std::move(handler)); });
+        });
         if (ec == http::error::body_limit) too_large();
         if (ec) throw fail(ec, "reading the answer");
       }
