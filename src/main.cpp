@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
   core::Invocation inv;
   int first_arg;
   if (named_kache(argv0)) {
-    if (argc < 2 || core::is_kache_option(argv[1])) {
+    if (core::is_kache_invocation(argc, argv)) {
 #ifdef KACHE_STATIC_FRONT
       // doctor too: it asks libcuda.so.1 for the driver's version through dlopen.
       // Handed over already (a kache-http that is itself a static front): never again, no exec loop.

@@ -196,6 +196,12 @@ std::optional<int> Pipeline::run() {
     return std::nullopt;
   }
   job_ = std::move(std::get<compiler::CompileJob>(prepared));
+  if (!util::exists(job_.source)) {
+    // The compiler says so itself; the user's error, not kache's.
+    count_reason(counts_, ReasonCategory::CompileFailed, reason::kCompileFailed);
+    passthrough_ = {std::string(reason::kCompileFailed), job_.source + " does not exist"};
+    return std::nullopt;
+  }
   if (auto why = special_destination()) {
     passthrough_ = std::move(*why);
     return std::nullopt;
@@ -965,6 +971,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     run_unchanged(inv);
   };
   if (cfg.disable) pass(reason::kDisabled, "");
+  if (cfg.cache_dir_refused) pass(reason::kCacheDirRefused, "");
   if (!cfg.allow_world_writable && world_writable(cfg.cache_dir)) {
     // Anyone could plant an entry there (an object with code of theirs): never read from it.
     log.warn(
