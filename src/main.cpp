@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
   if (front.empty() && needs_dynamic_sibling(cfg.remote_storage)) hand_over(argc, argv);
 #endif
   core::apply_process_settings(cfg);
-  core::init_logging(cfg.log_filter, cfg.log_file);
+  core::init_logging(cfg.log_filter, cfg.log_file, cfg.cache_dir);
   for (const auto& problem : cfg.problems) core::log().warn("{}", problem);
 
   const std::string self = util::self_executable();

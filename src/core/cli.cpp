@@ -263,8 +263,10 @@ void show_stats(const Config& config, bool json, std::size_t verbose) {
            std::to_string(stats.get(std::string(name))));
     }
   }
-  line("cache size", fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
-                                 config.max_size ? 100.0 * static_cast<double>(size) / config.max_size : 0.0));
+  line("cache size", config.max_size == 0
+                        ? fmt::format("{} (no limit)", format_size(size))
+                        : fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
+                                      100.0 * static_cast<double>(size) / static_cast<double>(config.max_size)));
   line("entries", fmt::format("{} (entry files: objects and manifests)", entries));
   if (verbose > 1) {
     text += "every counter:\n";
