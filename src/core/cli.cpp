@@ -95,7 +95,8 @@ std::string unknown_option_message(const std::string& arg) {
   std::string_view best;
   std::size_t best_distance = 3;  // further than two edits is no suggestion
   for (const std::string_view option : kOptionTokens) {
-    const std::size_t d = edit_distance(name, option);
+    // An abbreviation ("--evict-older") counts as one edit away from the option it starts.
+    const std::size_t d = name.size() >= 4 && option.starts_with(name) ? 1 : edit_distance(name, option);
     if (d < best_distance && !(option.size() == 2 && name.size() > 4)) {
       best_distance = d;
       best = option;
@@ -372,7 +373,7 @@ void set_config(const Config& config, const std::string& assignment) {
   const std::string value = assignment.substr(eq + 1);
   if (const std::string error = config_value_error(*key, value); !error.empty())
     throw std::runtime_error(fmt::format("{} = '{}' {}; nothing was changed", *key, value, error));
-  const std::string file = config_file_to_edit(config);
+  const std::string file = config_file_to_edit(config, *key);
   const std::size_t dot = key->find('.');
   set_config_value(file, key->substr(0, dot), key->substr(dot + 1), value);
   fmt::print("Set {} = {} in {}.\n", *key, value, file);
@@ -411,7 +412,7 @@ void set_max_size(const Config& config, const std::string& text) {
     throw std::runtime_error(
         fmt::format("'{}' has no unit: write {}G, {}M or {}B (bytes); nothing was changed", text, text, text, text));
   }
-  const std::string file = config_file_to_edit(config);
+  const std::string file = config_file_to_edit(config, "cache.max_size");
   try {
     set_config_value(file, "cache", "max_size", text);
   } catch (const std::exception& e) {

@@ -831,9 +831,12 @@ void set_config_value(const std::string& file, const std::string& section, const
   write_replacing(file, edited);
 }
 
-std::string config_file_to_edit(const Config& config) {
+std::string config_file_to_edit(const Config& config, const std::string& key) {
+  // The file the value in force came from (the system file is the administrator's: not edited).
+  if (const auto it = config.origins.find(key); it != config.origins.end() && it->second != "env" &&
+                                                 it->second != system_config_file())
+    return it->second;
   std::error_code ec;
-  if (!env_or_empty("KACHE_CONFIG").empty()) return config.config_file;
   if (fs::exists(config.cache_config_file, ec)) return config.cache_config_file;
   return config.config_file;
 }

@@ -84,9 +84,10 @@ bool parse_bool(const std::string& text, bool& value);
 void apply_process_settings(const Config& config);
 // Every KACHE_* variable a setting reads, in the table's order (tests and the config fuzzer set them all).
 std::vector<std::string> config_environment_variables();
-// The file `kache -M` and `kache -o` edit: KACHE_CONFIG when set, else the cache dir's kache.toml when it
-// exists, else the per-user file.
-std::string config_file_to_edit(const Config& config);
+// The file `kache -M` and `kache -o` edit for key ("cache.max_size"): the file its value in force came
+// from (not the system file), else the cache dir's kache.toml when it exists, else the per-user file
+// (KACHE_CONFIG). The environment still wins over any file, and the CLI says so.
+std::string config_file_to_edit(const Config& config, const std::string& key);
 // "cache.max_size" for "cache.max_size" or "max_size" (a bare name that is unique); nullopt: no such key.
 std::optional<std::string> canonical_config_key(const std::string& name);
 // A setting's effective value as --show-config prints it; nullopt for an unknown key.
