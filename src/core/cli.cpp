@@ -164,10 +164,11 @@ std::uint64_t sum(const std::vector<std::pair<std::string, std::uint64_t>>& item
 }
 
 // What the remote stores count (storage/remote/remote_store.cpp); `hits` already includes remote hits.
-constexpr std::string_view kRemoteCounters[] = {"remote_hits",       "remote_misses",        "remote_errors",
-                                                "remote_timeouts",   "remote_skipped",       "remote_writes",
-                                                "remote_bytes_read", "remote_bytes_written", "remote_oversized",
-                                                "remote_unsigned",   "remote_bad_signature"};
+// remote_hits: compiles served from a remote (one per hit); remote_reads: values read (manifests and objects).
+constexpr std::string_view kRemoteCounters[] = {
+    "remote_hits",   "remote_reads",      "remote_misses",        "remote_errors",    "remote_timeouts",
+    "remote_skipped", "remote_writes",    "remote_bytes_read",    "remote_bytes_written", "remote_oversized",
+    "remote_unsigned", "remote_bad_signature"};
 
 void show_stats(const Config& config, bool json, std::size_t verbose) {
   StatsFile file(config.cache_dir);

@@ -117,7 +117,15 @@ class Pipeline {
   std::optional<int> run();
   const compiler::Passthrough& passthrough() const { return passthrough_; }
   int corrupt_found() const { return store_.corrupt_found(); }
-  void add_storage_counts(Counts& counts) const { store_.add_counts(counts); }
+  void add_storage_counts(Counts& counts) const {
+    store_.add_counts(counts);
+    // The stores count values read (a manifest and an object are two); `remote hits` counts compiles
+    // served from a remote: one per hit, and values read are `remote reads`.
+    if (const auto it = counts.find("remote_hits"); it != counts.end() && it->second > 0) {
+      counts["remote_reads"] += it->second;
+      it->second = counts[counter::kHits] > 0 ? 1 : 0;
+    }
+  }
 
  private:
   util::Digest direct_key();
