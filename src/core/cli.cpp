@@ -126,10 +126,13 @@ Environment (overrides the config file; see --show-config for every setting):
   KACHE_DIR                       cache directory (default ~/.cache/kache)
   KACHE_MAX_SIZE                  size limit, e.g. 10G or 500M
   KACHE_DISABLE=1                 run every compile uncached
-  KACHE_LOG=kache=debug           log why a compile was not cached
-  KACHE_LOG_FILE=PATH             append the log to a file instead of stderr
+  KACHE_LOG=kache=debug           log why a compile was not cached (to stderr, or KACHE_LOG_FILE)
+  KACHE_LOG_FILE=PATH             append the log to a file (default: warnings only, to DIR/kache.log)
   KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra nvcc flags known to be safe to cache
-  KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml))";
+  KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml)
+  KACHE_SYSTEM_CONFIG=PATH        system config file, read first (default /etc/kache.toml)
+Config files in ccache's order: system, per-user, then the cache dir's kache.toml; the environment last.
+A compile's stdout and stderr are the compiler's alone: kache's warnings go to DIR/kache.log.)";
 
 // Reason counters "<prefix><reason>" sorted by count (largest first), then by name.
 std::vector<std::pair<std::string, std::uint64_t>> reasons(const StatsSnapshot& stats, std::string_view prefix) {
