@@ -5,10 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <ctime>
-#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/config.hpp"
-#include "core/entry_format.hpp"
 #include "core/doctor.hpp"
+#include "core/entry_format.hpp"
 #include "core/explain.hpp"
 #include "core/path_roots.hpp"
 #include "core/reasons.hpp"
@@ -31,11 +31,34 @@ namespace {
 
 // Every option kache takes (the suggestions for a mistyped one come from here).
 constexpr std::string_view kOptionTokens[] = {
-    "-s",          "--show-stats",   "--json",        "-z",          "--zero-stats", "-C",
-    "--clear",     "-M",             "--max-size",    "-p",          "--show-config", "-V",
-    "--version",   "-h",             "--help",        "--reasons",   "-k",           "--get-config",
-    "-o",          "--set-config",   "-c",            "--cleanup",   "--evict-older-than",
-    "-x",          "--show-compression", "-v",        "--verbose",   "--print-stats",
+    "-s",
+    "--show-stats",
+    "--json",
+    "-z",
+    "--zero-stats",
+    "-C",
+    "--clear",
+    "-M",
+    "--max-size",
+    "-p",
+    "--show-config",
+    "-V",
+    "--version",
+    "-h",
+    "--help",
+    "--reasons",
+    "-k",
+    "--get-config",
+    "-o",
+    "--set-config",
+    "-c",
+    "--cleanup",
+    "--evict-older-than",
+    "-x",
+    "--show-compression",
+    "-v",
+    "--verbose",
+    "--print-stats",
 };
 
 // ccache options kache has no counterpart for, with what to use instead.
@@ -67,8 +90,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 // The first argument kache does not know, or "" when every one is an option it takes (values skipped).
 std::string first_unknown_option(int argc, char** argv) {
-  static constexpr std::string_view kTakesValue[] = {"-M", "--max-size", "-k", "--get-config", "-o", "--set-config",
-                                                     "--evict-older-than"};
+  static constexpr std::string_view kTakesValue[] = {"-M",           "--max-size",        "-k", "--get-config", "-o",
+                                                     "--set-config", "--evict-older-than"};
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     const std::string_view name = arg.substr(0, arg.find('='));
@@ -104,9 +127,9 @@ std::string unknown_option_message(const std::string& arg) {
   }
   if (!arg.starts_with('-'))
     return fmt::format("kache: '{}' is neither a compiler kache knows how to run nor one of its commands.", arg);
-  return best.empty() ? fmt::format("kache: unknown option {}; run 'kache --help' for the options.", arg)
-                      : fmt::format("kache: unknown option {}; did you mean {}? (kache --help lists the options)", arg,
-                                    best);
+  return best.empty()
+             ? fmt::format("kache: unknown option {}; run 'kache --help' for the options.", arg)
+             : fmt::format("kache: unknown option {}; did you mean {}? (kache --help lists the options)", arg, best);
 }
 
 constexpr const char* kFooter = R"(Compiling through kache:
@@ -168,10 +191,10 @@ std::uint64_t sum(const std::vector<std::pair<std::string, std::uint64_t>>& item
 
 // What the remote stores count (storage/remote/remote_store.cpp); `hits` already includes remote hits.
 // remote_hits: compiles served from a remote (one per hit); remote_reads: values read (manifests and objects).
-constexpr std::string_view kRemoteCounters[] = {
-    "remote_hits",   "remote_reads",      "remote_misses",        "remote_errors",    "remote_timeouts",
-    "remote_skipped", "remote_writes",    "remote_bytes_read",    "remote_bytes_written", "remote_oversized",
-    "remote_unsigned", "remote_bad_signature"};
+constexpr std::string_view kRemoteCounters[] = {"remote_hits",      "remote_reads",      "remote_misses",
+                                                "remote_errors",    "remote_timeouts",   "remote_skipped",
+                                                "remote_writes",    "remote_bytes_read", "remote_bytes_written",
+                                                "remote_oversized", "remote_unsigned",   "remote_bad_signature"};
 
 void show_stats(const Config& config, bool json, std::size_t verbose) {
   StatsFile file(config.cache_dir);
@@ -256,9 +279,10 @@ void show_stats(const Config& config, bool json, std::size_t verbose) {
   line("corrupt entries", std::to_string(stats.get(counter::kCorrupt)));
   if (verbose > 0) {
     // What each figure counts, for a reader who has not read the README.
-    text += "  (hits: compiles served from the cache, local or remote; misses: compiles run and looked up;\n"
-            "   passthrough: compiles kache did not try to cache; errors: kache's own failures, the compile\n"
-            "   ran all the same; compile failed: the compiler failed on the code)\n";
+    text +=
+        "  (hits: compiles served from the cache, local or remote; misses: compiles run and looked up;\n"
+        "   passthrough: compiles kache did not try to cache; errors: kache's own failures, the compile\n"
+        "   ran all the same; compile failed: the compiler failed on the code)\n";
   }
   if (!config.remote_storage.empty() || stats.get("remote_hits") + stats.get("remote_misses") > 0) {
     // Counted by each compile from what it did; `kache -s` itself never contacts a server.
@@ -269,9 +293,9 @@ void show_stats(const Config& config, bool json, std::size_t verbose) {
     }
   }
   line("cache size", config.max_size == 0
-                        ? fmt::format("{} (no limit)", format_size(size))
-                        : fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
-                                      100.0 * static_cast<double>(size) / static_cast<double>(config.max_size)));
+                         ? fmt::format("{} (no limit)", format_size(size))
+                         : fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
+                                       100.0 * static_cast<double>(size) / static_cast<double>(config.max_size)));
   line("entries", fmt::format("{} (entry files: objects and manifests)", entries));
   if (verbose > 1) {
     text += "every counter:\n";
@@ -311,7 +335,11 @@ bool parse_age(const std::string& text, std::int64_t& seconds) {
   }
   if (value < 0) return false;
   const std::string unit = text.substr(used);
-  const std::int64_t scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : 0;
+  const std::int64_t scale = unit.empty() || unit == "s" ? 1
+                             : unit == "m"               ? 60
+                             : unit == "h"               ? 3600
+                             : unit == "d"               ? 86400
+                                                         : 0;
   if (scale == 0) return false;
   seconds = value * scale;
   return true;
@@ -330,7 +358,8 @@ void evict_older_than(const Config& config, const std::string& age_text) {
   });
   auto store = storage::open_storage(config);
   for (const auto& key : old_keys) (void)store.local().remove(key);
-  fmt::print("Removed {} cache entries not used in the last {} from {}.\n", old_keys.size(), age_text, config.cache_dir);
+  fmt::print("Removed {} cache entries not used in the last {} from {}.\n", old_keys.size(), age_text,
+             config.cache_dir);
 }
 
 // ccache -x: how much the stored entries take against what they hold.
@@ -373,7 +402,8 @@ void set_config(const Config& config, const std::string& assignment) {
   const std::size_t eq = assignment.find('=');
   if (eq == std::string::npos) throw std::runtime_error(fmt::format("-o takes KEY=VALUE, not '{}'", assignment));
   const auto key = canonical_config_key(assignment.substr(0, eq));
-  if (!key) throw std::runtime_error(fmt::format("'{}' is not a setting (kache -p lists them)", assignment.substr(0, eq)));
+  if (!key)
+    throw std::runtime_error(fmt::format("'{}' is not a setting (kache -p lists them)", assignment.substr(0, eq)));
   const std::string value = assignment.substr(eq + 1);
   if (const std::string error = config_value_error(*key, value); !error.empty())
     throw std::runtime_error(fmt::format("{} = '{}' {}; nothing was changed", *key, value, error));
@@ -439,8 +469,8 @@ void set_max_size(const Config& config, const std::string& text) {
 
 bool looks_like_compile(int argc, char** argv) {
   static constexpr std::string_view kCompileExtensions[] = {
-      "cu", "c", "cc", "cp", "cxx", "cpp", "CPP", "c++", "C", "i", "ii", "cup", "o", "obj", "a", "so", "ptx",
-      "cubin", "fatbin", "s", "S", "lib", "ltoir", "optixir"};
+      "cu", "c",   "cc", "cp", "cxx", "cpp",   "CPP",    "c++", "C", "i",   "ii",    "cup",
+      "o",  "obj", "a",  "so", "ptx", "cubin", "fatbin", "s",   "S", "lib", "ltoir", "optixir"};
   const std::string_view first = argv[1];
   if (first == "-forward-unknown-to-host-compiler" || first == "--forward-unknown-to-host-compiler") return true;
   for (int i = 1; i < argc; ++i) {

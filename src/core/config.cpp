@@ -357,8 +357,7 @@ std::string set_lock_timeout_node(Config& c, const toml::node& n) {
 const KeySpec kKeys[] = {
     {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path"},
     {"cache", "max_size", "KACHE_MAX_SIZE", set_max_size, set_max_size_node,
-     [](const Config& c) { return c.max_size == 0 ? std::string("0 (no limit)") : format_size(c.max_size); },
-     "a size"},
+     [](const Config& c) { return c.max_size == 0 ? std::string("0 (no limit)") : format_size(c.max_size); }, "a size"},
     {"cache", "compression", "KACHE_COMPRESSION", set_bool<&Config::compression>, set_bool_node<&Config::compression>,
      show_bool<&Config::compression>, "a boolean"},
     {"cache", "compression_level", "KACHE_COMPRESSION_LEVEL", set_level, set_level_node,
@@ -450,9 +449,10 @@ void note_bare_size(Config& c, const KeySpec& k, const std::string& value, const
   if (std::string_view(k.name) != "max_size" || c.max_size == 0) return;
   const std::string t = trim(value);
   if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos) return;
-  c.problems.push_back(fmt::format("kache: {}.{} = {} in {} has no unit, so it means {} bytes ({}); write the unit, "
-                                   "e.g. \"{}G\" or \"{}M\" (B for bytes).",
-                                   k.section, k.name, t, where, t, format_size(c.max_size), t, t));
+  c.problems.push_back(
+      fmt::format("kache: {}.{} = {} in {} has no unit, so it means {} bytes ({}); write the unit, "
+                  "e.g. \"{}G\" or \"{}M\" (B for bytes).",
+                  k.section, k.name, t, where, t, format_size(c.max_size), t, t));
 }
 
 // A value as a message may quote it: remote.storage may carry a password, so it is redacted.
@@ -476,8 +476,8 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
   } else {
     if (k.from_string == set_dir) c.cache_dir_refused = true;
     c.problems.push_back(fmt::format("kache: {} = {} in {} {}; using {}.", full_name(k),
-                                     text ? fmt::format("'{}'", quotable(k, *text)) : render_node(n),
-                                     location(file, n), error, k.show(c)));
+                                     text ? fmt::format("'{}'", quotable(k, *text)) : render_node(n), location(file, n),
+                                     error, k.show(c)));
   }
 }
 
@@ -488,9 +488,10 @@ bool read_file_layer(Config& c, const std::string& file, bool in_cache_dir) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return false;  // no file is the normal case
   if (fs::is_directory(file, ec)) {
-    c.problems.push_back(fmt::format("kache: the config file {} is a directory, not a file; its settings are not "
-                                     "read (set KACHE_CONFIG to a file).",
-                                     file));
+    c.problems.push_back(
+        fmt::format("kache: the config file {} is a directory, not a file; its settings are not "
+                    "read (set KACHE_CONFIG to a file).",
+                    file));
     return false;
   }
 
@@ -532,8 +533,8 @@ bool read_file_layer(Config& c, const std::string& file, bool in_cache_dir) {
         continue;
       }
       if (in_cache_dir && spec->from_string == set_dir) {
-        c.problems.push_back(fmt::format("kache: ignoring cache.dir in {}: the cache dir's own config cannot move it.",
-                                         file));
+        c.problems.push_back(
+            fmt::format("kache: ignoring cache.dir in {}: the cache dir's own config cannot move it.", file));
         continue;
       }
       apply_node(c, *spec, node, file);
@@ -706,8 +707,10 @@ std::string trailing_comment(std::string_view line) {
   for (std::size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
     if (in_string) {
-      if (c == '\\' && quote == '"') ++i;
-      else if (c == quote) in_string = false;
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        in_string = false;
     } else if (c == '"' || c == '\'') {
       in_string = true;
       quote = c;
@@ -833,8 +836,8 @@ void set_config_value(const std::string& file, const std::string& section, const
 
 std::string config_file_to_edit(const Config& config, const std::string& key) {
   // The file the value in force came from (the system file is the administrator's: not edited).
-  if (const auto it = config.origins.find(key); it != config.origins.end() && it->second != "env" &&
-                                                 it->second != system_config_file())
+  if (const auto it = config.origins.find(key);
+      it != config.origins.end() && it->second != "env" && it->second != system_config_file())
     return it->second;
   std::error_code ec;
   if (fs::exists(config.cache_config_file, ec)) return config.cache_config_file;
@@ -879,14 +882,13 @@ std::vector<std::string> config_key_names() {
 std::string describe_config(const Config& config) {
   // Every file in the order read; a later one wins, the environment over all.
   std::string out;
-  const std::pair<const char*, std::string> files[] = {
-      {"system config", system_config_file()},
-      {"config file", config.config_file},
-      {"cache dir config", config.cache_config_file}};
+  const std::pair<const char*, std::string> files[] = {{"system config", system_config_file()},
+                                                       {"config file", config.config_file},
+                                                       {"cache dir config", config.cache_config_file}};
   for (const auto& [label, path] : files) {
     const bool read = std::find(config.files_read.begin(), config.files_read.end(), path) != config.files_read.end();
-    out += fmt::format("{}: {} ({})\n", label, path.empty() ? std::string("(none)") : path,
-                       read ? "read" : "not present");
+    out +=
+        fmt::format("{}: {} ({})\n", label, path.empty() ? std::string("(none)") : path, read ? "read" : "not present");
   }
   std::size_t key_width = 0;
   std::size_t value_width = 0;

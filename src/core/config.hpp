@@ -62,10 +62,10 @@ struct Config {
   bool cache_dir_refused = false;  // cache.dir was given but unusable (relative): compiles pass through
   double lock_timeout_s = 10.0;
 
-  std::string config_file;            // the per-user file, or KACHE_CONFIG (may not exist)
-  std::string cache_config_file;      // <cache dir>/kache.toml, read after config_file (may not exist)
+  std::string config_file;              // the per-user file, or KACHE_CONFIG (may not exist)
+  std::string cache_config_file;        // <cache dir>/kache.toml, read after config_file (may not exist)
   std::vector<std::string> files_read;  // in the order read: system, per-user, cache dir
-  std::vector<std::string> problems;  // one sentence each; printed as warnings
+  std::vector<std::string> problems;    // one sentence each; printed as warnings
   // "section.key" -> the file's path or "env" for every key not left at its built-in default.
   std::map<std::string, std::string> origins;
 };

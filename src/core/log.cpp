@@ -3,8 +3,8 @@
 #include "util/hash.hpp"
 
 #include <fmt/format.h>
-#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
-#include <string>
 #include <cctype>
+#include <ctime>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 

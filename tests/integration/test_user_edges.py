@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import time
 
-from kachetest import KERNEL, KacheTestCase, main
+from kachetest import KACHE, KERNEL, KacheTestCase, main
 
 OLD = time.time_ns() - 10**10  # sources older than the compile's clock tick: storable
 
@@ -149,6 +149,32 @@ class QuietCompiles(KacheTestCase):
             lines = [l for l in f.read().splitlines() if "KACHE_MAX_SIZE" in l]
         self.assertEqual(len(lines), 1, "once an hour, not once a compile:\n" + "\n".join(lines))
         self.assertRegex(lines[0], r"^\[kache \d+ \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+    def test_a_terminal_sees_the_warning_once_an_hour(self):
+        # A person watching (stderr is a terminal) sees the line the log gets, once an hour; a pipe never.
+        import pty
+        import select
+        self.write("k.cu", KERNEL, mtime_ns=OLD)
+        env = dict(self.env, KACHE_MAX_SIZE="abc")
+        seen = []
+        for _ in range(2):
+            master, slave = pty.openpty()
+            subprocess.run([KACHE, "nvcc", "-c", "k.cu", "-o", "k.o"], cwd=self.ws, env=env, stderr=slave,
+                           stdout=subprocess.DEVNULL, check=True)
+            os.close(slave)
+            text = b""
+            while select.select([master], [], [], 0)[0]:  # what was written before the process ended
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                text += chunk
+            os.close(master)
+            seen.append(text.decode())
+        self.assertIn("KACHE_MAX_SIZE", seen[0])
+        self.assertNotIn("KACHE_MAX_SIZE", seen[1], "twice within the hour")
 
     def test_relative_cache_dir_is_refused(self):
         self.write("k.cu", KERNEL, mtime_ns=OLD)

@@ -346,15 +346,33 @@ TEST(ConfigCli, RecognisesKacheInvocations) {
     for (auto& w : words) argv.push_back(w.data());
     return kache::core::is_kache_invocation(static_cast<int>(argv.size()), argv.data());
   };
-  for (const auto& words : std::vector<std::vector<std::string>>{
-           {"-s"}, {"--show-stats"}, {"-z"}, {"-C"}, {"-M", "5G"}, {"--max-size=5G"}, {"-p"}, {"-V"}, {"--help"},
-           {"--bogus"}, {"-c"}, {"-o", "cache.max_size=1G"}, {"-k", "cache.dir"}, {"-sz"}, {"-F", "10"},
-           {"--evict-older-than", "3d"}, {"doctor"}, {"explain", "--last"}, {}}) {
+  for (const auto& words : std::vector<std::vector<std::string>>{{"-s"},
+                                                                 {"--show-stats"},
+                                                                 {"-z"},
+                                                                 {"-C"},
+                                                                 {"-M", "5G"},
+                                                                 {"--max-size=5G"},
+                                                                 {"-p"},
+                                                                 {"-V"},
+                                                                 {"--help"},
+                                                                 {"--bogus"},
+                                                                 {"-c"},
+                                                                 {"-o", "cache.max_size=1G"},
+                                                                 {"-k", "cache.dir"},
+                                                                 {"-sz"},
+                                                                 {"-F", "10"},
+                                                                 {"--evict-older-than", "3d"},
+                                                                 {"doctor"},
+                                                                 {"explain", "--last"},
+                                                                 {}}) {
     EXPECT_TRUE(is_kache(words)) << (words.empty() ? "" : words[0]);
   }
-  for (const auto& words : std::vector<std::vector<std::string>>{
-           {"nvcc", "-c", "k.cu"}, {"/usr/local/cuda/bin/nvcc"}, {"-forward-unknown-to-host-compiler", "-v"},
-           {"-c", "k.cu", "-o", "k.o"}, {"-x", "cu", "-c", "-", "-o", "k.o"}, {"-O2", "a.o", "-o", "app"}}) {
+  for (const auto& words : std::vector<std::vector<std::string>>{{"nvcc", "-c", "k.cu"},
+                                                                 {"/usr/local/cuda/bin/nvcc"},
+                                                                 {"-forward-unknown-to-host-compiler", "-v"},
+                                                                 {"-c", "k.cu", "-o", "k.o"},
+                                                                 {"-x", "cu", "-c", "-", "-o", "k.o"},
+                                                                 {"-O2", "a.o", "-o", "app"}}) {
     EXPECT_FALSE(is_kache(words)) << words[0];
   }
 }

@@ -257,7 +257,7 @@ std::string redact_query(std::string_view query) {
     const std::size_t eq = item.find('=');
     if (!out.empty()) out += '&';
     out += eq == std::string_view::npos || item.substr(0, eq) == "db" ? std::string(item)
-                                                                       : std::string(item.substr(0, eq)) + "=***";
+                                                                      : std::string(item.substr(0, eq)) + "=***";
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
   }
