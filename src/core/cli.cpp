@@ -398,6 +398,8 @@ void get_config(const Config& config, const std::string& name) {
   fmt::print("{}\n", *config_value_text(config, *key));
 }
 
+void set_max_size(const Config& config, const std::string& text);
+
 void set_config(const Config& config, const std::string& assignment) {
   const std::size_t eq = assignment.find('=');
   if (eq == std::string::npos) throw std::runtime_error(fmt::format("-o takes KEY=VALUE, not '{}'", assignment));
@@ -405,6 +407,7 @@ void set_config(const Config& config, const std::string& assignment) {
   if (!key)
     throw std::runtime_error(fmt::format("'{}' is not a setting (kache -p lists them)", assignment.substr(0, eq)));
   const std::string value = assignment.substr(eq + 1);
+  if (*key == "cache.max_size") return set_max_size(config, value);  // the same checks and trim as -M
   if (const std::string error = config_value_error(*key, value); !error.empty())
     throw std::runtime_error(fmt::format("{} = '{}' {}; nothing was changed", *key, value, error));
   const std::string file = config_file_to_edit(config, *key);

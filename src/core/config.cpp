@@ -880,11 +880,12 @@ std::vector<std::string> config_key_names() {
 }
 
 std::string describe_config(const Config& config) {
-  // Every file in the order read; a later one wins, the environment over all.
+  // Every file and whether it was read; a later one wins, the environment over all.
   std::string out;
-  const std::pair<const char*, std::string> files[] = {{"system config", system_config_file()},
-                                                       {"config file", config.config_file},
-                                                       {"cache dir config", config.cache_config_file}};
+  // The per-user file first (what users look for); the system file is read before it, the cache dir's after.
+  const std::pair<const char*, std::string> files[] = {{"config file", config.config_file},
+                                                       {"system config (read before it)", system_config_file()},
+                                                       {"cache dir config (read after it)", config.cache_config_file}};
   for (const auto& [label, path] : files) {
     const bool read = std::find(config.files_read.begin(), config.files_read.end(), path) != config.files_read.end();
     out +=
@@ -900,7 +901,8 @@ std::string describe_config(const Config& config) {
     const std::string name = full_name(k);
     const auto it = config.origins.find(name);
     std::string origin = "default";
-    if (it != config.origins.end()) origin = it->second == "env" ? fmt::format("env {}", k.env) : it->second;
+    if (it != config.origins.end())
+      origin = it->second == "env" ? fmt::format("env {}", k.env) : fmt::format("file {}", it->second);
     out += fmt::format("{:<{}}  {:<{}}  ({})\n", name, key_width, k.show(config), value_width, origin);
   }
   return out;

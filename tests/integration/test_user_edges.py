@@ -91,8 +91,8 @@ class KacheOptions(KacheTestCase):
         self.assertEqual(self.kache(["-k", "cache.max_size"], env=env).stdout, "3.0 GiB\n")
         self.assertEqual(self.kache(["-k", "cache.compression_level"], env=env).stdout, "5\n")
         shown = self.kache(["-p"], env=env).stdout
-        self.assertRegex(shown, r"cache\.max_size +3\.0 GiB +\(" + re.escape(os.path.join(self.cache, "kache.toml")))
-        self.assertRegex(shown, r"cache\.compression_level +5 +\(" + re.escape(system))
+        self.assertRegex(shown, r"cache\.max_size +3\.0 GiB +\(file " + re.escape(os.path.join(self.cache, "kache.toml")))
+        self.assertRegex(shown, r"cache\.compression_level +5 +\(file " + re.escape(system))
         # -M edits the file the value in force came from.
         self.kache(["-M", "4G"], env=env)
         with open(os.path.join(self.cache, "kache.toml")) as f:

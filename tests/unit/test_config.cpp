@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -131,7 +132,7 @@ filter = "kache=debug"
   EXPECT_NE(listing.find("cache.dir"), std::string::npos) << listing;
   EXPECT_NE(listing.find("/from/env"), std::string::npos) << listing;
   EXPECT_NE(listing.find("(env KACHE_DIR)"), std::string::npos) << listing;
-  EXPECT_NE(listing.find("(" + file_ + ")"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("(file " + file_ + ")"), std::string::npos) << listing;
   EXPECT_NE(listing.find("(default)"), std::string::npos) << listing;
   EXPECT_NE(listing.find("log.file"), std::string::npos) << listing;
 }
@@ -417,7 +418,10 @@ TEST(LogFile, AppendsWithPattern) {
   std::ifstream in(file);
   std::stringstream content;
   content << in.rdbuf();
-  EXPECT_EQ(content.str(), "earlier line\n[kache " + std::to_string(::getpid()) + "] debug: hello 42\n");
+  // The pid, then the time (ISO 8601, milliseconds, UTC offset).
+  const std::regex line("earlier line\n\\[kache " + std::to_string(::getpid()) +
+                        " \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}[+-]\\d\\d:?\\d\\d\\] debug: hello 42\n");
+  EXPECT_TRUE(std::regex_match(content.str(), line)) << content.str();
   fs::remove(file);
 
   // An unusable file falls back to stderr instead of throwing.
