@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     if (argc >= 2 && std::string_view(argv[1]) == "--classify-gcc-flags")
       return compiler::gcc::print_flag_classes(argc - 2, argv + 2);
     if (argc == 2 && is_manual_table_option(argv[1])) return print_manual_table(argv[1]);
-    if (argc < 2 || core::is_kache_option(argv[1])) return core::run_cli(argc, argv);
+    if (core::is_kache_invocation(argc, argv)) return core::run_cli(argc, argv);
     if (argv[1][0] == '-') {
       // CUDACXX="kache nvcc": CMake 3.25 runs some of its compiler checks without the "nvcc" part,
       // i.e. `kache -forward-unknown-to-host-compiler ...`. A compiler flag where the compiler name
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
 
   const core::Config cfg = core::load_config();
   core::apply_process_settings(cfg);
-  core::init_logging(cfg.log_filter, cfg.log_file);
+  core::init_logging(cfg.log_filter, cfg.log_file, cfg.cache_dir);
   for (const auto& problem : cfg.problems) core::log().warn("{}", problem);
 
   const std::string self = util::self_executable();

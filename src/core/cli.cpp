@@ -6,8 +6,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -18,6 +21,7 @@
 #include "core/build_features.hpp"
 #include "core/config.hpp"
 #include "core/doctor.hpp"
+#include "core/entry_format.hpp"
 #include "core/explain.hpp"
 #include "core/path_roots.hpp"
 #include "core/reasons.hpp"
@@ -28,10 +32,108 @@
 namespace kache::core {
 namespace {
 
+// Every option kache takes (the suggestions for a mistyped one come from here).
 constexpr std::string_view kOptionTokens[] = {
-    "-s",         "--show-stats",  "--json", "-z",        "--zero-stats", "-C",     "--clear",   "-M",
-    "--max-size", "--show-config", "-V",     "--version", "-h",           "--help", "--reasons",
+    "-s",
+    "--show-stats",
+    "--json",
+    "-z",
+    "--zero-stats",
+    "-C",
+    "--clear",
+    "-M",
+    "--max-size",
+    "-p",
+    "--show-config",
+    "-V",
+    "--version",
+    "-h",
+    "--help",
+    "--reasons",
+    "-k",
+    "--get-config",
+    "-o",
+    "--set-config",
+    "-c",
+    "--cleanup",
+    "--evict-older-than",
+    "-x",
+    "--show-compression",
+    "-v",
+    "--verbose",
+    "--print-stats",
 };
+
+// ccache options kache has no counterpart for, with what to use instead.
+constexpr std::pair<std::string_view, std::string_view> kCcacheOnly[] = {
+    {"-F", "kache has no file-count limit (only a size limit: -M SIZE)"},
+    {"--max-files", "kache has no file-count limit (only a size limit: -M SIZE)"},
+    {"-X", "recompressing the cache (-X LEVEL) is not implemented; set cache.compression_level for new entries"},
+    {"--recompress", "recompressing the cache is not implemented; set cache.compression_level for new entries"},
+    {"--evict-namespace", "kache has no namespaces"},
+    {"-d", "kache has no --dir option; set KACHE_DIR"},
+    {"--dir", "kache has no --dir option; set KACHE_DIR"},
+};
+
+// The Levenshtein distance between two option names, for "did you mean".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The first argument kache does not know, or "" when every one is an option it takes (values skipped).
+std::string first_unknown_option(int argc, char** argv) {
+  static constexpr std::string_view kTakesValue[] = {"-M",           "--max-size",        "-k", "--get-config", "-o",
+                                                     "--set-config", "--evict-older-than"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const std::string_view name = arg.substr(0, arg.find('='));
+    if (std::find(std::begin(kTakesValue), std::end(kTakesValue), name) != std::end(kTakesValue)) {
+      if (name == arg) ++i;
+      continue;
+    }
+    if (std::find(std::begin(kOptionTokens), std::end(kOptionTokens), arg) != std::end(kOptionTokens)) continue;
+    // Short flags given together, as ccache takes them: -sz, -vs.
+    if (arg.size() > 2 && arg[0] == '-' && arg[1] != '-' &&
+        arg.substr(1).find_first_not_of("szCpcxvVh") == std::string_view::npos)
+      continue;
+    return std::string(arg);
+  }
+  return {};
+}
+
+// One sentence for an option kache does not take: what ccache's option is here, or the nearest of kache's.
+std::string unknown_option_message(const std::string& arg) {
+  const std::string_view name = std::string_view(arg).substr(0, arg.find('='));
+  for (const auto& [option, sentence] : kCcacheOnly) {
+    if (name == option) return fmt::format("kache: {} is not an option of kache: {}.", option, sentence);
+  }
+  std::string_view best;
+  std::size_t best_distance = 3;  // further than two edits is no suggestion
+  for (const std::string_view option : kOptionTokens) {
+    // An abbreviation ("--evict-older") counts as one edit away from the option it starts.
+    const std::size_t d = name.size() >= 4 && option.starts_with(name) ? 1 : edit_distance(name, option);
+    if (d < best_distance && !(option.size() == 2 && name.size() > 4)) {
+      best_distance = d;
+      best = option;
+    }
+  }
+  if (!arg.starts_with('-'))
+    return fmt::format("kache: '{}' is neither a compiler kache knows how to run nor one of its commands.", arg);
+  return best.empty()
+             ? fmt::format("kache: unknown option {}; run 'kache --help' for the options.", arg)
+             : fmt::format("kache: unknown option {}; did you mean {}? (kache --help lists the options)", arg, best);
+}
 
 constexpr const char* kFooter = R"(Compiling through kache:
   kache nvcc ARGS...                          cache one nvcc compile
@@ -50,10 +152,13 @@ Environment (overrides the config file; see --show-config for every setting):
   KACHE_DIR                       cache directory (default ~/.cache/kache)
   KACHE_MAX_SIZE                  size limit, e.g. 10G or 500M
   KACHE_DISABLE=1                 run every compile uncached
-  KACHE_LOG=kache=debug           log why a compile was not cached
-  KACHE_LOG_FILE=PATH             append the log to a file instead of stderr
+  KACHE_LOG=kache=debug           log why a compile was not cached (to stderr, or KACHE_LOG_FILE)
+  KACHE_LOG_FILE=PATH             append the log to a file (default: warnings only, to DIR/kache.log)
   KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra nvcc flags known to be safe to cache
-  KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml))";
+  KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml)
+  KACHE_SYSTEM_CONFIG=PATH        system config file, read first (default /etc/kache.toml)
+Config files in ccache's order: system, per-user, then the cache dir's kache.toml; the environment last.
+A compile's stdout and stderr are the compiler's alone: kache's warnings go to DIR/kache.log.)";
 
 // Reason counters "<prefix><reason>" sorted by count (largest first), then by name.
 std::vector<std::pair<std::string, std::uint64_t>> reasons(const StatsSnapshot& stats, std::string_view prefix) {
@@ -88,10 +193,11 @@ std::uint64_t sum(const std::vector<std::pair<std::string, std::uint64_t>>& item
 }
 
 // What the remote stores count (storage/remote/remote_store.cpp); `hits` already includes remote hits.
-constexpr std::string_view kRemoteCounters[] = {"remote_hits",       "remote_misses",        "remote_errors",
-                                                "remote_timeouts",   "remote_skipped",       "remote_writes",
-                                                "remote_bytes_read", "remote_bytes_written", "remote_oversized",
-                                                "remote_unsigned",   "remote_bad_signature"};
+// remote_hits: compiles served from a remote (one per hit); remote_reads: values read (manifests and objects).
+constexpr std::string_view kRemoteCounters[] = {"remote_hits",      "remote_reads",      "remote_misses",
+                                                "remote_errors",    "remote_timeouts",   "remote_skipped",
+                                                "remote_writes",    "remote_bytes_read", "remote_bytes_written",
+                                                "remote_oversized", "remote_unsigned",   "remote_bad_signature"};
 
 // The progress of a walk over the whole store (-C, -M), on a terminal only: a line on stderr rewritten
 // at each whole percent. Not a terminal (a script, a CI log): nothing.
@@ -106,7 +212,7 @@ storage::LocalStorage::Progress terminal_progress(const char* label) {
   };
 }
 
-void show_stats(const Config& config, bool json) {
+void show_stats(const Config& config, bool json, std::size_t verbose) {
   StatsFile file(config.cache_dir);
   try {
     file.compact();  // fold the per-process records into the totals, so the journal stays short
@@ -132,6 +238,8 @@ void show_stats(const Config& config, bool json) {
       return object;
     };
     nlohmann::ordered_json out;
+    out["schema"] = "kache-stats-1";
+    out["time"] = static_cast<std::int64_t>(std::time(nullptr));  // when this was printed (Unix seconds)
     out["hits"] = hits;
     out["misses"] = misses;
     out["direct_hits"] = stats.get(counter::kDirectHits);
@@ -190,17 +298,154 @@ void show_stats(const Config& config, bool json) {
   line("not stored", std::to_string(sum(not_stored)));
   details(not_stored);
   line("corrupt entries", std::to_string(stats.get(counter::kCorrupt)));
+  if (verbose > 0) {
+    // What each figure counts, for a reader who has not read the README.
+    text +=
+        "  (hits: compiles served from the cache, local or remote; misses: compiles run and looked up;\n"
+        "   passthrough: compiles kache did not try to cache; errors: kache's own failures, the compile\n"
+        "   ran all the same; compile failed: the compiler failed on the code)\n";
+  }
   if (!config.remote_storage.empty() || stats.get("remote_hits") + stats.get("remote_misses") > 0) {
     // Counted by each compile from what it did; `kache -s` itself never contacts a server.
-    line("remote storage", "");
+    line("remote storage", "(hits: compiles served from a remote)");
     for (std::string_view name : kRemoteCounters) {
       line("  " + std::string(name.substr(std::string_view("remote_").size())),
            std::to_string(stats.get(std::string(name))));
     }
   }
-  line("cache size", fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
-                                 config.max_size ? 100.0 * static_cast<double>(size) / config.max_size : 0.0));
-  line("entries", std::to_string(entries));
+  line("cache size", config.max_size == 0
+                         ? fmt::format("{} (no limit)", format_size(size))
+                         : fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
+                                       100.0 * static_cast<double>(size) / static_cast<double>(config.max_size)));
+  line("entries", fmt::format("{} (entry files: objects and manifests)", entries));
+  if (verbose > 1) {
+    text += "every counter:\n";
+    for (const auto& [name, value] : stats.counters) line("  " + name, std::to_string(value));
+  }
+  fmt::print("{}", text);
+}
+
+// Every entry file of the local store (<dir>/<k0>/<k1k2>/<key>; temporary files carry a '.'), with its key.
+template <typename Visit>
+void for_each_entry(const std::string& cache_dir, Visit&& visit) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const char shard : std::string_view("0123456789abcdef")) {
+    const fs::path shard_dir = fs::path(cache_dir) / std::string(1, shard);
+    if (!fs::is_directory(shard_dir, ec)) continue;
+    for (const auto& sub : fs::directory_iterator(shard_dir, ec)) {
+      if (!sub.is_directory(ec)) continue;
+      const std::string prefix = std::string(1, shard) + sub.path().filename().string();
+      for (const auto& file : fs::directory_iterator(sub.path(), ec)) {
+        const std::string name = file.path().filename().string();
+        if (!file.is_regular_file(ec) || !name.starts_with(prefix) || name.find('.') != std::string::npos) continue;
+        visit(file.path().string(), name);
+      }
+    }
+  }
+}
+
+// "3d", "12h", "30m", "600s" or plain seconds; false if malformed.
+bool parse_age(const std::string& text, std::int64_t& seconds) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (value < 0) return false;
+  const std::string unit = text.substr(used);
+  const std::int64_t scale = unit.empty() || unit == "s" ? 1
+                             : unit == "m"               ? 60
+                             : unit == "h"               ? 3600
+                             : unit == "d"               ? 86400
+                                                         : 0;
+  if (scale == 0) return false;
+  seconds = value * scale;
+  return true;
+}
+
+void evict_older_than(const Config& config, const std::string& age_text) {
+  std::int64_t age = 0;
+  if (!parse_age(age_text, age))
+    throw std::runtime_error(fmt::format("'{}' is not an age (examples: 3d, 12h, 30m, 600s)", age_text));
+  const auto now = std::filesystem::file_time_type::clock::now();
+  std::vector<std::string> old_keys;
+  for_each_entry(config.cache_dir, [&](const std::string& path, const std::string& key) {
+    std::error_code ec;
+    const auto written = std::filesystem::last_write_time(path, ec);  // a hit refreshes it (LRU)
+    if (!ec && now - written > std::chrono::seconds(age)) old_keys.push_back(key);
+  });
+  auto store = storage::open_storage(config);
+  for (const auto& key : old_keys) (void)store.local().remove(key);
+  fmt::print("Removed {} cache entries not used in the last {} from {}.\n", old_keys.size(), age_text,
+             config.cache_dir);
+}
+
+// ccache -x: how much the stored entries take against what they hold.
+void show_compression(const Config& config) {
+  std::uint64_t entries = 0, stored = 0, held = 0, unreadable = 0;
+  for_each_entry(config.cache_dir, [&](const std::string& path, const std::string&) {
+    try {
+      std::string bytes = util::read_file(path);
+      const std::uint64_t on_disk = bytes.size();
+      auto value = decode_value(std::move(bytes));
+      if (!value) {
+        ++unreadable;
+        return;
+      }
+      ++entries;
+      stored += on_disk;
+      held += value->size();
+    } catch (const std::exception&) {
+      ++unreadable;
+    }
+  });
+  const double ratio = stored ? static_cast<double>(held) / static_cast<double>(stored) : 0.0;
+  fmt::print("entries (objects and manifests)   {}\n", entries);
+  fmt::print("stored size                       {}\n", format_size(stored));
+  fmt::print("data size (uncompressed)          {}\n", format_size(held));
+  fmt::print("compression ratio                 {:.2f} x\n", ratio);
+  fmt::print("space savings                     {:.1f} %\n", held ? 100.0 * (1.0 - 1.0 / ratio) : 0.0);
+  fmt::print("new entries compressed            {}\n",
+             config.compression ? fmt::format("yes (zstd level {})", config.compression_level) : std::string("no"));
+  if (unreadable) fmt::print("unreadable entries                {}\n", unreadable);
+}
+
+void get_config(const Config& config, const std::string& name) {
+  const auto key = canonical_config_key(name);
+  if (!key) throw std::runtime_error(fmt::format("'{}' is not a setting (kache -p lists them)", name));
+  fmt::print("{}\n", *config_value_text(config, *key));
+}
+
+void set_max_size(const Config& config, const std::string& text);
+
+void set_config(const Config& config, const std::string& assignment) {
+  const std::size_t eq = assignment.find('=');
+  if (eq == std::string::npos) throw std::runtime_error(fmt::format("-o takes KEY=VALUE, not '{}'", assignment));
+  const auto key = canonical_config_key(assignment.substr(0, eq));
+  if (!key)
+    throw std::runtime_error(fmt::format("'{}' is not a setting (kache -p lists them)", assignment.substr(0, eq)));
+  const std::string value = assignment.substr(eq + 1);
+  if (*key == "cache.max_size") return set_max_size(config, value);  // the same checks and trim as -M
+  if (const std::string error = config_value_error(*key, value); !error.empty())
+    throw std::runtime_error(fmt::format("{} = '{}' {}; nothing was changed", *key, value, error));
+  const std::string file = config_file_to_edit(config, *key);
+  const std::size_t dot = key->find('.');
+  set_config_value(file, key->substr(0, dot), key->substr(dot + 1), value);
+  fmt::print("Set {} = {} in {}.\n", *key, value, file);
+}
+
+// ccache --print-stats: one "name value" per line, every counter, for scripts.
+void print_stats(const Config& config) {
+  StatsFile file(config.cache_dir);
+  const StatsSnapshot stats = file.read();
+  auto store = storage::open_storage(config);
+  std::string text = fmt::format("stats_schema kache-stats-1\nstats_time {}\n", std::time(nullptr));
+  for (const auto& [name, value] : stats.counters) text += fmt::format("{} {}\n", name, value);
+  text += fmt::format("cache_size {}\nmax_size {}\nentries {}\n", store.local().total_size(), config.max_size,
+                      store.local().entry_count());
   fmt::print("{}", text);
 }
 
@@ -217,15 +462,21 @@ void show_reasons() {
 
 void set_max_size(const Config& config, const std::string& text) {
   std::uint64_t bytes = 0;
-  if (!parse_size(text, bytes) || bytes == 0) {
-    throw std::runtime_error(fmt::format("'{}' is not a size above 0 (examples: 10G, 500M, 1.5GiB)", text));
+  if (!parse_size(text, bytes)) {
+    throw std::runtime_error(fmt::format("'{}' is not a size (examples: 10G, 500M, 1.5GiB; 0 for no limit)", text));
   }
+  if (bytes != 0 && text.find_first_not_of("0123456789") == std::string::npos) {
+    // ccache reads a bare number as gigabytes: say the unit rather than guess.
+    throw std::runtime_error(
+        fmt::format("'{}' has no unit: write {}G, {}M or {}B (bytes); nothing was changed", text, text, text, text));
+  }
+  const std::string file = config_file_to_edit(config, "cache.max_size");
   try {
-    set_config_value(config.config_file, "cache", "max_size", text);
+    set_config_value(file, "cache", "max_size", text);
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("cannot set cache.max_size: {}", e.what()));
   }
-  fmt::print("Set cache.max_size to {} in {}.\n", format_size(bytes), config.config_file);
+  fmt::print("Set cache.max_size to {} in {}.\n", bytes == 0 ? std::string("no limit") : format_size(bytes), file);
   // Reload so the trim uses the limit that is really in force (KACHE_MAX_SIZE still wins).
   const Config effective = load_config();
   if (effective.origins.count("cache.max_size") && effective.origins.at("cache.max_size") == "env") {
@@ -234,15 +485,38 @@ void set_max_size(const Config& config, const std::string& text) {
   }
   auto store = storage::open_storage(effective);
   store.local().cleanup(terminal_progress("trimming the cache"));
-  fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()), format_size(effective.max_size));
+  fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
+             effective.max_size ? format_size(effective.max_size) : std::string("no limit"));
 }
 
 }  // namespace
 
-bool is_kache_option(const std::string& arg) {
-  if (std::find(std::begin(kOptionTokens), std::end(kOptionTokens), arg) != std::end(kOptionTokens)) return true;
-  // "--max-size=10G" cannot be a compiler name either; nor can kache's subcommands.
-  return arg.starts_with("--max-size=") || arg == "doctor" || arg == "explain";
+bool looks_like_compile(int argc, char** argv) {
+  static constexpr std::string_view kCompileExtensions[] = {
+      "cu", "c",   "cc", "cp", "cxx", "cpp",   "CPP",    "c++", "C", "i",   "ii",    "cup",
+      "o",  "obj", "a",  "so", "ptx", "cubin", "fatbin", "s",   "S", "lib", "ltoir", "optixir"};
+  const std::string_view first = argv[1];
+  if (first == "-forward-unknown-to-host-compiler" || first == "--forward-unknown-to-host-compiler") return true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "-") return true;  // a source on stdin
+    if (arg.starts_with('-') || arg.find('=') != std::string_view::npos) continue;
+    const std::size_t dot = arg.rfind('.');
+    if (dot == std::string_view::npos || arg.find('/', dot) != std::string_view::npos) continue;
+    const std::string_view extension = arg.substr(dot + 1);
+    if (std::find(std::begin(kCompileExtensions), std::end(kCompileExtensions), extension) !=
+        std::end(kCompileExtensions))
+      return true;
+  }
+  return false;
+}
+
+bool is_kache_invocation(int argc, char** argv) {
+  if (argc < 2) return true;
+  const std::string_view first = argv[1];
+  if (first == "doctor" || first == "explain") return true;
+  if (!first.starts_with('-')) return false;  // a compiler's name or path
+  return !looks_like_compile(argc, argv);
 }
 
 int run_cli(int argc, char** argv) {
@@ -254,8 +528,16 @@ int run_cli(int argc, char** argv) {
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.footer(kFooter);
 
+  if (const std::string unknown = first_unknown_option(argc, argv); !unknown.empty()) {
+    // Never handed to a compiler, never counted: a typo in kache's own options is kache's to answer.
+    fmt::print(stderr, "{}\n", unknown_option_message(unknown));
+    return 1;
+  }
   bool show = false, json = false, zero = false, clear = false, show_config = false, version = false;
-  std::string max_size;
+  bool cleanup = false, compression = false, machine_stats = false;
+  std::size_t verbose = 0;
+  std::string max_size, get_key, evict_age;
+  std::vector<std::string> assignments;
   app.add_flag("-s,--show-stats", show, "Print statistics and the cache size");
   app.add_flag("--json", json, "With --show-stats: print the statistics as JSON");
   app.add_flag("-z,--zero-stats", zero, "Reset the statistics to zero");
@@ -263,7 +545,17 @@ int run_cli(int argc, char** argv) {
   auto* max_size_option =
       app.add_option("-M,--max-size", max_size, "Set cache.max_size in the config file (e.g. 10G) and trim the cache")
           ->type_name("SIZE");
-  app.add_flag("--show-config", show_config, "Print every setting, its value and where it came from");
+  app.add_flag("-p,--show-config", show_config, "Print every setting, its value and where it came from");
+  app.add_option("-k,--get-config", get_key, "Print the value of one setting (e.g. cache.max_size)")->type_name("KEY");
+  app.add_option("-o,--set-config", assignments,
+                 "Set KEY=VALUE in the config file in effect (that one line; comments and order kept)")
+      ->type_name("KEY=VALUE");
+  app.add_flag("-c,--cleanup", cleanup, "Evict least recently used entries down to the size limit now");
+  app.add_option("--evict-older-than", evict_age, "Remove entries not used for AGE (e.g. 3d, 12h, 600s)")
+      ->type_name("AGE");
+  app.add_flag("-x,--show-compression", compression, "Print compression statistics of the stored entries");
+  app.add_flag("-v,--verbose", verbose, "With --show-stats: also explain each figure (-vv: every counter)");
+  app.add_flag("--print-stats", machine_stats, "Print every counter as 'name value' lines, for scripts");
   bool list_reasons = false;
   app.add_flag("--reasons", list_reasons, "Print every reason kache counts for not caching, with what it means");
   app.add_flag("-V,--version", version, "Print the version and exit");
@@ -295,10 +587,14 @@ int run_cli(int argc, char** argv) {
   apply_process_settings(config);
 
   try {
+    for (const auto& assignment : assignments) set_config(config, assignment);
+    if (!get_key.empty()) get_config(config, get_key);
     if (show_config) {
       fmt::print("{}", describe_config(config));
       fmt::print("{}", describe_path_keys(config.base_dirs, config.nvcc_path_normalize, util::current_dir()));
     }
+    // -sz: the figures, then the reset (ccache's order).
+    if (show && zero) show_stats(config, json, verbose);
     if (zero) {
       StatsFile(config.cache_dir).zero();
       fmt::print("Statistics zeroed in {}.\n", config.cache_dir);
@@ -313,7 +609,16 @@ int run_cli(int argc, char** argv) {
                  config.cache_dir);
     }
     if (max_size_option->count() > 0) set_max_size(config, max_size);
-    if (show) show_stats(config, json);
+    if (cleanup) {
+      auto store = storage::open_storage(config);
+      store.local().cleanup(terminal_progress("cleaning up"));
+      fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
+                 config.max_size ? format_size(config.max_size) : std::string("no limit"));
+    }
+    if (!evict_age.empty()) evict_older_than(config, evict_age);
+    if (compression) show_compression(config);
+    if (machine_stats) print_stats(config);
+    if (show && !zero) show_stats(config, json, verbose);
     if (list_reasons) show_reasons();
   } catch (const std::exception& e) {
     std::string message = e.what();

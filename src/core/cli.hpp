@@ -5,8 +5,11 @@
 
 namespace kache::core {
 
-// True if argv[1] is one of kache's own options (so argv is for kache, not for a compiler).
-bool is_kache_option(const std::string& arg);
+// Whether argv is for kache itself (its options, doctor, explain) rather than a compile. A flag where the
+// compiler's name belongs means nvcc only where the words are a compile (CMake 3.25's try_compile runs
+// `kache -forward-unknown-to-host-compiler ... -c x.cu -o x.o`): they begin with that flag, or name a
+// source or object file (or "-", stdin). Anything else is kache's, and a mistyped option gets kache's error.
+bool is_kache_invocation(int argc, char** argv);
 // Runs kache's own command line; returns the process exit code.
 int run_cli(int argc, char** argv);
 

@@ -64,6 +64,10 @@ std::string expand_home(const std::string& path) {
   return path;
 }
 
+std::string util_join(const std::string& dir, const std::string& name) {
+  return dir.ends_with('/') ? dir + name : dir + "/" + name;
+}
+
 std::string default_cache_dir() {
   if (std::string xdg = env_or_empty("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/kache";
   if (std::string home = env_or_empty("HOME"); !home.empty()) return home + "/.cache/kache";
@@ -123,22 +127,23 @@ struct KeySpec {
 
 std::string set_dir(Config& c, const std::string& v) {
   if (trim(v).empty()) return "is empty";
-  c.cache_dir = expand_home(v);
+  const std::string dir = expand_home(v);
+  // A relative cache dir would put a cache under every compile's working directory.
+  if (!dir.starts_with('/')) return "is a relative path (the cache directory must be absolute)";
+  c.cache_dir = dir;
   return {};
 }
 
 std::string set_max_size(Config& c, const std::string& v) {
   std::uint64_t bytes = 0;
   if (!parse_size(v, bytes)) return "is not a size";
-  // A zero limit would make every store evict itself immediately.
-  if (bytes == 0) return "is not a usable size (it must be above 0)";
-  c.max_size = bytes;
+  c.max_size = bytes;  // 0: no limit, as in ccache
   return {};
 }
 
 std::string set_max_size_node(Config& c, const toml::node& n) {
   if (auto i = n.value_exact<std::int64_t>()) {
-    if (*i <= 0) return "is not a usable size (it must be above 0)";
+    if (*i < 0) return "is not a size";
     c.max_size = static_cast<std::uint64_t>(*i);
     return {};
   }
@@ -352,7 +357,7 @@ std::string set_lock_timeout_node(Config& c, const toml::node& n) {
 const KeySpec kKeys[] = {
     {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path"},
     {"cache", "max_size", "KACHE_MAX_SIZE", set_max_size, set_max_size_node,
-     [](const Config& c) { return format_size(c.max_size); }, "a size"},
+     [](const Config& c) { return c.max_size == 0 ? std::string("0 (no limit)") : format_size(c.max_size); }, "a size"},
     {"cache", "compression", "KACHE_COMPRESSION", set_bool<&Config::compression>, set_bool_node<&Config::compression>,
      show_bool<&Config::compression>, "a boolean"},
     {"cache", "compression_level", "KACHE_COMPRESSION_LEVEL", set_level, set_level_node,
@@ -450,9 +455,26 @@ std::string location(const std::string& file, const toml::node& n) {
   return line > 0 ? fmt::format("{} (line {})", file, line) : file;
 }
 
+// A size without a unit is bytes here, where ccache reads gigabytes: the value stands, with a warning.
+void note_bare_size(Config& c, const KeySpec& k, const std::string& value, const std::string& where) {
+  if (std::string_view(k.name) != "max_size" || c.max_size == 0) return;
+  const std::string t = trim(value);
+  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos) return;
+  c.problems.push_back(
+      fmt::format("kache: {}.{} = {} in {} has no unit, so it means {} bytes ({}); write the unit, "
+                  "e.g. \"{}G\" or \"{}M\" (B for bytes).",
+                  k.section, k.name, t, where, t, format_size(c.max_size), t, t));
+}
+
+// A value as a message may quote it: remote.storage may carry a password, so it is redacted.
+std::string quotable(const KeySpec& k, const std::string& value) {
+  return k.from_string == set_remote_storage ? storage::remote::redact_remote_list(value) : value;
+}
+
 void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::string& file) {
   std::string error;
-  if (auto s = n.value_exact<std::string>()) {
+  const auto text = n.value_exact<std::string>();
+  if (auto s = text) {
     error = k.from_string(c, *s);
   } else if (k.from_node) {
     error = k.from_node(c, n);
@@ -460,25 +482,36 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
     error = fmt::format("is not {}", k.not_a);
   }
   if (error.empty()) {
-    c.origins[full_name(k)] = "file";
+    c.origins[full_name(k)] = file;
+    note_bare_size(c, k, text ? *text : render_node(n), location(file, n));
   } else {
-    c.problems.push_back(fmt::format("kache: {} = {} in {} {}; using {}.", full_name(k), render_node(n),
-                                     location(file, n), error, k.show(c)));
+    if (k.from_string == set_dir) c.cache_dir_refused = true;
+    c.problems.push_back(fmt::format("kache: {} = {} in {} {}; using {}.", full_name(k),
+                                     text ? fmt::format("'{}'", quotable(k, *text)) : render_node(n), location(file, n),
+                                     error, k.show(c)));
   }
 }
 
-void read_file_layer(Config& c) {
-  const std::string& file = c.config_file;
-  if (file.empty()) return;
+// One file's settings over c. In the cache dir's own file cache.dir cannot move the cache (it is
+// where the file was found). Returns whether the file was read.
+bool read_file_layer(Config& c, const std::string& file, bool in_cache_dir) {
+  if (file.empty()) return false;
   std::error_code ec;
-  if (!fs::exists(file, ec)) return;  // no file is the normal case
+  if (!fs::exists(file, ec)) return false;  // no file is the normal case
+  if (fs::is_directory(file, ec)) {
+    c.problems.push_back(
+        fmt::format("kache: the config file {} is a directory, not a file; its settings are not "
+                    "read (set KACHE_CONFIG to a file).",
+                    file));
+    return false;
+  }
 
   std::ifstream in(file, std::ios::binary);
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (!in) {
     c.problems.push_back(fmt::format("kache: cannot read {}; using the built-in defaults for its settings.", file));
-    return;
+    return false;
   }
 
   toml::table root;
@@ -487,7 +520,7 @@ void read_file_layer(Config& c) {
   } catch (const toml::parse_error& e) {
     c.problems.push_back(fmt::format("kache: {} is not valid TOML ({} at line {}); ignoring the whole file.", file,
                                      e.description(), e.source().begin.line));
-    return;
+    return false;
   }
 
   for (const auto& [section_key, section_node] : root) {
@@ -510,9 +543,28 @@ void read_file_layer(Config& c) {
         c.problems.push_back(fmt::format("kache: ignoring unknown key '{}.{}' in {}.", section, key.str(), file));
         continue;
       }
+      if (in_cache_dir && spec->from_string == set_dir) {
+        c.problems.push_back(
+            fmt::format("kache: ignoring cache.dir in {}: the cache dir's own config cannot move it.", file));
+        continue;
+      }
       apply_node(c, *spec, node, file);
     }
   }
+  c.files_read.push_back(file);
+  return true;
+}
+
+std::string system_config_file() {
+  const std::string path = env_or_empty("KACHE_SYSTEM_CONFIG");
+  return path.empty() ? std::string("/etc/kache.toml") : path;
+}
+
+// The cache dir the environment will name, so its config file is read before the environment.
+std::string cache_dir_before_env(const Config& c) {
+  Config probe;
+  if (const char* dir = std::getenv("KACHE_DIR"); dir && *dir && set_dir(probe, dir).empty()) return probe.cache_dir;
+  return c.cache_dir;
 }
 
 void read_env_layer(Config& c) {
@@ -523,8 +575,10 @@ void read_env_layer(Config& c) {
     const std::string value(raw);
     if (std::string error = k.from_string(c, value); error.empty()) {
       c.origins[full_name(k)] = "env";
+      note_bare_size(c, k, value, k.env);
     } else {
-      c.problems.push_back(fmt::format("kache: {}='{}' {}; using {}.", k.env, value, error, k.show(c)));
+      if (k.from_string == set_dir) c.cache_dir_refused = true;
+      c.problems.push_back(fmt::format("kache: {}='{}' {}; using {}.", k.env, quotable(k, value), error, k.show(c)));
     }
   }
 }
@@ -550,7 +604,11 @@ Config load_config() {
   try {
     c.cache_dir = default_cache_dir();
     c.config_file = default_config_file();
-    read_file_layer(c);
+    // ccache's order: the system file, then the per-user one, then the cache dir's own, then the environment.
+    read_file_layer(c, system_config_file(), false);
+    read_file_layer(c, c.config_file, false);
+    c.cache_config_file = util_join(cache_dir_before_env(c), "kache.toml");
+    read_file_layer(c, c.cache_config_file, true);
     read_env_layer(c);
   } catch (const std::exception& e) {
     c.problems.push_back(fmt::format("kache: unexpected error while reading the configuration ({}).", e.what()));
@@ -637,56 +695,109 @@ std::string format_size(std::uint64_t bytes) {
   return fmt::format("{:.1f} {}", value, kUnits[unit]);
 }
 
-void set_config_value(const std::string& file, const std::string& section, const std::string& key,
-                      const std::string& value) {
-  if (file.empty()) throw std::runtime_error("there is no config file path (set KACHE_CONFIG or HOME)");
-  toml::table root;
-  std::error_code ec;
-  if (fs::exists(file, ec)) {
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (!in) throw std::runtime_error(fmt::format("cannot read {}", file));
-    try {
-      root = toml::parse(buffer.str(), file);
-    } catch (const toml::parse_error& e) {
-      // Rewriting a file we could not parse would throw the user's settings away.
-      throw std::runtime_error(fmt::format("{} is not valid TOML ({} at line {}), so it was left unchanged", file,
-                                           e.description(), e.source().begin.line));
+namespace {
+
+// The value as TOML writes it: integers and booleans bare, everything else a basic string. A size is
+// always a string ("10G"): a bare number in max_size reads as bytes, which is rarely what was meant.
+std::string toml_value(const std::string& key, const std::string& value) {
+  long long number = 0;
+  if (key != "max_size" && parse_int(value, number) && trim(value) == value) return std::to_string(number);
+  if (value == "true" || value == "false") return value;
+  std::string out = "\"";
+  for (const char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The comment after a value on its line ("max_size = 1 # why"), kept when the value is replaced.
+std::string trailing_comment(std::string_view line) {
+  bool in_string = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        in_string = false;
+    } else if (c == '"' || c == '\'') {
+      in_string = true;
+      quote = c;
+    } else if (c == '#') {
+      std::size_t begin = i;
+      while (begin > 0 && (line[begin - 1] == ' ' || line[begin - 1] == '\t')) --begin;
+      return std::string(line.substr(begin));
     }
   }
+  return {};
+}
 
-  toml::node* section_node = root.get(section);
-  if (!section_node) {
-    root.insert(section, toml::table{});
-    section_node = root.get(section);
+// "[name]" (with blanks and a comment allowed around it): the table's name; nullopt for other lines.
+std::optional<std::string> table_header(std::string_view line) {
+  const std::string t = trim(line);
+  if (!t.starts_with('[') || t.starts_with("[[")) return std::nullopt;
+  const std::size_t close = t.find(']');
+  if (close == std::string::npos) return std::nullopt;
+  return trim(std::string_view(t).substr(1, close - 1));
+}
+
+// Whether a line assigns `key` ("key = ...", "key=...").
+bool assigns(std::string_view line, const std::string& key) {
+  const std::string t = trim(line);
+  if (!t.starts_with(key)) return false;
+  const std::string rest = trim(std::string_view(t).substr(key.size()));
+  return rest.starts_with('=');
+}
+
+// The file's text with key = value set in [section]: that one line replaced (its indentation and comment
+// kept), else one line added after the section's last assignment, else the section appended.
+std::string edit_toml_text(const std::string& text, const std::string& section, const std::string& key,
+                           const std::string& value) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const std::string assignment = key + " = " + toml_value(key, value);
+  std::optional<std::size_t> insert_after;
+  bool in_section = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (auto name = table_header(lines[i])) {
+      in_section = *name == section;
+      if (in_section) insert_after = i;
+      continue;
+    }
+    if (!in_section) continue;
+    if (assigns(lines[i], key)) {
+      const std::size_t indent = lines[i].find_first_not_of(" \t");
+      lines[i] = lines[i].substr(0, indent) + assignment + trailing_comment(lines[i]);
+      insert_after.reset();
+      return join(lines, "\n") + "\n";
+    }
+    if (!trim(lines[i]).empty() && !trim(lines[i]).starts_with('#')) insert_after = i;
   }
-  toml::table* table = section_node->as_table();
-  if (!table) throw std::runtime_error(fmt::format("'{}' in {} is not a table", section, file));
-
-  // Keep the natural TOML type so the file reads well: numbers and booleans unquoted.
-  long long number = 0;
-  if (parse_int(value, number) && trim(value) == value) {
-    table->insert_or_assign(key, static_cast<std::int64_t>(number));
-  } else if (value == "true" || value == "false") {
-    table->insert_or_assign(key, value == "true");
+  if (insert_after) {
+    lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(*insert_after + 1), assignment);
   } else {
-    table->insert_or_assign(key, value);
+    if (!lines.empty() && !trim(lines.back()).empty()) lines.emplace_back();
+    lines.push_back("[" + section + "]");
+    lines.push_back(assignment);
   }
+  return join(lines, "\n") + "\n";
+}
 
-  std::ostringstream out;
-  out << root << '\n';
-
-  // Write a sibling temp file and rename it, so a concurrent reader never sees half a file.
+void write_replacing(const std::string& file, const std::string& text) {
+  std::error_code ec;
   const fs::path target(file);
   if (target.has_parent_path()) {
     fs::create_directories(target.parent_path(), ec);
     if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", target.parent_path().string(), ec.message()));
   }
+  // A sibling temp file renamed over the file, so a concurrent reader never sees half a file.
   const std::string tmp = fmt::format("{}.tmp.{}", file, ::getpid());
   {
     std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    o << out.str();
+    o << text;
     o.close();
     if (!o) {
       fs::remove(tmp, ec);
@@ -701,12 +812,96 @@ void set_config_value(const std::string& file, const std::string& section, const
   }
 }
 
-std::string describe_config(const Config& config) {
+}  // namespace
+
+void set_config_value(const std::string& file, const std::string& section, const std::string& key,
+                      const std::string& value) {
+  if (file.empty()) throw std::runtime_error("there is no config file path (set KACHE_CONFIG or HOME)");
+  std::string text;
   std::error_code ec;
-  const bool exists = !config.config_file.empty() && fs::exists(config.config_file, ec);
-  std::string out =
-      fmt::format("config file: {} ({})\n", config.config_file.empty() ? std::string("(none)") : config.config_file,
-                  exists ? "read" : "not present");
+  if (fs::exists(file, ec)) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (!in) throw std::runtime_error(fmt::format("cannot read {}", file));
+    text = buffer.str();
+    try {
+      (void)toml::parse(text, file);
+    } catch (const toml::parse_error& e) {
+      // Editing a file we could not parse could throw the user's settings away.
+      throw std::runtime_error(fmt::format("{} is not valid TOML ({} at line {}), so it was left unchanged", file,
+                                           e.description(), e.source().begin.line));
+    }
+  }
+  // One line of the text changes: the user's comments, order and other keys stay as they were.
+  const std::string edited = edit_toml_text(text, section, key, value);
+  try {
+    const toml::table check = toml::parse(edited, file);
+    if (!check.at_path(section + "." + key)) throw std::runtime_error("the key is not where it was written");
+  } catch (const std::exception& e) {
+    throw std::runtime_error(
+        fmt::format("{} could not be edited safely ({}), so it was left unchanged; edit it by hand", file, e.what()));
+  }
+  write_replacing(file, edited);
+}
+
+std::string config_file_to_edit(const Config& config, const std::string& key) {
+  // The file the value in force came from (the system file is the administrator's: not edited).
+  if (const auto it = config.origins.find(key);
+      it != config.origins.end() && it->second != "env" && it->second != system_config_file())
+    return it->second;
+  std::error_code ec;
+  if (fs::exists(config.cache_config_file, ec)) return config.cache_config_file;
+  return config.config_file;
+}
+
+std::optional<std::string> canonical_config_key(const std::string& name) {
+  const KeySpec* found = nullptr;
+  for (const auto& k : kKeys) {
+    if (name == full_name(k)) return name;
+    if (name == k.name) {
+      if (found) return std::nullopt;  // the bare name is ambiguous
+      found = &k;
+    }
+  }
+  if (found) return full_name(*found);
+  return std::nullopt;
+}
+
+std::optional<std::string> config_value_text(const Config& config, const std::string& key) {
+  for (const auto& k : kKeys) {
+    if (key == full_name(k)) return k.show(config);
+  }
+  return std::nullopt;
+}
+
+std::string config_value_error(const std::string& key, const std::string& value) {
+  for (const auto& k : kKeys) {
+    if (key != full_name(k)) continue;
+    Config scratch;
+    return k.from_string(scratch, value);
+  }
+  return "is not a setting";
+}
+
+std::vector<std::string> config_key_names() {
+  std::vector<std::string> names;
+  for (const auto& k : kKeys) names.push_back(full_name(k));
+  return names;
+}
+
+std::string describe_config(const Config& config) {
+  // Every file and whether it was read; a later one wins, the environment over all.
+  std::string out;
+  // The per-user file first (what users look for); the system file is read before it, the cache dir's after.
+  const std::pair<const char*, std::string> files[] = {{"config file", config.config_file},
+                                                       {"system config (read before it)", system_config_file()},
+                                                       {"cache dir config (read after it)", config.cache_config_file}};
+  for (const auto& [label, path] : files) {
+    const bool read = std::find(config.files_read.begin(), config.files_read.end(), path) != config.files_read.end();
+    out +=
+        fmt::format("{}: {} ({})\n", label, path.empty() ? std::string("(none)") : path, read ? "read" : "not present");
+  }
   std::size_t key_width = 0;
   std::size_t value_width = 0;
   for (const auto& k : kKeys) {
@@ -717,7 +912,8 @@ std::string describe_config(const Config& config) {
     const std::string name = full_name(k);
     const auto it = config.origins.find(name);
     std::string origin = "default";
-    if (it != config.origins.end()) origin = it->second == "env" ? fmt::format("env {}", k.env) : it->second;
+    if (it != config.origins.end())
+      origin = it->second == "env" ? fmt::format("env {}", k.env) : fmt::format("file {}", it->second);
     out += fmt::format("{:<{}}  {:<{}}  ({})\n", name, key_width, k.show(config), value_width, origin);
   }
   return out;

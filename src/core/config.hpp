@@ -1,7 +1,10 @@
 #pragma once
-// Configuration: built-in defaults < TOML file < KACHE_* environment variables.
+// Configuration, in ccache's order: built-in defaults < system file < per-user file < the cache dir's
+// kache.toml < KACHE_* environment variables.
 //
-// File: $KACHE_CONFIG, else $XDG_CONFIG_HOME/kache/config.toml, else ~/.config/kache/config.toml.
+// System file: $KACHE_SYSTEM_CONFIG, else /etc/kache.toml.
+// Per-user file: $KACHE_CONFIG, else $XDG_CONFIG_HOME/kache/config.toml, else ~/.config/kache/config.toml.
+// Cache dir file: <cache.dir>/kache.toml (cannot set cache.dir itself).
 // Keys (section.key -> environment variable):
 //   cache.dir                    KACHE_DIR
 //   cache.max_size               KACHE_MAX_SIZE            ("10G", "500M", bytes)
@@ -29,6 +32,7 @@
 // going with the default for that key (the build must keep working).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,11 +59,14 @@ struct Config {
   std::string log_file;
   int cache_umask = -1;  // -1: the process umask
   bool allow_world_writable = false;
+  bool cache_dir_refused = false;  // cache.dir was given but unusable (relative): compiles pass through
   double lock_timeout_s = 10.0;
 
-  std::string config_file;            // the file that was read (may not exist)
-  std::vector<std::string> problems;  // one sentence each; printed as warnings
-  // "section.key" -> "file" or "env" for every key not left at its built-in default.
+  std::string config_file;              // the per-user file, or KACHE_CONFIG (may not exist)
+  std::string cache_config_file;        // <cache dir>/kache.toml, read after config_file (may not exist)
+  std::vector<std::string> files_read;  // in the order read: system, per-user, cache dir
+  std::vector<std::string> problems;    // one sentence each; printed as warnings
+  // "section.key" -> the file's path or "env" for every key not left at its built-in default.
   std::map<std::string, std::string> origins;
 };
 
@@ -85,6 +92,18 @@ struct SettingRow {
   std::string default_value;  // as --show-config shows it
 };
 std::vector<SettingRow> setting_rows();
+// The file `kache -M` and `kache -o` edit for key ("cache.max_size"): the file its value in force came
+// from (not the system file), else the cache dir's kache.toml when it exists, else the per-user file
+// (KACHE_CONFIG). The environment still wins over any file, and the CLI says so.
+std::string config_file_to_edit(const Config& config, const std::string& key);
+// "cache.max_size" for "cache.max_size" or "max_size" (a bare name that is unique); nullopt: no such key.
+std::optional<std::string> canonical_config_key(const std::string& name);
+// A setting's effective value as --show-config prints it; nullopt for an unknown key.
+std::optional<std::string> config_value_text(const Config& config, const std::string& key);
+// "" when value is acceptable for key, else the tail of a sentence saying what is wrong.
+std::string config_value_error(const std::string& key, const std::string& value);
+// Every "section.key", in the table's order.
+std::vector<std::string> config_key_names();
 // Human-readable listing of every effective setting and its origin.
 std::string describe_config(const Config& config);
 

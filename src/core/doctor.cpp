@@ -1,6 +1,7 @@
 #include "core/doctor.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -20,6 +21,10 @@
 #include "compiler/nvcc/plan.hpp"
 #include "core/config.hpp"
 #include "storage/local/local_storage.hpp"
+#include "storage/remote/remote_factory.hpp"
+#include "storage/remote/remote_failure.hpp"
+#include "storage/remote/remote_store.hpp"
+#include "storage/remote/remote_url.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -187,7 +192,16 @@ int macro_int(const std::map<std::string, std::string>& m, const std::string& na
 }
 
 // The toolkit's facts: nvcc, the host compiler and its bound, the C library.
-void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optional<std::string>& ccbin,
+// The C and C++ compilers kache fronts that are on PATH.
+std::vector<std::string> c_compilers_on_path(const std::string& path_var) {
+  std::vector<std::string> found;
+  for (const char* name : {"gcc", "g++", "cc", "c++", "clang", "clang++"}) {
+    if (util::find_executable(name, path_var, util::self_executable())) found.emplace_back(name);
+  }
+  return found;
+}
+
+void check_toolchain(Rows& rows, const std::string& nvcc_arg, bool nvcc_named, const std::optional<std::string>& ccbin,
                      const util::Environment& env, const std::string& scratch,
                      std::optional<std::pair<int, int>>& release) {
   const std::string path_var = util::env_get(env, "PATH").value_or("");
@@ -196,6 +210,19 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, const std::optiona
     if (::access(nvcc_arg.c_str(), X_OK) == 0) nvcc = util::absolute_path(nvcc_arg, util::current_dir());
   } else {
     nvcc = util::find_executable(nvcc_arg, path_var, util::self_executable());
+  }
+  const std::vector<std::string> c_compilers = c_compilers_on_path(path_var);
+  if (!c_compilers.empty()) {
+    std::string names;
+    for (const auto& n : c_compilers) names += (names.empty() ? "" : ", ") + n;
+    rows.add("toolchain", "c-compilers", Status::ok, names);
+  }
+  if (!nvcc && !nvcc_named && !c_compilers.empty()) {
+    // A C/C++ user: nothing in use is broken.
+    rows.add("toolchain", "nvcc", Status::warn, "not found",
+             "there is no nvcc on PATH, so only C and C++ compiles are cached (kache nvcc would not run).",
+             "nothing to do for C and C++; for CUDA put the toolkit's bin directory on PATH");
+    return;
   }
   if (!nvcc) {
     rows.add("toolchain", "nvcc", Status::fail, "not found",
@@ -443,6 +470,15 @@ void check_cache(Rows& rows, const Config& cfg) {
                          filesystem_name(static_cast<std::uint64_t>(sfs.f_type)), margin / 1000000,
                          (res.tv_sec * 1e9 + res.tv_nsec) / 1e6));
   }
+  struct stat dir_stat {};
+  if (exists && ::stat(dir.c_str(), &dir_stat) == 0 && (dir_stat.st_mode & S_IWOTH) != 0) {
+    rows.add("cache", "world-writable", cfg.allow_world_writable ? Status::warn : Status::fail, dir,
+             cfg.allow_world_writable
+                 ? "every user may write the cache (cache.allow_world_writable = true): any of them can plant objects."
+                 : "every user may write the cache, so kache does not use it: every compile passes through "
+                   "(passthrough.cache-world-writable).",
+             fmt::format("chmod o-w {}", dir));
+  }
   const int writable = ::access(probe.c_str(), W_OK | X_OK);
   if (writable != 0) {
     rows.add("cache", "writable", Status::fail, "no",
@@ -477,6 +513,57 @@ void check_cache(Rows& rows, const Config& cfg) {
   }
 }
 
+// Each remote: reachable and accepting the credentials (a read), writable (a write and its removal, unless
+// read-only), and whether its entries are signed.
+void check_remotes(Rows& rows, const Config& cfg) {
+  namespace remote = storage::remote;
+  if (cfg.remote_storage.empty()) return;
+  std::vector<remote::RemoteUrl> urls;
+  try {
+    urls = remote::parse_remote_urls(cfg.remote_storage, remote::RemoteSecrets::from_environment());
+  } catch (const std::exception& e) {
+    rows.add("remote", "storage", Status::fail, "invalid", std::string(e.what()) + ".",
+             "correct remote.storage (kache --show-config shows it, redacted)");
+    return;
+  }
+  remote::RemoteStoreOptions options;
+  options.ca_file = cfg.remote_ca_file;
+  const std::string probe_key = fmt::format("kache-doctor-probe-{}", ::getpid());
+  for (const auto& url : urls) {
+    const std::string name = url.redacted();
+    try {
+      auto backend = remote::make_remote_storage(url, options);
+      (void)backend->get(probe_key);
+      rows.add("remote", "reachable", Status::ok, name + ": answers, credentials accepted");
+      if (url.read_only || cfg.remote_read_only) {
+        rows.add("remote", "writable", Status::ok, name + ": read-only (as configured)");
+      } else {
+        backend->put(probe_key, "kache doctor");
+        backend->remove(probe_key);
+        rows.add("remote", "writable", Status::ok, name + ": yes");
+      }
+    } catch (const remote::RemoteError& e) {
+      const bool auth = e.kind() == remote::RemoteFailure::Kind::auth;
+      rows.add("remote", auth ? "authenticated" : "reachable", Status::fail, name,
+               fmt::format("{}: every compile skips this remote ({}).", e.what(),
+                           auth ? "the credentials are refused" : "it does not answer"),
+               auth ? "correct the password (KACHE_REMOTE_PASSWORD or the URL) or the user"
+                    : "start the server, or correct remote.storage, or remove it");
+    } catch (const std::exception& e) {
+      rows.add("remote", "reachable", Status::fail, name, fmt::format("{}.", e.what()),
+               "correct remote.storage, or remove it");
+    }
+  }
+  if (cfg.remote_signing_key_file.empty()) {
+    rows.add("remote", "signing", Status::warn, "unsigned",
+             "entries read from the remotes are not signed: whoever can write a remote can plant objects in "
+             "every build that reads it.",
+             "set remote.signing_key_file to a file holding a shared secret key");
+  } else {
+    rows.add("remote", "signing", Status::ok, "signed (key in " + cfg.remote_signing_key_file + ")");
+  }
+}
+
 void check_config(Rows& rows, const Config& cfg, const util::Environment& env) {
   std::string origins;
   for (const auto& [key, origin] : cfg.origins)
@@ -484,6 +571,24 @@ void check_config(Rows& rows, const Config& cfg, const util::Environment& env) {
   rows.add("config", "file", Status::ok,
            fmt::format("{}{}; {}", cfg.config_file, util::exists(cfg.config_file) ? "" : " (absent)",
                        origins.empty() ? "every setting at its default" : "set: " + origins));
+  if (const auto named = util::env_get(env, "KACHE_CONFIG"); named && !named->empty()) {
+    struct stat st {};
+    const bool readable = ::stat(cfg.config_file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                          ::access(cfg.config_file.c_str(), R_OK) == 0;
+    if (!readable && util::exists(cfg.config_file)) {
+      rows.add("config", "KACHE_CONFIG", Status::fail, cfg.config_file,
+               "KACHE_CONFIG names something that is not a readable file, so none of its settings apply.",
+               "point KACHE_CONFIG at a readable TOML file, or unset it");
+    }
+  }
+  rows.add("config", "direct-mode", cfg.direct_mode ? Status::ok : Status::warn, cfg.direct_mode ? "on" : "off",
+           cfg.direct_mode ? "" : "each lookup runs the compiler's dependency listing (-M) first: hits are slower.",
+           cfg.direct_mode ? "" : "set cache.direct_mode = true unless the listing is wanted");
+  if (cfg.cache_dir_refused) {
+    rows.add("config", "cache-dir", Status::fail, "refused",
+             "cache.dir (or KACHE_DIR) is not usable, so every compile passes through (passthrough.cache-dir-refused).",
+             "set cache.dir to an absolute path");
+  }
   for (const auto& problem : cfg.problems) {
     rows.add("config", "problem", Status::warn, "", problem,
              "correct the value named (kache --show-config shows every setting)");
@@ -545,6 +650,7 @@ ok/warn/fail rows. Exit status 1 when any row fails.
 int run_doctor(const std::vector<std::string>& args) {
   bool as_json = false;
   std::string nvcc_arg = "nvcc";
+  bool nvcc_named = false;
   std::optional<std::string> ccbin;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -564,6 +670,7 @@ int run_doctor(const std::vector<std::string>& args) {
       return 0;
     } else if (auto v = value("--nvcc")) {
       nvcc_arg = *v;
+      nvcc_named = true;
     } else if (auto c = value("-ccbin"); c || (c = value("--compiler-bindir")) || (c = value("--ccbin"))) {
       ccbin = *c;
     } else {
@@ -580,7 +687,7 @@ int run_doctor(const std::vector<std::string>& args) {
   std::optional<std::pair<int, int>> release;
   try {
     util::TempDir scratch("/tmp", ".kache-doctor-");
-    check_toolchain(rows, nvcc_arg, ccbin, env, scratch.path(), release);
+    check_toolchain(rows, nvcc_arg, nvcc_named, ccbin, env, scratch.path(), release);
   } catch (const std::exception& e) {
     rows.add("toolchain", "probe", Status::fail, "", fmt::format("probing the toolchain failed: {}.", e.what()),
              "run nvcc --version and nvcc --dryrun -c x.cu by hand to see why");
@@ -588,6 +695,7 @@ int run_doctor(const std::vector<std::string>& args) {
   check_driver(rows, release);
   check_cache(rows, cfg);
   check_config(rows, cfg, env);
+  check_remotes(rows, cfg);
 
   std::size_t fails = 0, warns = 0;
   for (const auto& r : rows.rows) {

@@ -1,13 +1,23 @@
 #include "core/log.hpp"
 
+#include "util/hash.hpp"
+
 #include <fmt/format.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,7 +25,10 @@ namespace kache::core {
 namespace {
 
 constexpr const char* kLoggerName = "kache";
-constexpr const char* kPattern = "[kache %P] %l: %v";
+// The time first inside the brackets' tail: "[kache 1234 2026-12-02T01:50:00.123+0000] warning: ...".
+constexpr const char* kPattern = "[kache %P %Y-%m-%dT%H:%M:%S.%e%z] %l: %v";
+// A warning repeats in the cache dir's log at most this often (seconds), per distinct message.
+constexpr std::int64_t kWarnEverySeconds = 3600;
 constexpr auto kDefaultLevel = spdlog::level::warn;
 
 std::string trim_lower(std::string_view text) {
@@ -41,6 +54,58 @@ std::optional<spdlog::level::level_enum> level_from_name(const std::string& name
 
 // "kache" and its sub-targets ("kache::storage") belong to us; any other target is someone else's.
 bool is_our_target(const std::string& target) { return target == "kache" || target.starts_with("kache::"); }
+
+// Whether this message was written to this cache dir's log within the last hour; if not, records that it
+// is being written now. The stamp is a file per message under <cache>/warned/, its mtime the time.
+bool warned_recently(const std::string& cache_dir, const std::string& message) {
+  const std::string dir = cache_dir + "/warned";
+  const std::string stamp = fmt::format("{}/{:016x}", dir, util::xxh64(message));
+  struct stat st {};
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  if (::stat(stamp.c_str(), &st) == 0 && now - static_cast<std::int64_t>(st.st_mtime) < kWarnEverySeconds) return true;
+  ::mkdir(cache_dir.c_str(), 0777);
+  ::mkdir(dir.c_str(), 0777);
+  const int fd = ::open(stamp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd >= 0) {
+    ::futimens(fd, nullptr);  // now, also when the file was there from an hour ago
+    ::close(fd);
+  }
+  return false;
+}
+
+// The default destination of a compile's warnings: never the compile's stderr (build tools read it: an
+// autoconf -Werror check, CMake's FAIL_REGEX), but <cache>/kache.log, each distinct warning at most
+// once an hour, and a person at a terminal also sees that once-an-hour line on stderr.
+class CacheDirWarnings : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit CacheDirWarnings(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string text(msg.payload.data(), msg.payload.size());
+    try {
+      // A directory others may write is not trusted with a file kache appends to (a planted link).
+      struct stat dir {};
+      if (::stat(cache_dir_.c_str(), &dir) == 0 && (dir.st_mode & S_IWOTH) != 0) return;
+      if (warned_recently(cache_dir_, text)) return;
+      if (!file_) file_ = std::make_shared<spdlog::sinks::basic_file_sink_st>(cache_dir_ + "/kache.log", false);
+      file_->set_pattern(kPattern);
+      file_->log(msg);
+      file_->flush();
+    } catch (const std::exception&) {
+      // A log that cannot be written must not fail the compile; `kache doctor` reports the directory.
+    }
+    if (::isatty(STDERR_FILENO)) {
+      const std::string line = fmt::format("kache: {} (logged in {}/kache.log)\n", text, cache_dir_);
+      (void)!::write(STDERR_FILENO, line.data(), line.size());
+    }
+  }
+  void flush_() override {}
+
+ private:
+  std::string cache_dir_;
+  std::shared_ptr<spdlog::sinks::basic_file_sink_st> file_;
+};
 
 struct State {
   std::mutex mutex;
@@ -106,14 +171,16 @@ std::optional<spdlog::level::level_enum> parse_log_filter(const std::string& fil
   return level;
 }
 
-void init_logging(const std::string& filter, const std::string& file) {
+void init_logging(const std::string& filter, const std::string& file, const std::string& cache_dir) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   const auto parsed = parse_log_filter(filter);
   const auto level = parsed.value_or(kDefaultLevel);
   std::string file_error;
   try {
-    if (!file.empty()) {
+    if (file.empty() && filter.empty() && !cache_dir.empty()) {
+      install(s, make_logger(std::make_shared<CacheDirWarnings>(cache_dir), level));
+    } else if (!file.empty()) {
       // truncate=false: append, so concurrent compiles (and earlier runs) keep their lines.
       auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, false);
       install(s, make_logger(std::move(sink), level));

@@ -1,7 +1,9 @@
 #pragma once
 // Logging through spdlog. KACHE_LOG takes a filter: "debug", "kache=debug", "kache=trace",
 // "warn"; output goes to stderr, or to KACHE_LOG_FILE when set (appended; safe with many processes).
-// Nothing is logged by default except warnings about kache's own configuration.
+// Log lines carry the time. By default (no KACHE_LOG, no KACHE_LOG_FILE) a compile logs warnings only,
+// to <cache dir>/kache.log and never to the compile's stderr, each distinct warning at most once an hour
+// per cache dir (stamps under <cache dir>/warned/); when stderr is a terminal that line is shown there too.
 #include <spdlog/spdlog.h>
 
 #include <optional>
@@ -9,7 +11,8 @@
 
 namespace kache::core {
 
-void init_logging(const std::string& filter, const std::string& file);
+// cache_dir: where the default warnings go (empty: stderr, as for kache's own commands).
+void init_logging(const std::string& filter, const std::string& file, const std::string& cache_dir = "");
 spdlog::logger& log();
 // The level a filter gives the "kache" target: comma-separated items, each "LEVEL", "TARGET=LEVEL"
 // or the bare target "kache" (= trace); the last item that applies wins, others' targets are ignored.

@@ -129,11 +129,20 @@ class Pipeline {
   std::optional<int> run();
   const compiler::Passthrough& passthrough() const { return passthrough_; }
   int corrupt_found() const { return store_.corrupt_found(); }
-  void add_storage_counts(Counts& counts) const { store_.add_counts(counts); }
+  void add_storage_counts(Counts& counts) const {
+    store_.add_counts(counts);
+    // The stores count values read (a manifest and an object are two); `remote hits` counts compiles
+    // served from a remote: one per hit, and values read are `remote reads`.
+    if (const auto it = counts.find("remote_hits"); it != counts.end() && it->second > 0) {
+      counts["remote_reads"] += it->second;
+      it->second = counts[counter::kHits] > 0 ? 1 : 0;
+    }
+  }
 
  private:
   util::Digest direct_key();
   std::optional<int> try_hit();
+  std::optional<util::Digest> listed_result_key();
   bool verify(ManifestEntry& entry, bool& refreshed);
   bool same_listing(const std::string& dir, const util::Digest& listing, util::FileIdentity& guard, bool& refreshed);
   util::Digest result_key(const std::vector<ManifestFile>& files) const;
@@ -225,6 +234,12 @@ std::optional<int> Pipeline::run() {
     return std::nullopt;
   }
   job_ = std::move(std::get<compiler::CompileJob>(prepared));
+  if (!util::exists(job_.source)) {
+    // The compiler says so itself; the user's error, not kache's.
+    count_reason(counts_, ReasonCategory::CompileFailed, reason::kCompileFailed);
+    passthrough_ = {std::string(reason::kCompileFailed), job_.source + " does not exist"};
+    return std::nullopt;
+  }
   for (auto check : {&Pipeline::special_source, &Pipeline::special_destination, &Pipeline::destination_through_link}) {
     if (auto why = (this->*check)()) {
       passthrough_ = std::move(*why);
@@ -233,9 +248,8 @@ std::optional<int> Pipeline::run() {
   }
   direct_ = direct_key();
   manifest_key_ = util::sha256("manifest\n" + direct_.hex()).hex();
-  if (cfg_.direct_mode) {
-    if (auto code = try_hit()) return code;
-  }
+  // cache.direct_mode = false looks up too, by the dependency listing (try_hit).
+  if (auto code = try_hit()) return code;
   return miss();
 }
 
@@ -454,9 +468,17 @@ std::optional<int> Pipeline::try_hit() {
     store_.remove(manifest_key_);
     return std::nullopt;
   }
+  // cache.direct_mode = false: nothing recorded about the files is trusted (their identities, the names
+  // found missing); the compiler lists the dependencies now and their contents give the result key, which
+  // an entry must match (the manifest only says which entries this command and source have).
+  std::optional<util::Digest> listed;
+  if (!cfg_.direct_mode && !manifest.entries.empty()) {
+    listed = listed_result_key();
+    if (!listed) return std::nullopt;
+  }
   for (auto& entry : manifest.entries) {
     bool refreshed = false;
-    if (!verify(entry, refreshed)) continue;
+    if (listed ? !(entry.result_key == *listed) : !verify(entry, refreshed)) continue;
     // The recorded result key holds for any checkout (it names files by their fixed root names);
     // path-specific objects are stored under it combined with this build's source identity.
     const util::Digest rk = storage_key(entry);
@@ -526,7 +548,7 @@ std::optional<int> Pipeline::try_hit() {
     object_file.release();
     if (streamed) log.debug("restored the object by {}", parts->body_copied_by ? parts->body_copied_by : "?");
     counts_[counter::kHits]++;
-    counts_[counter::kDirectHits]++;
+    if (!listed) counts_[counter::kDirectHits]++;
     if (!job_.output_kind.empty()) counts_[counter::kKindHitsPrefix + job_.output_kind]++;
     log.debug("hit: {} (result {})", job_.output, rk.hex().substr(0, 16));
     if (refreshed) {
@@ -561,6 +583,23 @@ bool Pipeline::patches_for_here(const CacheEntryView& ce, std::vector<PathPatch>
   }
   patches = std::move(*parsed);
   return true;
+}
+
+// The result key of this compile from the compiler's full dependency listing (-M) and the listed files'
+// contents, read now; nullopt when the listing fails or a file cannot be hashed (the miss then decides).
+std::optional<util::Digest> Pipeline::listed_result_key() {
+  compiler::CompileJob listing_job = job_;
+  listing_job.depfile_partial = true;  // the adapters' full listing, whatever dependency file the compile writes
+  const std::vector<std::string> cmd = adapter_.closure_command(inv_, listing_job);
+  if (cmd.empty()) return std::nullopt;
+  util::Environment env = inv_.env;
+  adapter_.miss_environment(env, cfg_);
+  const std::int64_t start = util::file_clock_now_ns();
+  const util::ProcessResult deps = util::run_capture(inv_.compiler_path, cmd, env);
+  if (!deps.ok()) return std::nullopt;
+  Outcome<HashedClosure> hashed = hash_closure(closure_files(deps.out, ""), start);
+  if (!hashed) return std::nullopt;
+  return result_key(hashed->files);
 }
 
 std::optional<compiler::Passthrough> Pipeline::unwritable_destination() const {
@@ -1243,6 +1282,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     run_unchanged(inv);
   };
   if (cfg.disable) pass(reason::kDisabled, "");
+  if (cfg.cache_dir_refused) pass(reason::kCacheDirRefused, "");
   if (!cfg.allow_world_writable && world_writable(cfg.cache_dir)) {
     // Anyone could plant an entry there (an object with code of theirs): never read from it.
     log.warn(

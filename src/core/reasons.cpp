@@ -12,6 +12,8 @@ constexpr Reason kReasons[] = {
     // ---- passthrough: the command ran unchanged ---------------------------------------------------
     // kache itself (core/pipeline.cpp)
     {C::Passthrough, "disabled", "Caching is switched off (KACHE_DISABLE or cache.disable)."},
+    {C::Passthrough, "cache-dir-refused",
+     "cache.dir (or KACHE_DIR) is not usable (a relative path): every compile runs uncached until it is fixed."},
     {C::Passthrough, "unsupported-compiler", "kache has no adapter for this compiler, so it runs it unchanged."},
     {C::Passthrough, "cache-world-writable",
      "The cache directory is writable by every user, so its entries cannot be trusted (chmod o-w, or "

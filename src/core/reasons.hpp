@@ -47,6 +47,7 @@ std::string_view reason_sentence(ReasonCategory category, std::string_view name)
 // own tables, and are rows here as well).
 namespace reason {
 inline constexpr std::string_view kDisabled = "disabled";
+inline constexpr std::string_view kCacheDirRefused = "cache-dir-refused";
 inline constexpr std::string_view kUnsupportedCompiler = "unsupported-compiler";
 inline constexpr std::string_view kOutputDirMissing = "output-dir-missing";
 inline constexpr std::string_view kOutputDirUnwritable = "output-dir-unwritable";

@@ -135,6 +135,39 @@ class Doctor(KacheTestCase):
         rows, _ = self.doctor(["--nvcc", self.path("no-such-nvcc")], code=1)
         self.assertEqual(rows["toolchain.nvcc"]["status"], "fail")
 
+    def test_c_and_cxx_user_without_nvcc_passes(self):
+        # No nvcc on PATH, gcc there: nothing in use is broken.
+        bin_dir = self.path("bin")
+        os.makedirs(bin_dir)
+        os.symlink(shutil.which("gcc"), os.path.join(bin_dir, "gcc"))
+        rows, out = self.doctor(env={"PATH": bin_dir})
+        self.assertEqual(rows["toolchain.nvcc"]["status"], "warn", rows["toolchain.nvcc"])
+        self.assertEqual(rows["toolchain.c-compilers"]["value"], "gcc")
+        self.assertEqual(out["fails"], 0)
+
+    def test_cache_dir_and_remote_rows(self):
+        import servers
+        os.makedirs(self.cache)
+        os.chmod(self.cache, 0o777)
+        port = servers.free_port()  # nothing listens: the remote is dead
+        rows, _ = self.doctor(env={"KACHE_REMOTE_STORAGE": f"redis://:pw@127.0.0.1:{port}", "KACHE_DIRECT_MODE": "0"},
+                              code=1)
+        self.assertEqual(rows["cache.world-writable"]["status"], "fail")
+        self.assertEqual(rows["config.direct-mode"]["status"], "warn")
+        self.assertEqual(rows["remote.reachable"]["status"], "fail")
+        self.assertIn("***", rows["remote.reachable"]["value"])
+        self.assertEqual(rows["remote.signing"]["status"], "warn")
+        if servers.missing("redis-server"):
+            return
+        os.chmod(self.cache, 0o755)
+        with servers.Redis(password="right") as redis:
+            rows, _ = self.doctor(env={"KACHE_REMOTE_STORAGE": redis.url})
+            self.assertEqual(rows["remote.reachable"]["status"], "ok")
+            self.assertEqual(rows["remote.writable"]["status"], "ok")
+            self.assertEqual(redis.keys(), [], "the probe value is removed")
+            rows, _ = self.doctor(env={"KACHE_REMOTE_STORAGE": redis.url.replace(":right@", ":wrong@")}, code=1)
+            self.assertEqual(rows["remote.authenticated"]["status"], "fail")
+
 
 if __name__ == "__main__":
     kachetest.main()

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -112,7 +113,7 @@ filter = "kache=debug"
   EXPECT_FALSE(c.direct_mode);
   EXPECT_EQ(c.nvcc_source_date_epoch, "passthrough");
   EXPECT_EQ(c.log_filter, "kache=debug");
-  EXPECT_EQ(c.origins["cache.dir"], "file");
+  EXPECT_EQ(c.origins["cache.dir"], file_);  // the file it came from
 
   ::setenv("KACHE_DIR", "/from/env", 1);
   ::setenv("KACHE_MAX_SIZE", "500M", 1);
@@ -124,14 +125,14 @@ filter = "kache=debug"
   EXPECT_TRUE(c.direct_mode);
   EXPECT_EQ(c.compression_level, 7);  // still from the file
   EXPECT_EQ(c.origins["cache.dir"], "env");
-  EXPECT_EQ(c.origins["cache.compression_level"], "file");
+  EXPECT_EQ(c.origins["cache.compression_level"], file_);
 
   const std::string listing = kache::core::describe_config(c);
   EXPECT_NE(listing.find(file_), std::string::npos) << listing;
   EXPECT_NE(listing.find("cache.dir"), std::string::npos) << listing;
   EXPECT_NE(listing.find("/from/env"), std::string::npos) << listing;
   EXPECT_NE(listing.find("(env KACHE_DIR)"), std::string::npos) << listing;
-  EXPECT_NE(listing.find("(file)"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("(file " + file_ + ")"), std::string::npos) << listing;
   EXPECT_NE(listing.find("(default)"), std::string::npos) << listing;
   EXPECT_NE(listing.find("log.file"), std::string::npos) << listing;
 }
@@ -305,7 +306,7 @@ TEST_F(ConfigTest, SetConfigValueRoundtrip) {
   EXPECT_EQ(c.compression_level, 5);
   EXPECT_EQ(c.extra_allowlist_flags, (std::vector<std::string>{"--x"}));
 
-  kache::core::set_config_value(file_, "cache", "max_size", "1048576");  // written as an integer
+  kache::core::set_config_value(file_, "cache", "max_size", "1M");
   kache::core::set_config_value(file_, "nvcc", "path_normalize", "false");
   c = load_config();
   EXPECT_TRUE(c.problems.empty()) << all(c.problems);
@@ -338,14 +339,42 @@ TEST(ConfigBool, ParseBool) {
   EXPECT_FALSE(kache::core::parse_bool("", b));
 }
 
-TEST(ConfigCli, RecognisesOnlyKacheOptions) {
-  using kache::core::is_kache_option;
-  for (const char* arg : {"-s", "--show-stats", "-z", "--zero-stats", "-C", "--clear", "-M", "--max-size",
-                          "--max-size=5G", "--show-config", "-V", "--version", "-h", "--help", "--json"}) {
-    EXPECT_TRUE(is_kache_option(arg)) << arg;
+// Which words are kache's own command line and which a compile (CMake's launcher forms).
+TEST(ConfigCli, RecognisesKacheInvocations) {
+  auto is_kache = [](std::vector<std::string> words) {
+    words.insert(words.begin(), "kache");
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    return kache::core::is_kache_invocation(static_cast<int>(argv.size()), argv.data());
+  };
+  for (const auto& words : std::vector<std::vector<std::string>>{{"-s"},
+                                                                 {"--show-stats"},
+                                                                 {"-z"},
+                                                                 {"-C"},
+                                                                 {"-M", "5G"},
+                                                                 {"--max-size=5G"},
+                                                                 {"-p"},
+                                                                 {"-V"},
+                                                                 {"--help"},
+                                                                 {"--bogus"},
+                                                                 {"-c"},
+                                                                 {"-o", "cache.max_size=1G"},
+                                                                 {"-k", "cache.dir"},
+                                                                 {"-sz"},
+                                                                 {"-F", "10"},
+                                                                 {"--evict-older-than", "3d"},
+                                                                 {"doctor"},
+                                                                 {"explain", "--last"},
+                                                                 {}}) {
+    EXPECT_TRUE(is_kache(words)) << (words.empty() ? "" : words[0]);
   }
-  for (const char* arg : {"nvcc", "/usr/local/cuda/bin/nvcc", "-c", "-o", "--show", "-S", "-Mx", "", "-v"}) {
-    EXPECT_FALSE(is_kache_option(arg)) << arg;
+  for (const auto& words : std::vector<std::vector<std::string>>{{"nvcc", "-c", "k.cu"},
+                                                                 {"/usr/local/cuda/bin/nvcc"},
+                                                                 {"-forward-unknown-to-host-compiler", "-v"},
+                                                                 {"-c", "k.cu", "-o", "k.o"},
+                                                                 {"-x", "cu", "-c", "-", "-o", "k.o"},
+                                                                 {"-O2", "a.o", "-o", "app"}}) {
+    EXPECT_FALSE(is_kache(words)) << words[0];
   }
 }
 
@@ -389,7 +418,10 @@ TEST(LogFile, AppendsWithPattern) {
   std::ifstream in(file);
   std::stringstream content;
   content << in.rdbuf();
-  EXPECT_EQ(content.str(), "earlier line\n[kache " + std::to_string(::getpid()) + "] debug: hello 42\n");
+  // The pid, then the time (ISO 8601, milliseconds, UTC offset).
+  const std::regex line("earlier line\n\\[kache " + std::to_string(::getpid()) +
+                        " \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}[+-]\\d\\d:?\\d\\d\\] debug: hello 42\n");
+  EXPECT_TRUE(std::regex_match(content.str(), line)) << content.str();
   fs::remove(file);
 
   // An unusable file falls back to stderr instead of throwing.

@@ -57,9 +57,14 @@ TEST(DoctorMathFunctions, DeclarationWithoutExceptionSpecificationClashes) {
 }
 
 TEST(DoctorCli, SubcommandsAreKacheOptions) {
-  EXPECT_TRUE(kache::core::is_kache_option("doctor"));
-  EXPECT_TRUE(kache::core::is_kache_option("explain"));
-  EXPECT_FALSE(kache::core::is_kache_option("nvcc"));
+  auto is_kache = [](std::string word) {
+    std::string self = "kache";
+    char* argv[] = {self.data(), word.data()};
+    return kache::core::is_kache_invocation(2, argv);
+  };
+  EXPECT_TRUE(is_kache("doctor"));
+  EXPECT_TRUE(is_kache("explain"));
+  EXPECT_FALSE(is_kache("nvcc"));
 }
 
 }  // namespace

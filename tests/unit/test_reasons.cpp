@@ -75,7 +75,8 @@ Found produced_passthrough_reasons() {
   for (std::string_view name :
        {core::reason::kDisabled, core::reason::kUnsupportedCompiler, core::reason::kOutputDirMissing,
         core::reason::kOutputDirUnwritable, core::reason::kCacheWorldWritable, core::reason::kOutputSpecial,
-        core::reason::kCompressedDebug, core::reason::kSourceSpecial, core::reason::kOutputPathThroughLink}) {
+        core::reason::kCompressedDebug, core::reason::kSourceSpecial, core::reason::kOutputPathThroughLink,
+        core::reason::kCacheDirRefused}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;

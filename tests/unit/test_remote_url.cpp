@@ -17,6 +17,24 @@ std::string error_of(std::string_view spec) {
   return "";
 }
 
+// What a message may quote of a list that may not parse: no password, no value of an attribute or query
+// that could hold one, whatever the shape.
+TEST(RemoteUrl, RedactUnparsedHidesEverySecret) {
+  const std::string pw = "pw-SECRET";
+  for (const std::string& spec :
+       {"redis://:" + pw + "@h", "redis://u:" + pw + "@h:1/2", "http://u:" + pw + "@h/p", "https://u:" + pw + "@[::1",
+        "redis:/:" + pw + "@h", "redis://:" + pw + "/x@h", "redis://h|password=" + pw,
+        "http://h|token=" + pw + "|layout=flat", "redis+unix:///s?db=1&password=" + pw, pw + "@h",
+        "redis://:" + pw + "@h redis://:" + pw + "@g"}) {
+    const std::string shown = redact_remote_list(spec);
+    EXPECT_EQ(shown.find(pw), std::string::npos) << spec << " -> " << shown;
+  }
+  EXPECT_EQ(redact_unparsed("redis://:pw@h:1|connect-timeout=50|password=x"),
+            "redis://***@h:1|connect-timeout=50|password=***");
+  EXPECT_EQ(redact_unparsed("redis+unix:///s?db=1&token=x"), "redis+unix:///s?db=1&token=***");
+  EXPECT_EQ(redact_remote_list("redis://h  http://u:p@g/x"), "redis://h  http://***@g/x");
+}
+
 TEST(RemoteUrl, RedisForms) {
   RemoteUrl u = parse("redis://cache.example.com");
   EXPECT_EQ(u.scheme, Scheme::redis);

@@ -233,14 +233,80 @@ RemoteSecrets RemoteSecrets::from_environment() {
   return secrets;
 }
 
+namespace {
+
+// Attribute values that can be shown: the rest (a mistyped "password=", "token=", anything unknown) may
+// carry a secret, so only its name is printed.
+bool attribute_value_shown(std::string_view name) {
+  return name == "connect-timeout" || name == "operation-timeout" || name == "layout" || name == "read-only";
+}
+
+// "name=value" kept for known names, "name=***" otherwise.
+std::string redact_attribute(std::string_view attribute) {
+  const std::size_t eq = attribute.find('=');
+  if (eq == std::string_view::npos || attribute_value_shown(attribute.substr(0, eq))) return std::string(attribute);
+  return std::string(attribute.substr(0, eq)) + "=***";
+}
+
+// A query ("?db=2", or a mistyped "?password=x"): only db's value is shown.
+std::string redact_query(std::string_view query) {
+  std::string out;
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    const std::size_t eq = item.find('=');
+    if (!out.empty()) out += '&';
+    out += eq == std::string_view::npos || item.substr(0, eq) == "db" ? std::string(item)
+                                                                      : std::string(item.substr(0, eq)) + "=***";
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string redact_unparsed(std::string_view spec) {
-  const std::size_t start = spec.find("://");
-  if (start == std::string_view::npos) return std::string(spec);
-  const std::size_t authority = start + 3;
-  // Up to the last '@' before the attributes: a password with an unencoded '/' or '?' stays hidden.
-  const std::size_t at = spec.substr(0, spec.find('|')).rfind('@');
-  if (at == std::string_view::npos || at < authority) return std::string(spec);
-  return std::string(spec.substr(0, authority)) + "***" + std::string(spec.substr(at));
+  const std::size_t bar = spec.find('|');
+  std::string_view address = spec.substr(0, bar);
+  std::string out;
+  // Up to the last '@' before the attributes: a password with an unencoded '/' or '?' stays hidden. Without
+  // "://" (a malformed URL) whatever precedes an '@' may still be credentials.
+  const std::size_t start = address.find("://");
+  const std::size_t authority = start == std::string_view::npos ? 0 : start + 3;
+  const std::size_t at = address.rfind('@');
+  if (at != std::string_view::npos && at >= authority) {
+    out = std::string(address.substr(0, authority)) + "***";
+    address.remove_prefix(at);
+  } else {
+    out = std::string(address.substr(0, authority));
+    address.remove_prefix(authority);
+  }
+  const std::size_t question = address.find('?');
+  out += address.substr(0, question);
+  if (question != std::string_view::npos) out += "?" + redact_query(address.substr(question + 1));
+  if (bar == std::string_view::npos) return out;
+  std::string_view attributes = spec.substr(bar + 1);
+  while (true) {
+    const std::size_t next = attributes.find('|');
+    out += "|" + redact_attribute(attributes.substr(0, next));
+    if (next == std::string_view::npos) break;
+    attributes.remove_prefix(next + 1);
+  }
+  return out;
+}
+
+std::string redact_remote_list(std::string_view list) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < list.size()) {
+    const std::size_t blank = list.find_first_of(" \t\n\r", i);
+    const std::size_t end = blank == std::string_view::npos ? list.size() : blank;
+    if (end > i) out += redact_unparsed(list.substr(i, end - i));
+    if (end < list.size()) out += list[end];
+    i = end + 1;
+  }
+  return out;
 }
 
 int RemoteUrl::effective_port() const {

@@ -88,6 +88,10 @@ RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets);
 // The whole configured list, split on blanks; an empty list gives no remotes.
 std::vector<RemoteUrl> parse_remote_urls(std::string_view list, const RemoteSecrets& secrets);
 // A spec that may not parse, with whatever sits where credentials would be replaced by "***".
+// Attribute and query values other than the known harmless ones are "***" too. The one function every
+// printed URL goes through when it may not parse.
 std::string redact_unparsed(std::string_view spec);
+// A whole configured list (URLs separated by blanks), each redact_unparsed: what a message may quote.
+std::string redact_remote_list(std::string_view list);
 
 }  // namespace kache::storage::remote
