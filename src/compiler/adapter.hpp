@@ -11,6 +11,7 @@
 
 #include "compiler/tool_files.hpp"
 #include "core/config.hpp"
+#include "core/depfile.hpp"
 #include "core/invocation.hpp"
 #include "core/path_roots.hpp"
 
@@ -32,6 +33,9 @@ struct CompileJob {
   // a miss passes). Stored depfiles hold a placeholder there, so "-o o1/x.o" and "-o o2/x.o" share an
   // entry and each gets its own target. Empty when the user's -MT (keyed) names it.
   std::string depfile_target;
+  // How the compiler may wrap the depfile's lines (gcc/clang): the miss stores the first that
+  // reproduces its depfile, and a hit re-wraps with it. None (nvcc): restored as stored.
+  std::vector<core::DepfileLayout> depfile_layouts;
   core::PathRoots roots;                                        // empty when paths are keyed literally
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
   std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch

@@ -28,6 +28,9 @@ enum class OutputType : std::uint8_t {
   // Where the object holds debug-info placeholders (PathPatch) a restore replaces by this checkout's
   // roots: u32 count, then (u64 offset, str root name) each.
   path_patches = 3,
+  // How the compiler wrapped the depfile's lines ("gcc72", "clang75", "clang75-packed": core/depfile.hpp); a restore
+  // re-wraps the depfile with it, as its paths' lengths may differ. Absent: restored as stored.
+  depfile_layout = 4,
 };
 
 struct Output {

@@ -199,6 +199,7 @@ class Pipeline {
   bool patches_for_here(const CacheEntryView& ce, std::vector<PathPatch>& patches) const;
   Outcome<Done> toolchain_held() const;
   Outcome<Done> templatable_depfile(const std::string& dep_text) const;
+  std::string restored_depfile(const CacheEntryView& ce) const;
   Outcome<Done> no_precompiled_header(const std::vector<std::string>& closure) const;
   Outcome<Done> add_assembler_inputs(const compiler::MissPaths& paths, const Compiled& compiled,
                                      std::vector<std::string>& closure) const;
@@ -522,8 +523,7 @@ std::optional<int> Pipeline::try_hit() {
     util::UnlinkOnExit depfile_tmp(
         job_.depfile.empty() || !unwritable.empty()
             ? std::string()
-            : stage(job_.depfile, instantiate_target(job_.roots.instantiate(std::string(*ce.find(OutputType::depfile))),
-                                                     job_.depfile_target)));
+            : stage(job_.depfile, restored_depfile(ce)));
     if (!unwritable.empty()) {
       log.debug("cannot restore here ({}): no hit", unwritable);
       return std::nullopt;
@@ -1180,11 +1180,25 @@ bool Pipeline::record_named_targets(ManifestEntry& entry, const std::vector<std:
   return true;
 }
 
+// The stored depfile with this build's roots and target, wrapped as the compiler wraps it here: the
+// roots' lengths differ between checkouts, and the compiler re-wraps its lines when they do.
+std::string Pipeline::restored_depfile(const CacheEntryView& ce) const {
+  std::string text =
+      instantiate_target(job_.roots.instantiate(std::string(*ce.find(OutputType::depfile))), job_.depfile_target);
+  const std::optional<std::string_view> stored = ce.find(OutputType::depfile_layout);
+  const std::optional<DepfileLayout> layout = stored ? parse_layout_name(*stored) : std::nullopt;
+  return layout ? rewrap_depfile(text, *layout) : text;
+}
+
 CacheEntry Pipeline::cache_entry(const std::string& dep_text, Installed& installed) const {
   CacheEntry ce;
   if (!job_.depfile.empty()) {
     ce.outputs.push_back(
         {OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target))});
+    // Only a layout that reproduces this text exactly is stored: anything else restores as stored.
+    if (const auto layout = depfile_layout_of(dep_text, job_.depfile_layouts)) {
+      ce.outputs.push_back({OutputType::depfile_layout, std::string(layout_name(*layout))});
+    }
   }
   // The object as the compiler wrote it, with its placeholders: it names no checkout (spec 000).
   if (!installed.patches.empty()) {

@@ -134,6 +134,8 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   const bool clang = tc.description.find("clang version") != std::string::npos;
+  job.depfile_layouts = clang ? std::vector{core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed}
+                             : std::vector{core::DepfileLayout::gcc72};
   // Diagnostics coloured as on the user's terminal (see diagnostics_colour_flag): stored apart.
   colour_flag_ = diagnostics_colour_flag(inv.args, inv.env, clang, ::isatty(STDERR_FILENO) == 1);
   k.emplace_back("diagnostics-colour", colour_flag_.empty() ? "as-given" : colour_flag_);
