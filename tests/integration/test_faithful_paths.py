@@ -249,6 +249,37 @@ class FaithfulPaths(KacheTestCase):
         s = self.assert_counts(hits=0, misses=0, passthrough=1)
         self.assertEqual(s["passthrough_reasons"], {"compressed-debug": 1})
 
+    # --- the dependency file's line wrapping -------------------------------------------------------------
+    def test_a_restored_depfile_is_wrapped_as_the_compiler_wraps_it_there(self):
+        # The compilers wrap depfile lines by path length (GCC at 72 columns, clang at 75); restored in a
+        # checkout with much longer roots, the text is the plain compiler's there byte for byte, not the
+        # stored entry's wrapping.
+        source = '#include "local_header_with_a_long_name.h"\n#include <inc_header_with_a_long_name.h>\n' + MAIN
+        a = self.checkout("a", source)
+        b = self.checkout("b-" + "long-checkout-name-" * 4, source)
+        for root in (a, b):
+            self.write(os.path.relpath(os.path.join(root, "src", "local_header_with_a_long_name.h"), self.path()),
+                       "int local;\n")
+            self.write(os.path.relpath(os.path.join(root, "src", "include", "inc_header_with_a_long_name.h"), self.path()),
+                       "int inc;\n")
+        flag_sets = [["-MD"], ["-MMD"], ["-MMD", "-MP"], ["-MD", "-MP", "-MT", "first-target.o", "-MT", "m.o"]]
+        for cc in COMPILERS:
+            for flags in flag_sets:
+                with self.subTest(compiler=cc, flags=flags):
+                    extra = [f"-I{os.path.join(a, 'src', 'include')}"] + flags + ["-MF", "m.d"]
+                    extra_b = [f"-I{os.path.join(b, 'src', 'include')}"] + flags + ["-MF", "m.d"]
+                    depfile_b = os.path.join(b, "build", "m.d")
+                    self.compile(b, cc, extra_b, tool="plain")
+                    with open(depfile_b) as f:
+                        plain = f.read()
+                    os.remove(depfile_b)
+                    self.zero()
+                    self.compile(a, cc, extra)
+                    self.compile(b, cc, extra_b)
+                    self.assert_counts(hits=1, misses=1)
+                    with open(depfile_b) as f:
+                        self.assertEqual(f.read(), plain)
+
 
 if __name__ == "__main__":
     kachetest.main()
