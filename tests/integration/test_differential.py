@@ -89,6 +89,8 @@ def snapshot(root):
 
 
 class Differential(KacheTestCase):
+    PLAIN = "nvcc"  # the plain tool's name in differences(); test_differential_cc.py reuses it
+
     def setUp(self):
         super().setUp()
         self.twins = {}
@@ -144,17 +146,17 @@ class Differential(KacheTestCase):
         out = []
         for k in ("exit", "stdout", "stderr"):
             if plain[k] != got[k]:
-                out.append(f"{k}: nvcc {plain[k]!r} / kache {got[k]!r}")
+                out.append(f"{k}: {self.PLAIN} {plain[k]!r} / kache {got[k]!r}")
         if sorted(plain["files"]) != sorted(got["files"]):
-            out.append(f"files created: nvcc {sorted(plain['files'])} / kache {sorted(got['files'])}")
+            out.append(f"files created: {self.PLAIN} {sorted(plain['files'])} / kache {sorted(got['files'])}")
         for rel in sorted(set(plain["files"]) & set(got["files"])):
             a, b = plain["files"][rel], got["files"][rel]
             if a[0] == "object" and b[0] == "object":
-                bad = [sec for sec in a[1] if a[1][sec] != b[1][sec]]
+                bad = [sec for sec in a[1] if a[1][sec] != b[1].get(sec)]
                 if bad:
                     out.append(f"{rel}: sections {bad} differ")
             elif a != b:
-                out.append(f"{rel}: content differs: nvcc {a[1:]!r:.300} / kache {b[1:]!r:.300}")
+                out.append(f"{rel}: content differs: {self.PLAIN} {a[1:]!r:.300} / kache {b[1:]!r:.300}")
         return out
 
     # --- the test ----------------------------------------------------------------------------------
