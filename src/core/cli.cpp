@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -68,8 +69,6 @@ constexpr std::string_view kOptionTokens[] = {
 constexpr std::pair<std::string_view, std::string_view> kCcacheOnly[] = {
     {"-F", "kache has no file-count limit (only a size limit: -M SIZE)"},
     {"--max-files", "kache has no file-count limit (only a size limit: -M SIZE)"},
-    {"-X", "recompressing the cache (-X LEVEL) is not implemented; set cache.compression_level for new entries"},
-    {"--recompress", "recompressing the cache is not implemented; set cache.compression_level for new entries"},
     {"--evict-namespace", "kache has no namespaces"},
     {"-d", "kache has no --dir option; set KACHE_DIR"},
     {"--dir", "kache has no --dir option; set KACHE_DIR"},
@@ -94,7 +93,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 // The first argument kache does not know, or "" when every one is an option it takes (values skipped).
 std::string first_unknown_option(int argc, char** argv) {
   static constexpr std::string_view kTakesValue[] = {"-M",           "--max-size",        "-k", "--get-config", "-o",
-                                                     "--set-config", "--evict-older-than"};
+                                                     "--set-config", "--evict-older-than", "-X", "--recompress"};
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     const std::string_view name = arg.substr(0, arg.find('='));
@@ -413,6 +412,24 @@ void show_compression(const Config& config) {
   if (unreadable) fmt::print("unreadable entries                {}\n", unreadable);
 }
 
+// ccache -X: every entry rewritten with zstd at LEVEL (0: uncompressed), as cache.compression_level
+// takes it (1..19) or cache.compression = false (0).
+void recompress(const Config& config, const std::string& level_text) {
+  int level = -1;
+  const auto [end, ec] = std::from_chars(level_text.data(), level_text.data() + level_text.size(), level);
+  if (ec != std::errc{} || end != level_text.data() + level_text.size() || level < 0 || level > 19)
+    throw std::runtime_error(
+        fmt::format("'{}' is not a compression level from 1 to 19 (or 0: uncompressed); nothing was changed",
+                    level_text));
+  auto store = storage::open_storage(config);
+  const auto counts = store.local().recompress(level, terminal_progress("recompressing"));
+  fmt::print("Recompressed {} cache entries with {} in {}; {} left as they are (manifests stay uncompressed).\n",
+             counts.recompressed, level ? fmt::format("zstd level {}", level) : std::string("no compression"),
+             config.cache_dir, counts.kept);
+  fmt::print("Size before {}, after {}.\n", format_size(counts.bytes_before), format_size(counts.bytes_after));
+  if (counts.unreadable) fmt::print("Unreadable entries skipped: {}.\n", counts.unreadable);
+}
+
 void get_config(const Config& config, const std::string& name) {
   const auto key = canonical_config_key(name);
   if (!key) throw std::runtime_error(fmt::format("'{}' is not a setting (kache -p lists them)", name));
@@ -536,7 +553,7 @@ int run_cli(int argc, char** argv) {
   bool show = false, json = false, zero = false, clear = false, show_config = false, version = false;
   bool cleanup = false, compression = false, machine_stats = false;
   std::size_t verbose = 0;
-  std::string max_size, get_key, evict_age;
+  std::string max_size, get_key, evict_age, recompress_level;
   std::vector<std::string> assignments;
   app.add_flag("-s,--show-stats", show, "Print statistics and the cache size");
   app.add_flag("--json", json, "With --show-stats: print the statistics as JSON");
@@ -553,6 +570,10 @@ int run_cli(int argc, char** argv) {
   app.add_flag("-c,--cleanup", cleanup, "Evict least recently used entries down to the size limit now");
   app.add_option("--evict-older-than", evict_age, "Remove entries not used for AGE (e.g. 3d, 12h, 600s)")
       ->type_name("AGE");
+  app.add_option("-X,--recompress", recompress_level,
+                 "Rewrite every entry with zstd at LEVEL (1..19; 0: uncompressed); new entries follow "
+                 "cache.compression_level")
+      ->type_name("LEVEL");
   app.add_flag("-x,--show-compression", compression, "Print compression statistics of the stored entries");
   app.add_flag("-v,--verbose", verbose, "With --show-stats: also explain each figure (-vv: every counter)");
   app.add_flag("--print-stats", machine_stats, "Print every counter as 'name value' lines, for scripts");
@@ -616,6 +637,7 @@ int run_cli(int argc, char** argv) {
                  config.max_size ? format_size(config.max_size) : std::string("no limit"));
     }
     if (!evict_age.empty()) evict_older_than(config, evict_age);
+    if (!recompress_level.empty()) recompress(config, recompress_level);
     if (compression) show_compression(config);
     if (machine_stats) print_stats(config);
     if (show && !zero) show_stats(config, json, verbose);

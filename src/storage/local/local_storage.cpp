@@ -933,4 +933,96 @@ std::uint64_t LocalStorage::evict_older_than(std::int64_t max_age_ns, const Prog
   return removed;
 }
 
+namespace {
+
+// The container bytes of `bytes` re-encoded at level (0: uncompressed), with the encoders a put uses;
+// nullopt when the entry is to stay as it is (a raw record, or a split one asked to stay uncompressed);
+// throws std::invalid_argument when the entry does not decode.
+std::optional<std::string> reencoded(std::string bytes, int level) {
+  const std::string_view prefix(bytes.data(), std::min(bytes.size(), container::kMagicLen));
+  if (container::is_raw(prefix) || (level == 0 && container::is_split(prefix))) return std::nullopt;
+  std::uint64_t head_size = 0;
+  bool parts = true;
+  if (container::is_split(prefix)) {
+    const auto h = container::parse_split_header(bytes, bytes.size());
+    if (!h) throw std::invalid_argument("split header");
+    head_size = h->head_size;
+  } else if (container::is_split_zstd(prefix)) {
+    const auto parsed = container::parse_split_zstd(bytes);
+    if (!parsed) throw std::invalid_argument("split-zstd container");
+    head_size = parsed->head_size;
+  } else {
+    parts = false;  // a whole-value zstd container (an older kache's)
+  }
+  auto value = core::decode_value(std::move(bytes));
+  if (!value || value->size() < head_size) throw std::invalid_argument("container");
+  if (!parts) return level == 0 ? core::encode_raw(*value) : core::encode_zstd(*value, level);
+  const std::string_view v = *value;
+  return core::encode_parts(v.substr(0, head_size), v.substr(head_size), core::PartsEncoding{level > 0, level});
+}
+
+}  // namespace
+
+void LocalStorage::recompress_file(const std::string& path, int level, RecompressCounts& counts) {
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  std::string bytes;
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) return;  // raced away (evicted, cleared)
+  if (!read_fd(fd.get(), bytes, static_cast<std::size_t>(st.st_size))) {
+    ++counts.unreadable;
+    return;
+  }
+  std::optional<std::string> blob;
+  try {
+    blob = reencoded(std::move(bytes), level);
+  } catch (const std::invalid_argument&) {
+    ++counts.unreadable;
+    return;
+  }
+  const auto before = static_cast<std::uint64_t>(st.st_size);
+  counts.bytes_before += before;
+  if (!blob) {
+    ++counts.kept;
+    counts.bytes_after += before;
+    return;
+  }
+  const std::string key(file_name(path));
+  const std::string shard_dir = shard_at(opt_.dir, shard_number(key));
+  std::string tmp = util::write_temp_file(util::dirname(path), key, *blob);
+  util::UnlinkOnExit tmp_guard(tmp);
+  const struct timespec times[2] = {st.st_atim, st.st_mtim};  // recompressing is no use: LRU order kept
+  ::utimensat(AT_FDCWD, tmp.c_str(), times, 0);
+  ShardLock lock(shard_dir);
+  struct stat now {};
+  if (::lstat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) {
+    counts.bytes_after += before;  // a put replaced it or an eviction removed it meanwhile: theirs stands
+    ++counts.kept;
+    return;
+  }
+  Counters counters = load_counters_locked(opt_.dir, shard_number(key));
+  forget_counters_locked(shard_dir);  // killed from here to the write below: the next reader recounts
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno(errno, "rename " + tmp + " -> " + path);
+  tmp_guard.release();
+  counters = minus(counters, {before, 0});
+  counters.bytes += blob->size();
+  write_counters(shard_dir, counters);
+  ++counts.recompressed;
+  counts.bytes_after += blob->size();
+}
+
+LocalStorage::RecompressCounts LocalStorage::recompress(int level, const Progress& progress) {
+  util::CacheUmaskScope cache_umask;
+  RecompressCounts counts;
+  for (int i = 0; i < kShards; ++i) {
+    const std::string shard_dir = shard_at(opt_.dir, i);
+    for (const auto& leaf : list_leaves(shard_dir, false)) {
+      std::vector<EntryFile> files;
+      scan_leaf(util::join_path(shard_dir, leaf), false, false, files);
+      for (const auto& f : files) recompress_file(f.path, level, counts);
+    }
+    if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, kProgressSteps);
+  }
+  return counts;
+}
+
 }  // namespace kache::storage

@@ -79,6 +79,15 @@ class LocalStorage final : public Storage {
   void trim_all() { cleanup(); }
   // Removes the entries not used (read or written) for max_age_ns; returns how many were removed.
   std::uint64_t evict_older_than(std::int64_t max_age_ns, const Progress& progress = {});
+  // kache -X: rewrites every compressed entry (and every uncompressed split one) with zstd at level, 0
+  // meaning uncompressed; raw records (manifests) stay raw. The containers do not record their level, so
+  // every one is rewritten. Each file is replaced atomically (temp + rename under the shard lock, mtime
+  // kept) and its shard's counters adjusted; unreadable entries are left as they are and counted.
+  struct RecompressCounts {
+    std::uint64_t recompressed = 0, kept = 0, unreadable = 0;
+    std::uint64_t bytes_before = 0, bytes_after = 0;  // stored size of the entries read, before and after
+  };
+  RecompressCounts recompress(int level, const Progress& progress = {});
   // Counts corrupt entries found by reads; the pipeline folds it into the stats.
   int corrupt_found() const { return corrupt_found_; }
 
@@ -103,6 +112,7 @@ class LocalStorage final : public Storage {
                                      const std::string& body_dir);
   std::optional<Parts> stream_split_zstd(std::string_view key, const OpenEntry& e, const std::string& body_dir);
   void drop_corrupt(std::string_view key, const OpenEntry& e);
+  void recompress_file(const std::string& path, int level, RecompressCounts& counts);
   LocalStorageOptions opt_;
   int corrupt_found_ = 0;
 };
