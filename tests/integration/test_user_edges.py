@@ -143,10 +143,15 @@ class Recompress(KacheTestCase):
 
     def stored_bytes(self):
         # What kache -s must report: every entry file and explain record (temp files start with '.').
+        # <cache>/<k0>/<k1k2>/<key> and <cache>/explain/<k0>/<k1k2>/<key>.json, nothing else.
         total = 0
         for root, _, files in os.walk(self.cache):
+            parts = os.path.relpath(root, self.cache).split(os.sep)
+            record = parts[0] == "explain"
+            if len(parts) - record != 2 or not all(re.fullmatch(r"[0-9a-f]+", p) for p in parts[record:]):
+                continue
             for name in files:
-                if re.fullmatch(r"[0-9a-f]{16,}(\.json)?", name):
+                if re.fullmatch(r"[0-9a-f]{16,}" + (r"\.json" if record else ""), name):
                     total += os.path.getsize(os.path.join(root, name))
         return total
 
