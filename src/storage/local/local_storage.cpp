@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -886,51 +887,54 @@ std::uint64_t LocalStorage::clear(const Progress& progress) {
   return removed;
 }
 
-void LocalStorage::cleanup(const Progress& progress) {
-  util::CacheUmaskScope cache_umask;
-  remove_stale_root_temps(opt_.dir);
-  const std::uint64_t share = opt_.max_size / kShards;
-  for (int i = 0; i < kShards; ++i) {
-    const std::string shard_dir = shard_at(opt_.dir, i);
-    if (is_directory(shard_dir)) {
-      ShardLock lock(shard_dir);
-      forget_counters_locked(shard_dir);
-      const std::vector<EntryFile> files = scan_shard(opt_.dir, i, true);
-      Counters counters = count(files);
-      if (opt_.max_size > 0 && counters.bytes > share) {
-        for (const auto& v : victims_of(files)) {
-          if (counters.bytes <= ninety_percent(share)) break;
-          counters = minus(counters, unlink_victim(v));
-        }
-      }
-      write_counters(shard_dir, counters);
-    }
-    if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, kProgressSteps);
-  }
-}
+namespace {
 
-std::uint64_t LocalStorage::evict_older_than(std::int64_t max_age_ns, const Progress& progress) {
-  util::CacheUmaskScope cache_umask;
-  const std::int64_t cutoff = util::now_ns() - max_age_ns;
+// Each shard in turn, under its lock and recounted from its files: its oldest entries are evicted while
+// evict(counters found, counters now, victim) holds, then its counters are rewritten. Returns the entries
+// removed.
+std::uint64_t evict_shard_by_shard(const std::string& dir, const LocalStorage::Progress& progress,
+                                   const std::function<bool(const Counters&, const Counters&, const Victim&)>& evict) {
   std::uint64_t removed = 0;
   for (int i = 0; i < kShards; ++i) {
-    const std::string shard_dir = shard_at(opt_.dir, i);
+    const std::string shard_dir = shard_at(dir, i);
     if (is_directory(shard_dir)) {
       ShardLock lock(shard_dir);
       forget_counters_locked(shard_dir);
-      const std::vector<EntryFile> files = scan_shard(opt_.dir, i, true);
-      Counters counters = count(files);
+      const std::vector<EntryFile> files = scan_shard(dir, i, true);
+      const Counters found = count(files);
+      Counters counters = found;
       for (const auto& v : victims_of(files)) {
-        if (v.mtime_ns >= cutoff) break;  // oldest first: the rest are newer
+        if (!evict(found, counters, v)) break;  // oldest first: the rest are kept too
         const Counters gone = unlink_victim(v);
         removed += gone.entries;
         counters = minus(counters, gone);
       }
       write_counters(shard_dir, counters);
     }
-    if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, kProgressSteps);
+    if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, LocalStorage::kProgressSteps);
   }
   return removed;
+}
+
+}  // namespace
+
+void LocalStorage::cleanup(const Progress& progress) {
+  util::CacheUmaskScope cache_umask;
+  remove_stale_root_temps(opt_.dir);
+  const std::uint64_t share = opt_.max_size / kShards;
+  // A shard over its share goes down to 90 % of it.
+  const bool limited = opt_.max_size > 0;
+  evict_shard_by_shard(opt_.dir, progress, [&](const Counters& found, const Counters& now, const Victim&) {
+    return limited && found.bytes > share && now.bytes > ninety_percent(share);
+  });
+}
+
+std::uint64_t LocalStorage::evict_older_than(std::int64_t max_age_ns, const Progress& progress) {
+  util::CacheUmaskScope cache_umask;
+  const std::int64_t cutoff = util::now_ns() - max_age_ns;
+  return evict_shard_by_shard(opt_.dir, progress, [&](const Counters&, const Counters&, const Victim& v) {
+    return v.mtime_ns < cutoff;
+  });
 }
 
 namespace {
