@@ -88,23 +88,30 @@ def snapshot(root):
     return found
 
 
+def make_twins(test, tree, dirs):
+    """The twin directories A and B (same tree, different absolute paths), mtimes in the past so kache may
+    store every miss: {name: (root, snapshot of the tree)}."""
+    twins = {}
+    for name in ("A", "B"):
+        root = test.path("twin" + name)
+        for rel, text in tree.items():
+            p = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w") as f:
+                f.write(text)
+            os.utime(p, (1_700_000_000, 1_700_000_000))
+        for d in dirs:
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        twins[name] = (root, snapshot(root))
+    return twins
+
+
 class Differential(KacheTestCase):
     PLAIN = "nvcc"  # the plain tool's name in differences(); test_differential_cc.py reuses it
 
     def setUp(self):
         super().setUp()
-        self.twins = {}
-        for name in ("A", "B"):
-            root = self.path("twin" + name)
-            for rel, text in TREE.items():
-                p = os.path.join(root, rel)
-                os.makedirs(os.path.dirname(p), exist_ok=True)
-                with open(p, "w") as f:
-                    f.write(text)
-                os.utime(p, (1_700_000_000, 1_700_000_000))
-            for d in DIRS:
-                os.makedirs(os.path.join(root, d), exist_ok=True)
-            self.twins[name] = (root, snapshot(root))
+        self.twins = make_twins(self, TREE, DIRS)
 
     # --- one run -----------------------------------------------------------------------------------
     def run_in(self, twin, tool, args):

@@ -153,18 +153,7 @@ class DifferentialCC(KacheTestCase):
         self.env["SOURCE_DATE_EPOCH"] = "0"  # plain and kache alike: __DATE__/__TIME__ compare
         self.prog_dir = self.path("progs")
         os.makedirs(self.prog_dir)
-        self.twins = {}
-        for name in ("A", "B"):
-            root = self.path("twin" + name)
-            for rel, text in TREE.items():
-                p = os.path.join(root, rel)
-                os.makedirs(os.path.dirname(p), exist_ok=True)
-                with open(p, "w") as f:
-                    f.write(text)
-                os.utime(p, (1_700_000_000, 1_700_000_000))
-            for d in DIRS:
-                os.makedirs(os.path.join(root, d), exist_ok=True)
-            self.twins[name] = (root, test_differential.snapshot(root))
+        self.twins = test_differential.make_twins(self, TREE, DIRS)
 
     def run_in(self, twin, tool, cc, cwd, args, clock=False):
         """Runs the case in a twin; returns what a build sees, normalized, and removes what it created."""
