@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const core::Config c = core::load_config();
   KACHE_FUZZ_CHECK(!c.cache_dir.empty());
-  KACHE_FUZZ_CHECK(c.max_size > 0);
+  // max_size 0 means no limit (kache -M 0, as ccache), so any value is a valid limit.
   KACHE_FUZZ_CHECK(c.compression_level >= 1 && c.compression_level <= 19);
   KACHE_FUZZ_CHECK(c.nvcc_source_date_epoch == "passthrough" ||
                    (!c.nvcc_source_date_epoch.empty() &&
