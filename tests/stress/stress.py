@@ -193,6 +193,18 @@ class Stress:
                             pass
         return out
 
+    def explain_record_bytes(self):
+        # kache counts an entry's explain record (<cache>/explain/<k0>/<k1k2>/<key>.json) in its size.
+        total = 0
+        for root, _, files in os.walk(os.path.join(self.cache, "explain")):
+            for name in files:
+                if name.endswith(".json") and not name.startswith("."):
+                    try:
+                        total += os.path.getsize(os.path.join(root, name))
+                    except FileNotFoundError:
+                        pass
+        return total
+
     def temp_files(self):
         out = []
         for root, _, files in os.walk(self.cache):
@@ -399,10 +411,10 @@ class Stress:
             self.figures["stats_mismatches"] += 1
             fails.append(f"round {rnd}: stats do not add up: {invocations} invocations, {json.dumps(s)}")
         # Size accounting against the files on disk.
-        on_disk = sum(self.entry_files().values())
+        on_disk = sum(self.entry_files().values()) + self.explain_record_bytes()
         if abs(s["cache_size"] - on_disk) > self.largest_entry():
             self.figures["size_mismatches"] += 1
-            fails.append(f"round {rnd}: kache reports {s['cache_size']} B, entry files hold {on_disk} B")
+            fails.append(f"round {rnd}: kache reports {s['cache_size']} B, entry files and explain records hold {on_disk} B")
         left = [p for p in planted if os.path.exists(p)]
         if left:
             self.figures["stale_temps_left"] += len(left)
