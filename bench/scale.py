@@ -13,7 +13,8 @@ size it holds, so every put evicts): their median and their worst.
 
 concurrency: 512 tiny C TUs compiled as hits, `xargs -P W` for each W, by kache, by ccache and by a
 do-nothing static program in kache's place (the process floor: what starting a process costs); hits
-per second = 512 / wall time. Results are merged into --out/scale.json under the machine's name.
+per second = 512 / wall time, the median of --repeat rounds that interleave the tools, with kache's
+ratio to each other tool taken per round (paired). Results are merged into --out/scale.json under the machine's name.
 """
 import argparse
 import hashlib
@@ -171,29 +172,47 @@ def concurrency(args):
     tools = {"kache": [os.path.abspath(args.kache), GCC], "floor": [floor, GCC]}
     if args.ccache and shutil.which(args.ccache):
         tools["ccache"] = [shutil.which(args.ccache), GCC]
-    result = {}
+    batches = {}
     for tool, launcher in tools.items():
         cache = os.path.join(work, "cache-" + tool)
         env = clean_env(cache, CCACHE_DIR=cache, CCACHE_NOHASHDIR="1", CCACHE_BASEDIR=work)
         argv = launcher + ["-c", os.path.join(srcs, "{}.c"), "-o", os.path.join(work, "obj-" + tool, "{}.o")]
         os.makedirs(os.path.join(work, "obj-" + tool))
 
-        def batch(ways):
+        def batch(ways, argv=argv, env=env):
             cmd = ["xargs", "-P", str(ways), "-I{}"] + argv
             t0 = time.perf_counter()
             subprocess.run(cmd, input="\n".join(names) + "\n", text=True, env=env, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             return time.perf_counter() - t0
 
+        batches[tool] = batch
         batch(max(int(w) for w in args.ways.split(",")))  # fill (misses)
         batch(4)  # the second build of each TU: direct-mode records complete
-        result[tool] = {}
-        for ways in [int(w) for w in args.ways.split(",")]:
-            secs = min(batch(ways) for _ in range(args.repeat))
-            result[tool][str(ways)] = round(args.units / secs, 1)
+    # Interleaved: every repeat runs each tool once per width, in an order rotated per repeat, so that a
+    # drift of the machine (another tenant, a warming page cache) falls on all tools alike. Each tool's
+    # figure is the median rate; the ratios are medians of the per-repeat ratios (paired, so drift
+    # between repeats cancels).
+    widths = [int(w) for w in args.ways.split(",")]
+    order = list(tools)
+    secs = {tool: {w: [] for w in widths} for tool in tools}
+    for rep in range(args.repeat):
+        for w in widths:
+            for tool in order[rep % len(order):] + order[:rep % len(order)]:
+                secs[tool][w].append(batches[tool](w))
+    result = {tool: {str(w): round(args.units / statistics.median(secs[tool][w]), 1) for w in widths}
+              for tool in tools}
+    best = {tool: {str(w): round(args.units / min(secs[tool][w]), 1) for w in widths} for tool in tools}
+    ratios = {}
+    for other in [t for t in tools if t != "kache"]:
+        ratios[f"kache/{other}"] = {str(w): round(statistics.median(
+            o / k for k, o in zip(secs["kache"][w], secs[other][w])), 3) for w in widths}
+    for tool in tools:
         print(tool, json.dumps(result[tool]), flush=True)
+    print("ratios (hits/s, median of paired repeats):", json.dumps(ratios), flush=True)
     shutil.rmtree(work, ignore_errors=True)
-    return {"concurrency": result, "units": args.units, "cpus": os.cpu_count()}
+    return {"concurrency": result, "concurrency_best": best, "concurrency_ratios": ratios,
+            "repeats": args.repeat, "units": args.units, "cpus": os.cpu_count()}
 
 
 def merge(path, machine, part):
@@ -253,6 +272,14 @@ def chart(args):
             for tool, per in conc.items():
                 lines.append(f"| {tool} | " + " | ".join(str(per.get(str(w), "")) for w in ws) + " |")
             lines.append("")
+            ratios = d.get("concurrency_ratios")
+            if ratios:
+                lines += [f"Medians of {d.get('repeats')} interleaved repeats. kache's rate over the others', "
+                          "the median of the per-repeat ratios (paired):", "",
+                          "| ratio | " + " | ".join(f"-P {w}" for w in ws) + " |", "|---|" + "---:|" * len(ws)]
+                for name, per in ratios.items():
+                    lines.append(f"| {name} | " + " | ".join(str(per.get(str(w), "")) for w in ws) + " |")
+                lines.append("")
     fig.tight_layout()
     fig.savefig(os.path.join(args.out, "scale.png"), dpi=110)
     with open(os.path.join(args.out, "scale.md"), "w") as f:
