@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/) in build-fuzz/ with clang, ASan and UBSan, then runs each
 # target in turn for SECONDS_PER_TARGET seconds (default 600: 70 minutes for the seven targets).
-#   bash scripts/fuzz.sh                  the long run (documented in README "Reliability")
+#   bash scripts/fuzz.sh                  the long run (documented in docs/reliability.md)
 #   bash scripts/fuzz.sh 10               the short run .ci/run does
 #   bash scripts/fuzz.sh 60 fuzz_depfile  one target
 # Each run starts from the seed corpus fuzz/corpus/<target>/ and replays every kept crash in

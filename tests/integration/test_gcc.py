@@ -173,7 +173,7 @@ class Basics(GccCase):
 class SecondBuildDir(GccCase):
     """CMake's shape: absolute source, -I into the build directory (a generated header), -MD -MF and -o
     in the build directory, -g. A second build directory keys alike (paths under a root by the root's
-    name, README "Checkouts at other paths") and gets the object a plain build there gives; a header
+    name, docs/sharing.md) and gets the object a plain build there gives; a header
     that differs between the two build directories still misses."""
 
     def compile_in(self, build, compiler="g++-12", gen="#define VAL 3\n"):
