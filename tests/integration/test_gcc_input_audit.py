@@ -239,6 +239,49 @@ class GccInputAudit(KacheTestCase):
             self.assertEqual(self.stats().get("not_stored_reasons", {}), {"assembler-inputs": 1})
 
 
+class GccHipInstallation(KacheTestCase):
+    """clang 19 reads the HIP version file of the first ROCm installation it finds when it prints -v (the
+    toolchain probe's `clang -E -v`): /usr/share/hip/version once Debian's hipcc is installed, or
+    $HIP_PATH/share/hip/version. Installing, removing or upgrading ROCm must probe again, and a new HIP
+    version must key clang's compiles apart. A scratch installation named by HIP_PATH stands for the
+    system's, which the test never touches."""
+
+    def setUp(self):
+        super().setUp()
+        if not shutil.which("clang-19"):
+            self.skipTest("clang-19 is not installed")
+        self.write("a.c", "int a(void) { return 1; }\n")
+        os.makedirs(self.path("rocm", "bin"), exist_ok=True)
+        self.hip_env = {"HIP_PATH": self.path("rocm"), "KACHE_LOG": "kache=trace"}
+
+    def compile(self):
+        """One compile; returns (toolchain memo key, whether it hit)."""
+        before = self.stats()["hits"]
+        r = self.kache(["clang-19", "-c", "a.c", "-o", "a.o"], env=self.hip_env)
+        key = re.search(r"toolchain memo key = (\w+)", r.stderr)
+        self.assertTrue(key, r.stderr)
+        return key.group(1), self.stats()["hits"] == before + 1
+
+    def set_version(self, patch):
+        self.write("rocm/share/hip/version", f"HIP_VERSION_MAJOR=5\nHIP_VERSION_MINOR=2\nHIP_VERSION_PATCH={patch}\n")
+
+    def test_a_hip_installation_appearing_or_upgraded_misses(self):
+        key, hit = self.compile()
+        self.assertEqual(self.compile(), (key, True), "no change: the same memo and a hit")
+        self.set_version("21153")  # ROCm installed
+        installed, hit = self.compile()
+        self.assertNotEqual(installed, key, "the memo made before ROCm was installed is not used after")
+        self.assertFalse(hit, "a new HIP installation keys clang's compiles apart")
+        self.assertEqual(self.compile(), (installed, True))
+        self.set_version("30000-upgraded")  # ROCm upgraded: new content (another size, so another identity)
+        upgraded, hit = self.compile()
+        self.assertNotIn(upgraded, (key, installed))
+        self.assertFalse(hit, "a HIP upgrade keys clang's compiles apart")
+        self.assertEqual(self.compile(), (upgraded, True))
+        os.unlink(self.path("rocm/share/hip/version"))  # ROCm removed
+        self.assertEqual(self.compile(), (key, True), "ROCm removed: the memo and the entry made before it was there")
+
+
 def host_env_table():
     """The rows of src/compiler/env_table.cpp: {name: (effect, reason, nvcc_only)}."""
     with open(os.path.join(kachetest.SOURCE_DIR, "src", "compiler", "env_table.cpp")) as f:
