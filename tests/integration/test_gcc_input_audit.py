@@ -75,9 +75,9 @@ STAT_ONLY = [
     "/lib/",
     "/lib64/",
 ]
-# clang's CUDA installation detection looks for ptxas over PATH on every compile (CUDA mode only,
-# which kache passes through).
-STAT_ONLY_PATTERN = re.compile(r"/bin/ptxas$")
+# clang's CUDA installation detection looks for ptxas over PATH and for the toolkit's libdevice on
+# every compile (clang 14; clang 19 in the probe's -v): CUDA mode only, which kache passes through.
+STAT_ONLY_PATTERN = re.compile(r"/bin/ptxas$|/nvvm/libdevice/libdevice\.[0-9]+\.bc$")
 
 C_SOURCE = textwrap.dedent("""
     #include <stdio.h>
@@ -127,12 +127,15 @@ class GccInputAudit(KacheTestCase):
         tools = {realpath(m.group(1)) for m in re.finditer(r"toolchain file \S+ (\S+)", log)}
         self.assertTrue(tools, "the toolchain probe ran in the traced miss")
         reads, found, written, execs = set(), set(), set(), set()
-        for name in glob.glob(trace + ".*"):
+        kache_bin = realpath(kachetest.KACHE)
+        for name in glob.glob(trace + ".*"):  # one file per process or thread
+            compiler_process = False  # after it executed a program other than kache
             with open(name, errors="replace") as f:
                 for line in f:
                     m = re.match(r'execve\("([^"]+)".* = 0$', line)
                     if m:
                         execs.add(realpath(os.path.join(cwd, m.group(1))))
+                        compiler_process = realpath(os.path.join(cwd, m.group(1))) != kache_bin
                         continue
                     m = re.match(r'(?:openat|open)\((?:.*?, )?"[^"]*", ([A-Z_|]+)(?:, [0-9]+)?\) = [0-9]+<(.*)>$',
                                  line)
@@ -144,14 +147,18 @@ class GccInputAudit(KacheTestCase):
                             reads.add(path)
                         continue
                     # A stat that succeeded on a file: the compiler learned it exists (a header it
-                    # then opens, or only tests, like clang's __has_include).
-                    m = re.match(r'(\w+)\((?:AT_FDCWD|[0-9]+<[^>]*>), "([^"]*)"|(\w+)\("([^"]*)"', line)
-                    if m and line.rstrip().endswith(" = 0"):
-                        call = m.group(1) or m.group(3)
-                        path = m.group(2) if m.group(1) else m.group(4)
+                    # then opens, or only tests, like clang's __has_include). kache's own stats (its
+                    # outputs, the memo key's identities, the direct-mode record's lookups) are what
+                    # it keys or checks: only the compilers' count.
+                    # -y prints a directory descriptor with its path, AT_FDCWD too (AT_FDCWD</dir>):
+                    # a relative name is taken from it.
+                    m = re.match(r'(\w+)\((?:AT_FDCWD|[0-9]+)(?:<([^>]*)>)?, "([^"]*)"|(\w+)\("([^"]*)"', line)
+                    if m and compiler_process and line.rstrip().endswith(" = 0"):
+                        call = m.group(1) or m.group(4)
+                        path = m.group(3) if m.group(1) else m.group(5)
                         if call.startswith("open") or call == "execve" or not path or path.startswith("/proc/"):
                             continue  # /proc/self/exe would resolve to this test's own interpreter
-                        path = realpath(os.path.join(cwd, path))
+                        path = realpath(os.path.join((m.group(1) and m.group(2)) or cwd, path))
                         if os.path.isfile(path):
                             found.add(path)
         shutil.rmtree(os.path.dirname(trace))
@@ -236,6 +243,9 @@ class GccInputAudit(KacheTestCase):
                                                                             self.ws)
             self.assertIn(realpath(self.path("blob.bin")), reads)
             self.assertNotIn(realpath(self.path("blob.bin")), closure)
+            # And what a compiler only stats (newfstatat(AT_FDCWD</dir>, ...) under -y): clang's GCC
+            # installation detection finds crtbegin.o without opening it.
+            self.assertTrue(any(p.endswith("/crtbegin.o") for p in found - reads), sorted(found))
             self.assertEqual(self.stats().get("not_stored_reasons", {}), {"assembler-inputs": 1})
 
 
