@@ -292,6 +292,14 @@ class GccHipInstallation(KacheTestCase):
         self.assertEqual(self.compile(), (key, True), "ROCm removed: the memo and the entry made before it was there")
 
 
+# Variables without a row of env_table.cpp that the gcc adapter's toolchain memo keys itself, with why.
+TOOLCHAIN_MEMO_VARIABLES = {
+    # clang 19's HIP installation search (toolchain.cpp, add_hip_search): read when clang prints -v,
+    # which only the toolchain probe's `-E -v` does; the probe sees it, so the memo key holds it.
+    "HIP_PATH": "Probe",
+}
+
+
 def host_env_table():
     """The rows of src/compiler/env_table.cpp: {name: (effect, reason, nvcc_only)}."""
     with open(os.path.join(kachetest.SOURCE_DIR, "src", "compiler", "env_table.cpp")) as f:
@@ -326,6 +334,11 @@ class GccEnvironmentAudit(KacheTestCase):
             if "++" not in compiler:
                 subprocess.run([compiler, "-c", "s.S", "-Iinc", "-o", "s.o"], cwd=self.ws, env=e, check=True,
                                capture_output=True)
+            # The toolchain probe's question (driver_probe.cpp): clang reads more when it prints -v
+            # (its HIP and CUDA installation searches), in the probe, whose environment must be keyed too.
+            for language in ("c", "c++"):
+                subprocess.run([compiler, "-E", "-x", language, "-v", "/dev/null", "-o", "/dev/null"], cwd=self.ws,
+                               env=e, check=True, capture_output=True)
             # With stderr on a terminal the compilers read more (the caret line's width, terminfo; clang
             # 14 also HOME, for ~/.terminfo: env_table.cpp's COLUMNS row says why HOME has no row).
             primary, secondary = pty.openpty()
@@ -342,7 +355,8 @@ class GccEnvironmentAudit(KacheTestCase):
         self.assertIn("CPATH", read)  # the hook works for cc1
         self.assertIn("COLUMNS", read)  # the terminal run happened
         missing = sorted(f"{n} (read by {', '.join(sorted(p))})" for n, p in read.items()
-                         if (n not in table or table[n][2]) and n not in ("KACHE_GETENV_LOG", "HOME"))
+                         if (n not in table or table[n][2]) and n not in ("KACHE_GETENV_LOG", "HOME")
+                         and n not in TOOLCHAIN_MEMO_VARIABLES)
         self.assertEqual(missing, [], "variables gcc/clang read that env_table.cpp has no host-compiler row for")
 
     def keys_of(self, env):
@@ -371,6 +385,10 @@ class GccEnvironmentAudit(KacheTestCase):
                 assert_row_effect(self, effect, reason, self.keys_of({name: values.get(name, "/kache-audit")}),
                                   base_direct, base_memo)
         self.assertGreater(rows, 20)
+        for name, effect in TOOLCHAIN_MEMO_VARIABLES.items():
+            with self.subTest(variable=name, effect=effect):
+                self.assertNotIn(name, host_env_table(), "a row of its own now: drop it from TOOLCHAIN_MEMO_VARIABLES")
+                assert_row_effect(self, effect, "", self.keys_of({name: "/kache-audit"}), base_direct, base_memo)
 
 
 if __name__ == "__main__":
