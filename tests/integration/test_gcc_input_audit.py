@@ -75,9 +75,9 @@ STAT_ONLY = [
     "/lib/",
     "/lib64/",
 ]
-# clang's CUDA installation detection looks for ptxas over PATH on every compile (CUDA mode only,
-# which kache passes through).
-STAT_ONLY_PATTERN = re.compile(r"/bin/ptxas$")
+# clang's CUDA installation detection looks for ptxas over PATH and for the toolkit's libdevice on
+# every compile (clang 14; clang 19 in the probe's -v): CUDA mode only, which kache passes through.
+STAT_ONLY_PATTERN = re.compile(r"/bin/ptxas$|/nvvm/libdevice/libdevice\.[0-9]+\.bc$")
 
 C_SOURCE = textwrap.dedent("""
     #include <stdio.h>
@@ -127,12 +127,15 @@ class GccInputAudit(KacheTestCase):
         tools = {realpath(m.group(1)) for m in re.finditer(r"toolchain file \S+ (\S+)", log)}
         self.assertTrue(tools, "the toolchain probe ran in the traced miss")
         reads, found, written, execs = set(), set(), set(), set()
-        for name in glob.glob(trace + ".*"):
+        kache_bin = realpath(kachetest.KACHE)
+        for name in glob.glob(trace + ".*"):  # one file per process or thread
+            compiler_process = False  # after it executed a program other than kache
             with open(name, errors="replace") as f:
                 for line in f:
                     m = re.match(r'execve\("([^"]+)".* = 0$', line)
                     if m:
                         execs.add(realpath(os.path.join(cwd, m.group(1))))
+                        compiler_process = realpath(os.path.join(cwd, m.group(1))) != kache_bin
                         continue
                     m = re.match(r'(?:openat|open)\((?:.*?, )?"[^"]*", ([A-Z_|]+)(?:, [0-9]+)?\) = [0-9]+<(.*)>$',
                                  line)
@@ -144,14 +147,18 @@ class GccInputAudit(KacheTestCase):
                             reads.add(path)
                         continue
                     # A stat that succeeded on a file: the compiler learned it exists (a header it
-                    # then opens, or only tests, like clang's __has_include).
-                    m = re.match(r'(\w+)\((?:AT_FDCWD|[0-9]+<[^>]*>), "([^"]*)"|(\w+)\("([^"]*)"', line)
-                    if m and line.rstrip().endswith(" = 0"):
-                        call = m.group(1) or m.group(3)
-                        path = m.group(2) if m.group(1) else m.group(4)
+                    # then opens, or only tests, like clang's __has_include). kache's own stats (its
+                    # outputs, the memo key's identities, the direct-mode record's lookups) are what
+                    # it keys or checks: only the compilers' count.
+                    # -y prints a directory descriptor with its path, AT_FDCWD too (AT_FDCWD</dir>):
+                    # a relative name is taken from it.
+                    m = re.match(r'(\w+)\((?:AT_FDCWD|[0-9]+)(?:<([^>]*)>)?, "([^"]*)"|(\w+)\("([^"]*)"', line)
+                    if m and compiler_process and line.rstrip().endswith(" = 0"):
+                        call = m.group(1) or m.group(4)
+                        path = m.group(3) if m.group(1) else m.group(5)
                         if call.startswith("open") or call == "execve" or not path or path.startswith("/proc/"):
                             continue  # /proc/self/exe would resolve to this test's own interpreter
-                        path = realpath(os.path.join(cwd, path))
+                        path = realpath(os.path.join((m.group(1) and m.group(2)) or cwd, path))
                         if os.path.isfile(path):
                             found.add(path)
         shutil.rmtree(os.path.dirname(trace))
@@ -236,7 +243,61 @@ class GccInputAudit(KacheTestCase):
                                                                             self.ws)
             self.assertIn(realpath(self.path("blob.bin")), reads)
             self.assertNotIn(realpath(self.path("blob.bin")), closure)
+            # And what a compiler only stats (newfstatat(AT_FDCWD</dir>, ...) under -y): clang's GCC
+            # installation detection finds crtbegin.o without opening it.
+            self.assertTrue(any(p.endswith("/crtbegin.o") for p in found - reads), sorted(found))
             self.assertEqual(self.stats().get("not_stored_reasons", {}), {"assembler-inputs": 1})
+
+
+class GccHipInstallation(KacheTestCase):
+    """clang 19 reads the HIP version file of the first ROCm installation it finds when it prints -v (the
+    toolchain probe's `clang -E -v`): /usr/share/hip/version once Debian's hipcc is installed, or
+    $HIP_PATH/share/hip/version. Installing, removing or upgrading ROCm must probe again, and a new HIP
+    version must key clang's compiles apart. A scratch installation named by HIP_PATH stands for the
+    system's, which the test never touches."""
+
+    def setUp(self):
+        super().setUp()
+        if not shutil.which("clang-19"):
+            self.skipTest("clang-19 is not installed")
+        self.write("a.c", "int a(void) { return 1; }\n")
+        os.makedirs(self.path("rocm", "bin"), exist_ok=True)
+        self.hip_env = {"HIP_PATH": self.path("rocm"), "KACHE_LOG": "kache=trace"}
+
+    def compile(self):
+        """One compile; returns (toolchain memo key, whether it hit)."""
+        before = self.stats()["hits"]
+        r = self.kache(["clang-19", "-c", "a.c", "-o", "a.o"], env=self.hip_env)
+        key = re.search(r"toolchain memo key = (\w+)", r.stderr)
+        self.assertTrue(key, r.stderr)
+        return key.group(1), self.stats()["hits"] == before + 1
+
+    def set_version(self, patch):
+        self.write("rocm/share/hip/version", f"HIP_VERSION_MAJOR=5\nHIP_VERSION_MINOR=2\nHIP_VERSION_PATCH={patch}\n")
+
+    def test_a_hip_installation_appearing_or_upgraded_misses(self):
+        key, hit = self.compile()
+        self.assertEqual(self.compile(), (key, True), "no change: the same memo and a hit")
+        self.set_version("21153")  # ROCm installed
+        installed, hit = self.compile()
+        self.assertNotEqual(installed, key, "the memo made before ROCm was installed is not used after")
+        self.assertFalse(hit, "a new HIP installation keys clang's compiles apart")
+        self.assertEqual(self.compile(), (installed, True))
+        self.set_version("30000-upgraded")  # ROCm upgraded: new content (another size, so another identity)
+        upgraded, hit = self.compile()
+        self.assertNotIn(upgraded, (key, installed))
+        self.assertFalse(hit, "a HIP upgrade keys clang's compiles apart")
+        self.assertEqual(self.compile(), (upgraded, True))
+        os.unlink(self.path("rocm/share/hip/version"))  # ROCm removed
+        self.assertEqual(self.compile(), (key, True), "ROCm removed: the memo and the entry made before it was there")
+
+
+# Variables without a row of env_table.cpp that the gcc adapter's toolchain memo keys itself, with why.
+TOOLCHAIN_MEMO_VARIABLES = {
+    # clang 19's HIP installation search (toolchain.cpp, add_hip_search): read when clang prints -v,
+    # which only the toolchain probe's `-E -v` does; the probe sees it, so the memo key holds it.
+    "HIP_PATH": "Probe",
+}
 
 
 def host_env_table():
@@ -273,6 +334,11 @@ class GccEnvironmentAudit(KacheTestCase):
             if "++" not in compiler:
                 subprocess.run([compiler, "-c", "s.S", "-Iinc", "-o", "s.o"], cwd=self.ws, env=e, check=True,
                                capture_output=True)
+            # The toolchain probe's question (driver_probe.cpp): clang reads more when it prints -v
+            # (its HIP and CUDA installation searches), in the probe, whose environment must be keyed too.
+            for language in ("c", "c++"):
+                subprocess.run([compiler, "-E", "-x", language, "-v", "/dev/null", "-o", "/dev/null"], cwd=self.ws,
+                               env=e, check=True, capture_output=True)
             # With stderr on a terminal the compilers read more (the caret line's width, terminfo; clang
             # 14 also HOME, for ~/.terminfo: env_table.cpp's COLUMNS row says why HOME has no row).
             primary, secondary = pty.openpty()
@@ -289,7 +355,8 @@ class GccEnvironmentAudit(KacheTestCase):
         self.assertIn("CPATH", read)  # the hook works for cc1
         self.assertIn("COLUMNS", read)  # the terminal run happened
         missing = sorted(f"{n} (read by {', '.join(sorted(p))})" for n, p in read.items()
-                         if (n not in table or table[n][2]) and n not in ("KACHE_GETENV_LOG", "HOME"))
+                         if (n not in table or table[n][2]) and n not in ("KACHE_GETENV_LOG", "HOME")
+                         and n not in TOOLCHAIN_MEMO_VARIABLES)
         self.assertEqual(missing, [], "variables gcc/clang read that env_table.cpp has no host-compiler row for")
 
     def keys_of(self, env):
@@ -318,6 +385,10 @@ class GccEnvironmentAudit(KacheTestCase):
                 assert_row_effect(self, effect, reason, self.keys_of({name: values.get(name, "/kache-audit")}),
                                   base_direct, base_memo)
         self.assertGreater(rows, 20)
+        for name, effect in TOOLCHAIN_MEMO_VARIABLES.items():
+            with self.subTest(variable=name, effect=effect):
+                self.assertNotIn(name, host_env_table(), "a row of its own now: drop it from TOOLCHAIN_MEMO_VARIABLES")
+                assert_row_effect(self, effect, "", self.keys_of({name: "/kache-audit"}), base_direct, base_memo)
 
 
 if __name__ == "__main__":

@@ -119,6 +119,74 @@ constexpr const char* kDistroFiles[] = {
     "/etc/gentoo-release",
 };
 
+// clang's HIP runtime detection (RocmInstallationDetector::detectHIPRuntime), measured with strace once
+// ROCm is installed (Debian 12's hipcc puts its version file at /usr/share/hip/version): clang 19 runs
+// it when it prints -v (the probe's `-E -v`; a compile with -v passes through), clang 14 on every
+// compile. It tries installation roots in turn and reads the first HIP version file it finds there:
+// <root>/share/hip/version, <root>/../share/hip/version, <root>/bin/.hipVersion (clang 14: the last
+// only). The roots: $HIP_PATH alone when set (clang 19; clang 14 ignores it), else each directory the
+// driver sits in (invoked and real) deduced to a prefix (bin/, then llvm/ or aomp*/ stripped) and its
+// parent, the resource dir, /opt/rocm, the newest /opt/rocm-*, /usr/local and /usr. ($ROCM_PATH and
+// --rocm-path replace the list; ROCM_PATH never reaches the probe: probe_environment drops it.)
+// What it finds changes only HIP compiles and -v's "Found HIP installation" line, both passed through;
+// it is keyed all the same, like any file the probe reads: every root's existence and every version
+// file's identity, present or absent, in the memo key (ROCm installed, removed or upgraded probes again,
+// and a new /opt/rocm-* changes /opt's identity), and the content of the clang's present version files
+// in the toolchain id (a HIP upgrade keys clang's compiles apart). A superset of what one clang reads:
+// both versions' files, every /opt/rocm-* and resource dir; SPACK's hip-<version>-<hash> directories
+// beside an llvm-amdgpu-<version>-<hash> clang are not followed.
+struct HipSearch {
+  std::vector<std::string> roots;
+  std::vector<std::string> version_files;
+};
+
+HipSearch hip_search(const std::string& driver, const util::Environment& probe_env) {
+  HipSearch s;
+  auto add_root = [&](const std::string& root) {
+    if (!root.empty() && std::find(s.roots.begin(), s.roots.end(), root) == s.roots.end()) s.roots.push_back(root);
+  };
+  if (auto hip_path = util::env_get(probe_env, "HIP_PATH")) add_root(*hip_path);
+  const std::string real_dir = driver_real_dir(driver);
+  for (const std::string& dir : {util::dirname(driver), real_dir}) {
+    if (dir.empty()) continue;
+    std::string prefix = util::dirname(dir);
+    if (util::basename(prefix) == "bin") prefix = util::dirname(prefix);
+    const std::string name = util::basename(prefix);
+    if (name == "llvm" || name.starts_with("aomp")) prefix = util::dirname(prefix);
+    add_root(prefix);
+    add_root(util::dirname(dir));
+  }
+  if (!real_dir.empty()) {
+    for (const auto& resource : sorted_entries(util::join_path(util::dirname(real_dir), "lib/clang"))) add_root(resource);
+  }
+  add_root("/opt/rocm");
+  for (const auto& entry : sorted_entries("/opt")) {
+    if (util::basename(entry).starts_with("rocm-")) add_root(entry);
+  }
+  add_root("/usr/local");
+  add_root("/usr");
+  for (const auto& root : s.roots) {
+    for (const std::string& file : {util::join_path(root, "share/hip/version"),
+                                    util::join_path(util::dirname(root), "share/hip/version"),
+                                    util::join_path(root, "bin/.hipVersion")}) {
+      if (std::find(s.version_files.begin(), s.version_files.end(), file) == s.version_files.end()) {
+        s.version_files.push_back(file);
+      }
+    }
+  }
+  return s;
+}
+
+void add_hip_search(util::Hasher& mk, const std::string& driver, const util::Environment& env) {
+  const HipSearch s = hip_search(driver, probe_environment(env));
+  // The probe sees HIP_PATH (no row of env_table.cpp drops it); its value is keyed with what it names.
+  auto hip_path = util::env_get(env, "HIP_PATH");
+  mk.add_field("env:HIP_PATH", hip_path ? "=" + *hip_path : "unset");
+  add_identity(mk, "hip-opt", "/opt");
+  for (const auto& root : s.roots) mk.add_field("hip-root:" + root, util::exists(root) ? "present" : "absent");
+  for (const auto& file : s.version_files) add_identity(mk, "hip-version:" + file, file);
+}
+
 // Every configuration file beside the driver: its content is in the toolchain id (an edit keeps the
 // memo's identity check honest), and the directory's identity is in the memo key, so one appearing
 // or vanishing there probes again. A configuration file may include another file (`@path` as a word,
@@ -186,6 +254,10 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   const util::ProcessResult machine = machine_answer.get();
   if (!machine.ok()) throw std::runtime_error(driver + " -dumpmachine failed");
   programs.add_to(files);
+  // GCC reads none of them: a ROCm upgrade keys only clang's compiles apart.
+  if (version.out.find("clang") != std::string::npos) {
+    for (const auto& f : hip_search(driver, probe_env).version_files) files.add("hip-version:" + f, f);
+  }
   const util::ProcessResult specs = specs_answer.get();
   if (specs.ok()) {
     const std::string path = first_line(specs.out);
@@ -228,6 +300,7 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   add_identity(mk, "driver-dir", driver_real_dir(driver));
   add_gcc_installation_dirs(mk, driver_real_dir(driver));
   for (const char* f : kDistroFiles) add_identity(mk, std::string("distro:") + f, f);
+  add_hip_search(mk, driver, env);
   for (std::string_view var : probe_variables(false)) {
     mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
   }
