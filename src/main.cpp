@@ -6,12 +6,12 @@
 #include <string>
 #include <string_view>
 
+#include "app/cli.hpp"
+#include "app/pipeline.hpp"
 #include "compiler/gcc/flag_table.hpp"
-#include "core/cli.hpp"
 #include "core/config.hpp"
 #include "core/invocation.hpp"
 #include "core/log.hpp"
-#include "core/pipeline.hpp"
 #include "manual.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"

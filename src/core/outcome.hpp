@@ -1,5 +1,5 @@
 #pragma once
-// A step's value, or the reason it has none. The steps of a miss (core/pipeline.cpp) return these, so
+// A step's value, or the reason it has none. The steps of a miss (app/pipeline.cpp) return these, so
 // the caller reads as a list of steps and every way out names a row of the reason table
 // (core/reasons.hpp) with the detail a log needs. std::expected is C++23; this is the part kache uses.
 #include <string>

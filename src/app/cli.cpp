@@ -1,4 +1,4 @@
-#include "core/cli.hpp"
+#include "app/cli.hpp"
 
 #include <fmt/format.h>
 
@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include "app/doctor.hpp"
+#include "app/explain.hpp"
 #include "core/build_features.hpp"
 #include "core/config.hpp"
-#include "core/doctor.hpp"
 #include "core/entry_format.hpp"
-#include "core/explain.hpp"
 #include "core/path_roots.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"

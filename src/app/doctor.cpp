@@ -1,4 +1,4 @@
-#include "core/doctor.hpp"
+#include "app/doctor.hpp"
 
 #include <dlfcn.h>
 #include <sys/stat.h>

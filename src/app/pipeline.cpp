@@ -1,4 +1,4 @@
-#include "core/pipeline.hpp"
+#include "app/pipeline.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,10 +21,10 @@
 
 #include <fmt/format.h>
 
+#include "app/explain.hpp"
 #include "compiler/adapter.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
-#include "core/explain.hpp"
 #include "core/log.hpp"
 #include "core/manifest.hpp"
 #include "core/outcome.hpp"
