@@ -71,7 +71,7 @@ int Pipeline::miss() {
   util::TempDir scratch(util::dirname(job_.output), ".kache-", util::TempDir::Parent::must_exist);
   const compiler::MissPaths paths = miss_paths(scratch.path());
   Outcome<Compiled> compiled = compile(paths);
-  if (!compiled) return compile_failed(compiled.failure());
+  if (!compiled) return compile_failed(compiled.error());
   std::string object = util::read_file(paths.object);
   if (job_.debug_placeholders && has_compressed_sections(object)) {
     // Placeholders inside compressed bytes cannot be replaced in place (the toolchain compresses debug
@@ -86,26 +86,26 @@ int Pipeline::miss() {
   const std::string dep_text = util::read_file(paths.depfile);
   std::vector<std::string> closure = closure_files(compiled->closure_text, dep_text);
   Outcome<Done> assembler = add_assembler_inputs(paths, *compiled, closure);
-  Outcome<HashedClosure> hashed = assembler ? hash_closure(closure, compiled->start) : assembler.failure();
+  Outcome<HashedClosure> hashed = assembler ? hash_closure(closure, compiled->start) : assembler.error();
   // What the input audit (tests/integration/test_input_audit.py) checks every file a miss opened against.
   if (core::log().should_log(spdlog::level::trace)) {
     for (const auto& c : closure) core::log().trace("closure file {}", c);
   }
   Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text, std::move(object));
 
-  Outcome<Done> toolchain = hashed ? toolchain_held() : hashed.failure();
-  Outcome<Done> depfile = toolchain ? templatable_depfile(dep_text) : toolchain.failure();
-  Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.failure();
-  Outcome<Done> times = headers ? no_unpinned_time(installed, *compiled, hashed->files) : headers.failure();
-  Outcome<std::string> storable = times ? shareable_object(installed.object, scratch.path()) : times.failure();
+  Outcome<Done> toolchain = hashed ? toolchain_held() : hashed.error();
+  Outcome<Done> depfile = toolchain ? templatable_depfile(dep_text) : toolchain.error();
+  Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.error();
+  Outcome<Done> times = headers ? no_unpinned_time(installed, *compiled, hashed->files) : headers.error();
+  Outcome<std::string> storable = times ? shareable_object(installed.object, scratch.path()) : times.error();
   if (storable) {
     ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, !storable->empty());
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
     store_result(std::move(entry), cache_entry(dep_text, installed), recorded, *storable);
   } else {
-    count_reason(counts_, storable.failure().category, storable.failure().name);
-    core::log().debug("miss: not stored ({}): {} -- {}", storable.failure().name, job_.output,
-                      reason_sentence(storable.failure().category, storable.failure().name));
+    count_reason(counts_, storable.error().category, storable.error().name);
+    core::log().debug("miss: not stored ({}): {} -- {}", storable.error().name, job_.output,
+                      reason_sentence(storable.error().category, storable.error().name));
   }
   write_all(STDOUT_FILENO, installed.stdout_text);
   write_all(STDERR_FILENO, installed.stderr_text);
@@ -264,7 +264,7 @@ void Pipeline::hash_slice(const std::vector<std::string>& closure, std::size_t b
     auto content = hash_input(path, buffer, f, start);
     if (!content) {
       out.failed_at = i;
-      out.failure = content.failure();
+      out.failure = content.error();
       return;
     }
     scan_has_include(*content, out.hashed.has_include, out.hashed.opaque);
@@ -547,7 +547,7 @@ bool Pipeline::record_named_targets(ManifestEntry& entry, const std::vector<std:
     ManifestFile f;
     if (auto hashed = hash_input(p, buffer, f, start); !hashed) {
       core::log().debug("a named target cannot be recorded ({}): no direct-mode record for this compile",
-                        hashed.failure().detail);
+                        hashed.error().detail);
       return false;
     }
     core::log().trace("closure file {} (named, not read)", p);
