@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/config.hpp"
 #include "storage/layered.hpp"
@@ -34,6 +35,7 @@ class PipelineStore {
 class LayeredPipelineStore final : public PipelineStore {
  public:
   explicit LayeredPipelineStore(const Config& cfg) : layered_(storage::open_storage(cfg)) {}
+  explicit LayeredPipelineStore(storage::LayeredStorage layered) : layered_(std::move(layered)) {}
 
   storage::StorageLookup get_record(std::string_view key) override { return layered_.get_record(key); }
   storage::StorageStatus put_record(std::string_view key, std::string_view value) override {
