@@ -1,46 +1,34 @@
 // The hit path: a manifest's entries verified against the files here, and the first that holds restored.
 
-#include <sys/stat.h>
 #include <unistd.h>
-#include <algorithm>
-#include <cerrno>
-#include <climits>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <functional>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <system_error>
-#include <unordered_map>
-#include <unordered_set>
 
-#include <fmt/format.h>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "app/pipeline_steps.hpp"
-#include "app/explain.hpp"
-#include "compiler/adapter.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
+#include "core/entry_format.hpp"
 #include "core/log.hpp"
 #include "core/manifest.hpp"
-#include "core/outcome.hpp"
+#include "core/path_roots.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
 #include "core/verified_identities.hpp"
 #include "core/watch.hpp"
-#include "storage/layered.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
-#include "util/lock.hpp"
-#include "util/parallel.hpp"
 #include "util/process.hpp"
 #include "util/scoped_file.hpp"
-#include "util/text.hpp"
 
 namespace kache::core::pipeline_steps {
 

@@ -2,45 +2,31 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <functional>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <system_error>
-#include <unordered_map>
-#include <unordered_set>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "app/pipeline_steps.hpp"
-#include "app/explain.hpp"
+#include "app/pipeline_store.hpp"
 #include "compiler/adapter.hpp"
-#include "core/depfile.hpp"
-#include "core/entry.hpp"
 #include "core/log.hpp"
-#include "core/manifest.hpp"
-#include "core/outcome.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
-#include "core/verified_identities.hpp"
-#include "core/watch.hpp"
-#include "storage/layered.hpp"
-#include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
-#include "util/lock.hpp"
-#include "util/parallel.hpp"
 #include "util/process.hpp"
-#include "util/scoped_file.hpp"
-#include "util/text.hpp"
 
 namespace kache::core::pipeline_steps {
 
