@@ -1,13 +1,12 @@
 #pragma once
-// A step's value, or the reason it has none. The steps of a miss (core/pipeline.cpp) return these, so
+// A step's value, or the reason it has none. The steps of a miss (app/miss.cpp) return these, so
 // the caller reads as a list of steps and every way out names a row of the reason table
-// (core/reasons.hpp) with the detail a log needs. std::expected is C++23; this is the part kache uses.
+// (core/reasons.hpp) with the detail a log needs. The one result type (util/result.hpp) with a Failure.
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
 
 #include "core/reasons.hpp"
+#include "util/result.hpp"
 
 namespace kache::core {
 
@@ -18,24 +17,9 @@ struct Failure {
 };
 
 template <typename T>
-class [[nodiscard]] Outcome {
- public:
-  Outcome(T value) : v_(std::move(value)) {}            // NOLINT(google-explicit-constructor): a step returns its value
-  Outcome(Failure failure) : v_(std::move(failure)) {}  // NOLINT(google-explicit-constructor): or its failure
-
-  bool ok() const { return v_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-  T& operator*() { return std::get<0>(v_); }
-  const T& operator*() const { return std::get<0>(v_); }
-  T* operator->() { return &std::get<0>(v_); }
-  const T* operator->() const { return &std::get<0>(v_); }
-  const Failure& failure() const { return std::get<1>(v_); }
-
- private:
-  std::variant<T, Failure> v_;
-};
+using Outcome = util::Result<T, Failure>;
 
 // A step with nothing to return but success.
-struct Done {};
+using util::Done;
 
 }  // namespace kache::core

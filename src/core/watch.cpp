@@ -210,29 +210,17 @@ bool may_read_assembler_inputs(std::string_view preprocessed) {
   return false;
 }
 
-std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
-                                   const std::vector<std::string>& system_dirs,
-                                   const std::vector<std::string>& has_include_names, Observations* observed,
-                                   std::vector<std::string>* present, bool precompiled_headers) {
-  // stat results, memoized, numbered in the order they were taken.
-  Observations local;
-  Observations& memo = observed ? *observed : local;
-  std::uint64_t next_order = memo.size();
-  auto exists = [&](const std::string& p) {
-    auto it = memo.find(p);
-    if (it == memo.end()) {
-      auto id = util::stat_identity(p);
-      it = memo.emplace(p, Observed{id, next_order++, util::file_clock_now_ns()}).first;
-    }
-    return it->second.id.has_value();
-  };
+namespace {
+
+// Directories consulted: the search path plus the directories of project files (quoted includes
+// look in the including file's directory first).
+std::vector<std::string> consulted_dirs(const std::vector<std::string>& closure,
+                                        const std::vector<std::string>& search_dirs,
+                                        const std::vector<std::string>& system_dirs) {
   auto is_system = [&](const std::string& p) {
     return std::any_of(system_dirs.begin(), system_dirs.end(),
                        [&](const std::string& s) { return util::path_starts_with(p, s); });
   };
-
-  // Directories consulted: the search path plus the directories of project files (quoted includes
-  // look in the including file's directory first).
   std::vector<std::string> consulted = search_dirs;
   std::unordered_set<std::string> consulted_set(search_dirs.begin(), search_dirs.end());
   for (const auto& f : closure) {
@@ -240,16 +228,18 @@ std::vector<std::string> watch_set(const std::vector<std::string>& closure, cons
     std::string d = util::dirname(f);
     if (consulted_set.insert(d).second) consulted.push_back(d);
   }
+  return consulted;
+}
 
-  std::unordered_set<std::string> closure_set(closure.begin(), closure.end());
-  std::unordered_set<std::string> seen;
-  std::vector<std::string> out;
-  auto record = [&](const std::string& path) {
-    if (seen.insert(path).second) out.push_back(path);
-  };
+// The walk behind watch_set: what it stat'ed (memoized, numbered in the order taken), the paths it
+// found missing (out, in order, once each) and the tested names it found present.
+class WatchWalk {
+ public:
+  WatchWalk(const std::vector<std::string>& closure, Observations& memo, std::vector<std::string>* present)
+      : closure_set_(closure.begin(), closure.end()), memo_(memo), next_order_(memo.size()), present_(present) {}
+
   // Records what guarantees dir/rel keeps not existing, walking down from dir.
-  std::unordered_set<std::string> present_seen;
-  auto candidate = [&](const std::string& dir, std::string_view rel, bool tested) {
+  void candidate(const std::string& dir, std::string_view rel, bool tested) {
     if (!exists(dir)) {
       record(dir);
       return;
@@ -263,11 +253,11 @@ std::vector<std::string> watch_set(const std::vector<std::string>& closure, cons
       cur += '/';
       cur += comp;
       if (slash == std::string_view::npos) {
-        if (closure_set.count(cur)) return;
+        if (closure_set_.count(cur)) return;
         if (!exists(cur)) {
           record(cur);
-        } else if (tested && present && present_seen.insert(cur).second) {
-          present->push_back(cur);
+        } else if (tested && present_ && present_seen_.insert(cur).second) {
+          present_->push_back(cur);
         }
         return;
       }
@@ -277,25 +267,59 @@ std::vector<std::string> watch_set(const std::vector<std::string>& closure, cons
       }
       start = slash + 1;
     }
-  };
+  }
 
+  std::vector<std::string> take_missing() { return std::move(out_); }
+
+ private:
+  bool exists(const std::string& p) {
+    auto it = memo_.find(p);
+    if (it == memo_.end()) {
+      auto id = util::stat_identity(p);
+      it = memo_.emplace(p, Observed{id, next_order_++, util::file_clock_now_ns()}).first;
+    }
+    return it->second.id.has_value();
+  }
+  void record(const std::string& path) {
+    if (seen_.insert(path).second) out_.push_back(path);
+  }
+
+  std::unordered_set<std::string> closure_set_;
+  Observations& memo_;
+  std::uint64_t next_order_;
+  std::vector<std::string>* present_;
+  std::unordered_set<std::string> present_seen_;
+  std::unordered_set<std::string> seen_;
+  std::vector<std::string> out_;
+};
+
+}  // namespace
+
+std::vector<std::string> watch_set(const std::vector<std::string>& closure, const std::vector<std::string>& search_dirs,
+                                   const std::vector<std::string>& system_dirs,
+                                   const std::vector<std::string>& has_include_names, Observations* observed,
+                                   std::vector<std::string>* present, bool precompiled_headers) {
+  // stat results, memoized, numbered in the order they were taken.
+  Observations local;
+  WatchWalk walk(closure, observed ? *observed : local, present);
+  const std::vector<std::string> consulted = consulted_dirs(closure, search_dirs, system_dirs);
   for (const auto& f : closure) {
-    if (precompiled_headers) candidate(util::dirname(f), util::basename(f) + ".gch", false);
+    if (precompiled_headers) walk.candidate(util::dirname(f), util::basename(f) + ".gch", false);
     for (const auto& s : search_dirs) {
       if (f.size() <= s.size() + 1 || !util::path_starts_with(f, s)) continue;
       std::string_view rel = std::string_view(f).substr(s == "/" ? 1 : s.size() + 1);
       const std::string rel_pch = std::string(rel) + ".gch";
       for (const auto& t : consulted) {
-        if (t != s) candidate(t, rel, false);
-        if (precompiled_headers) candidate(t, rel_pch, false);
+        if (t != s) walk.candidate(t, rel, false);
+        if (precompiled_headers) walk.candidate(t, rel_pch, false);
       }
     }
   }
   for (const auto& name : has_include_names) {
     if (name.empty() || name.front() == '/') continue;
-    for (const auto& t : consulted) candidate(t, util::lexically_normal(name), true);
+    for (const auto& t : consulted) walk.candidate(t, util::lexically_normal(name), true);
   }
-  return out;
+  return walk.take_missing();
 }
 
 std::pair<std::string, std::string> split_last(const std::string& path) {

@@ -1,7 +1,8 @@
 #pragma once
 // A value or a typed failure, for code whose failures are expected outcomes the caller acts on (a
 // store that timed out is switched off; a damaged entry is a miss), not exceptions. C++20 has no
-// std::expected; this is the small part of it kache uses.
+// std::expected; this is the small part of it kache uses. core::Outcome (core/outcome.hpp) is this with a
+// core::Failure: one result type, one Done.
 #include <utility>
 #include <variant>
 
@@ -11,7 +12,7 @@ namespace kache::util {
 struct Done {};
 
 template <typename T, typename E>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit on purpose
   Result(E failure) : v_(std::in_place_index<1>, std::move(failure)) {}  // NOLINT

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/cli.hpp"
+#include "app/cli.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 

@@ -2,8 +2,8 @@
 // exception specification of crt/math_functions.h's cospi, on the shapes real toolkits ship.
 #include <gtest/gtest.h>
 
-#include "core/cli.hpp"
-#include "core/doctor.hpp"
+#include "app/cli.hpp"
+#include "app/doctor.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "core/doctor.hpp"
+#include "app/doctor.hpp"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -201,16 +201,116 @@ std::vector<std::string> c_compilers_on_path(const std::string& path_var) {
   return found;
 }
 
-void check_toolchain(Rows& rows, const std::string& nvcc_arg, bool nvcc_named, const std::optional<std::string>& ccbin,
-                     const util::Environment& env, const std::string& scratch,
-                     std::optional<std::pair<int, int>>& release) {
-  const std::string path_var = util::env_get(env, "PATH").value_or("");
+// The nvcc that `kache nvcc` would run: a path as given, else found on PATH (never kache itself).
+std::optional<std::string> find_nvcc(const std::string& nvcc_arg, const std::string& path_var) {
   std::optional<std::string> nvcc;
   if (nvcc_arg.find('/') != std::string::npos) {
     if (::access(nvcc_arg.c_str(), X_OK) == 0) nvcc = util::absolute_path(nvcc_arg, util::current_dir());
   } else {
     nvcc = util::find_executable(nvcc_arg, path_var, util::self_executable());
   }
+  return nvcc;
+}
+
+// The host compiler nvcc would run, as its dry run names it; "" (with a failed row) when there is none.
+std::string host_compiler_of(Rows& rows, const DryRun& facts, const util::ProcessResult& dr,
+                             const std::string& path_var) {
+  if (!dr.ok() || facts.host_word.empty()) {
+    rows.add("toolchain", "host-compiler", Status::fail, "unknown",
+             fmt::format("nvcc --dryrun names no host compiler: {}.", first_line(dr.err)),
+             "pass -ccbin with a host compiler nvcc supports (or set NVCC_CCBIN)");
+    return "";
+  }
+  std::string host = facts.host_word;
+  if (host.find('/') == std::string::npos) {
+    host = util::find_executable(host, facts.vars.count("PATH") ? facts.vars.at("PATH") : path_var).value_or("");
+  }
+  if (host.empty()) {
+    rows.add("toolchain", "host-compiler", Status::fail, facts.host_word,
+             fmt::format("nvcc would run the host compiler '{}', which is not on its PATH.", facts.host_word),
+             "install it, or pass -ccbin with a host compiler nvcc supports");
+    return "";
+  }
+  return host;
+}
+
+// The first of nvcc's include directories that holds name, as a normal path; "" when none does.
+std::string first_in_include_dirs(const DryRun& facts, const std::string& name) {
+  for (const auto& dir : facts.include_dirs) {
+    const std::string path = util::join_path(dir, name);
+    if (util::exists(path)) return util::lexically_normal(path);
+  }
+  return "";
+}
+
+// The bound nvcc itself enforces on the host compiler's major version, read from the header nvcc
+// includes first.
+void check_host_bound(Rows& rows, const DryRun& facts, bool clang, int major) {
+  const std::string host_config_path = first_in_include_dirs(facts, "crt/host_config.h");
+  const std::string compiler_word = clang ? "clang" : "gcc";
+  if (host_config_path.empty()) {
+    rows.add("toolchain", "host-compiler-bound", Status::warn, "unknown",
+             "nvcc's include directories hold no crt/host_config.h, so the supported host compilers are unknown.",
+             "check the toolkit installation (its include/crt/)");
+  } else if (auto bound = doctor::newest_host_major(read_or_empty(host_config_path), clang); !bound) {
+    rows.add("toolchain", "host-compiler-bound", Status::warn, host_config_path,
+             fmt::format("{} states no {} version bound that kache can read.", host_config_path, compiler_word),
+             "compare the host compiler with the toolkit's release notes");
+  } else if (major > *bound) {
+    rows.add("toolchain", "host-compiler-bound", Status::fail,
+             fmt::format("{} {} > {} (newest in {})", compiler_word, major, *bound, host_config_path),
+             fmt::format("{} {} is newer than {} {}, the newest this nvcc accepts, so every compile stops at "
+                         "crt/host_config.h ('unsupported {} version').",
+                         compiler_word, major, compiler_word, *bound, clang ? "clang" : "GNU"),
+             fmt::format("pass -ccbin naming a {} {} or older (or set NVCC_CCBIN), or use a newer CUDA toolkit",
+                         compiler_word, *bound));
+  } else {
+    rows.add("toolchain", "host-compiler-bound", Status::ok,
+             fmt::format("{} {} <= {} (newest in {})", compiler_word, major, *bound, host_config_path));
+  }
+}
+
+// The C library, and the CUDA 12.x math_functions.h clash with glibc >= 2.41.
+void check_glibc(Rows& rows, const DryRun& facts, const std::map<std::string, std::string>& macros,
+                 const std::pair<int, int>& release) {
+  const std::string math_functions_path = first_in_include_dirs(facts, "crt/math_functions.h");
+  const int glibc_major = macro_int(macros, "__GLIBC__"), glibc_minor = macro_int(macros, "__GLIBC_MINOR__");
+  if (glibc_major < 0) {
+    rows.add("toolchain", "glibc", Status::ok, "not glibc (no __GLIBC__ from features.h)");
+    return;
+  }
+  const bool new_glibc = glibc_major > 2 || (glibc_major == 2 && glibc_minor >= 41);
+  // Plain booleans, not the optional itself: GCC 12 -O3 reports a read of the optional's flag as
+  // maybe-uninitialized (a false positive that -Werror would turn into a failed Release build).
+  const std::optional<bool> answer = math_functions_path.empty()
+                                         ? std::nullopt
+                                         : doctor::math_functions_lacks_noexcept(read_or_empty(math_functions_path));
+  const bool declared = answer.has_value();
+  const bool lacks_noexcept = declared && *answer;
+  const std::string glibc = fmt::format("glibc {}.{}", glibc_major, glibc_minor);
+  if (new_glibc && lacks_noexcept) {
+    rows.add("toolchain", "glibc", Status::fail, fmt::format("{} with {}", glibc, math_functions_path),
+             fmt::format("CUDA {}.{}'s crt/math_functions.h declares cospi, sinpi and rsqrt without the noexcept {} "
+                         "gives them, so every compile that includes <cmath> stops with 'exception specification is "
+                         "incompatible'.",
+                         release.first, release.second, glibc),
+             "use a CUDA 13.x toolkit (or a host compiler whose sysroot has glibc older than 2.41)");
+  } else {
+    rows.add(
+        "toolchain", "glibc", Status::ok,
+        fmt::format("{}; {}", glibc,
+                    math_functions_path.empty() ? "no crt/math_functions.h in nvcc's include directories"
+                    : !declared                 ? "math_functions.h: no host cospi declaration found"
+                    : lacks_noexcept ? "math_functions.h lacks noexcept on cospi/sinpi/rsqrt, harmless below glibc 2.41"
+                                     : "math_functions.h declares cospi/sinpi/rsqrt with an exception specification"));
+  }
+}
+
+void check_toolchain(Rows& rows, const std::string& nvcc_arg, bool nvcc_named, const std::optional<std::string>& ccbin,
+                     const util::Environment& env, const std::string& scratch,
+                     std::optional<std::pair<int, int>>& release) {
+  const std::string path_var = util::env_get(env, "PATH").value_or("");
+  const std::optional<std::string> nvcc = find_nvcc(nvcc_arg, path_var);
   const std::vector<std::string> c_compilers = c_compilers_on_path(path_var);
   if (!c_compilers.empty()) {
     std::string names;
@@ -252,22 +352,8 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, bool nvcc_named, c
   rows.add("toolchain", "nvcc", Status::ok,
            fmt::format("CUDA {}.{} ({}) at {}{}", release->first, release->second, long_version, *nvcc,
                        util::lexically_normal(home) == util::dirname(*nvcc) ? "" : " (runs " + home + "/nvcc)"));
-  if (!dr.ok() || facts.host_word.empty()) {
-    rows.add("toolchain", "host-compiler", Status::fail, "unknown",
-             fmt::format("nvcc --dryrun names no host compiler: {}.", first_line(dr.err)),
-             "pass -ccbin with a host compiler nvcc supports (or set NVCC_CCBIN)");
-    return;
-  }
-  std::string host = facts.host_word;
-  if (host.find('/') == std::string::npos) {
-    host = util::find_executable(host, facts.vars.count("PATH") ? facts.vars.at("PATH") : path_var).value_or("");
-  }
-  if (host.empty()) {
-    rows.add("toolchain", "host-compiler", Status::fail, facts.host_word,
-             fmt::format("nvcc would run the host compiler '{}', which is not on its PATH.", facts.host_word),
-             "install it, or pass -ccbin with a host compiler nvcc supports");
-    return;
-  }
+  const std::string host = host_compiler_of(rows, facts, dr, path_var);
+  if (host.empty()) return;
   const auto macros = host_macros(host, env);
   const bool clang = macros.count("__clang__") > 0;
   const int major = clang ? macro_int(macros, "__clang_major__") : macro_int(macros, "__GNUC__");
@@ -278,68 +364,8 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, bool nvcc_named, c
            fmt::format("{} at {}", host_version, host),
            major < 0 ? "the host compiler's version could not be read." : "",
            major < 0 ? "check that it runs: " + host + " -E -dM -x c++ /dev/null" : "");
-
-  // The bound nvcc itself enforces, read from the header nvcc includes first.
-  std::string host_config_path, math_functions_path;
-  for (const auto& dir : facts.include_dirs) {
-    const std::string hc = util::join_path(dir, "crt/host_config.h");
-    if (host_config_path.empty() && util::exists(hc)) host_config_path = util::lexically_normal(hc);
-    const std::string mf = util::join_path(dir, "crt/math_functions.h");
-    if (math_functions_path.empty() && util::exists(mf)) math_functions_path = util::lexically_normal(mf);
-  }
-  const std::string compiler_word = clang ? "clang" : "gcc";
-  if (host_config_path.empty()) {
-    rows.add("toolchain", "host-compiler-bound", Status::warn, "unknown",
-             "nvcc's include directories hold no crt/host_config.h, so the supported host compilers are unknown.",
-             "check the toolkit installation (its include/crt/)");
-  } else if (auto bound = doctor::newest_host_major(read_or_empty(host_config_path), clang); !bound) {
-    rows.add("toolchain", "host-compiler-bound", Status::warn, host_config_path,
-             fmt::format("{} states no {} version bound that kache can read.", host_config_path, compiler_word),
-             "compare the host compiler with the toolkit's release notes");
-  } else if (major > *bound) {
-    rows.add("toolchain", "host-compiler-bound", Status::fail,
-             fmt::format("{} {} > {} (newest in {})", compiler_word, major, *bound, host_config_path),
-             fmt::format("{} {} is newer than {} {}, the newest this nvcc accepts, so every compile stops at "
-                         "crt/host_config.h ('unsupported {} version').",
-                         compiler_word, major, compiler_word, *bound, clang ? "clang" : "GNU"),
-             fmt::format("pass -ccbin naming a {} {} or older (or set NVCC_CCBIN), or use a newer CUDA toolkit",
-                         compiler_word, *bound));
-  } else {
-    rows.add("toolchain", "host-compiler-bound", Status::ok,
-             fmt::format("{} {} <= {} (newest in {})", compiler_word, major, *bound, host_config_path));
-  }
-
-  // The C library, and the CUDA 12.x math_functions.h clash with glibc >= 2.41.
-  const int glibc_major = macro_int(macros, "__GLIBC__"), glibc_minor = macro_int(macros, "__GLIBC_MINOR__");
-  if (glibc_major < 0) {
-    rows.add("toolchain", "glibc", Status::ok, "not glibc (no __GLIBC__ from features.h)");
-    return;
-  }
-  const bool new_glibc = glibc_major > 2 || (glibc_major == 2 && glibc_minor >= 41);
-  // Plain booleans, not the optional itself: GCC 12 -O3 reports a read of the optional's flag as
-  // maybe-uninitialized (a false positive that -Werror would turn into a failed Release build).
-  const std::optional<bool> answer = math_functions_path.empty()
-                                         ? std::nullopt
-                                         : doctor::math_functions_lacks_noexcept(read_or_empty(math_functions_path));
-  const bool declared = answer.has_value();
-  const bool lacks_noexcept = declared && *answer;
-  const std::string glibc = fmt::format("glibc {}.{}", glibc_major, glibc_minor);
-  if (new_glibc && lacks_noexcept) {
-    rows.add("toolchain", "glibc", Status::fail, fmt::format("{} with {}", glibc, math_functions_path),
-             fmt::format("CUDA {}.{}'s crt/math_functions.h declares cospi, sinpi and rsqrt without the noexcept {} "
-                         "gives them, so every compile that includes <cmath> stops with 'exception specification is "
-                         "incompatible'.",
-                         release->first, release->second, glibc),
-             "use a CUDA 13.x toolkit (or a host compiler whose sysroot has glibc older than 2.41)");
-  } else {
-    rows.add(
-        "toolchain", "glibc", Status::ok,
-        fmt::format("{}; {}", glibc,
-                    math_functions_path.empty() ? "no crt/math_functions.h in nvcc's include directories"
-                    : !declared                 ? "math_functions.h: no host cospi declaration found"
-                    : lacks_noexcept ? "math_functions.h lacks noexcept on cospi/sinpi/rsqrt, harmless below glibc 2.41"
-                                     : "math_functions.h declares cospi/sinpi/rsqrt with an exception specification"));
-  }
+  check_host_bound(rows, facts, clang, major);
+  check_glibc(rows, facts, macros, *release);
 }
 
 // cuDriverGetVersion's answer: > 0, 0 when libcuda.so.1 cannot be loaded, -1 when it does not answer.

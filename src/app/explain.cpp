@@ -1,4 +1,4 @@
-#include "core/explain.hpp"
+#include "app/explain.hpp"
 
 #include <dirent.h>
 #include <limits.h>

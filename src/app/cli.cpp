@@ -1,4 +1,4 @@
-#include "core/cli.hpp"
+#include "app/cli.hpp"
 
 #include <fmt/format.h>
 
@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include "app/doctor.hpp"
+#include "app/explain.hpp"
 #include "core/build_features.hpp"
 #include "core/config.hpp"
-#include "core/doctor.hpp"
 #include "core/entry_format.hpp"
-#include "core/explain.hpp"
 #include "core/path_roots.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
@@ -211,62 +211,76 @@ storage::LocalStorage::Progress terminal_progress(const char* label) {
   };
 }
 
-void show_stats(const Config& config, bool json, std::size_t verbose) {
+// What `kache -s` prints, gathered once for either form.
+struct StatsFigures {
+  StatsSnapshot stats;
+  std::uint64_t size = 0, entries = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> passthrough, errors, not_stored, per_checkout;
+  std::uint64_t hits = 0, misses = 0;
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> kinds;
+};
+
+StatsFigures gather_stats(const Config& config) {
+  StatsFigures f;
   StatsFile file(config.cache_dir);
   try {
     file.compact();  // fold the per-process records into the totals, so the journal stays short
   } catch (const std::exception&) {
     // A cache dir we may not write (shared, read-only): read() sums the journal all the same.
   }
-  const StatsSnapshot stats = file.read();
+  f.stats = file.read();
   auto store = storage::open_storage(config);
-  const std::uint64_t size = store.local().total_size();
-  const std::uint64_t entries = store.local().entry_count();
-  const auto passthrough = reasons(stats, "passthrough.");
-  const auto errors = reasons(stats, "error.");
-  const auto not_stored = reasons(stats, "not_stored.");
-  const auto per_checkout = reasons(stats, counter::kStoredPerCheckoutPrefix);
-  const std::uint64_t hits = stats.get(counter::kHits);
-  const std::uint64_t misses = stats.get(counter::kMisses);
-  const auto kinds = by_output_kind(stats);
+  f.size = store.local().total_size();
+  f.entries = store.local().entry_count();
+  f.passthrough = reasons(f.stats, "passthrough.");
+  f.errors = reasons(f.stats, "error.");
+  f.not_stored = reasons(f.stats, "not_stored.");
+  f.per_checkout = reasons(f.stats, counter::kStoredPerCheckoutPrefix);
+  f.hits = f.stats.get(counter::kHits);
+  f.misses = f.stats.get(counter::kMisses);
+  f.kinds = by_output_kind(f.stats);
+  return f;
+}
 
-  if (json) {
-    auto reason_map = [](const std::vector<std::pair<std::string, std::uint64_t>>& items, std::size_t prefix) {
-      nlohmann::ordered_json object = nlohmann::ordered_json::object();
-      for (const auto& [name, value] : items) object[name.substr(prefix)] = value;
-      return object;
-    };
-    nlohmann::ordered_json out;
-    out["schema"] = "kache-stats-1";
-    out["time"] = static_cast<std::int64_t>(std::time(nullptr));  // when this was printed (Unix seconds)
-    out["hits"] = hits;
-    out["misses"] = misses;
-    out["direct_hits"] = stats.get(counter::kDirectHits);
-    // Outputs other than objects (nvcc -fatbin/-cubin/-ptx), also counted in hits and misses.
-    out["output_kinds"] = nlohmann::ordered_json::object();
-    for (const auto& [kind, counts] : kinds)
-      out["output_kinds"][kind] = {{"hits", counts.first}, {"misses", counts.second}};
-    out["passthrough"] = stats.get(counter::kPassthrough);
-    out["errors"] = stats.get(counter::kErrors);
-    out["compile_failed"] = stats.get(counter::kCompileFailed);
-    out["stored"] = stats.get(counter::kStored);
-    out["not_stored"] = sum(not_stored);
-    // Of "stored": entries for one checkout only, by why (issue 27: the object names a root).
-    out["stored_per_checkout"] =
-        reason_map(per_checkout, std::string_view(counter::kStoredPerCheckoutPrefix).size());
-    out["corrupt_entries"] = stats.get(counter::kCorrupt);
-    for (std::string_view name : kRemoteCounters) out[std::string(name)] = stats.get(std::string(name));
-    out["cache_size"] = size;
-    out["max_size"] = config.max_size;
-    out["entries"] = entries;
-    out["cache_dir"] = config.cache_dir;
-    out["passthrough_reasons"] = reason_map(passthrough, std::string_view("passthrough.").size());
-    out["error_reasons"] = reason_map(errors, std::string_view("error.").size());
-    out["not_stored_reasons"] = reason_map(not_stored, std::string_view("not_stored.").size());
-    fmt::print("{}\n", out.dump(2));
-    return;
-  }
+void print_stats_json(const Config& config, const StatsFigures& f) {
+  const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds] = f;
+  auto reason_map = [](const std::vector<std::pair<std::string, std::uint64_t>>& items, std::size_t prefix) {
+    nlohmann::ordered_json object = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : items) object[name.substr(prefix)] = value;
+    return object;
+  };
+  nlohmann::ordered_json out;
+  out["schema"] = "kache-stats-1";
+  out["time"] = static_cast<std::int64_t>(std::time(nullptr));  // when this was printed (Unix seconds)
+  out["hits"] = hits;
+  out["misses"] = misses;
+  out["direct_hits"] = stats.get(counter::kDirectHits);
+  // Outputs other than objects (nvcc -fatbin/-cubin/-ptx), also counted in hits and misses.
+  out["output_kinds"] = nlohmann::ordered_json::object();
+  for (const auto& [kind, counts] : kinds)
+    out["output_kinds"][kind] = {{"hits", counts.first}, {"misses", counts.second}};
+  out["passthrough"] = stats.get(counter::kPassthrough);
+  out["errors"] = stats.get(counter::kErrors);
+  out["compile_failed"] = stats.get(counter::kCompileFailed);
+  out["stored"] = stats.get(counter::kStored);
+  out["not_stored"] = sum(not_stored);
+  // Of "stored": entries for one checkout only, by why (issue 27: the object names a root).
+  out["stored_per_checkout"] =
+      reason_map(per_checkout, std::string_view(counter::kStoredPerCheckoutPrefix).size());
+  out["corrupt_entries"] = stats.get(counter::kCorrupt);
+  for (std::string_view name : kRemoteCounters) out[std::string(name)] = stats.get(std::string(name));
+  out["cache_size"] = size;
+  out["max_size"] = config.max_size;
+  out["entries"] = entries;
+  out["cache_dir"] = config.cache_dir;
+  out["passthrough_reasons"] = reason_map(passthrough, std::string_view("passthrough.").size());
+  out["error_reasons"] = reason_map(errors, std::string_view("error.").size());
+  out["not_stored_reasons"] = reason_map(not_stored, std::string_view("not_stored.").size());
+  fmt::print("{}\n", out.dump(2));
+}
 
+void print_stats_text(const Config& config, const StatsFigures& f, std::size_t verbose) {
+  const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds] = f;
   std::size_t width = 20;
   for (const auto* list : {&passthrough, &errors, &not_stored}) {
     for (const auto& item : *list) width = std::max(width, item.first.size() + 4);
@@ -322,6 +336,15 @@ void show_stats(const Config& config, bool json, std::size_t verbose) {
     for (const auto& [name, value] : stats.counters) line("  " + name, std::to_string(value));
   }
   fmt::print("{}", text);
+}
+
+void show_stats(const Config& config, bool json, std::size_t verbose) {
+  const StatsFigures figures = gather_stats(config);
+  if (json) {
+    print_stats_json(config, figures);
+  } else {
+    print_stats_text(config, figures, verbose);
+  }
 }
 
 // Every entry file of the local store (<dir>/<k0>/<k1k2>/<key>; temporary files carry a '.'), with its key.
@@ -536,6 +559,88 @@ bool is_kache_invocation(int argc, char** argv) {
   return !looks_like_compile(argc, argv);
 }
 
+// What kache's own command line asks for, in the order run_cli carries it out.
+struct CliRequest {
+  bool show = false, json = false, zero = false, clear = false, show_config = false, version = false;
+  bool cleanup = false, compression = false, machine_stats = false, list_reasons = false;
+  std::size_t verbose = 0;
+  std::string max_size, get_key, evict_age, recompress_level;
+  CLI::Option* max_size_option = nullptr;  // counted once given: -M sets cache.max_size
+  std::vector<std::string> assignments;
+};
+
+void add_options(CLI::App& app, CliRequest& r) {
+  app.add_flag("-s,--show-stats", r.show, "Print statistics and the cache size");
+  app.add_flag("--json", r.json, "With --show-stats: print the statistics as JSON");
+  app.add_flag("-z,--zero-stats", r.zero, "Reset the statistics to zero");
+  app.add_flag("-C,--clear", r.clear, "Remove every cache entry (statistics and configuration are kept)");
+  r.max_size_option =
+      app.add_option("-M,--max-size", r.max_size, "Set cache.max_size in the config file (e.g. 10G) and trim the cache")
+          ->type_name("SIZE");
+  app.add_flag("-p,--show-config", r.show_config, "Print every setting, its value and where it came from");
+  app.add_option("-k,--get-config", r.get_key, "Print the value of one setting (e.g. cache.max_size)")
+      ->type_name("KEY");
+  app.add_option("-o,--set-config", r.assignments,
+                 "Set KEY=VALUE in the config file in effect (that one line; comments and order kept)")
+      ->type_name("KEY=VALUE");
+  app.add_flag("-c,--cleanup", r.cleanup, "Evict least recently used entries down to the size limit now");
+  app.add_option("--evict-older-than", r.evict_age, "Remove entries not used for AGE (e.g. 3d, 12h, 600s)")
+      ->type_name("AGE");
+  app.add_option("-X,--recompress", r.recompress_level,
+                 "Rewrite every entry with zstd at LEVEL (1..19; 0: uncompressed); new entries follow "
+                 "cache.compression_level")
+      ->type_name("LEVEL");
+  app.add_flag("-x,--show-compression", r.compression, "Print compression statistics of the stored entries");
+  app.add_flag("-v,--verbose", r.verbose, "With --show-stats: also explain each figure (-vv: every counter)");
+  app.add_flag("--print-stats", r.machine_stats, "Print every counter as 'name value' lines, for scripts");
+  app.add_flag("--reasons", r.list_reasons, "Print every reason kache counts for not caching, with what it means");
+  app.add_flag("-V,--version", r.version, "Print the version and exit");
+}
+
+// kache -C: every entry, and what was recorded about them, goes.
+void clear_cache(const Config& config) {
+  auto store = storage::open_storage(config);
+  const std::uint64_t entries = store.local().clear(terminal_progress("removing entries"));
+  util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
+  // What was verified under which identity: starting over means trusting nothing from before.
+  util::remove_all(util::join_path(config.cache_dir, "identities"));
+  fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
+             config.cache_dir);
+}
+
+// kache -c: the local store down to its size limit now.
+void cleanup_cache(const Config& config) {
+  auto store = storage::open_storage(config);
+  store.local().cleanup(terminal_progress("cleaning up"));
+  fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
+             config.max_size ? format_size(config.max_size) : std::string("no limit"));
+}
+
+// Carries out every action of r on the cache of config; throws what fails.
+void carry_out(const Config& config, const CliRequest& r) {
+  for (const auto& assignment : r.assignments) set_config(config, assignment);
+  if (!r.get_key.empty()) get_config(config, r.get_key);
+  if (r.show_config) {
+    fmt::print("{}", describe_config(config));
+    fmt::print("{}", describe_path_keys(config.base_dirs, config.nvcc_path_normalize, util::current_dir()));
+  }
+  // -sz: the figures, then the reset (ccache's order).
+  if (r.show && r.zero) show_stats(config, r.json, r.verbose);
+  if (r.zero) {
+    StatsFile(config.cache_dir).zero();
+    fmt::print("Statistics zeroed in {}.\n", config.cache_dir);
+  }
+  if (r.clear) clear_cache(config);
+  if (r.max_size_option->count() > 0) set_max_size(config, r.max_size);
+  if (r.cleanup) cleanup_cache(config);
+  if (!r.evict_age.empty()) evict_older_than(config, r.evict_age);
+  if (!r.recompress_level.empty()) recompress(config, r.recompress_level);
+  if (r.compression) show_compression(config);
+  if (r.machine_stats) print_stats(config);
+  if (r.show && !r.zero) show_stats(config, r.json, r.verbose);
+  if (r.list_reasons) show_reasons();
+}
+
 int run_cli(int argc, char** argv) {
   if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain")) {
     const std::vector<std::string> rest(argv + 2, argv + argc);
@@ -550,37 +655,8 @@ int run_cli(int argc, char** argv) {
     fmt::print(stderr, "{}\n", unknown_option_message(unknown));
     return 1;
   }
-  bool show = false, json = false, zero = false, clear = false, show_config = false, version = false;
-  bool cleanup = false, compression = false, machine_stats = false;
-  std::size_t verbose = 0;
-  std::string max_size, get_key, evict_age, recompress_level;
-  std::vector<std::string> assignments;
-  app.add_flag("-s,--show-stats", show, "Print statistics and the cache size");
-  app.add_flag("--json", json, "With --show-stats: print the statistics as JSON");
-  app.add_flag("-z,--zero-stats", zero, "Reset the statistics to zero");
-  app.add_flag("-C,--clear", clear, "Remove every cache entry (statistics and configuration are kept)");
-  auto* max_size_option =
-      app.add_option("-M,--max-size", max_size, "Set cache.max_size in the config file (e.g. 10G) and trim the cache")
-          ->type_name("SIZE");
-  app.add_flag("-p,--show-config", show_config, "Print every setting, its value and where it came from");
-  app.add_option("-k,--get-config", get_key, "Print the value of one setting (e.g. cache.max_size)")->type_name("KEY");
-  app.add_option("-o,--set-config", assignments,
-                 "Set KEY=VALUE in the config file in effect (that one line; comments and order kept)")
-      ->type_name("KEY=VALUE");
-  app.add_flag("-c,--cleanup", cleanup, "Evict least recently used entries down to the size limit now");
-  app.add_option("--evict-older-than", evict_age, "Remove entries not used for AGE (e.g. 3d, 12h, 600s)")
-      ->type_name("AGE");
-  app.add_option("-X,--recompress", recompress_level,
-                 "Rewrite every entry with zstd at LEVEL (1..19; 0: uncompressed); new entries follow "
-                 "cache.compression_level")
-      ->type_name("LEVEL");
-  app.add_flag("-x,--show-compression", compression, "Print compression statistics of the stored entries");
-  app.add_flag("-v,--verbose", verbose, "With --show-stats: also explain each figure (-vv: every counter)");
-  app.add_flag("--print-stats", machine_stats, "Print every counter as 'name value' lines, for scripts");
-  bool list_reasons = false;
-  app.add_flag("--reasons", list_reasons, "Print every reason kache counts for not caching, with what it means");
-  app.add_flag("-V,--version", version, "Print the version and exit");
-
+  CliRequest r;
+  add_options(app, r);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -594,11 +670,11 @@ int run_cli(int argc, char** argv) {
     fmt::print(stderr, "{}", app.help());
     return 1;
   }
-  if (version) {
+  if (r.version) {
     fmt::print("kache {}\n{}", KACHE_VERSION, build_features());
     return 0;
   }
-  if (json && !show) {
+  if (r.json && !r.show) {
     fmt::print(stderr, "kache: --json only works together with --show-stats.\n");
     return 1;
   }
@@ -608,40 +684,7 @@ int run_cli(int argc, char** argv) {
   apply_process_settings(config);
 
   try {
-    for (const auto& assignment : assignments) set_config(config, assignment);
-    if (!get_key.empty()) get_config(config, get_key);
-    if (show_config) {
-      fmt::print("{}", describe_config(config));
-      fmt::print("{}", describe_path_keys(config.base_dirs, config.nvcc_path_normalize, util::current_dir()));
-    }
-    // -sz: the figures, then the reset (ccache's order).
-    if (show && zero) show_stats(config, json, verbose);
-    if (zero) {
-      StatsFile(config.cache_dir).zero();
-      fmt::print("Statistics zeroed in {}.\n", config.cache_dir);
-    }
-    if (clear) {
-      auto store = storage::open_storage(config);
-      const std::uint64_t entries = store.local().clear(terminal_progress("removing entries"));
-      util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
-      // What was verified under which identity: starting over means trusting nothing from before.
-      util::remove_all(util::join_path(config.cache_dir, "identities"));
-      fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
-                 config.cache_dir);
-    }
-    if (max_size_option->count() > 0) set_max_size(config, max_size);
-    if (cleanup) {
-      auto store = storage::open_storage(config);
-      store.local().cleanup(terminal_progress("cleaning up"));
-      fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
-                 config.max_size ? format_size(config.max_size) : std::string("no limit"));
-    }
-    if (!evict_age.empty()) evict_older_than(config, evict_age);
-    if (!recompress_level.empty()) recompress(config, recompress_level);
-    if (compression) show_compression(config);
-    if (machine_stats) print_stats(config);
-    if (show && !zero) show_stats(config, json, verbose);
-    if (list_reasons) show_reasons();
+    carry_out(config, r);
   } catch (const std::exception& e) {
     std::string message = e.what();
     while (!message.empty() && (message.back() == '.' || message.back() == '\n')) message.pop_back();

@@ -1,0 +1,634 @@
+// The miss path: the compiler runs, what it read is hashed, its outputs are installed, and the result
+// is stored when it may be.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <exception>
+#include <iterator>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "app/explain.hpp"
+#include "app/pipeline_steps.hpp"
+#include "compiler/adapter.hpp"
+#include "core/depfile.hpp"
+#include "core/entry.hpp"
+#include "core/log.hpp"
+#include "core/manifest.hpp"
+#include "core/outcome.hpp"
+#include "core/path_roots.hpp"
+#include "core/reasons.hpp"
+#include "core/stats.hpp"
+#include "core/watch.hpp"
+#include "util/clock.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+#include "util/parallel.hpp"
+#include "util/process.hpp"
+#include "util/text.hpp"
+
+namespace kache::core::pipeline_steps {
+
+// Threads hashing a miss's closure.
+constexpr std::size_t kHashThreads = 4;
+
+int Pipeline::compile_failed(const Failure& failure) {
+  // Let the compiler speak for itself: rerun the user's own command unchanged, so exit status,
+  // stdout and stderr are exactly what it gives without kache. The user's error, not kache's.
+  core::log().debug("{}: running the original command", failure.detail);
+  count_reason(counts_, failure.category, failure.name);
+  passthrough_ = {std::string(failure.name), ""};
+  return -1;
+}
+
+// A miss, step by step: run the compiler into a scratch directory next to the output, hash what it
+// read, install its outputs (the build goes on whatever happens next), then decide whether the result
+// may be stored, describe it, record what a direct lookup must check, and store it. A step that fails
+// names its reason (reasons.hpp); only the compile's own failure changes what the user gets.
+int Pipeline::miss() {
+  // nvcc fails, creating nothing, when it cannot write an output where it was asked to; kache must
+  // neither create that directory nor make the compile succeed: nvcc runs and says so itself.
+  if (auto why = unwritable_destination()) {
+    passthrough_ = std::move(*why);
+    return -1;
+  }
+  util::TempDir scratch(util::dirname(job_.output), ".kache-", util::TempDir::Parent::must_exist);
+  const compiler::MissPaths paths = miss_paths(scratch.path());
+  Outcome<Compiled> compiled = compile(paths);
+  if (!compiled) return compile_failed(compiled.error());
+  std::string object = util::read_file(paths.object);
+  if (job_.debug_placeholders && has_compressed_sections(object)) {
+    // Placeholders inside compressed bytes cannot be replaced in place (the toolchain compresses debug
+    // sections by default, or a flag kache does not see asked for it): the user's command gives the
+    // object a plain compile gives.
+    passthrough_ = {std::string(reason::kCompressedDebug), paths.object};
+    return -1;
+  }
+  counts_[counter::kMisses]++;
+  if (!job_.output_kind.empty()) counts_[counter::kKindMissesPrefix + job_.output_kind]++;
+
+  const std::string dep_text = util::read_file(paths.depfile);
+  std::vector<std::string> closure = closure_files(compiled->closure_text, dep_text);
+  Outcome<Done> assembler = add_assembler_inputs(paths, *compiled, closure);
+  Outcome<HashedClosure> hashed = assembler ? hash_closure(closure, compiled->start) : assembler.error();
+  // What the input audit (tests/integration/test_input_audit.py) checks every file a miss opened against.
+  if (core::log().should_log(spdlog::level::trace)) {
+    for (const auto& c : closure) core::log().trace("closure file {}", c);
+  }
+  Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text, std::move(object));
+
+  Outcome<Done> toolchain = hashed ? toolchain_held() : hashed.error();
+  Outcome<Done> depfile = toolchain ? templatable_depfile(dep_text) : toolchain.error();
+  Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.error();
+  Outcome<Done> times = headers ? no_unpinned_time(installed, *compiled, hashed->files) : headers.error();
+  Outcome<std::string> storable = times ? shareable_object(installed.object, scratch.path()) : times.error();
+  if (storable) {
+    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, !storable->empty());
+    const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
+    store_result(std::move(entry), cache_entry(dep_text, installed), recorded, *storable);
+  } else {
+    count_reason(counts_, storable.error().category, storable.error().name);
+    core::log().debug("miss: not stored ({}): {} -- {}", storable.error().name, job_.output,
+                      reason_sentence(storable.error().category, storable.error().name));
+  }
+  write_all(STDOUT_FILENO, installed.stdout_text);
+  write_all(STDERR_FILENO, installed.stderr_text);
+  return 0;
+}
+
+compiler::MissPaths Pipeline::miss_paths(const std::string& scratch_dir) const {
+  compiler::MissPaths paths;
+  paths.scratch_dir = scratch_dir;
+  const std::string& object_name = job_.scratch_object_name;
+  paths.object = util::join_path(scratch_dir, object_name.empty() ? util::basename(job_.output) : object_name);
+  paths.depfile = util::join_path(scratch_dir, "deps.d");
+  paths.assembler_depfile = util::join_path(scratch_dir, "as.d");
+  // The direct key: equal for the same compile wherever it is built (so two misses give the same
+  // object), different for any two TUs that differ in anything keyed (two util.c of one project must
+  // not share -flto section names).
+  paths.seed = direct_.hex().substr(0, 16);
+  return paths;
+}
+
+Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) {
+  auto& log = core::log();
+  const std::vector<std::string> argv = adapter_.miss_command(inv_, job_, paths);
+  util::Environment env = inv_.env;
+  adapter_.miss_environment(env, cfg_);
+  if (log.should_log(spdlog::level::debug)) log.debug("miss: running {}", fmt::join(argv, " "));
+
+  Compiled out;
+  // Read from the clock file times come from: a file modified from here on has a time >= start.
+  out.start = util::file_clock_now_ns();
+  auto failed = [](const util::ProcessResult& r, std::string_view what) {
+    return Failure{ReasonCategory::CompileFailed, reason::kCompileFailed,
+                   fmt::format("{} failed (exit {}, signal {})", what, r.exit_code, r.term_signal)};
+  };
+  if (auto cmd = adapter_.closure_command(inv_, job_); !cmd.empty()) {
+    log.debug("miss: listing dependencies with {}", fmt::join(cmd, " "));
+    util::ProcessResult deps = util::run_capture(inv_.compiler_path, cmd, env);
+    // The listing preprocesses the user's code: it fails where the compile would (a missing header).
+    if (!deps.ok()) return failed(deps, "the dependency listing");
+    out.closure_text = std::move(deps.out);
+  }
+  out.wall_start = std::time(nullptr);
+  if (auto cmd = adapter_.preprocess_command(inv_, job_); !cmd.empty()) {
+    // The assembler cannot list what it opens: what the preprocessed source asks of it decides.
+    log.debug("miss: checking the assembler's inputs with {}", fmt::join(cmd, " "));
+    util::ProcessResult pre = util::run_capture(inv_.compiler_path, cmd, env);
+    out.assembler_unchecked = !pre.ok() || may_read_assembler_inputs(pre.out);
+    out.preprocessed = std::move(pre.out);
+  }
+  out.result = util::run_capture(inv_.compiler_path, argv, env);
+  out.wall_end = std::time(nullptr);
+  if (!out.result.ok()) return failed(out.result, "the compile");
+  return out;
+}
+
+// The files GNU as opened on its own (.incbin, .include), from the list it wrote (-Wa,--MD), join the
+// closure: hashed and keyed like any header. Its own input (the compiler's temporary .s, deleted by
+// now, or "-" under -pipe) is skipped; anything else that cannot be listed keeps the result unstored.
+Outcome<Done> Pipeline::add_assembler_inputs(const compiler::MissPaths& paths, const Compiled& compiled,
+                                             std::vector<std::string>& closure) const {
+  using AI = compiler::CompileJob::AssemblerInputs;
+  auto unlisted = [](std::string detail) {
+    return Failure{ReasonCategory::NotStored, reason::kAssemblerInputs, std::move(detail)};
+  };
+  if (job_.assembler_inputs == AI::checked && compiled.assembler_unchecked) {
+    return unlisted("the preprocessed source may make the assembler open a file");
+  }
+  if (job_.assembler_inputs != AI::listed) return Done{};
+  if (!util::exists(paths.assembler_depfile)) return unlisted("the assembler wrote no dependency list");
+  Depfile listed;
+  try {
+    listed = parse_depfile(util::read_file(paths.assembler_depfile));
+  } catch (const std::exception& e) {
+    return unlisted(std::string("the assembler's dependency list cannot be read: ") + e.what());
+  }
+  const std::string cwd = util::lexically_normal(inv_.cwd);
+  const std::string temp_dir = util::lexically_normal(util::env_get(inv_.env, "TMPDIR").value_or("/tmp"));
+  for (const auto& dep : listed.deps) {
+    if (dep == "-") continue;
+    const std::string path = util::join_path(cwd, dep);
+    if (!util::exists(path)) {
+      // The compiler's temporary assembly (TMPDIR/ccXXXXXX.s), removed once assembled.
+      if (dep.ends_with(".s") && util::dirname(util::lexically_normal(path)) == temp_dir) continue;
+      // The name of a `.file` directive (the source's base name as GCC writes it, or a prefix-mapped
+      // path): listed, never opened.
+      if (util::basename(dep) == util::basename(job_.source)) continue;
+      return unlisted(path + ", listed by the assembler, cannot be read");
+    }
+    const std::string normal = util::lexically_normal(path);
+    const bool known = std::any_of(closure.begin(), closure.end(),
+                                   [&](const std::string& c) { return util::lexically_normal(c) == normal; });
+    if (!known) closure.push_back(path);
+  }
+  return Done{};
+}
+
+std::vector<std::string> Pipeline::closure_files(const std::string& closure_text, const std::string& dep_text) {
+  // Everything the compile read, as nvcc listed it.
+  const Depfile deps = parse_depfile(closure_text.empty() ? dep_text : closure_text);
+  const std::string cwd = util::lexically_normal(inv_.cwd);
+
+  // GCC names some headers by resolved paths (the toolkit's include/ is reached through a symlink and
+  // ".."), so each directory is also known by its real path. Only a miss needs these.
+  for (auto* dirs : {&job_.search_dirs, &job_.system_dirs, &job_.literal_dirs}) add_real_paths(*dirs);
+
+  std::vector<std::string> closure;
+  // Kept as nvcc spelled it (only made absolute): "../src/../include/h.cuh" stays below the build
+  // directory's root, so another checkout resolves it to its own header, as nvcc would there.
+  for (const auto& dep : deps.deps) closure.push_back(util::join_path(cwd, dep));
+  return closure;
+}
+
+// Hashes one input into f and returns its bytes (valid until buffer's next read): a file missing,
+// changing while read, or modified during the compile is not recorded.
+Outcome<std::string_view> Pipeline::hash_input(const std::string& path, util::ReadBuffer& buffer, ManifestFile& f,
+                                               std::int64_t start) {
+  auto before = util::stat_identity(path);
+  if (!before || before->is_dir) {
+    return Failure{ReasonCategory::NotStored, reason::kClosureUnreadable, path + " cannot be read"};
+  }
+  const std::string_view content = buffer.read(path);
+  auto after = util::stat_identity(path);
+  if (!after || !(*after == *before)) {
+    return Failure{ReasonCategory::NotStored, reason::kInputChanged, path + " changed while it was hashed"};
+  }
+  f.path = job_.roots.split(path);
+  f.hash = util::sha256(content);
+  f.identity = *after;
+  // Modified during the compile, or just before it by less than file times can trail the clock:
+  // the object may come from another version than the one hashed. A time in the future is clock
+  // skew, not a change; such a file is only trusted by content later on.
+  const std::int64_t now = util::now_ns();
+  const std::int64_t margin = coarse_time_margin(*after, margins_.for_file(path, after->dev));
+  for (std::int64_t t : {after->mtime_ns, after->ctime_ns}) {
+    if (t > now) {
+      f.racy = true;
+    } else if (t >= start - margin) {
+      return Failure{ReasonCategory::NotStored, reason::kInputChanged, path + " was modified during the compile"};
+    }
+  }
+  return content;
+}
+
+bool Pipeline::is_system(const std::string& path) const {
+  return std::any_of(job_.system_dirs.begin(), job_.system_dirs.end(),
+                     [&](const std::string& d) { return util::path_starts_with(path, d); });
+}
+
+// Hashes closure[begin, end) into out, stopping at the first file that cannot be recorded.
+void Pipeline::hash_slice(const std::vector<std::string>& closure, std::size_t begin, std::size_t end,
+                          std::int64_t start, ClosureSlice& out) {
+  util::ReadBuffer buffer;  // one buffer for every file of the slice
+  for (std::size_t i = begin; i < end; ++i) {
+    const std::string& path = closure[i];
+    ManifestFile f;
+    auto content = hash_input(path, buffer, f, start);
+    if (!content) {
+      out.failed_at = i;
+      out.failure = content.error();
+      return;
+    }
+    scan_has_include(*content, out.hashed.has_include, out.hashed.opaque);
+    // The project's own #include names (see scan_include_names); the toolchain's headers change
+    // only with the toolchain, which its identity keys.
+    if (!is_system(path)) scan_include_names(*content, out.hashed.has_include, out.hashed.opaque);
+    // Inputs no dependency list names (.incbin, __TIMESTAMP__, #pragma GCC dependency): never stored,
+    // so never served. Where the tools list or check the assembler's inputs, they decide those.
+    const bool assembler_markers = job_.assembler_inputs == compiler::CompileJob::AssemblerInputs::scanned;
+    std::string_view hidden = scan_hidden_inputs(*content, assembler_markers);
+    if (hidden.empty() && names_pragma_dependency(*content)) hidden = kPragmaDependency;
+    if (!hidden.empty()) {
+      out.failed_at = i;
+      out.failure = Failure{ReasonCategory::NotStored, hidden,
+                            path + " names an input outside the dependency list (" + std::string(hidden) + ")"};
+      return;
+    }
+    out.hashed.files.push_back(std::move(f));
+  }
+}
+
+Outcome<Pipeline::HashedClosure> Pipeline::hash_closure(const std::vector<std::string>& closure, std::int64_t start) {
+  // Hashing the closure (reading, SHA-256, the __has_include scan) is most of what a miss adds to
+  // nvcc's own time; files are independent, so slices go to a few threads. Each slice stops at its
+  // first failure; the earliest failure in closure order decides, as a sequential loop would.
+  constexpr std::size_t kFilesPerThread = 64;
+  std::vector<ClosureSlice> slices(util::slice_count(closure.size(), kHashThreads, kFilesPerThread));
+  util::for_each_slice(closure.size(), slices.size(), [&](std::size_t slice, std::size_t begin, std::size_t end) {
+    hash_slice(closure, begin, end, start, slices[slice]);
+  });
+  HashedClosure all;
+  for (auto& sl : slices) {
+    if (sl.failed_at != SIZE_MAX) {
+      core::log().debug("not storing: {}", sl.failure->detail);
+      return std::move(*sl.failure);
+    }
+    std::move(sl.hashed.files.begin(), sl.hashed.files.end(), std::back_inserter(all.files));
+    all.has_include.insert(all.has_include.end(), sl.hashed.has_include.begin(), sl.hashed.has_include.end());
+    all.opaque = all.opaque || sl.hashed.opaque;
+  }
+  return all;
+}
+
+Pipeline::Installed Pipeline::install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
+                                              const util::ProcessResult& r, const std::string& dep_text,
+                                              std::string object) {
+  Installed out;
+  out.object = std::move(object);
+  // The user gets this checkout's paths where the debug maps wrote placeholders; the entry keeps them.
+  if (job_.debug_placeholders) {
+    out.patches = job_.roots.find_placeholders(out.object);
+    if (!apply_path_patches(paths.object, out.patches, job_.roots)) {
+      throw std::runtime_error("cannot write this checkout's paths into " + paths.object);
+    }
+  }
+  // Install the outputs first: the build goes on even if storing fails.
+  out.stdout_text = r.out;
+  out.stderr_text = r.err;
+  util::replace_all(out.stdout_text, scratch_dir, util::dirname(job_.output));
+  util::replace_all(out.stderr_text, scratch_dir, util::dirname(job_.output));
+  if (!job_.depfile.empty()) util::write_file_replacing(job_.depfile, dep_text);
+  if (!util::rename_replacing(paths.object, job_.output)) util::copy_file(paths.object, job_.output);
+  return out;
+}
+
+// An object that still names one of this checkout's roots (or the scratch directory) would carry
+// this build's paths into another's: not stored. A compile whose object is expected to name its roots
+// (-lineinfo: object_names_roots) may name those the key holds; one it names beyond them makes the
+// entry specific to this checkout (the value returned).
+// The toolchain the key's id was read from is the one that ran this compile: every file of it keeps
+// the identity it had when its content was read, and every bare program name resolves to the same
+// file. A driver or ptxas replaced during the probe or the compile built this object; stored under the
+// id of what was read, a later compile with that toolchain back would get it. A few stats, on misses
+// only. (A file rewritten within the clock tick after the probe read it keeps its identity: its memo
+// is not written, but this check cannot see it.)
+Outcome<Done> Pipeline::toolchain_held() const {
+  if (!job_.toolchain_files.still_valid()) {
+    return Failure{ReasonCategory::NotStored, reason::kInputChanged, "the toolchain changed during the compile"};
+  }
+  return Done{};
+}
+
+// Returns "" when the object may be shared between checkouts, else why it is stored for this checkout only.
+// kache adds no -fmacro-prefix-map (issue 27, beyond spec 000's host prefix maps): __FILE__ and assert()
+// print the real path, as a plain compile does. Rewriting such a string in the stored object is unsound
+// (its length is baked into code: sizeof, constexpr lengths, offsets), so an object that names a root
+// is stored per checkout (the storage key folds the roots in). Debug names come through placeholders,
+// which the scan below does not see as roots.
+Outcome<std::string> Pipeline::shareable_object(const std::string& object, const std::string& scratch_dir) const {
+  // kache's scratch directory is no build's path: an object naming it is never served.
+  if (object.find(scratch_dir) != std::string::npos) {
+    return Failure{ReasonCategory::NotStored, reason::kPathInObject, scratch_dir};
+  }
+  std::string per_checkout;
+  if (job_.roots.enabled()) {
+    for (const std::size_t i : job_.roots.roots_in(object)) {
+      const auto& root = job_.roots.roots()[i];
+      // -lineinfo: a root the key names literally may appear in a stored object.
+      if (job_.object_names_roots &&
+          std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) {
+        continue;
+      }
+      core::log().debug("the object names {}: the entry is specific to this checkout", root.path);
+      per_checkout = std::string(reason::kPathInObject);
+    }
+  }
+  // A root inside compressed debug sections is invisible to the scan above.
+  if (per_checkout.empty() && has_compressed_sections(object)) {
+    core::log().debug("the object has compressed sections: the entry is specific to this checkout");
+    per_checkout = std::string(reason::kCompressedDebug);
+  }
+  return per_checkout;
+}
+
+// A precompiled header the compiler read instead of a header leaves no trace in its dependency list (the
+// header is not named either), so no key could describe it: the result is used, not stored.
+Outcome<Done> Pipeline::no_precompiled_header(const std::vector<std::string>& closure) const {
+  if (!job_.precompiled_headers_searched) return Done{};
+  std::vector<std::string> dirs = job_.search_dirs;
+  dirs.insert(dirs.end(), job_.system_dirs.begin(), job_.system_dirs.end());
+  dirs.push_back(util::lexically_normal(inv_.cwd));
+  for (const auto& c : closure) dirs.push_back(util::dirname(c));
+  if (auto pch = first_precompiled_header(dirs)) {
+    return Failure{ReasonCategory::NotStored, reason::kPrecompiledHeader, "a precompiled header lies at " + *pch};
+  }
+  return Done{};
+}
+
+namespace {
+// The local time of t as strftime formats it with `format` ("" when it cannot).
+std::string local_time(std::time_t t, const char* format) {
+  std::tm tm{};
+  if (::localtime_r(&t, &tm) == nullptr) return "";
+  char buf[64];
+  const std::size_t n = std::strftime(buf, sizeof buf, format, &tm);
+  return std::string(buf, n);
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+}  // namespace
+
+// __DATE__ and __TIME__ are the compile's wall clock unless SOURCE_DATE_EPOCH pins them (kache pins it,
+// but clang 14 ignores it), and __TIMESTAMP__ is the mtime of the file using it (GCC 12 does not pin
+// it). However the macro was spelled (pasted, wrapped), its expansion is a string of a known shape:
+// the outputs are searched for "hh:mm:ss" within the compile's seconds (with the matching __DATE__ or
+// alone) and for a closure file's mtime as __TIMESTAMP__ prints it; so is the preprocessed source where
+// the miss made one (clang), which holds each expansion whatever the code does with it (`__TIME__[7]`). Found: a later hit would replay a
+// stale time, so not stored. A false match (the object holding such a string for another reason) only
+// costs the store.
+Outcome<Done> Pipeline::no_unpinned_time(const Installed& installed, const Compiled& compiled,
+                                         const std::vector<ManifestFile>& files) const {
+  std::unordered_set<std::string> times;  // __TIME__ values the wall clock went through
+  std::unordered_set<std::string> dates;  // __DATE__ values
+  for (std::time_t t = compiled.wall_start - 1; t <= compiled.wall_end + 1; ++t) {
+    times.insert(local_time(t, "%H:%M:%S"));
+    dates.insert(local_time(t, "%b %e %Y"));
+  }
+  std::unordered_set<std::string> stamps;  // __TIMESTAMP__ values of the closure's files
+  for (const auto& f : files) stamps.insert(local_time(f.identity.mtime_ns / 1000000000, "%a %b %e %H:%M:%S %Y"));
+  auto holds_time = [&](std::string_view text) -> std::optional<std::string> {
+    for (const auto& d : dates) {
+      if (!d.empty() && text.find(d) != std::string_view::npos) return "__DATE__ " + d;
+    }
+    // Every "dd:dd:dd": a __TIME__ of the compile, or the time part of a file's __TIMESTAMP__.
+    for (std::size_t c = text.find(':', 2); c != std::string_view::npos; c = text.find(':', c + 1)) {
+      if (c + 6 > text.size() || text[c + 3] != ':') continue;
+      const std::string_view hms = text.substr(c - 2, 8);
+      if (!is_digit(hms[0]) || !is_digit(hms[1]) || !is_digit(hms[3]) || !is_digit(hms[4]) || !is_digit(hms[6]) ||
+          !is_digit(hms[7])) {
+        continue;
+      }
+      if (times.count(std::string(hms))) return "__TIME__ " + std::string(hms);
+      if (c >= 13 && c + 11 <= text.size() && stamps.count(std::string(text.substr(c - 13, 24)))) {
+        return "__TIMESTAMP__ " + std::string(text.substr(c - 13, 24));
+      }
+    }
+    return std::nullopt;
+  };
+  for (const std::string* out :
+       {&installed.object, &installed.stdout_text, &installed.stderr_text, &compiled.preprocessed}) {
+    if (auto found = holds_time(*out)) {
+      return Failure{ReasonCategory::NotStored, reason::kUnpinnedTime, "the output holds " + *found};
+    }
+  }
+  return Done{};
+}
+
+// The key leaves the depfile's target out when it is templated: a depfile whose rule does not start
+// with it (never seen: nvcc writes -MT verbatim) would hand one build's target to another.
+Outcome<Done> Pipeline::templatable_depfile(const std::string& dep_text) const {
+  if (!job_.depfile.empty() && !job_.depfile_target.empty() &&
+      templatize_target(dep_text, job_.depfile_target) == dep_text) {
+    return Failure{ReasonCategory::NotStored, reason::kDepfileTarget,
+                   "the dependency file does not start with its target " + job_.depfile_target};
+  }
+  return Done{};
+}
+
+ManifestEntry Pipeline::describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
+                                       const std::string& object, bool checkout_specific) const {
+  ManifestEntry entry;
+  entry.files = std::move(files);
+  entry.path_specific = job_.path_specific;
+  for (const auto& marker : adapter_.path_specific_markers()) {
+    if (object.find(marker) != std::string::npos) entry.path_specific = true;
+  }
+  entry.result_key = result_key(entry.files);
+  entry.checkout_specific = checkout_specific;
+  for (const auto& c : closure) {
+    if (auto why = outside_roots(c)) {
+      entry.checkout_specific = true;
+      core::log().debug("{}: {}; the entry is specific to this checkout", c, *why);
+      break;
+    }
+  }
+  entry.created_ns = util::now_ns();
+  return entry;
+}
+
+// Adds to entry what a direct lookup must find unchanged (the #include and __has_include targets that
+// exist outside the closure) and must find still missing (the paths searched before each header).
+// Returns false when no direct-mode record can be made for this compile; entry is then stored for
+// result lookups only.
+bool Pipeline::record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
+                                    const std::vector<std::string>& has_include, bool opaque, std::int64_t start) {
+  auto& log = core::log();
+  if (opaque) {
+    log.debug("a computed __has_include or #include: no direct-mode record for this compile");
+    return false;
+  }
+  std::vector<std::string> searched;
+  searched.reserve(closure.size());
+  // The source is named on the command line, not searched for: nothing can shadow it.
+  for (const auto& c : closure) {
+    if (util::lexically_normal(c) != job_.source) searched.push_back(c);
+  }
+  Observations observed;
+  std::vector<std::string> present;
+  const std::vector<std::string> absent =
+      watch_set(searched, job_.search_dirs, job_.system_dirs, has_include, &observed, &present,
+                job_.precompiled_headers_searched);
+  if (!record_named_targets(entry, present, start)) return false;
+  auto trusted = [&](const std::string& dir, const util::FileIdentity& id, std::int64_t clock) {
+    return !is_racy(id, clock, margins_.for_file(dir, id.dev));
+  };
+  auto groups = group_absent(absent, job_.system_dirs, trusted, &observed);
+  if (!groups) {
+    // A watched path appeared while this ran: no record can claim it missing. The result itself
+    // is still right for the closure nvcc read (its key names those files' contents).
+    log.debug("a watched path appeared during the compile: no direct-mode record for this compile");
+    return false;
+  }
+  for (auto& g : *groups) {
+    AbsentDir a;
+    a.dir = job_.roots.split(g.dir);
+    a.guarded = g.guard.has_value();
+    if (g.guard) a.identity = *g.guard;
+    a.listing = g.listing;
+    for (auto& name : g.names) {
+      if (!entry.checkout_specific) {
+        if (auto why = outside_roots(g.dir + "/" + name)) {
+          entry.checkout_specific = true;
+          log.debug("{}/{} (watched absent): {}; the entry is specific to this checkout", g.dir, name, *why);
+        }
+      }
+      a.names.push_back(std::move(name));
+    }
+    entry.absent.push_back(std::move(a));
+  }
+  return true;
+}
+
+// A __has_include or #include target that exists but is not in the closure: its existence decides a
+// __has_include test, and an #include target skipped as a #pragma once duplicate is included once its
+// content differs. Recorded like a closure file (deleted or edited: the entry no longer verifies); not
+// part of the result key, the object does not depend on its content.
+bool Pipeline::record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start) {
+  util::ReadBuffer buffer;
+  for (const auto& p : present) {
+    ManifestFile f;
+    if (auto hashed = hash_input(p, buffer, f, start); !hashed) {
+      core::log().debug("a named target cannot be recorded ({}): no direct-mode record for this compile",
+                        hashed.error().detail);
+      return false;
+    }
+    core::log().trace("closure file {} (named, not read)", p);
+    if (!entry.checkout_specific) {
+      if (auto why = outside_roots(p)) {
+        entry.checkout_specific = true;
+        core::log().debug("{} (named, not read): {}; the entry is specific to this checkout", p, *why);
+      }
+    }
+    entry.files.push_back(std::move(f));
+  }
+  return true;
+}
+
+CacheEntry Pipeline::cache_entry(const std::string& dep_text, Installed& installed) const {
+  CacheEntry ce;
+  if (!job_.depfile.empty()) {
+    ce.outputs.push_back(
+        {OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target))});
+    // Only a layout that reproduces this text exactly is stored: anything else restores as stored.
+    if (const auto layout = depfile_layout_of(dep_text, job_.depfile_layouts)) {
+      ce.outputs.push_back({OutputType::depfile_layout, std::string(layout_name(*layout))});
+    }
+  }
+  // The object as the compiler wrote it, with its placeholders: it names no checkout (spec 000).
+  if (!installed.patches.empty()) {
+    ce.outputs.push_back({OutputType::path_patches, serialize_path_patches(installed.patches)});
+  }
+  ce.outputs.push_back({OutputType::object, std::move(installed.object)});  // last: the body a store keeps apart
+  // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
+  ce.stdout_text = job_.roots.templatize_text(installed.stdout_text);
+  ce.stderr_text = job_.roots.templatize_text(installed.stderr_text);
+  return ce;
+}
+
+// Stores the result, and (when the entry was recorded for direct lookups) adds it to the manifest.
+// A failure costs only the store: the outputs are already installed.
+void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout) {
+  auto& log = core::log();
+  std::string failure;
+  try {
+    const std::string key = storage_key(entry).hex();
+    storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
+    if (stored) {
+      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files,
+                      [&](std::string_view text) { return store_.put_explain_record(key, text); });
+      if (recorded) stored = add_to_manifest(std::move(entry));
+    }
+    if (!stored && stored.error().kind == storage::StorageFailure::Kind::timeout) {
+      // The store's lock is held by a process that does not let go (cache.lock_timeout): the result
+      // is installed; storing it is left to the next miss.
+      count_reason(counts_, ReasonCategory::NotStored, reason::kLockTimeout);
+      log.info("miss: not stored ({}): {}", stored.error().message, job_.output);
+      return;
+    }
+    if (!stored) failure = stored.error().message;
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!failure.empty()) {
+    count_reason(counts_, ReasonCategory::Error, reason::kStorageWrite);
+    log.info("miss: could not store {}: {}", job_.output, failure);
+    return;
+  }
+  counts_[counter::kStored]++;
+  if (!per_checkout.empty()) {
+    counts_[counter::kStoredPerCheckoutPrefix + per_checkout]++;
+    log.debug("miss: stored {} for this checkout only ({})", job_.output, per_checkout);
+    return;
+  }
+  log.debug("miss: stored {}", job_.output);
+}
+
+storage::StorageStatus Pipeline::add_to_manifest(ManifestEntry entry) {
+  Manifest manifest;
+  storage::StorageLookup current = store_.get_record(manifest_key_);
+  if (!current) return current.error();
+  if (*current) {
+    try {
+      manifest = deserialize_manifest(**current);
+    } catch (const std::exception&) {
+      // A damaged manifest is replaced by one holding this entry.
+    }
+  }
+  manifest_add(manifest, std::move(entry));
+  return store_.put_record(manifest_key_, serialize_manifest(manifest));
+}
+
+}  // namespace kache::core::pipeline_steps

@@ -1,0 +1,184 @@
+#pragma once
+// The pipeline's own header, private to app/ (and its unit test): the class whose steps pipeline.cpp (the
+// run: plan -> key -> look up -> restore | run -> verify -> store), lookup.cpp (the hit path) and miss.cpp
+// (run, verify, store) define.
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "app/pipeline_store.hpp"
+#include "compiler/adapter.hpp"
+#include "core/config.hpp"
+#include "core/entry.hpp"
+#include "core/invocation.hpp"
+#include "core/manifest.hpp"
+#include "core/outcome.hpp"
+#include "core/stats.hpp"
+#include "core/verified_identities.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+#include "util/process.hpp"
+
+namespace kache::core::pipeline_steps {
+
+using Counts = std::map<std::string, std::uint64_t>;
+
+// Writes all of data to fd (a hit's or a miss's replayed stdout and stderr).
+void write_all(int fd, std::string_view data);
+// Adds each directory's real path to dirs, where it differs.
+void add_real_paths(std::vector<std::string>& dirs);
+// Whether a path as spelled climbs out of a directory it names ("nodir/../a.o"): the kernel needs
+// that directory to exist, though the path's normal form ("a.o") no longer names it.
+bool climbs_out_of_named_dir(std::string_view path);
+// Whether a path has a "." or ".." component: its spelling and its meaning can differ.
+bool has_dot_component(std::string_view path);
+
+// The margin by which file times can trail the clock, per filesystem (st_dev).
+class Margins {
+ public:
+  std::int64_t for_file(const std::string& path, std::uint64_t dev) {
+    std::lock_guard<std::mutex> lock(mu_);  // the closure is hashed from several threads
+    auto it = by_dev_.find(dev);
+    if (it != by_dev_.end()) return it->second;
+    const std::int64_t m = util::file_time_margin_ns(path);
+    by_dev_.emplace(dev, m);
+    return m;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::uint64_t, std::int64_t> by_dev_;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const Invocation& inv, const Config& cfg, compiler::Adapter& adapter, Counts& counts, PipelineStore& store)
+      : inv_(inv),
+        cfg_(cfg),
+        adapter_(adapter),
+        counts_(counts),
+        store_(store),
+        verified_(util::join_path(cfg.cache_dir, "identities")) {}
+
+  // Returns the exit code, or nullopt when the invocation must run unchanged (passthrough_ is set).
+  std::optional<int> run();
+  const compiler::Passthrough& passthrough() const { return passthrough_; }
+  int corrupt_found() const { return store_.corrupt_found(); }
+  void add_storage_counts(Counts& counts) const {
+    store_.add_counts(counts);
+    // The stores count values read (a manifest and an object are two); `remote hits` counts compiles
+    // served from a remote: one per hit, and values read are `remote reads`.
+    if (const auto it = counts.find("remote_hits"); it != counts.end() && it->second > 0) {
+      counts["remote_reads"] += it->second;
+      it->second = counts[counter::kHits] > 0 ? 1 : 0;
+    }
+  }
+
+ private:
+  util::Digest direct_key();
+  std::optional<int> try_hit();
+  std::optional<Manifest> read_manifest();
+  // What restore() made of one stored entry.
+  enum class Restore { hit, next_entry, no_hit };
+  // What a hit prints: the stored compile's stdout and stderr, with this build's paths.
+  struct Replay {
+    std::string stdout_text, stderr_text;
+  };
+  Restore restore(storage::Parts& parts, const util::Digest& key, Replay& replay);
+  std::optional<util::Digest> listed_result_key();
+  bool verify(ManifestEntry& entry, bool& refreshed);
+  bool verify_files(ManifestEntry& entry, bool& refreshed);
+  bool verify_absent(ManifestEntry& entry, bool& refreshed);
+  bool same_listing(const std::string& dir, const util::Digest& listing, util::FileIdentity& guard, bool& refreshed);
+  util::Digest result_key(const std::vector<ManifestFile>& files) const;
+  util::Digest storage_key(const ManifestEntry& entry) const;
+  std::optional<std::string> outside_roots(const std::string& path) const;
+  std::optional<compiler::Passthrough> unwritable_destination() const;
+  std::optional<compiler::Passthrough> special_destination() const;
+  std::optional<compiler::Passthrough> special_source() const;
+  std::optional<compiler::Passthrough> destination_through_link() const;
+
+  // The steps of a miss, in the order miss() takes them.
+  struct Compiled {
+    util::ProcessResult result;
+    std::string closure_text;  // the adapter's full dependency listing; empty: the miss's depfile is it
+    std::int64_t start = 0;    // the file clock before the compiler started
+    // The wall clock (whole seconds) before the first and after the last process of the miss: the
+    // times __DATE__/__TIME__ can have taken when SOURCE_DATE_EPOCH is not honoured.
+    std::time_t wall_start = 0, wall_end = 0;
+    // AssemblerInputs::checked: the preprocessed source may make the assembler open a file (or could
+    // not be checked).
+    bool assembler_unchecked = false;
+    // That check's preprocessed source: every time macro expanded, however its result is used.
+    std::string preprocessed;
+  };
+  struct HashedClosure {
+    std::vector<ManifestFile> files;
+    std::vector<std::string> has_include;  // #include and __has_include names found in the closure
+    bool opaque = false;                   // a computed name: no direct-mode record is possible
+  };
+  struct ClosureSlice {
+    HashedClosure hashed;
+    std::size_t failed_at = SIZE_MAX;
+    std::optional<Failure> failure;
+  };
+  struct Installed {
+    std::string object;  // the object's bytes as the compiler wrote them (placeholders, not yet this checkout's roots)
+    std::vector<PathPatch> patches;  // where those placeholders lie (replaced in the installed file)
+    std::string stdout_text, stderr_text;
+  };
+  int miss();
+  compiler::MissPaths miss_paths(const std::string& scratch_dir) const;
+  Outcome<Compiled> compile(const compiler::MissPaths& paths);
+  int compile_failed(const Failure& failure);
+  std::vector<std::string> closure_files(const std::string& closure_text, const std::string& dep_text);
+  Outcome<std::string_view> hash_input(const std::string& path, util::ReadBuffer& buffer, ManifestFile& f,
+                                       std::int64_t start);
+  bool is_system(const std::string& path) const;
+  void hash_slice(const std::vector<std::string>& closure, std::size_t begin, std::size_t end, std::int64_t start,
+                  ClosureSlice& out);
+  Outcome<HashedClosure> hash_closure(const std::vector<std::string>& closure, std::int64_t start);
+  Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
+                            const util::ProcessResult& r, const std::string& dep_text, std::string object);
+  Outcome<std::string> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  bool patches_for_here(const CacheEntryView& ce, std::vector<PathPatch>& patches) const;
+  Outcome<Done> toolchain_held() const;
+  Outcome<Done> templatable_depfile(const std::string& dep_text) const;
+  std::string restored_depfile(const CacheEntryView& ce) const;
+  Outcome<Done> no_precompiled_header(const std::vector<std::string>& closure) const;
+  Outcome<Done> add_assembler_inputs(const compiler::MissPaths& paths, const Compiled& compiled,
+                                     std::vector<std::string>& closure) const;
+  Outcome<Done> no_unpinned_time(const Installed& installed, const Compiled& compiled,
+                                 const std::vector<ManifestFile>& files) const;
+  ManifestEntry describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
+                               const std::string& object, bool checkout_specific) const;
+  bool record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
+                            const std::vector<std::string>& has_include, bool opaque, std::int64_t start);
+  bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);
+  // Takes the object out of installed.
+  CacheEntry cache_entry(const std::string& dep_text, Installed& installed) const;
+  void store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout);
+  storage::StorageStatus add_to_manifest(ManifestEntry entry);
+
+  const Invocation& inv_;
+  const Config& cfg_;
+  compiler::Adapter& adapter_;
+  Counts& counts_;
+  PipelineStore& store_;  // the stores of the configuration (LayeredPipelineStore), or a test's
+  compiler::CompileJob job_;
+  compiler::Passthrough passthrough_;
+  util::Digest direct_;
+  std::string manifest_key_;
+  Margins margins_;
+  VerifiedIdentities verified_;  // shared across this cache dir's compiles; flushed when the pipeline ends
+};
+
+}  // namespace kache::core::pipeline_steps

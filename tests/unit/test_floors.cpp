@@ -1,0 +1,94 @@
+// The floors of src/ (ARCHITECTURE.md): util <- core <- compiler, storage <- app <- main.cpp/manual.cpp.
+// A file includes its own folder and the floors below its own, never one above or beside it: compiler
+// and storage share a floor and do not include each other. Every #include "folder/..." under src/ is
+// read, so an include that climbs fails here, whoever adds it.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The floor of each folder of src/; the files at src/ itself (main.cpp, manual.cpp) are the top floor.
+const std::map<std::string, int> kFloors = {
+    {"util", 0}, {"core", 1}, {"compiler", 2}, {"storage", 2}, {"app", 3},
+};
+constexpr int kTopFloor = 4;
+
+// "file:line: text" for every include under root that names a folder other than its own on a floor
+// not below its own, and for every file in a folder that has no floor.
+std::vector<std::string> climbing_includes(const fs::path& root) {
+  const std::regex include_line(R"re(^\s*#\s*include\s*"([^"/]+)/)re");
+  std::vector<std::string> found;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    const auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".hpp")) continue;
+    const fs::path rel = e.path().lexically_relative(root);
+    const std::string folder = rel.has_parent_path() ? rel.begin()->string() : std::string();
+    const auto own = kFloors.find(folder);
+    if (!folder.empty() && own == kFloors.end()) {
+      found.push_back(rel.string() + ": the folder " + folder + " has no floor");
+      continue;
+    }
+    const int floor = folder.empty() ? kTopFloor : own->second;
+    std::ifstream in(e.path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      std::smatch m;
+      if (!std::regex_search(line, m, include_line)) continue;
+      const std::string target = m[1];
+      if (target == folder) continue;
+      const auto to = kFloors.find(target);
+      if (to != kFloors.end() && to->second < floor) continue;
+      found.push_back(rel.string() + ":" + std::to_string(n) + ": " + line);
+    }
+  }
+  return found;
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+}  // namespace
+
+TEST(Floors, NoIncludeInSrcClimbs) {
+  const auto found = climbing_includes(fs::path(KACHE_SOURCE_DIR) / "src");
+  std::string all;
+  for (const auto& f : found) all += "\n  " + f;
+  EXPECT_TRUE(found.empty()) << "includes that climb a floor (util <- core <- compiler, storage <- app <- main):"
+                             << all;
+}
+
+// The check itself: a planted include of each kind that climbs is found, and the allowed ones are not.
+TEST(Floors, PlantedClimbingIncludesAreFound) {
+  std::string dir = (fs::temp_directory_path() / "kache-floors-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const fs::path root = dir;
+  write(root / "util/a.hpp", "#include \"util/b.hpp\"\n");                                         // its own folder
+  write(root / "core/a.cpp", "#include \"util/a.hpp\"\n#include \"storage/remote/x.hpp\"\n");      // up
+  write(root / "compiler/nvcc/a.cpp", "#include \"core/a.hpp\"\n  #include \"storage/s.hpp\"\n");  // beside
+  write(root / "storage/a.cpp", "#include \"app/pipeline.hpp\"\n");                                // up
+  write(root / "app/a.cpp", "#include \"compiler/a.hpp\"\n#include \"storage/a.hpp\"\n#include \"manual.hpp\"\n");
+  write(root / "main.cpp", "#include \"app/a.hpp\"\n#include \"util/a.hpp\"\n#include \"manual.hpp\"\n");
+  write(root / "attic/a.cpp", "#include \"util/a.hpp\"\n");  // a folder with no floor
+  auto found = climbing_includes(root);
+  std::sort(found.begin(), found.end());
+  fs::remove_all(root);
+  EXPECT_EQ(found, (std::vector<std::string>{
+                       "attic/a.cpp: the folder attic has no floor",
+                       "compiler/nvcc/a.cpp:2:   #include \"storage/s.hpp\"",
+                       "core/a.cpp:2: #include \"storage/remote/x.hpp\"",
+                       "storage/a.cpp:1: #include \"app/pipeline.hpp\"",
+                   }));
+}
