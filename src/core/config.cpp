@@ -19,7 +19,7 @@
 #include <system_error>
 
 #include "core/log.hpp"
-#include "storage/remote/remote_url.hpp"
+#include "core/remote_url.hpp"
 #include "util/cache_umask.hpp"
 #include "util/lock.hpp"
 
@@ -275,7 +275,7 @@ std::string set_epoch_node(Config& c, const toml::node& n) {
 // compile; what is shown of them never carries a password.
 std::string set_remote_storage(Config& c, const std::string& v) {
   try {
-    storage::remote::parse_remote_urls(v, storage::remote::RemoteSecrets{});
+    core::parse_remote_urls(v, core::RemoteSecrets{});
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -287,7 +287,7 @@ std::string show_remote_storage(const Config& c) {
   if (c.remote_storage.empty()) return "(none)";
   try {
     std::vector<std::string> shown;
-    for (const auto& url : storage::remote::parse_remote_urls(c.remote_storage, storage::remote::RemoteSecrets{})) {
+    for (const auto& url : core::parse_remote_urls(c.remote_storage, core::RemoteSecrets{})) {
       shown.push_back(url.redacted());
     }
     return join(shown, " ");
@@ -468,7 +468,7 @@ void note_bare_size(Config& c, const KeySpec& k, const std::string& value, const
 
 // A value as a message may quote it: remote.storage may carry a password, so it is redacted.
 std::string quotable(const KeySpec& k, const std::string& value) {
-  return k.from_string == set_remote_storage ? storage::remote::redact_remote_list(value) : value;
+  return k.from_string == set_remote_storage ? core::redact_remote_list(value) : value;
 }
 
 void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::string& file) {

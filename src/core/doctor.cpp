@@ -24,7 +24,7 @@
 #include "storage/remote/remote_factory.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
-#include "storage/remote/remote_url.hpp"
+#include "core/remote_url.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -518,9 +518,9 @@ void check_cache(Rows& rows, const Config& cfg) {
 void check_remotes(Rows& rows, const Config& cfg) {
   namespace remote = storage::remote;
   if (cfg.remote_storage.empty()) return;
-  std::vector<remote::RemoteUrl> urls;
+  std::vector<core::RemoteUrl> urls;
   try {
-    urls = remote::parse_remote_urls(cfg.remote_storage, remote::RemoteSecrets::from_environment());
+    urls = core::parse_remote_urls(cfg.remote_storage, core::RemoteSecrets::from_environment());
   } catch (const std::exception& e) {
     rows.add("remote", "storage", Status::fail, "invalid", std::string(e.what()) + ".",
              "correct remote.storage (kache --show-config shows it, redacted)");

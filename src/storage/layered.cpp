@@ -141,9 +141,9 @@ LayeredStorage open_storage(const core::Config& cfg) {
       }
     }
     // Parsed when the configuration was read (a bad list is one warning there and no remotes here).
-    std::vector<remote::RemoteUrl> urls;
+    std::vector<core::RemoteUrl> urls;
     try {
-      if (urls_usable) urls = remote::parse_remote_urls(cfg.remote_storage, remote::RemoteSecrets::from_environment());
+      if (urls_usable) urls = core::parse_remote_urls(cfg.remote_storage, core::RemoteSecrets::from_environment());
     } catch (const std::exception&) {
     }
     for (const auto& url : urls) {

@@ -22,16 +22,16 @@ namespace fs = std::filesystem;
 
 const std::string kKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-RemoteUrl url_of(const std::string& spec, const RemoteSecrets& secrets = {}) { return parse_remote_url(spec, secrets); }
+core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) { return core::parse_remote_url(spec, secrets); }
 
-RemoteSecrets password_secret(const std::string& password) {
-  RemoteSecrets secrets;
+core::RemoteSecrets password_secret(const std::string& password) {
+  core::RemoteSecrets secrets;
   secrets.password = password;
   return secrets;
 }
 
-RemoteSecrets token_secret(const std::string& token) {
-  RemoteSecrets secrets;
+core::RemoteSecrets token_secret(const std::string& token) {
+  core::RemoteSecrets secrets;
   secrets.bearer_token = token;
   return secrets;
 }

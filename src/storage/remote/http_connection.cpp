@@ -105,7 +105,7 @@ struct HttpConnection::State {
   }
 };
 
-HttpConnection::HttpConnection(const RemoteUrl& url, std::string ca_file)
+HttpConnection::HttpConnection(const core::RemoteUrl& url, std::string ca_file)
     : url_(url), ca_file_(std::move(ca_file)), state_(std::make_unique<State>()) {
   state_->authorization = authorization_header(url);
   // Beast reads as much as the buffer has room for, 512 bytes at first: a 30 KB entry took 68 reads,
@@ -121,7 +121,7 @@ HttpConnection::~HttpConnection() {
 namespace {
 
 template <typename Body>
-void prepare(http::request<Body>& req, const HttpRequest& request, const RemoteUrl& url, const std::string& auth) {
+void prepare(http::request<Body>& req, const HttpRequest& request, const core::RemoteUrl& url, const std::string& auth) {
   req.version(11);
   req.target(beast::string_view(request.target.data(), request.target.size()));
   req.set(http::field::host, url.host_port());
@@ -130,7 +130,7 @@ void prepare(http::request<Body>& req, const HttpRequest& request, const RemoteU
   req.keep_alive(true);
 }
 
-RemoteError failure(const RemoteUrl& url, const beast::error_code& ec, const char* doing) {
+RemoteError failure(const core::RemoteUrl& url, const beast::error_code& ec, const char* doing) {
   const bool timeout = ec == beast::error::timeout;
   return RemoteError(timeout ? RemoteFailure::Kind::timeout : RemoteFailure::Kind::error,
                      url.redacted() + ": " + doing + (timeout ? " timed out" : " failed: " + ec.message()));
@@ -149,7 +149,7 @@ void HttpConnection::connect(Clock::time_point deadline) {
     endpoint.resize(a.length);
     endpoints.push_back(endpoint);
   }
-  if (url_.scheme == Scheme::https) {
+  if (url_.scheme == core::Scheme::https) {
     if (!s.tls) {
       // No openssl.cnf: a system's config may name providers or engines to load as shared objects (a
       // FIPS provider, say), which a static program must not dlopen; the built-in defaults suffice.

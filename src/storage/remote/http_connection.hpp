@@ -21,13 +21,13 @@
 #include <string>
 
 #include "storage/remote/http_exchange.hpp"
-#include "storage/remote/remote_url.hpp"
+#include "core/remote_url.hpp"
 
 namespace kache::storage::remote {
 
 class HttpConnection {
  public:
-  HttpConnection(const RemoteUrl& url, std::string ca_file);
+  HttpConnection(const core::RemoteUrl& url, std::string ca_file);
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
@@ -39,7 +39,7 @@ class HttpConnection {
   // Opens the connection (resolve, connect, TLS handshake for https) within its deadlines.
   void connect(std::chrono::steady_clock::time_point deadline);
 
-  const RemoteUrl& url_;
+  const core::RemoteUrl& url_;
   std::string ca_file_;
   std::unique_ptr<State> state_;
 };

@@ -41,7 +41,7 @@ bool is_auth_reply(const redisReply& r) {
 void RedisStorage::ContextDeleter::operator()(redisContext* c) const { redisFree(c); }
 void RedisStorage::ReplyDeleter::operator()(redisReply* r) const { freeReplyObject(r); }
 
-RedisStorage::RedisStorage(RemoteUrl url, std::string key_prefix)
+RedisStorage::RedisStorage(core::RemoteUrl url, std::string key_prefix)
     : url_(std::move(url)), prefix_(std::move(key_prefix)) {}
 
 RedisStorage::~RedisStorage() = default;
@@ -149,7 +149,7 @@ void RedisStorage::connect() {
   if (context_) return;
   queued_.clear();
   const auto connect_until = Clock::now() + std::chrono::milliseconds(url_.connect_timeout_ms);
-  if (url_.scheme == Scheme::redis_unix) {
+  if (url_.scheme == core::Scheme::redis_unix) {
     errno = 0;
     context_.reset(redisConnectUnixWithTimeout(url_.path.c_str(), to_timeval(url_.connect_timeout_ms)));
   } else {

@@ -5,13 +5,13 @@
 
 namespace kache::storage::remote {
 
-std::unique_ptr<RemoteBackend> make_remote_storage(const RemoteUrl& url, const RemoteStoreOptions& options) {
+std::unique_ptr<RemoteBackend> make_remote_storage(const core::RemoteUrl& url, const RemoteStoreOptions& options) {
   switch (url.scheme) {
-    case Scheme::redis:
-    case Scheme::redis_unix:
+    case core::Scheme::redis:
+    case core::Scheme::redis_unix:
       return std::make_unique<RedisStorage>(url, options.key_prefix);
-    case Scheme::http:
-    case Scheme::https:
+    case core::Scheme::http:
+    case core::Scheme::https:
       return std::make_unique<HttpStorage>(url, options.ca_file, options.max_entry_size);
   }
   return std::make_unique<HttpStorage>(url, options.ca_file, options.max_entry_size);

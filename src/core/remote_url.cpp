@@ -1,4 +1,4 @@
-#include "storage/remote/remote_url.hpp"
+#include "core/remote_url.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cstdlib>
 
-namespace kache::storage::remote {
+namespace kache::core {
 
 namespace {
 
@@ -461,4 +461,4 @@ std::vector<RemoteUrl> parse_remote_urls(std::string_view list, const RemoteSecr
   return urls;
 }
 
-}  // namespace kache::storage::remote
+}  // namespace kache::core

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kache::storage::remote {
+namespace kache::core {
 
 enum class Scheme { redis, redis_unix, http, https };
 enum class HttpLayout {
@@ -94,4 +94,4 @@ std::string redact_unparsed(std::string_view spec);
 // A whole configured list (URLs separated by blanks), each redact_unparsed: what a message may quote.
 std::string redact_remote_list(std::string_view list);
 
-}  // namespace kache::storage::remote
+}  // namespace kache::core
