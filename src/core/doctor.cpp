@@ -519,6 +519,7 @@ void check_remotes(Rows& rows, const Config& cfg) {
   if (cfg.remote_urls.empty()) return;
   remote::RemoteStoreOptions options;
   options.ca_file = cfg.remote_ca_file;
+  options.read_only = cfg.remote_read_only;
   const std::string probe_key = fmt::format("kache-doctor-probe-{}", ::getpid());
   for (const auto& url : cfg.remote_urls) {
     const std::string name = url.redacted();
@@ -526,7 +527,7 @@ void check_remotes(Rows& rows, const Config& cfg) {
       auto backend = remote::make_remote_storage(url, options);
       (void)backend->get(probe_key);
       rows.add("remote", "reachable", Status::ok, name + ": answers, credentials accepted");
-      if (url.read_only || cfg.remote_read_only) {
+      if (backend->read_only()) {
         rows.add("remote", "writable", Status::ok, name + ": read-only (as configured)");
       } else {
         backend->put(probe_key, "kache doctor");

@@ -64,8 +64,11 @@ std::string path_segment(std::string_view key) {
 
 }  // namespace
 
-HttpStorage::HttpStorage(core::RemoteUrl url, std::string ca_file, std::uint64_t max_body)
-    : url_(std::move(url)), ca_file_(std::move(ca_file)), max_body_(max_body) {}
+HttpStorage::HttpStorage(core::RemoteUrl url, std::string ca_file, std::uint64_t max_body, bool every_remote_read_only)
+    : RemoteBackend(url, every_remote_read_only),
+      url_(std::move(url)),
+      ca_file_(std::move(ca_file)),
+      max_body_(max_body) {}
 
 HttpStorage::~HttpStorage() = default;
 
@@ -119,14 +122,12 @@ std::optional<std::string> HttpStorage::get(std::string_view key) {
   unexpected_status(url_, "GET", r.status);
 }
 
-void HttpStorage::put(std::string_view key, std::string_view value) {
-  if (url_.read_only) return;
+void HttpStorage::write(std::string_view key, std::string_view value) {
   const HttpResponse r = perform(HttpMethod::put, key, value);
   if (r.status < 200 || r.status > 299) unexpected_status(url_, "PUT", r.status);
 }
 
-void HttpStorage::remove(std::string_view key) {
-  if (url_.read_only) return;
+void HttpStorage::erase(std::string_view key) {
   const HttpResponse r = perform(HttpMethod::remove, key, {});
   if ((r.status < 200 || r.status > 299) && r.status != 404) unexpected_status(url_, "DELETE", r.status);
 }

@@ -26,13 +26,16 @@ namespace kache::storage::remote {
 
 class RedisStorage final : public RemoteBackend {
  public:
-  explicit RedisStorage(core::RemoteUrl url, std::string key_prefix = "kache:");
+  // every_remote_read_only: remote.read_only (RemoteBackend decides with the URL's own read-only).
+  explicit RedisStorage(core::RemoteUrl url, std::string key_prefix = "kache:", bool every_remote_read_only = false);
   ~RedisStorage() override;
   std::string name() const override { return url_.redacted(); }
   std::optional<std::string> get(std::string_view key) override;
-  void put(std::string_view key, std::string_view value) override;
-  void remove(std::string_view key) override;
   const core::RemoteUrl& url() const { return url_; }
+
+ protected:
+  void write(std::string_view key, std::string_view value) override;
+  void erase(std::string_view key) override;
 
  private:
   struct ContextDeleter {
