@@ -38,6 +38,8 @@ class HttpConnection {
   struct State;
   // Opens the connection (resolve, connect, TLS handshake for https) within its deadlines.
   void connect(std::chrono::steady_clock::time_point deadline);
+  // One request and its answer on the open connection (perform retries a stale reused connection once).
+  HttpResponse exchange(const HttpRequest& request, bool reused);
 
   const core::RemoteUrl& url_;
   std::string ca_file_;
