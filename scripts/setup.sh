@@ -15,7 +15,7 @@ packages=(
   xfsprogs e2fsprogs
   faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)
   clang-14 libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh
-  clang-19  # the second clang the C/C++ tests (tests/integration/test_gcc.py) compile with
+  clang-19 libclang-rt-19-dev  # the second clang of tests/integration/test_gcc.py; CI's scripts/clang-build.sh
 )
 
 missing=()
