@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "fuzz_check.hpp"
 #include "core/remote_url.hpp"
+#include "fuzz_check.hpp"
 
 using namespace kache::core;
 

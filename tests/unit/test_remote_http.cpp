@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 
 const std::string kKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) { return core::parse_remote_url(spec, secrets); }
+core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) {
+  return core::parse_remote_url(spec, secrets);
+}
 
 core::RemoteSecrets password_secret(const std::string& password) {
   core::RemoteSecrets secrets;

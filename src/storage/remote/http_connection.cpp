@@ -129,7 +129,8 @@ HttpConnection::~HttpConnection() {
 namespace {
 
 template <typename Body>
-void prepare(http::request<Body>& req, const HttpRequest& request, const core::RemoteUrl& url, const std::string& auth) {
+void prepare(http::request<Body>& req, const HttpRequest& request, const core::RemoteUrl& url,
+             const std::string& auth) {
   req.version(11);
   req.target(beast::string_view(request.target.data(), request.target.size()));
   req.set(http::field::host, url.host_port());

@@ -20,8 +20,8 @@
 #include <memory>
 #include <string>
 
-#include "storage/remote/http_exchange.hpp"
 #include "core/remote_url.hpp"
+#include "storage/remote/http_exchange.hpp"
 
 namespace kache::storage::remote {
 

@@ -16,11 +16,11 @@
 #include <memory>
 #include <string>
 
-#include "storage/remote/http_exchange.hpp"
+#include "core/remote_url.hpp"
 #include "storage/remote/http_connection.hpp"
+#include "storage/remote/http_exchange.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
-#include "core/remote_url.hpp"
 
 namespace kache::storage::remote {
 

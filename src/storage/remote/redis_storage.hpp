@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "core/remote_url.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
-#include "core/remote_url.hpp"
 
 struct redisContext;
 struct redisReply;

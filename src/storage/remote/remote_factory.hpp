@@ -3,8 +3,8 @@
 #include <memory>
 #include <string>
 
-#include "storage/remote/remote_store.hpp"
 #include "core/remote_url.hpp"
+#include "storage/remote/remote_store.hpp"
 
 namespace kache::storage::remote {
 
