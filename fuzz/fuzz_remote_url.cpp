@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "core/remote_url.hpp"
 #include "fuzz_check.hpp"
-#include "storage/remote/remote_url.hpp"
 
-using namespace kache::storage::remote;
+using namespace kache::core;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text = kache::fuzz::as_view(data, size);

@@ -15,7 +15,7 @@ packages=(
   xfsprogs e2fsprogs
   faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)
   clang-14 libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh
-  clang-19  # the second clang the C/C++ tests (tests/integration/test_gcc.py) compile with
+  clang-19 libclang-rt-19-dev  # the second clang of tests/integration/test_gcc.py; CI's scripts/clang-build.sh
   # ROCm (HIP): clang 19 reads the HIP version file (/usr/share/hip/version) of an installation it finds;
   # a GPU developer's machine has one, and the C/C++ input audit (test_gcc_input_audit.py) checks clang
   # with it. Pulls clang-15/llvm-15, the HSA runtime and rocminfo: 28 packages, 103 MB, 656 MB installed.

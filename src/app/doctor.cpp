@@ -24,7 +24,6 @@
 #include "storage/remote/remote_factory.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
-#include "storage/remote/remote_url.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -543,25 +542,18 @@ void check_cache(Rows& rows, const Config& cfg) {
 // read-only), and whether its entries are signed.
 void check_remotes(Rows& rows, const Config& cfg) {
   namespace remote = storage::remote;
-  if (cfg.remote_storage.empty()) return;
-  std::vector<remote::RemoteUrl> urls;
-  try {
-    urls = remote::parse_remote_urls(cfg.remote_storage, remote::RemoteSecrets::from_environment());
-  } catch (const std::exception& e) {
-    rows.add("remote", "storage", Status::fail, "invalid", std::string(e.what()) + ".",
-             "correct remote.storage (kache --show-config shows it, redacted)");
-    return;
-  }
+  if (cfg.remote_urls.empty()) return;
   remote::RemoteStoreOptions options;
   options.ca_file = cfg.remote_ca_file;
+  options.read_only = cfg.remote_read_only;
   const std::string probe_key = fmt::format("kache-doctor-probe-{}", ::getpid());
-  for (const auto& url : urls) {
+  for (const auto& url : cfg.remote_urls) {
     const std::string name = url.redacted();
     try {
       auto backend = remote::make_remote_storage(url, options);
       (void)backend->get(probe_key);
       rows.add("remote", "reachable", Status::ok, name + ": answers, credentials accepted");
-      if (url.read_only || cfg.remote_read_only) {
+      if (backend->read_only()) {
         rows.add("remote", "writable", Status::ok, name + ": read-only (as configured)");
       } else {
         backend->put(probe_key, "kache doctor");

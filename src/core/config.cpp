@@ -19,7 +19,6 @@
 #include <system_error>
 
 #include "core/log.hpp"
-#include "storage/remote/remote_url.hpp"
 #include "util/cache_umask.hpp"
 #include "util/lock.hpp"
 
@@ -275,7 +274,7 @@ std::string set_epoch_node(Config& c, const toml::node& n) {
 // compile; what is shown of them never carries a password.
 std::string set_remote_storage(Config& c, const std::string& v) {
   try {
-    storage::remote::parse_remote_urls(v, storage::remote::RemoteSecrets{});
+    c.remote_urls = parse_remote_urls(v, RemoteSecrets{});
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -285,15 +284,9 @@ std::string set_remote_storage(Config& c, const std::string& v) {
 
 std::string show_remote_storage(const Config& c) {
   if (c.remote_storage.empty()) return "(none)";
-  try {
-    std::vector<std::string> shown;
-    for (const auto& url : storage::remote::parse_remote_urls(c.remote_storage, storage::remote::RemoteSecrets{})) {
-      shown.push_back(url.redacted());
-    }
-    return join(shown, " ");
-  } catch (const std::exception&) {
-    return "(invalid)";
-  }
+  std::vector<std::string> shown;
+  for (const auto& url : c.remote_urls) shown.push_back(url.redacted());
+  return join(shown, " ");
 }
 
 std::string set_remote_ca_file(Config& c, const std::string& v) {
@@ -468,7 +461,7 @@ void note_bare_size(Config& c, const KeySpec& k, const std::string& value, const
 
 // A value as a message may quote it: remote.storage may carry a password, so it is redacted.
 std::string quotable(const KeySpec& k, const std::string& value) {
-  return k.from_string == set_remote_storage ? storage::remote::redact_remote_list(value) : value;
+  return k.from_string == set_remote_storage ? redact_remote_list(value) : value;
 }
 
 void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::string& file) {
@@ -612,6 +605,11 @@ Config load_config() {
     read_env_layer(c);
   } catch (const std::exception& e) {
     c.problems.push_back(fmt::format("kache: unexpected error while reading the configuration ({}).", e.what()));
+  }
+  // The secrets come from the environment alone, read once and only when remotes are configured.
+  if (!c.remote_urls.empty()) {
+    const RemoteSecrets secrets = RemoteSecrets::from_environment();
+    for (auto& url : c.remote_urls) apply_secrets(url, secrets);
   }
   return c;
 }

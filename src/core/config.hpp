@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "core/remote_url.hpp"
+
 namespace kache::core {
 
 struct Config {
@@ -50,7 +52,10 @@ struct Config {
   bool nvcc_path_normalize = true;
   bool nvcc_cache_device_outputs = true;
   std::string nvcc_source_date_epoch = "0";
-  std::string remote_storage;  // as configured, secrets included: print remote_storage_shown()
+  std::string remote_storage;  // as configured, secrets included: never printed (--show-config redacts it)
+  // remote_storage parsed once, when the layer that sets it is read, with the environment's secrets
+  // (KACHE_REMOTE_PASSWORD, KACHE_REMOTE_BEARER_TOKEN) applied by load_config: what the stores open.
+  std::vector<RemoteUrl> remote_urls;
   bool remote_read_only = false;
   bool remote_only = false;
   std::string remote_ca_file;

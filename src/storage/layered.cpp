@@ -120,7 +120,7 @@ void LayeredStorage::remove(std::string_view key) {
 LayeredStorage open_storage(const core::Config& cfg) {
   auto local = std::make_unique<LocalStorage>(LocalStorageOptions{cfg.cache_dir, cfg.max_size});
   std::vector<std::unique_ptr<Storage>> remotes;
-  if (!cfg.remote_storage.empty()) {
+  if (!cfg.remote_urls.empty()) {
     remote::RemoteStoreOptions options;
     bool urls_usable = true;
     options.ca_file = cfg.remote_ca_file;
@@ -141,21 +141,18 @@ LayeredStorage open_storage(const core::Config& cfg) {
       }
     }
     // Parsed when the configuration was read (a bad list is one warning there and no remotes here).
-    std::vector<remote::RemoteUrl> urls;
-    try {
-      if (urls_usable) urls = remote::parse_remote_urls(cfg.remote_storage, remote::RemoteSecrets::from_environment());
-    } catch (const std::exception&) {
-    }
-    for (const auto& url : urls) {
-      remotes.push_back(
-          std::make_unique<remote::RemoteStore>(remote::make_remote_storage(url, options), url.identity(), options));
+    if (urls_usable) {
+      for (const auto& url : cfg.remote_urls) {
+        remotes.push_back(
+            std::make_unique<remote::RemoteStore>(remote::make_remote_storage(url, options), url.identity(), options));
+      }
     }
   }
   LayeredStorage layered(std::move(local), std::move(remotes),
                          core::PartsEncoding{cfg.compression, cfg.compression_level});
   // remote.only: an ephemeral machine reads its local store (empty, or filled by this build's own
   // lookups) but writes only to the remotes.
-  if (cfg.remote_only && !cfg.remote_storage.empty()) layered.set_local_writes(false);
+  if (cfg.remote_only && !cfg.remote_urls.empty()) layered.set_local_writes(false);
   return layered;
 }
 

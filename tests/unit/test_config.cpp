@@ -137,6 +137,35 @@ filter = "kache=debug"
   EXPECT_NE(listing.find("log.file"), std::string::npos) << listing;
 }
 
+// remote.storage is parsed once, when its layer is read: Config carries the list, with the secrets of
+// the environment applied as the stores need them, and a bad list in a later layer (one problem) leaves
+// the earlier list in force, its text and its parse alike.
+TEST_F(ConfigTest, RemoteStorageIsCarriedParsedWithTheEnvironmentsSecrets) {
+  write("[remote]\nstorage = \"redis://cache:7000/2|read-only  http://u@web/x https://tls/y\"\n");
+  const std::map<std::string, std::string> secrets = {{"KACHE_REMOTE_PASSWORD", "pw"},
+                                                      {"KACHE_REMOTE_BEARER_TOKEN", "tok"}};
+  std::map<std::string, std::string> saved;
+  for (const auto& [name, value] : secrets) {
+    if (const char* old = std::getenv(name.c_str())) saved[name] = old;
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ::setenv("KACHE_REMOTE_STORAGE", "redis://bad:port", 1);
+  const Config c = load_config();
+  for (const auto& [name, value] : secrets) ::unsetenv(name.c_str());
+  for (const auto& [name, value] : saved) ::setenv(name.c_str(), value.c_str(), 1);
+
+  EXPECT_EQ(c.problems.size(), 1u) << all(c.problems);
+  EXPECT_EQ(c.remote_storage, "redis://cache:7000/2|read-only  http://u@web/x https://tls/y");
+  EXPECT_EQ(c.remote_urls, kache::core::parse_remote_urls(c.remote_storage, {"pw", "tok"}));
+  ASSERT_EQ(c.remote_urls.size(), 3u);
+  EXPECT_EQ(c.remote_urls[0].password, "pw");
+  EXPECT_EQ(c.remote_urls[1].password, "pw");
+  EXPECT_EQ(c.remote_urls[2].bearer_token, "tok");
+  EXPECT_TRUE(c.remote_urls[0].read_only);
+  EXPECT_EQ(kache::core::config_value_text(c, "remote.storage"),
+            "redis://cache:7000/2|read-only http://u@web/x https://tls/y");
+}
+
 TEST_F(ConfigTest, UnknownKeyNamesKeyAndFile) {
   write("[cache]\nmaxsize = \"1G\"\n[bogus]\nx = 1\n");
   const Config c = load_config();

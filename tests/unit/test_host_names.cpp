@@ -43,7 +43,7 @@ class HostNames : public ::testing::Test {
   fs::path dir_;
 };
 
-RemoteUrl url_of(const std::string& spec) { return parse_remote_url(spec, {}); }
+core::RemoteUrl url_of(const std::string& spec) { return core::parse_remote_url(spec, {}); }
 
 TEST_F(HostNames, ANameFromTheHostsFileIPv4First) {
   hosts_file("::1 dual.kache.test\n127.0.0.2 dual.kache.test\n");

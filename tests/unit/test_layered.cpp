@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
+#include "core/config.hpp"
 #include "core/entry_format.hpp"
 #include "storage/layered.hpp"
 #include "util/fs.hpp"
@@ -129,6 +131,21 @@ TEST_F(LayeredTest, LocalRecordIsWrittenToTheLocalStoreOnly) {
   ASSERT_TRUE(s.put_local_record(other, "x"));
   EXPECT_EQ(*s.local().get(other), std::nullopt);
   EXPECT_EQ(mem_[0]->calls + mem_[1]->calls, 0);
+}
+
+// open_storage opens the remotes the Config carries parsed (issue 25: remote.storage is parsed once, when
+// the configuration is read), and remote.only follows that list too.
+TEST_F(LayeredTest, OpenStorageOpensTheRemotesTheConfigCarries) {
+  core::Config cfg;
+  cfg.cache_dir = dir_.path();
+  cfg.remote_urls = core::parse_remote_urls("redis://127.0.0.1:1|read-only", {});
+  cfg.remote_only = true;
+  auto s = open_storage(cfg);
+  EXPECT_FALSE(s.disabled(1));  // level 1: the one remote
+  EXPECT_THROW((void)s.disabled(2), std::out_of_range);
+  const std::string key = key_of("remote only");
+  (void)s.put_record(key, "written to the remotes only");
+  EXPECT_EQ(*s.local().get(key), std::nullopt);
 }
 
 TEST_F(LayeredTest, FailingStoreIsSkippedForTheRestOfTheCompile) {

@@ -22,16 +22,18 @@ namespace fs = std::filesystem;
 
 const std::string kKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-RemoteUrl url_of(const std::string& spec, const RemoteSecrets& secrets = {}) { return parse_remote_url(spec, secrets); }
+core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) {
+  return core::parse_remote_url(spec, secrets);
+}
 
-RemoteSecrets password_secret(const std::string& password) {
-  RemoteSecrets secrets;
+core::RemoteSecrets password_secret(const std::string& password) {
+  core::RemoteSecrets secrets;
   secrets.password = password;
   return secrets;
 }
 
-RemoteSecrets token_secret(const std::string& token) {
-  RemoteSecrets secrets;
+core::RemoteSecrets token_secret(const std::string& token) {
+  core::RemoteSecrets secrets;
   secrets.bearer_token = token;
   return secrets;
 }
@@ -100,6 +102,23 @@ TEST(RemoteHttp, ReadOnlyWritesNothing) {
   reader.put(kKey, "changed");
   reader.remove(kKey);
   EXPECT_EQ(writer.get(kKey), "v");
+}
+
+// Read-only is decided once, when the backend is made: the URL's own read-only or remote.read_only
+// (RemoteStoreOptions::read_only) for every remote. A read-only backend writes nothing, so the dead
+// server below is never asked; a writable one is, and fails.
+TEST(RemoteBackend, ReadOnlyIsDecidedWhenTheBackendIsMade) {
+  RemoteStoreOptions every_remote_read_only;
+  every_remote_read_only.read_only = true;
+  for (const std::string dead : {"http://127.0.0.1:1/cache", "redis://127.0.0.1:1"}) {
+    EXPECT_TRUE(make_remote_storage(url_of(dead + "|read-only"), {})->read_only()) << dead;
+    EXPECT_FALSE(make_remote_storage(url_of(dead), {})->read_only()) << dead;
+    const auto backend = make_remote_storage(url_of(dead), every_remote_read_only);
+    EXPECT_TRUE(backend->read_only()) << dead;
+    EXPECT_NO_THROW(backend->put(kKey, "v")) << dead;
+    EXPECT_NO_THROW(backend->remove(kKey)) << dead;
+    EXPECT_THROW(make_remote_storage(url_of(dead), {})->put(kKey, "v"), RemoteError) << dead;
+  }
 }
 
 TEST(RemoteHttp, BasicAuth) {

@@ -151,7 +151,9 @@ class ScriptedServer {
   int accepted_ = 0;
 };
 
-RemoteUrl url_of(const std::string& spec, const RemoteSecrets& secrets = {}) { return parse_remote_url(spec, secrets); }
+core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) {
+  return core::parse_remote_url(spec, secrets);
+}
 
 RemoteFailure::Kind failure_kind(const std::function<void()>& action) {
   try {

@@ -16,7 +16,7 @@ namespace {
 #define SKIP_WITHOUT_REDIS() \
   if (!testing::find_server_binary("redis-server")) GTEST_SKIP() << "redis-server is not installed (scripts/setup.sh)"
 
-RemoteUrl url_of(const std::string& spec) { return parse_remote_url(spec, {}); }
+core::RemoteUrl url_of(const std::string& spec) { return core::parse_remote_url(spec, {}); }
 
 std::string local(int port) { return "redis://127.0.0.1:" + std::to_string(port); }
 
@@ -107,9 +107,9 @@ TEST(RemoteRedis, PasswordAndAclUser) {
   EXPECT_EQ(by_user.get("k"), "v");
 
   // The password from the environment's secrets.
-  RemoteSecrets secrets;
+  core::RemoteSecrets secrets;
   secrets.password = "s3cret";
-  RedisStorage by_env(parse_remote_url(local(server.port()), secrets));
+  RedisStorage by_env(core::parse_remote_url(local(server.port()), secrets));
   EXPECT_EQ(by_env.get("k"), "v");
 }
 

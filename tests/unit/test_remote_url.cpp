@@ -1,9 +1,9 @@
 // Unit tests for the remote storage URL list: ccache's forms, attributes, secrets and redaction.
 #include <gtest/gtest.h>
 
-#include "storage/remote/remote_url.hpp"
+#include "core/remote_url.hpp"
 
-namespace kache::storage::remote {
+namespace kache::core {
 namespace {
 
 RemoteUrl parse(std::string_view spec, const RemoteSecrets& secrets = {}) { return parse_remote_url(spec, secrets); }
@@ -173,4 +173,4 @@ TEST(RemoteUrl, IdentityIgnoresAttributesAndSecrets) {
 }
 
 }  // namespace
-}  // namespace kache::storage::remote
+}  // namespace kache::core

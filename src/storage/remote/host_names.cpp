@@ -41,7 +41,7 @@ void on_addresses(void* arg, int status, int /*timeouts*/, ares_addrinfo* result
 // ends a lookup still waiting, whose callback then runs with ARES_EDESTRUCTION.
 class Channel {
  public:
-  Channel(const RemoteUrl& url, const std::string& dns_servers) {
+  Channel(const core::RemoteUrl& url, const std::string& dns_servers) {
     static std::once_flag library;
     std::call_once(library, [] { ::ares_library_init(ARES_LIB_INIT_ALL); });
     if (const int rc = ::ares_init(&channel_); rc != ARES_SUCCESS) {
@@ -95,7 +95,7 @@ bool drive_until(ares_channel channel, const Lookup& lookup, Clock::time_point u
   return true;
 }
 
-std::vector<HostAddress> numeric_address(const RemoteUrl& url) {
+std::vector<HostAddress> numeric_address(const core::RemoteUrl& url) {
   HostAddress address;
   const auto port = htons(static_cast<std::uint16_t>(url.effective_port()));
   auto* v4 = reinterpret_cast<sockaddr_in*>(&address.storage);
@@ -123,11 +123,11 @@ std::string HostAddress::numeric_host() const {
   return text;
 }
 
-std::vector<HostAddress> resolve_host_within(const RemoteUrl& url, Clock::time_point until) {
+std::vector<HostAddress> resolve_host_within(const core::RemoteUrl& url, Clock::time_point until) {
   return resolve_host_within(url, until, "");
 }
 
-std::vector<HostAddress> resolve_host_within(const RemoteUrl& url, Clock::time_point until,
+std::vector<HostAddress> resolve_host_within(const core::RemoteUrl& url, Clock::time_point until,
                                              const std::string& dns_servers) {
   if (url.host_is_address()) return numeric_address(url);
   Lookup lookup;  // outlives the channel, whose destruction may still call back

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/remote/remote_url.hpp"
+#include "core/remote_url.hpp"
 
 namespace kache::storage::remote {
 
@@ -29,11 +29,11 @@ struct HostAddress {
 // The addresses of url's host (a name or a numeric address) and port, IPv4 ones first (then the
 // resolver's order): callers try them in order within one deadline. Throws RemoteError: kind timeout
 // past `until`, kind error when the name does not resolve.
-std::vector<HostAddress> resolve_host_within(const RemoteUrl& url, std::chrono::steady_clock::time_point until);
+std::vector<HostAddress> resolve_host_within(const core::RemoteUrl& url, std::chrono::steady_clock::time_point until);
 
 // The same, asking the DNS servers in `dns_servers` (c-ares's "host:port,..." form) instead of
 // /etc/resolv.conf's: what tests use to stand in for a DNS server that never answers.
-std::vector<HostAddress> resolve_host_within(const RemoteUrl& url, std::chrono::steady_clock::time_point until,
+std::vector<HostAddress> resolve_host_within(const core::RemoteUrl& url, std::chrono::steady_clock::time_point until,
                                              const std::string& dns_servers);
 
 }  // namespace kache::storage::remote

@@ -37,6 +37,7 @@ namespace {
 
 // A reused keep-alive connection the server had closed: the request is sent again on a new one.
 struct StaleConnection {};
+using AnswerParser = http::response_parser<http::string_body>;
 
 bool closed_by_peer(const beast::error_code& ec) {
   return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
@@ -103,9 +104,16 @@ struct HttpConnection::State {
     buffer.clear();
     connected = false;
   }
+
+  // The parts of one exchange, in order (HttpConnection::exchange).
+  bool send(const HttpRequest& request, const core::RemoteUrl& url, bool reused, AnswerParser& parser);
+  void skip_interim_answers(std::optional<AnswerParser>& parser, const core::RemoteUrl& url);
+  void read_body(const HttpRequest& request, const core::RemoteUrl& url, AnswerParser& parser);
+  // Closes the connection and makes the RemoteError for what failed.
+  RemoteError fail(const core::RemoteUrl& url, const beast::error_code& ec, const char* doing);
 };
 
-HttpConnection::HttpConnection(const RemoteUrl& url, std::string ca_file)
+HttpConnection::HttpConnection(const core::RemoteUrl& url, std::string ca_file)
     : url_(url), ca_file_(std::move(ca_file)), state_(std::make_unique<State>()) {
   state_->authorization = authorization_header(url);
   // Beast reads as much as the buffer has room for, 512 bytes at first: a 30 KB entry took 68 reads,
@@ -121,7 +129,8 @@ HttpConnection::~HttpConnection() {
 namespace {
 
 template <typename Body>
-void prepare(http::request<Body>& req, const HttpRequest& request, const RemoteUrl& url, const std::string& auth) {
+void prepare(http::request<Body>& req, const HttpRequest& request, const core::RemoteUrl& url,
+             const std::string& auth) {
   req.version(11);
   req.target(beast::string_view(request.target.data(), request.target.size()));
   req.set(http::field::host, url.host_port());
@@ -130,7 +139,7 @@ void prepare(http::request<Body>& req, const HttpRequest& request, const RemoteU
   req.keep_alive(true);
 }
 
-RemoteError failure(const RemoteUrl& url, const beast::error_code& ec, const char* doing) {
+RemoteError failure(const core::RemoteUrl& url, const beast::error_code& ec, const char* doing) {
   const bool timeout = ec == beast::error::timeout;
   return RemoteError(timeout ? RemoteFailure::Kind::timeout : RemoteFailure::Kind::error,
                      url.redacted() + ": " + doing + (timeout ? " timed out" : " failed: " + ec.message()));
@@ -149,7 +158,7 @@ void HttpConnection::connect(Clock::time_point deadline) {
     endpoint.resize(a.length);
     endpoints.push_back(endpoint);
   }
-  if (url_.scheme == Scheme::https) {
+  if (url_.scheme == core::Scheme::https) {
     if (!s.tls) {
       // No openssl.cnf: a system's config may name providers or engines to load as shared objects (a
       // FIPS provider, say), which a static program must not dlopen; the built-in defaults suffice.
@@ -193,101 +202,120 @@ void HttpConnection::connect(Clock::time_point deadline) {
   s.connected = true;
 }
 
+// Sends the request and reads the answer's header meanwhile: a server may answer (401, 413) before it
+// has read a PUT's body and stop reading, and the rest of the body is then not sent. Returns whether
+// the whole request went out.
+bool HttpConnection::State::send(const HttpRequest& request, const core::RemoteUrl& url, bool reused,
+                                 AnswerParser& parser) {
+  http::request<http::span_body<const char>> put{http::verb::put, "", 11};
+  http::request<http::empty_body> other{request.method == HttpMethod::get ? http::verb::get : http::verb::delete_, "",
+                                        11};
+  if (request.method == HttpMethod::put) {
+    prepare(put, request, url, authorization);
+    put.body() = http::span_body<const char>::value_type(request.body.data(), request.body.size());
+    put.prepare_payload();
+  } else {
+    prepare(other, request, url, authorization);
+    other.prepare_payload();
+  }
+  bool sent = false;
+  beast::error_code write_ec, read_ec = net::error::would_block;
+  const auto on_written = [&](beast::error_code ec, std::size_t) {
+    sent = !ec;
+    write_ec = ec;
+  };
+  with_stream([&](auto& stream) {
+    if (request.method == HttpMethod::put) {
+      http::async_write(stream, put, on_written);
+    } else {
+      http::async_write(stream, other, on_written);
+    }
+    http::async_read_header(stream, buffer, parser, [&](beast::error_code ec, std::size_t) {
+      read_ec = ec;
+      if (!ec && !sent && parser.get().result_int() >= 200) {
+        beast::error_code ignored;
+        tcp().socket().cancel(ignored);  // ends the write: the server has answered
+      }
+    });
+  });
+  io.restart();
+  io.run();
+  if (read_ec) {
+    if (reused && !parser.got_some() && (closed_by_peer(read_ec) || closed_by_peer(write_ec))) throw StaleConnection{};
+    if (write_ec && write_ec != net::error::operation_aborted && !closed_by_peer(write_ec)) {
+      throw fail(url, write_ec, "sending the request");
+    }
+    throw fail(url, read_ec, "reading the answer");
+  }
+  return sent;
+}
+
+// Interim answers (100 Continue, 102 Processing, 103 Early Hints) come before the answer.
+void HttpConnection::State::skip_interim_answers(std::optional<AnswerParser>& parser, const core::RemoteUrl& url) {
+  while (parser->get().result_int() / 100 == 1 && parser->get().result_int() != 101) {
+    parser.emplace();
+    beast::error_code ec;
+    with_stream([&](auto& stream) {
+      ec = run([&](auto handler) { http::async_read_header(stream, buffer, *parser, std::move(handler)); });
+    });
+    if (ec) throw fail(url, ec, "reading the answer");
+  }
+}
+
+// Reads the answer's body within answer_body_bound; a larger one ends the connection and throws.
+void HttpConnection::State::read_body(const HttpRequest& request, const core::RemoteUrl& url, AnswerParser& parser) {
+  const long status = static_cast<long>(parser.get().result_int());
+  const std::uint64_t limit = answer_body_bound(request, status);
+  const auto too_large = [&] {
+    close();  // the rest of the body is never read: this connection is done
+    throw_body_over_bound(url, request, status);
+  };
+  // Compared here, before Beast reserves a claimed length: body_limit alone let a response whose
+  // Content-Length exceeded it be read whole (measured with Boost 1.74; RemoteHttp tests).
+  if (parser.content_length() && *parser.content_length() > limit) too_large();
+  parser.body_limit(limit);
+  if (!parser.is_done()) {
+    beast::error_code ec;
+    with_stream([&](auto& stream) {
+      ec = run([&](auto handler) { http::async_read(stream, buffer, parser, std::move(handler)); });
+    });
+    if (ec == http::error::body_limit) too_large();
+    if (ec) throw fail(url, ec, "reading the answer");
+  }
+}
+
+RemoteError HttpConnection::State::fail(const core::RemoteUrl& url, const beast::error_code& ec, const char* doing) {
+  close();
+  return failure(url, ec, doing);
+}
+
+HttpResponse HttpConnection::exchange(const HttpRequest& request, bool reused) {
+  State& s = *state_;
+  std::optional<AnswerParser> parser(std::in_place);
+  const bool sent = s.send(request, url_, reused, *parser);
+  s.skip_interim_answers(parser, url_);
+  s.read_body(request, url_, *parser);
+  HttpResponse response;
+  response.status = static_cast<long>(parser->get().result_int());
+  // The connection serves the next request only when this exchange ended cleanly: the whole request
+  // went out, the server keeps the connection, and nothing follows the answer (bytes after it are
+  // no answer to anything this client asked).
+  const bool reusable = sent && parser->keep_alive() && s.buffer.size() == 0;
+  response.body = std::move(parser->get().body());
+  if (!reusable) s.close();
+  return response;
+}
+
 HttpResponse HttpConnection::perform(const HttpRequest& request) {
   const SigpipeGuard sigpipe;  // Asio sends with MSG_NOSIGNAL; kept for whatever else writes
   State& s = *state_;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(url_.operation_timeout_ms);
-  const auto fail = [&](const beast::error_code& ec, const char* doing) -> RemoteError {
-    s.close();
-    return failure(url_, ec, doing);
-  };
-
   for (int attempt = 0;; ++attempt) {
     const bool reused = s.connected;
     if (!s.connected) connect(deadline);
-
     try {
       s.tcp().expires_at(deadline);
-      http::request<http::span_body<const char>> put{http::verb::put, "", 11};
-      http::request<http::empty_body> other{request.method == HttpMethod::get ? http::verb::get : http::verb::delete_,
-                                            "", 11};
-      if (request.method == HttpMethod::put) {
-        prepare(put, request, url_, s.authorization);
-        put.body() = http::span_body<const char>::value_type(request.body.data(), request.body.size());
-        put.prepare_payload();
-      } else {
-        prepare(other, request, url_, s.authorization);
-        other.prepare_payload();
-      }
-      // The answer is read while the request goes out: a server may answer (401, 413) before it has
-      // read a PUT's body and stop reading, and the rest of the body is then not sent.
-      std::optional<http::response_parser<http::string_body>> parser(std::in_place);
-      bool sent = false;
-      beast::error_code write_ec, read_ec = net::error::would_block;
-      const auto on_written = [&](beast::error_code ec, std::size_t) {
-        sent = !ec;
-        write_ec = ec;
-      };
-      s.with_stream([&](auto& stream) {
-        if (request.method == HttpMethod::put) {
-          http::async_write(stream, put, on_written);
-        } else {
-          http::async_write(stream, other, on_written);
-        }
-        http::async_read_header(stream, s.buffer, *parser, [&](beast::error_code ec, std::size_t) {
-          read_ec = ec;
-          if (!ec && !sent && parser->get().result_int() >= 200) {
-            beast::error_code ignored;
-            s.tcp().socket().cancel(ignored);  // ends the write: the server has answered
-          }
-        });
-      });
-      s.io.restart();
-      s.io.run();
-      if (read_ec) {
-        if (reused && !parser->got_some() && (closed_by_peer(read_ec) || closed_by_peer(write_ec)))
-          throw StaleConnection{};
-        if (write_ec && write_ec != net::error::operation_aborted && !closed_by_peer(write_ec))
-          throw fail(write_ec, "sending the request");
-        throw fail(read_ec, "reading the answer");
-      }
-      // Interim answers (100 Continue, 102 Processing, 103 Early Hints) come before the answer.
-      while (parser->get().result_int() / 100 == 1 && parser->get().result_int() != 101) {
-        parser.emplace();
-        beast::error_code ec;
-        s.with_stream([&](auto& stream) {
-          ec = s.run([&](auto handler) { http::async_read_header(stream, s.buffer, *parser, std::move(handler)); });
-        });
-        if (ec) throw fail(ec, "reading the answer");
-      }
-
-      const long status = static_cast<long>(parser->get().result_int());
-      const std::uint64_t limit = answer_body_bound(request, status);
-      const auto too_large = [&] {
-        s.close();  // the rest of the body is never read: this connection is done
-        throw_body_over_bound(url_, request, status);
-      };
-      // Compared here, before Beast reserves a claimed length: body_limit alone let a response whose
-      // Content-Length exceeded it be read whole (measured with Boost 1.74; RemoteHttp tests).
-      if (parser->content_length() && *parser->content_length() > limit) too_large();
-      parser->body_limit(limit);
-      if (!parser->is_done()) {
-        beast::error_code ec;
-        s.with_stream([&](auto& stream) {
-          ec = s.run([&](auto handler) { http::async_read(stream, s.buffer, *parser, std::move(handler)); });
-        });
-        if (ec == http::error::body_limit) too_large();
-        if (ec) throw fail(ec, "reading the answer");
-      }
-      HttpResponse response;
-      response.status = status;
-      // The connection serves the next request only when this exchange ended cleanly: the whole request
-      // went out, the server keeps the connection, and nothing follows the answer (bytes after it are
-      // no answer to anything this client asked).
-      const bool reusable = sent && parser->keep_alive() && s.buffer.size() == 0;
-      response.body = std::move(parser->get().body());
-      if (!reusable) s.close();
-      return response;
+      return exchange(request, reused);
     } catch (const StaleConnection&) {
       s.close();
       if (attempt > 0) {

@@ -20,14 +20,14 @@
 #include <memory>
 #include <string>
 
+#include "core/remote_url.hpp"
 #include "storage/remote/http_exchange.hpp"
-#include "storage/remote/remote_url.hpp"
 
 namespace kache::storage::remote {
 
 class HttpConnection {
  public:
-  HttpConnection(const RemoteUrl& url, std::string ca_file);
+  HttpConnection(const core::RemoteUrl& url, std::string ca_file);
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
@@ -38,8 +38,10 @@ class HttpConnection {
   struct State;
   // Opens the connection (resolve, connect, TLS handshake for https) within its deadlines.
   void connect(std::chrono::steady_clock::time_point deadline);
+  // One request and its answer on the open connection (perform retries a stale reused connection once).
+  HttpResponse exchange(const HttpRequest& request, bool reused);
 
-  const RemoteUrl& url_;
+  const core::RemoteUrl& url_;
   std::string ca_file_;
   std::unique_ptr<State> state_;
 };

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "storage/remote/remote_url.hpp"
+#include "core/remote_url.hpp"
 
 namespace kache::storage::remote {
 
@@ -35,10 +35,10 @@ std::uint64_t answer_body_bound(const HttpRequest& request, long status);
 
 // What an answer whose body exceeds answer_body_bound throws: OversizedValue for a value (a miss,
 // counted apart), RemoteError for anything else (an error, not an oversized value).
-[[noreturn]] void throw_body_over_bound(const RemoteUrl& url, const HttpRequest& request, long status);
+[[noreturn]] void throw_body_over_bound(const core::RemoteUrl& url, const HttpRequest& request, long status);
 
 // The "Authorization" header value for the URL's credentials ("Basic ..." or "Bearer ..."), empty
 // when it has none.
-std::string authorization_header(const RemoteUrl& url);
+std::string authorization_header(const core::RemoteUrl& url);
 
 }  // namespace kache::storage::remote

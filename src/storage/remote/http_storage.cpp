@@ -13,14 +13,14 @@ std::uint64_t answer_body_bound(const HttpRequest& request, long status) {
   return value ? request.max_body : std::min(request.max_body, kAnswerBodyLimit);
 }
 
-void throw_body_over_bound(const RemoteUrl& url, const HttpRequest& request, long status) {
+void throw_body_over_bound(const core::RemoteUrl& url, const HttpRequest& request, long status) {
   const std::string what = url.redacted() + ": the answer's body (HTTP " + std::to_string(status) + ") exceeds " +
                            std::to_string(answer_body_bound(request, status)) + " bytes";
   if (request.method == HttpMethod::get && status == 200) throw OversizedValue(what);
   throw RemoteError(RemoteFailure::Kind::error, what);
 }
 
-std::string authorization_header(const RemoteUrl& url) {
+std::string authorization_header(const core::RemoteUrl& url) {
   if (!url.user.empty()) {
     const std::string credentials = url.user + ":" + url.password.value_or("");
     std::string encoded(4 * ((credentials.size() + 2) / 3) + 1, '\0');
@@ -64,20 +64,23 @@ std::string path_segment(std::string_view key) {
 
 }  // namespace
 
-HttpStorage::HttpStorage(RemoteUrl url, std::string ca_file, std::uint64_t max_body)
-    : url_(std::move(url)), ca_file_(std::move(ca_file)), max_body_(max_body) {}
+HttpStorage::HttpStorage(core::RemoteUrl url, std::string ca_file, std::uint64_t max_body, bool every_remote_read_only)
+    : RemoteBackend(url, every_remote_read_only),
+      url_(std::move(url)),
+      ca_file_(std::move(ca_file)),
+      max_body_(max_body) {}
 
 HttpStorage::~HttpStorage() = default;
 
 std::string HttpStorage::key_path(std::string_view key) const {
   const std::string segment = path_segment(key);
   switch (url_.layout) {
-    case HttpLayout::flat:
+    case core::HttpLayout::flat:
       return "/" + segment;
-    case HttpLayout::subdirs:
+    case core::HttpLayout::subdirs:
       if (segment.size() < 3) return "/" + segment;
       return "/" + segment.substr(0, 2) + "/" + segment.substr(2);
-    case HttpLayout::bazel:
+    case core::HttpLayout::bazel:
       // Bazel's action cache takes exactly 64 hex digits; other keys are hashed into that form.
       return "/ac/" + (is_sha256_hex(key) ? std::string(key) : util::sha256(key).hex());
   }
@@ -105,7 +108,7 @@ HttpResponse HttpStorage::perform(HttpMethod method, std::string_view key, std::
 
 namespace {
 
-[[noreturn]] void unexpected_status(const RemoteUrl& url, const char* method, long status) {
+[[noreturn]] void unexpected_status(const core::RemoteUrl& url, const char* method, long status) {
   throw RemoteError(RemoteFailure::Kind::error,
                     url.redacted() + ": " + method + " answered HTTP " + std::to_string(status));
 }
@@ -119,14 +122,12 @@ std::optional<std::string> HttpStorage::get(std::string_view key) {
   unexpected_status(url_, "GET", r.status);
 }
 
-void HttpStorage::put(std::string_view key, std::string_view value) {
-  if (url_.read_only) return;
+void HttpStorage::write(std::string_view key, std::string_view value) {
   const HttpResponse r = perform(HttpMethod::put, key, value);
   if (r.status < 200 || r.status > 299) unexpected_status(url_, "PUT", r.status);
 }
 
-void HttpStorage::remove(std::string_view key) {
-  if (url_.read_only) return;
+void HttpStorage::erase(std::string_view key) {
   const HttpResponse r = perform(HttpMethod::remove, key, {});
   if ((r.status < 200 || r.status > 299) && r.status != 404) unexpected_status(url_, "DELETE", r.status);
 }

@@ -16,36 +16,40 @@
 #include <memory>
 #include <string>
 
-#include "storage/remote/http_exchange.hpp"
+#include "core/remote_url.hpp"
 #include "storage/remote/http_connection.hpp"
+#include "storage/remote/http_exchange.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
-#include "storage/remote/remote_url.hpp"
 
 namespace kache::storage::remote {
 
 class HttpStorage final : public RemoteBackend {
  public:
-  explicit HttpStorage(RemoteUrl url, std::string ca_file = "", std::uint64_t max_body = UINT64_MAX);
+  // every_remote_read_only: remote.read_only (RemoteBackend decides with the URL's own read-only).
+  explicit HttpStorage(core::RemoteUrl url, std::string ca_file = "", std::uint64_t max_body = UINT64_MAX,
+                       bool every_remote_read_only = false);
   ~HttpStorage() override;
   HttpStorage(const HttpStorage&) = delete;
   HttpStorage& operator=(const HttpStorage&) = delete;
 
   std::string name() const override { return url_.redacted(); }
   std::optional<std::string> get(std::string_view key) override;
-  void put(std::string_view key, std::string_view value) override;
-  void remove(std::string_view key) override;
-  const RemoteUrl& url() const { return url_; }
+  const core::RemoteUrl& url() const { return url_; }
 
   // The request URL of a key under the URL's layout (no credentials in it).
   std::string key_url(std::string_view key) const;
+
+ protected:
+  void write(std::string_view key, std::string_view value) override;
+  void erase(std::string_view key) override;
 
  private:
   // Where a key lies below the URL's path, under its layout: "/ab/cdef", "/abcdef" or "/ac/<64 hex>".
   std::string key_path(std::string_view key) const;
   HttpResponse perform(HttpMethod method, std::string_view key, std::string_view upload);
 
-  RemoteUrl url_;
+  core::RemoteUrl url_;
   std::string ca_file_;
   std::uint64_t max_body_;
   std::unique_ptr<HttpConnection> connection_;  // made on first use

@@ -41,8 +41,8 @@ bool is_auth_reply(const redisReply& r) {
 void RedisStorage::ContextDeleter::operator()(redisContext* c) const { redisFree(c); }
 void RedisStorage::ReplyDeleter::operator()(redisReply* r) const { freeReplyObject(r); }
 
-RedisStorage::RedisStorage(RemoteUrl url, std::string key_prefix)
-    : url_(std::move(url)), prefix_(std::move(key_prefix)) {}
+RedisStorage::RedisStorage(core::RemoteUrl url, std::string key_prefix, bool every_remote_read_only)
+    : RemoteBackend(url, every_remote_read_only), url_(std::move(url)), prefix_(std::move(key_prefix)) {}
 
 RedisStorage::~RedisStorage() = default;
 
@@ -149,7 +149,7 @@ void RedisStorage::connect() {
   if (context_) return;
   queued_.clear();
   const auto connect_until = Clock::now() + std::chrono::milliseconds(url_.connect_timeout_ms);
-  if (url_.scheme == Scheme::redis_unix) {
+  if (url_.scheme == core::Scheme::redis_unix) {
     errno = 0;
     context_.reset(redisConnectUnixWithTimeout(url_.path.c_str(), to_timeval(url_.connect_timeout_ms)));
   } else {
@@ -207,15 +207,13 @@ std::optional<std::string> RedisStorage::get(std::string_view key) {
                     url_.redacted() + ": GET: unexpected reply type " + std::to_string(reply->type));
 }
 
-void RedisStorage::put(std::string_view key, std::string_view value) {
-  if (url_.read_only) return;
+void RedisStorage::write(std::string_view key, std::string_view value) {
   const SigpipeGuard sigpipe;
   connect();
   command({"SET", prefix_ + std::string(key), value}, "SET");
 }
 
-void RedisStorage::remove(std::string_view key) {
-  if (url_.read_only) return;
+void RedisStorage::erase(std::string_view key) {
   const SigpipeGuard sigpipe;
   connect();
   command({"DEL", prefix_ + std::string(key)}, "DEL");

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "core/remote_url.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
-#include "storage/remote/remote_url.hpp"
 
 struct redisContext;
 struct redisReply;
@@ -26,13 +26,16 @@ namespace kache::storage::remote {
 
 class RedisStorage final : public RemoteBackend {
  public:
-  explicit RedisStorage(RemoteUrl url, std::string key_prefix = "kache:");
+  // every_remote_read_only: remote.read_only (RemoteBackend decides with the URL's own read-only).
+  explicit RedisStorage(core::RemoteUrl url, std::string key_prefix = "kache:", bool every_remote_read_only = false);
   ~RedisStorage() override;
   std::string name() const override { return url_.redacted(); }
   std::optional<std::string> get(std::string_view key) override;
-  void put(std::string_view key, std::string_view value) override;
-  void remove(std::string_view key) override;
-  const RemoteUrl& url() const { return url_; }
+  const core::RemoteUrl& url() const { return url_; }
+
+ protected:
+  void write(std::string_view key, std::string_view value) override;
+  void erase(std::string_view key) override;
 
  private:
   struct ContextDeleter {
@@ -57,7 +60,7 @@ class RedisStorage final : public RemoteBackend {
   Reply command(std::initializer_list<std::string_view> args, const char* doing);
   [[noreturn]] void fail_from_context(const char* doing);
 
-  RemoteUrl url_;
+  core::RemoteUrl url_;
   std::string prefix_;
   std::unique_ptr<redisContext, ContextDeleter> context_;
   std::vector<const char*> queued_;  // commands sent on this connection whose replies are still unread

@@ -5,16 +5,16 @@
 
 namespace kache::storage::remote {
 
-std::unique_ptr<RemoteBackend> make_remote_storage(const RemoteUrl& url, const RemoteStoreOptions& options) {
+std::unique_ptr<RemoteBackend> make_remote_storage(const core::RemoteUrl& url, const RemoteStoreOptions& options) {
   switch (url.scheme) {
-    case Scheme::redis:
-    case Scheme::redis_unix:
-      return std::make_unique<RedisStorage>(url, options.key_prefix);
-    case Scheme::http:
-    case Scheme::https:
-      return std::make_unique<HttpStorage>(url, options.ca_file, options.max_entry_size);
+    case core::Scheme::redis:
+    case core::Scheme::redis_unix:
+      return std::make_unique<RedisStorage>(url, options.key_prefix, options.read_only);
+    case core::Scheme::http:
+    case core::Scheme::https:
+      return std::make_unique<HttpStorage>(url, options.ca_file, options.max_entry_size, options.read_only);
   }
-  return std::make_unique<HttpStorage>(url, options.ca_file, options.max_entry_size);
+  return std::make_unique<HttpStorage>(url, options.ca_file, options.max_entry_size, options.read_only);
 }
 
 }  // namespace kache::storage::remote

@@ -9,10 +9,7 @@ namespace kache::storage::remote {
 
 RemoteStore::RemoteStore(std::unique_ptr<RemoteBackend> backend, std::string identity,
                          const RemoteStoreOptions& options)
-    : backend_(std::move(backend)),
-      read_only_(options.read_only),
-      max_entry_size_(options.max_entry_size),
-      signing_key_(options.signing_key) {
+    : backend_(std::move(backend)), max_entry_size_(options.max_entry_size), signing_key_(options.signing_key) {
   if (!options.breaker_dir.empty()) {
     BreakerOptions breaker;
     breaker.dir = options.breaker_dir;
@@ -133,7 +130,7 @@ Signature open_signed(std::string_view signing_key, std::string_view key, std::s
 }
 
 StorageStatus RemoteStore::put(std::string_view key, std::string_view bytes) {
-  if (read_only_) return util::Done{};
+  if (backend_->read_only()) return util::Done{};
   const std::string signed_value = signing_key_.empty() ? std::string() : sign_value(signing_key_, key, bytes);
   const std::string_view value = signing_key_.empty() ? bytes : std::string_view(signed_value);
   StorageStatus r = guarded<util::Done>("write", [&] {
@@ -148,7 +145,7 @@ StorageStatus RemoteStore::put(std::string_view key, std::string_view bytes) {
 }
 
 StorageStatus RemoteStore::remove(std::string_view key) {
-  if (read_only_) return util::Done{};
+  if (backend_->read_only()) return util::Done{};
   return guarded<util::Done>("remove", [&] {
     backend_->remove(key);
     return util::Done{};

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/remote_url.hpp"
 #include "storage/remote/breaker.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/storage.hpp"
@@ -17,13 +18,30 @@
 namespace kache::storage::remote {
 
 // One server's protocol: get/put/remove that throw RemoteError on failure (a miss is nullopt).
+// Whether the server may be written is decided here, once, when the backend is made: never when its
+// URL says read-only or remote.read_only holds for every remote. put and remove of a read-only remote
+// do nothing; RemoteStore and kache doctor ask read_only() before they write.
 class RemoteBackend {
  public:
+  RemoteBackend(const core::RemoteUrl& url, bool every_remote_read_only)
+      : read_only_(url.read_only || every_remote_read_only) {}
   virtual ~RemoteBackend() = default;
   virtual std::string name() const = 0;  // the redacted URL
   virtual std::optional<std::string> get(std::string_view key) = 0;
-  virtual void put(std::string_view key, std::string_view value) = 0;
-  virtual void remove(std::string_view key) = 0;
+  bool read_only() const { return read_only_; }
+  void put(std::string_view key, std::string_view value) {
+    if (!read_only_) write(key, value);
+  }
+  void remove(std::string_view key) {
+    if (!read_only_) erase(key);
+  }
+
+ protected:
+  virtual void write(std::string_view key, std::string_view value) = 0;
+  virtual void erase(std::string_view key) = 0;
+
+ private:
+  bool read_only_;
 };
 
 struct RemoteStoreOptions {
@@ -58,7 +76,6 @@ class RemoteStore final : public Storage {
 
   std::unique_ptr<RemoteBackend> backend_;
   std::optional<Breaker> breaker_;
-  bool read_only_;
   std::uint64_t max_entry_size_;
   std::string signing_key_;
   std::map<std::string, std::uint64_t> counts_;

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kache::storage::remote {
+namespace kache::core {
 
 enum class Scheme { redis, redis_unix, http, https };
 enum class HttpLayout {
@@ -85,6 +85,8 @@ struct RemoteUrl {
 
 // One URL with its attributes. Throws RemoteUrlError naming the problem (the URL in it redacted).
 RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets);
+// Gives url the environment's secrets where the URL names none (parse_remote_url does this itself).
+void apply_secrets(RemoteUrl& url, const RemoteSecrets& secrets);
 // The whole configured list, split on blanks; an empty list gives no remotes.
 std::vector<RemoteUrl> parse_remote_urls(std::string_view list, const RemoteSecrets& secrets);
 // A spec that may not parse, with whatever sits where credentials would be replaced by "***".
@@ -94,4 +96,4 @@ std::string redact_unparsed(std::string_view spec);
 // A whole configured list (URLs separated by blanks), each redact_unparsed: what a message may quote.
 std::string redact_remote_list(std::string_view list);
 
-}  // namespace kache::storage::remote
+}  // namespace kache::core

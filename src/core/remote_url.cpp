@@ -1,4 +1,4 @@
-#include "storage/remote/remote_url.hpp"
+#include "core/remote_url.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cstdlib>
 
-namespace kache::storage::remote {
+namespace kache::core {
 
 namespace {
 
@@ -440,11 +440,15 @@ RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets) 
     }
   }
 
+  apply_secrets(url, secrets);
+  return url;
+}
+
+void apply_secrets(RemoteUrl& url, const RemoteSecrets& secrets) {
   if (!url.password) {
     if (url.is_redis() || (url.is_http() && !url.user.empty())) url.password = secrets.password;
   }
   if (url.is_http() && url.user.empty() && secrets.bearer_token) url.bearer_token = secrets.bearer_token;
-  return url;
 }
 
 std::vector<RemoteUrl> parse_remote_urls(std::string_view list, const RemoteSecrets& secrets) {
@@ -461,4 +465,4 @@ std::vector<RemoteUrl> parse_remote_urls(std::string_view list, const RemoteSecr
   return urls;
 }
 
-}  // namespace kache::storage::remote
+}  // namespace kache::core
