@@ -22,14 +22,15 @@ else
   for f in fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); done
 fi
 
-# clang 14 ships libFuzzer on Debian 12 (libclang-rt-14-dev); any clang with it works.
+# The newest clang here first (as scripts/clang-build.sh, CI's build): libFuzzer comes with
+# libclang-rt-19-dev (clang 14's with libclang-rt-14-dev); any clang with it works.
 cxx="${KACHE_FUZZ_CXX:-}"
 if [[ -z "$cxx" ]]; then
-  for c in clang++-14 clang++-19 clang++; do
+  for c in clang++-19 clang++-14 clang++; do
     if command -v "$c" >/dev/null 2>&1; then cxx="$c"; break; fi
   done
 fi
-[[ -n "$cxx" ]] || { echo "fuzz: no clang++ found (install clang-14 and libclang-rt-14-dev)" >&2; exit 1; }
+[[ -n "$cxx" ]] || { echo "fuzz: no clang++ found (install clang-19 and libclang-rt-19-dev)" >&2; exit 1; }
 
 # KACHE_FUZZ_BUILD names a build dir configured with -DKACHE_FUZZ=ON already (CI reuses
 # scripts/clang-build.sh's build-clang); otherwise build-fuzz/ is configured here, optimized.
