@@ -19,12 +19,12 @@ int main(int argc, char** argv) {
   // exit returns everything at once.
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  if (core::named_kache(argc > 0 ? argv[0] : "kache")) {
+  if (app::named_kache(argc > 0 ? argv[0] : "kache")) {
     // Hidden: what the gcc/clang flag table makes of each argument (test_flag_table_coverage.py).
     if (argc >= 2 && std::string_view(argv[1]) == "--classify-gcc-flags")
       return compiler::gcc::print_flag_classes(argc - 2, argv + 2);
     if (argc == 2 && is_manual_table_option(argv[1])) return print_manual_table(argv[1]);
-    if (core::is_kache_invocation(argc, argv)) return core::run_cli(argc, argv);
+    if (app::is_kache_invocation(argc, argv)) return app::run_cli(argc, argv);
   }
-  return core::run_front(argc, argv);
+  return app::run_front(argc, argv);
 }

@@ -30,7 +30,9 @@
 #include "storage/layered.hpp"
 #include "util/fs.hpp"
 
-namespace kache::core {
+namespace kache::app {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 namespace {
 
 // Every option kache takes (the suggestions for a mistyped one come from here).
@@ -696,4 +698,4 @@ int run_cli(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace kache::core
+}  // namespace kache::app

@@ -3,7 +3,7 @@
 // Only used when the first argument is one of kache's options; compiler arguments never reach CLI11.
 #include <string>
 
-namespace kache::core {
+namespace kache::app {
 
 // Whether argv is for kache itself (its options, doctor, explain) rather than a compile. A flag where the
 // compiler's name belongs means nvcc only where the words are a compile (CMake 3.25's try_compile runs
@@ -13,4 +13,4 @@ bool is_kache_invocation(int argc, char** argv);
 // Runs kache's own command line; returns the process exit code.
 int run_cli(int argc, char** argv);
 
-}  // namespace kache::core
+}  // namespace kache::app

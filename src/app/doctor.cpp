@@ -29,7 +29,9 @@
 #include "util/process.hpp"
 #include "util/text.hpp"
 
-namespace kache::core {
+namespace kache::app {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 namespace doctor {
 
 namespace {
@@ -743,4 +745,4 @@ int run_doctor(const std::vector<std::string>& args) {
   return fails ? 1 : 0;
 }
 
-}  // namespace kache::core
+}  // namespace kache::app

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace kache::core {
+namespace kache::app {
 
 // `kache doctor [--json] [--nvcc PATH] [-ccbin DIR|COMPILER]`; args are the words after "doctor".
 int run_doctor(const std::vector<std::string>& args);
@@ -28,4 +28,4 @@ std::optional<int> newest_host_major(const std::string& host_config, bool clang)
 std::optional<bool> math_functions_lacks_noexcept(const std::string& math_functions);
 
 }  // namespace doctor
-}  // namespace kache::core
+}  // namespace kache::app

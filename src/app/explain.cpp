@@ -30,7 +30,9 @@
 #include "util/hash.hpp"
 #include "util/process.hpp"
 
-namespace kache::core::explain {
+namespace kache::app::explain {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -632,4 +634,4 @@ int run(const std::vector<std::string>& args) {
   return print(v, as_json);
 }
 
-}  // namespace kache::core::explain
+}  // namespace kache::app::explain

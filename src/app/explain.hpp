@@ -28,7 +28,9 @@
 #include "compiler/adapter.hpp"
 #include "core/manifest.hpp"
 
-namespace kache::core::explain {
+namespace kache::app::explain {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 
 // Records kept per source: enough for the configurations of one file a build tree compiles (debug,
 // release, a few architecture sets) without letting one file fill the directory.
@@ -45,4 +47,4 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
 // The `kache explain` command; args are the words after "explain". Returns the exit status.
 int run(const std::vector<std::string>& args);
 
-}  // namespace kache::core::explain
+}  // namespace kache::app::explain

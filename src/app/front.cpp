@@ -10,7 +10,9 @@
 #include "util/fs.hpp"
 #include "util/process.hpp"
 
-namespace kache::core {
+namespace kache::app {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 
 namespace {
 
@@ -80,4 +82,4 @@ int run_front(int argc, char** argv) {
   return run_compiler(inv, cfg);
 }
 
-}  // namespace kache::core
+}  // namespace kache::app

@@ -3,7 +3,7 @@
 // (which compiler, its arguments, environment and directory), with the configuration and the log set up.
 #include <string>
 
-namespace kache::core {
+namespace kache::app {
 
 // Whether argv[0] names kache itself (`kache nvcc ...`) rather than a link named like the compiler.
 bool named_kache(const std::string& argv0);
@@ -11,4 +11,4 @@ bool named_kache(const std::string& argv0);
 // code the user sees. Whatever kache cannot do, the compiler runs unchanged.
 int run_front(int argc, char** argv);
 
-}  // namespace kache::core
+}  // namespace kache::app

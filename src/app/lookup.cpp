@@ -30,7 +30,9 @@
 #include "util/process.hpp"
 #include "util/scoped_file.hpp"
 
-namespace kache::core::pipeline_steps {
+namespace kache::app::pipeline_steps {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 
 // Threads for the stat calls of a large closure (see util::stat_identities).
 constexpr unsigned kStatThreads = 4;
@@ -351,4 +353,4 @@ std::string Pipeline::restored_depfile(const CacheEntryView& ce) const {
 }
 
 
-}  // namespace kache::core::pipeline_steps
+}  // namespace kache::app::pipeline_steps

@@ -38,7 +38,9 @@
 #include "util/process.hpp"
 #include "util/text.hpp"
 
-namespace kache::core::pipeline_steps {
+namespace kache::app::pipeline_steps {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 
 // Threads hashing a miss's closure.
 constexpr std::size_t kHashThreads = 4;
@@ -631,4 +633,4 @@ storage::StorageStatus Pipeline::add_to_manifest(ManifestEntry entry) {
   return store_.put_record(manifest_key_, serialize_manifest(manifest));
 }
 
-}  // namespace kache::core::pipeline_steps
+}  // namespace kache::app::pipeline_steps

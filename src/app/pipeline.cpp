@@ -28,7 +28,9 @@
 #include "util/hash.hpp"
 #include "util/process.hpp"
 
-namespace kache::core::pipeline_steps {
+namespace kache::app::pipeline_steps {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 
 void write_all(int fd, std::string_view data) {
   std::size_t off = 0;
@@ -244,9 +246,9 @@ std::optional<compiler::Passthrough> Pipeline::destination_through_link() const 
 }
 
 
-}  // namespace kache::core::pipeline_steps
+}  // namespace kache::app::pipeline_steps
 
-namespace kache::core {
+namespace kache::app {
 
 namespace {
 
@@ -326,4 +328,4 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
 }
 
 
-}  // namespace kache::core
+}  // namespace kache::app

@@ -27,7 +27,9 @@
 #include "util/hash.hpp"
 #include "util/process.hpp"
 
-namespace kache::core::pipeline_steps {
+namespace kache::app::pipeline_steps {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 
 using Counts = std::map<std::string, std::uint64_t>;
 
@@ -181,4 +183,4 @@ class Pipeline {
   VerifiedIdentities verified_;  // shared across this cache dir's compiles; flushed when the pipeline ends
 };
 
-}  // namespace kache::core::pipeline_steps
+}  // namespace kache::app::pipeline_steps

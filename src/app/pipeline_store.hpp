@@ -12,7 +12,9 @@
 #include "storage/layered.hpp"
 #include "storage/storage.hpp"
 
-namespace kache::core {
+namespace kache::app {
+// app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
+using namespace kache::core;
 
 class PipelineStore {
  public:
@@ -62,4 +64,4 @@ class LayeredPipelineStore final : public PipelineStore {
   storage::LayeredStorage layered_;
 };
 
-}  // namespace kache::core
+}  // namespace kache::app

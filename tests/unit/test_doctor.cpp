@@ -7,8 +7,8 @@
 
 namespace {
 
-using kache::core::doctor::math_functions_lacks_noexcept;
-using kache::core::doctor::newest_host_major;
+using kache::app::doctor::math_functions_lacks_noexcept;
+using kache::app::doctor::newest_host_major;
 
 // As CUDA 13.0's crt/host_config.h spells both bounds.
 constexpr const char* kHostConfig13 = R"(
@@ -60,7 +60,7 @@ TEST(DoctorCli, SubcommandsAreKacheOptions) {
   auto is_kache = [](std::string word) {
     std::string self = "kache";
     char* argv[] = {self.data(), word.data()};
-    return kache::core::is_kache_invocation(2, argv);
+    return kache::app::is_kache_invocation(2, argv);
   };
   EXPECT_TRUE(is_kache("doctor"));
   EXPECT_TRUE(is_kache("explain"));

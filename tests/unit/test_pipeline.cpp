@@ -25,8 +25,9 @@
 #include "util/fs.hpp"
 #include "util/process.hpp"
 
-namespace kache::core {
+namespace kache::app {
 namespace {
+using namespace kache::core;
 
 using pipeline_steps::Counts;
 using pipeline_steps::Pipeline;
@@ -323,4 +324,4 @@ TEST_F(PipelineTest, DestinationThroughALinkPassesThrough) {
 }
 
 }  // namespace
-}  // namespace kache::core
+}  // namespace kache::app
