@@ -509,24 +509,13 @@ const std::vector<GccFlag>& flag_table() {
   return table;
 }
 
-std::optional<FlagMatch> find_flag(std::string_view arg) {
-  const auto& table = flag_table();
-  for (const auto& f : table) {
-    if (arg == f.name) return FlagMatch{&f, std::nullopt};
-  }
-  const GccFlag* best = nullptr;
-  for (const auto& f : table) {
-    if (f.shape == Shape::Exact || arg.size() <= f.name.size() || !arg.starts_with(f.name)) continue;
-    // A Separate entry matches a longer argument only as "--param=value".
-    if (f.shape == Shape::Separate && arg[f.name.size()] != '=') continue;
-    if (!best || f.name.size() > best->name.size()) best = &f;
-  }
-  if (!best) return std::nullopt;
-  if (best->shape == Shape::Prefix || best->shape == Shape::Family) return FlagMatch{best, std::nullopt};
-  std::string_view rest = arg.substr(best->name.size());
-  if (best->shape == Shape::Separate) rest.remove_prefix(1);  // "--param=value"
-  return FlagMatch{best, rest};
+std::optional<FlagMatch> find_flag(const std::vector<GccFlag>& table, std::string_view arg) {
+  const auto m = match_row(table, arg);
+  if (!m) return std::nullopt;
+  return FlagMatch{m->row, m->value};
 }
+
+std::optional<FlagMatch> find_flag(std::string_view arg) { return find_flag(flag_table(), arg); }
 
 namespace {
 

@@ -8,34 +8,21 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/flag_table_format.hpp"
+
 namespace kache::compiler::gcc {
 
-enum class Match { Exact, Prefix };
-
-struct ForwardRule {
-  std::string_view flag;
-  Match match;
-  std::string_view reason;
-};
-
-bool rule_matches(const ForwardRule& r, std::string_view flag);
-
-// A token as the tool sees it: quotes a shell would remove do not hide a flag.
-std::string_view unquote(std::string_view t);
-
-// The refusal for the first offending flag, or nullopt.
-struct FlagRefusal {
-  std::string reason;
-  std::string flag;  // the offending flag inside the value
-};
+using compiler::FlagRefusal;
+using compiler::ForwardRule;
+using compiler::is_machine_native;
+using compiler::Match;
+using compiler::rule_matches;
+using compiler::split_option_list;
+using compiler::unquote;
 
 // `value` is a forwarded option's value as written (one argument); it is split on commas (nvcc's list
 // separator) and whitespace (the host compiler's command line is re-split by a shell). Sets
 // *has_debug when a -g flag (other than -gno-...) is inside.
 std::optional<FlagRefusal> check_host_options(std::string_view value, bool* has_debug = nullptr);
-// "native" (-arch=native) or "…=native" (-march=native): a value resolved from the build machine.
-bool is_machine_native(std::string_view value);
-// Splits a forwarded option value the way it reaches the tool: on commas and whitespace.
-std::vector<std::string_view> split_option_list(std::string_view value);
 
 }  // namespace kache::compiler::gcc
