@@ -85,8 +85,9 @@ std::vector<GccFlag> base_rows() {
       // Files read before the source; the driver looks for them in the cwd first.
       {"-include", S::Value, E::ForcedInclude},
       {"-imacros", S::Value, E::ForcedInclude},
-      // Macro definitions and removals: part of the command line, keyed verbatim.
-      {"-D", S::Value, E::Keyed},
+      // Macro definitions and removals: part of the command line, keyed verbatim (a definition forwarded
+      // by nvcc -Xcompiler reaches the host pass only: Effect::Define, refused there).
+      {"-D", S::Value, E::Define},
       {"-U", S::Value, E::Keyed},
       // Without the standard include directories: keyed; fewer directories are then searched.
       {"-nostdinc", S::Exact, E::Keyed},
@@ -105,6 +106,13 @@ std::vector<GccFlag> base_rows() {
       // clang: a system directory searched last; a row so -isystem does not take "-after" as its value.
       refuse("-isystem-after", S::Separate, "hidden-input"),
       refuse("-iframework", S::Value, "hidden-input"),
+      // The same through long or clang-only spellings (--include-directory, --include-prefix, --include=,
+      // --imacros, --define-macro, -cxx-isystem): refused rather than modelled, as nvcc's -Xcompiler
+      // refused them before the table decided there.
+      refuse("--include", S::Prefix, "hidden-input"),
+      refuse("--imacros", S::Prefix, "hidden-input"),
+      refuse("--define-macro", S::Prefix, "hidden-input"),
+      refuse("-cxx-isystem", S::Value, "hidden-input"),
       refuse("-isysroot", S::Value, "sysroot"),
       refuse("--sysroot", S::Prefix, "sysroot"),
       // Another place for cc1/cc1plus/as and the specs: programs the toolchain id did not hash.
@@ -527,6 +535,7 @@ std::string_view effect_name(Effect e) {
     case Effect::Language: return "language";
     case Effect::IncludeDir: return "include-dir";
     case Effect::ForcedInclude: return "forced-include";
+    case Effect::Define: return "define";
     case Effect::Debug: return "debug";
     case Effect::DepMD: return "dep-md";
     case Effect::DepMMD: return "dep-mmd";

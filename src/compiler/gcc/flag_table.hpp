@@ -35,6 +35,7 @@ enum class Effect {
   Language,       // -x: the language of the inputs that follow it
   IncludeDir,     // -I / -iquote / -isystem / -idirafter: a directory searched for headers
   ForcedInclude,  // -include / -imacros: a file read before the source, looked up in the cwd first
+  Define,         // -D: a macro for the source, keyed verbatim (forwarded by nvcc -Xcompiler: hidden input)
   Debug,          // -g...: debug info names paths (the prefix maps cover them)
   DepMD,          // -MD: the dependency file, system headers included
   DepMMD,         // -MMD: the dependency file without system headers

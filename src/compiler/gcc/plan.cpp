@@ -106,6 +106,8 @@ class Planner {
           has_phony_targets_ = true;
         }
         break;
+      case Effect::Define:
+        break;
       case Effect::Compile:
         has_compile_ = true;
         break;

@@ -40,7 +40,7 @@ enum class Effect {
   Language,        // -x <c|c++|cu>, last one wins, applies to every input wherever it stands
   HostCompiler,    // -ccbin, last one wins
   GpuArch,         // -arch / -code / -gencode: collected into gpu_arch_args; "native" refused
-  HostOptions,     // -Xcompiler: every host flag inside is checked against gcc::kHostFlagRules (gcc/host_rules.cpp)
+  HostOptions,     // -Xcompiler: every host flag inside is classified by the gcc table (gcc/host_rules.cpp)
   PtxasOptions,    // -Xptxas: every ptxas flag inside is checked against kPtxasFlagRules
   CudafeOptions,   // -Xcudafe: diagnostic options only
   LinkOptions,     // -Xnvlink / -Xlinker: read only when linking, never with -c / -dc
@@ -120,9 +120,10 @@ struct FlagMatch {
 std::optional<FlagMatch> find_flag(const std::vector<FlagSpec>& table, std::string_view arg);
 
 // Checks for flags nvcc hands to another tool. Each returns the refusal for the first offending
-// flag, or nullopt. The host compiler's rules (-Xcompiler) are GCC knowledge and live with the gcc
-// adapter (compiler/gcc/host_rules.hpp); nvcc consults them unchanged.
+// flag, or nullopt. The host compiler's flags (-Xcompiler) are GCC knowledge: the gcc table classifies
+// them (compiler/gcc/host_rules.hpp).
 using gcc::check_host_options;
+using gcc::hidden_host_input;
 std::optional<FlagRefusal> check_ptxas_options(std::string_view value);
 std::optional<FlagRefusal> check_cudafe_options(std::string_view value);
 

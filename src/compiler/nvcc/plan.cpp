@@ -209,7 +209,7 @@ class Planner {
     if (allowlisted(t)) {
       // With -forward-unknown-to-host-compiler nvcc hands it to the host compiler; the allow-list
       // never admits a host flag that hides inputs (spec).
-      if (auto r = check_host_options(t); r && r->reason == "hidden-input") {
+      if (auto r = hidden_host_input(t)) {
         refuse(r->reason, std::string(t));
       }
       return;  // keyed verbatim as part of the user's args (or the env string)
@@ -291,7 +291,7 @@ class Planner {
         }
         break;
       case Effect::HostOptions:
-        if (value) forwarded_refusal(check_host_options(*value, &has_debug_));
+        if (value) forwarded_refusal(check_host_options(*value, &has_debug_, &options_.extra_allowlist));
         break;
       case Effect::PtxasOptions:
         if (value) forwarded_refusal(check_ptxas_options(*value));
