@@ -628,6 +628,30 @@ TEST(NvccPlanXcompiler, RefusedFlagsKeepTheirForwardedReasons) {
   EXPECT_TRUE(passes(compile({"-Xcompiler", "-O2 extra.c"}), "hidden-input", {}, "-Xcompiler extra.c"));
 }
 
+// The plan carries what the adapter needs from the command line (as gcc's CompilePlan does), so the
+// adapter never scans the arguments again.
+TEST(NvccPlanPositions, IncludeDirsAndRewrittenOptions) {
+  const CompilePlan p = planned({"-c", "-I", "a,b", "k.cu", "--include-path=c", "-Id", "-isystem=e", "-o", "k.o",
+                                 "-MD", "-MF=k.d", "-MT", "k.o", "-objtemp", "--pre-include", "p.h"});
+  EXPECT_EQ(p.include_dirs, (Args{"a", "b", "c", "d", "e"}));
+  EXPECT_TRUE(p.has_forced_include);
+  EXPECT_TRUE(p.has_objtemp);
+  ASSERT_EQ(p.output_args.size(), 1u);
+  EXPECT_EQ(p.output_args[0].index, 7u);  // the option; its value is the next argument
+  EXPECT_TRUE(p.output_args[0].separate);
+  ASSERT_EQ(p.depfile_args.size(), 1u);
+  EXPECT_EQ(p.depfile_args[0].name, "-MF");
+  EXPECT_FALSE(p.depfile_args[0].separate);
+  ASSERT_EQ(p.dep_target_args.size(), 1u);
+  EXPECT_EQ(p.dep_target_args[0].index, 11u);
+  EXPECT_EQ(p.mode_args, (std::vector<std::size_t>{0, 9}));  // -c, -MD
+  for (const auto& pa : p.path_args) {
+    if (pa.flag == "-I" || pa.flag == "--include-path" || pa.flag == "-isystem") {
+      EXPECT_EQ(pa.kind, CompilePlan::PathKind::List) << pa.flag;
+    }
+  }
+}
+
 TEST(NvccPlanFlags, HostDebug) {
   EXPECT_TRUE(planned(compile({"-g"})).has_debug);
   EXPECT_TRUE(planned(compile({"--debug"})).has_debug);

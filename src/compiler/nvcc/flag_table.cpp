@@ -98,11 +98,11 @@ std::vector<FlagSpec> build_table() {
       // Same for removing a macro.
       flag({"-U", "--undefine-macro"}).value(kAttachedToo),
       // Search directories: every header they supply is in the closure nvcc reports; keyed verbatim.
-      flag({"-I", "--include-path"}).value(kAttachedToo).path(),
+      flag({"-I", "--include-path"}).value(kAttachedToo).does(Effect::IncludeDir).path(),
       // Same for system directories (CMake writes "-isystem=<dir>"); -MD lists their headers too.
-      flag({"-isystem", "--system-include"}).value().path(),
+      flag({"-isystem", "--system-include"}).value().does(Effect::IncludeDir).path(),
       // The pre-included file is listed by nvcc -MD like any header, so it is in the closure.
-      flag({"-include", "--pre-include"}).value().path(),
+      flag({"-include", "--pre-include"}).value().does(Effect::ForcedInclude).path(),
       // Language extensions in the device front end; keyed verbatim.
       flag({"-expt-relaxed-constexpr", "--expt-relaxed-constexpr"}),
       // Language extension (lambdas in device code); only changes how the same sources are parsed,
@@ -151,7 +151,7 @@ std::vector<FlagSpec> build_table() {
       // Parallelism over architectures; does not change the object.
       flag({"-t", "--threads"}).value(kAttachedToo).env(),
       // Intermediate files next to the object instead of /tmp (kache adds it on a miss itself).
-      flag({"-objtemp", "--objdir-as-tempdir"}),
+      flag({"-objtemp", "--objdir-as-tempdir"}).does(Effect::ObjTemp),
 
       // ---- Diagnostics (stderr only; the compile's stderr is stored and replayed) ----------------
       // Silences the "architecture is deprecated" warning.

@@ -39,6 +39,9 @@ enum class Effect {
   Output,          // -o, last one wins
   Language,        // -x <c|c++|cu>, last one wins, applies to every input wherever it stands
   HostCompiler,    // -ccbin, last one wins
+  IncludeDir,      // -I / -isystem: comma lists of directories searched for headers (CompilePlan::include_dirs)
+  ForcedInclude,   // -include: a file read before the source, looked up in the cwd first
+  ObjTemp,         // -objtemp: intermediates beside the object (a miss adds it when absent)
   GpuArch,         // -arch / -code / -gencode: collected into gpu_arch_args; "native" refused
   HostOptions,     // -Xcompiler: every host flag inside is classified by the gcc table (gcc/host_rules.cpp)
   PtxasOptions,    // -Xptxas: every ptxas flag inside is checked against kPtxasFlagRules

@@ -225,17 +225,30 @@ class Planner {
       if (r) refuse(r->reason, std::string(m.name) + " " + r->flag);
     };
     if (spec.path_value && user && value) {
-      path_args_.push_back(
-          {value_index ? *value_index : a.index, value_index ? 0 : a.text.size() - value->size(), std::string(m.name)});
+      path_args_.push_back({value_index ? *value_index : a.index, value_index ? 0 : a.text.size() - value->size(),
+                            std::string(m.name), path_kind(spec.effect)});
     }
+    const CompilePlan::ArgRef ref{a.index, std::string(m.name), value_index.has_value()};
     switch (spec.effect) {
       case Effect::Keyed:
         break;
       case Effect::Compile:
         has_compile_ = true;
+        if (user) mode_args_.push_back(a.index);
         break;
       case Effect::DeviceCompile:
         has_device_compile_ = true;
+        if (user) mode_args_.push_back(a.index);
+        break;
+      case Effect::IncludeDir:
+        // nvcc accepts comma-separated lists in one value.
+        if (value) split_include_dirs(*value);
+        break;
+      case Effect::ForcedInclude:
+        has_forced_include_ = true;
+        break;
+      case Effect::ObjTemp:
+        if (user) has_objtemp_ = true;
         break;
       case Effect::DeviceOutput: {
         if (!options_.cache_device_outputs) {
@@ -263,6 +276,7 @@ class Planner {
         break;
       case Effect::Output:
         if (!user || !value) break;  // never env_ok: an env -o is refused earlier
+        output_args_.push_back(ref);
         output_ = std::string(*value);
         if (value_index) {
           output_index_ = *value_index;
@@ -315,23 +329,47 @@ class Planner {
         break;
       case Effect::DepWithCompile:
         if (!dep_flag_) dep_flag_ = std::string(m.name);
+        if (user) mode_args_.push_back(a.index);
         break;
       case Effect::DepNonSystem:
         nonsystem_ = true;
         dep_flag_ = std::string(m.name);
+        if (user) mode_args_.push_back(a.index);
         break;
       case Effect::DepOutput:
         if (value) {
           depfile_path_ = std::string(*value);
           depfile_flag_ = std::string(m.name);
+          if (user) depfile_args_.push_back(ref);
         }
         break;
       case Effect::DepTarget:
         if (value) depfile_targets_.emplace_back(*value);
+        if (value && user) dep_target_args_.push_back(ref);
         break;
       case Effect::Refuse:
         refuse(spec.reason, shown);
         break;
+    }
+  }
+
+  static CompilePlan::PathKind path_kind(Effect e) {
+    switch (e) {
+      case Effect::IncludeDir: return CompilePlan::PathKind::List;
+      case Effect::DepOutput: return CompilePlan::PathKind::Depfile;
+      case Effect::DepTarget: return CompilePlan::PathKind::Target;
+      case Effect::HostOptions: return CompilePlan::PathKind::HostOptions;
+      default: return CompilePlan::PathKind::Path;
+    }
+  }
+
+  void split_include_dirs(std::string_view value) {
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = value.find(',', start);
+      include_dirs_.emplace_back(value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
     }
   }
 
@@ -377,6 +415,13 @@ class Planner {
     p.keyed_args[source_index] = "<source>";
     p.keyed_args[output_index_] = output_prefix_ ? *output_prefix_ + "<output>" : "<output>";
     p.path_args = path_args_;
+    p.output_args = output_args_;
+    p.depfile_args = depfile_args_;
+    p.dep_target_args = dep_target_args_;
+    p.mode_args = mode_args_;
+    p.include_dirs = include_dirs_;
+    p.has_forced_include = has_forced_include_;
+    p.has_objtemp = has_objtemp_;
     p.prepend_flags = options_.prepend_flags;
     p.append_flags = options_.append_flags;
     p.ccbin = ccbin_;
@@ -408,6 +453,10 @@ class Planner {
   std::vector<std::string> depfile_targets_;
   std::vector<std::string> gpu_arch_args_;
   std::vector<CompilePlan::PathArg> path_args_;
+  std::vector<CompilePlan::ArgRef> output_args_, depfile_args_, dep_target_args_;
+  std::vector<std::size_t> mode_args_;
+  std::vector<std::string> include_dirs_;
+  bool has_forced_include_ = false, has_objtemp_ = false;
   bool path_literal_ = false, has_lineinfo_ = false, has_debug_ = false;
 };
 
