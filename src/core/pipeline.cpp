@@ -21,7 +21,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/adapter.hpp"
+#include "compiler/registry.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
 #include "core/explain.hpp"
