@@ -398,6 +398,69 @@ void add_debug_options(std::vector<GccFlag>& t) {
 
 // The -f options kache caches with: each changes code generation, the language accepted or the
 // diagnostics (stderr, which a hit replays), and none reads or writes a file. Keyed verbatim.
+// The -f options that pick the language dialect and its extensions: keyed.
+void add_f_dialect_options(std::vector<GccFlag>& t) {
+  // Language dialect and extensions.
+  add(t, S::Exact, E::Keyed,
+      {"-fopenmp", "-fopenmp-simd", "-fopenacc", "-fgnu-tm", "-fpermissive", "-fms-extensions", "-fms-compatibility",
+       "-fdeclspec", "-fdelayed-template-parsing", "-fborland-extensions", "-fgnu-keywords", "-fgnu89-inline",
+       "-fgnu-runtime", "-fsigned-char", "-funsigned-char", "-fsigned-bitfields", "-funsigned-bitfields",
+       "-ffreestanding", "-fhosted", "-fbuiltin", "-fasm", "-fcond-mismatch", "-flax-vector-conversions",
+       "-fplan9-extensions", "-fallow-parameterless-variadic-functions", "-fdollars-in-identifiers",
+       "-fextended-identifiers", "-fchar8_t", "-fcoroutines", "-fconcepts", "-fconcepts-ts", "-fimplicit-constexpr",
+       "-fstrong-eval-order", "-fsized-deallocation", "-faligned-new", "-faligned-allocation", "-fcheck-new",
+       "-fnew-inheriting-ctors", "-fnew-ttp-matching", "-frelaxed-template-template-args", "-fext-numeric-literals",
+       "-fnothrow-opt", "-fenforce-eh-specs", "-fextern-tls-init", "-fgnu-unique", "-fimplicit-inline-templates",
+       "-fimplicit-templates", "-fpretty-templates", "-fuse-cxa-get-exception-ptr", "-fweak", "-felide-constructors",
+       "-felide-type", "-fblocks", "-fms-volatile", "-fapple-kext", "-ffixed-point", "-fdigraphs", "-ftrigraphs",
+       "-fexperimental-library", "-fcontracts"});
+  add(t, S::Prefix, E::Keyed,
+      {"-finput-charset=", "-fexec-charset=", "-fwide-exec-charset=", "-ftabstop=", "-faligned-new=",
+       "-fstrong-eval-order=", "-fms-compatibility-version=", "-fgnuc-version=", "-fconstexpr-depth=",
+       "-fconstexpr-loop-limit=", "-fconstexpr-ops-limit=", "-fconstexpr-steps=", "-fconstexpr-cache-depth=",
+       "-ftemplate-depth=", "-ftemplate-backtrace-limit=", "-fbracket-depth=", "-fconcepts-diagnostics-depth=",
+       "-fchar8_t=", "-fwchar-type="});
+}
+
+// The -f options of diagnostics and a few more switches: keyed.
+void add_f_diagnostic_options(std::vector<GccFlag>& t) {
+  // Diagnostics: what stderr holds (a hit replays the miss's stderr). -fdiagnostics-urls reads
+  // GCC_URLS/TERM_URLS, keyed in env_table.cpp; -fdiagnostics-color reads GCC_COLORS, keyed too.
+  add(t, S::Exact, E::Keyed,
+      {"-fdiagnostics-color", "-fcolor-diagnostics", "-fansi-escape-codes", "-fdiagnostics-urls",
+       "-fdiagnostics-show-option", "-fdiagnostics-show-caret", "-fdiagnostics-show-labels",
+       "-fdiagnostics-show-line-numbers", "-fdiagnostics-show-cwe", "-fdiagnostics-show-rules",
+       "-fdiagnostics-show-path-depths", "-fdiagnostics-show-template-tree", "-fdiagnostics-show-note-include-stack",
+       "-fdiagnostics-fixit-info", "-fdiagnostics-parseable-fixits", "-fdiagnostics-print-source-range-info",
+       "-fdiagnostics-generate-patch", "-fdiagnostics-plain-output",
+       "-fdiagnostics-format=text", "-fdiagnostics-format=json", "-fdiagnostics-format=json-stderr",
+       "-fdiagnostics-format=sarif-stderr", "-fdiagnostics-format=clang", "-fdiagnostics-format=msvc",
+       "-fdiagnostics-format=vi", "-fshow-column", "-fshow-source-location", "-fcaret-diagnostics",
+       "-fspell-checking",});
+  add(t, S::Prefix, E::Keyed,
+      {"-fdiagnostics-color=", "-fdiagnostics-urls=", "-fdiagnostics-path-format=", "-fdiagnostics-column-unit=",
+       "-fdiagnostics-column-origin=", "-fdiagnostics-escape-format=", "-fdiagnostics-minimum-margin-width=",
+       "-fdiagnostics-show-location=", "-fmessage-length=", "-fmax-errors=", "-ferror-limit=",
+       "-fmacro-backtrace-limit=", "-fcaret-diagnostics-max-lines=", "-fspell-checking-limit="});
+  // Floating-point and inlining choices outside gcc's optimizer list (clang's spellings mostly).
+  add(t, S::Exact, E::Keyed,
+      {"-fhonor-infinities", "-fhonor-nans", "-fapprox-func", "-fprotect-parens", "-finline-hint-functions"});
+  add(t, S::Prefix, E::Keyed,
+      {"-ffp-model=", "-ffp-exception-behavior=", "-fdenormal-fp-math=", "-fdenormal-fp-math-f32=",
+       "-ffp-eval-method=", "-finline-limit="});
+  // More switches real builds pass (the Linux kernel's -fstrict-flex-arrays, clang's -faddrsig and
+  // visibility variants, XRay's instrumentation without attribute lists, macro-expansion notes).
+  add(t, S::Exact, E::Keyed,
+      {"-fstrict-flex-arrays", "-faddrsig", "-funique-section-names", "-fxray-instrument",
+       "-fcomplete-member-pointers", "-fvisibility-global-new-delete-hidden",
+       "-fvisibility-inlines-hidden-static-local-var", "-ftrack-macro-expansion"});
+  add(t, S::Prefix, E::Keyed, {"-fstrict-flex-arrays=", "-ftrack-macro-expansion=", "-fpermitted-flt-eval-methods="});
+  // A seed for the names of anonymous-namespace symbols and the like: a string, keyed (kache adds its own
+  // on a miss before the user's arguments; the user's wins). Keyed before the table was closed, kept.
+  add(t, S::Exact, E::Keyed, {"-frandom-seed"});
+  add(t, S::Prefix, E::Keyed, {"-frandom-seed="});
+}
+
 void add_f_options(std::vector<GccFlag>& t) {
   // -fno-exceptions, -fno-rtti, -fno-omit-frame-pointer, -fno-strict-aliasing, -fno-common,
   // -fno-builtin-memcpy...: a documented family. Turning a feature off never makes the compiler read
@@ -445,61 +508,8 @@ void add_f_options(std::vector<GccFlag>& t) {
   add(t, S::Prefix, E::Keyed, {"-fdebug-prefix-map=", "-ffile-prefix-map=", "-fmacro-prefix-map="});
   // clang: the directory written into debug info and coverage instead of the cwd; a string.
   add(t, S::Prefix, E::Keyed, {"-fdebug-compilation-dir=", "-ffile-compilation-dir="});
-  // Language dialect and extensions.
-  add(t, S::Exact, E::Keyed,
-      {"-fopenmp", "-fopenmp-simd", "-fopenacc", "-fgnu-tm", "-fpermissive", "-fms-extensions", "-fms-compatibility",
-       "-fdeclspec", "-fdelayed-template-parsing", "-fborland-extensions", "-fgnu-keywords", "-fgnu89-inline",
-       "-fgnu-runtime", "-fsigned-char", "-funsigned-char", "-fsigned-bitfields", "-funsigned-bitfields",
-       "-ffreestanding", "-fhosted", "-fbuiltin", "-fasm", "-fcond-mismatch", "-flax-vector-conversions",
-       "-fplan9-extensions", "-fallow-parameterless-variadic-functions", "-fdollars-in-identifiers",
-       "-fextended-identifiers", "-fchar8_t", "-fcoroutines", "-fconcepts", "-fconcepts-ts", "-fimplicit-constexpr",
-       "-fstrong-eval-order", "-fsized-deallocation", "-faligned-new", "-faligned-allocation", "-fcheck-new",
-       "-fnew-inheriting-ctors", "-fnew-ttp-matching", "-frelaxed-template-template-args", "-fext-numeric-literals",
-       "-fnothrow-opt", "-fenforce-eh-specs", "-fextern-tls-init", "-fgnu-unique", "-fimplicit-inline-templates",
-       "-fimplicit-templates", "-fpretty-templates", "-fuse-cxa-get-exception-ptr", "-fweak", "-felide-constructors",
-       "-felide-type", "-fblocks", "-fms-volatile", "-fapple-kext", "-ffixed-point", "-fdigraphs", "-ftrigraphs",
-       "-fexperimental-library", "-fcontracts"});
-  add(t, S::Prefix, E::Keyed,
-      {"-finput-charset=", "-fexec-charset=", "-fwide-exec-charset=", "-ftabstop=", "-faligned-new=",
-       "-fstrong-eval-order=", "-fms-compatibility-version=", "-fgnuc-version=", "-fconstexpr-depth=",
-       "-fconstexpr-loop-limit=", "-fconstexpr-ops-limit=", "-fconstexpr-steps=", "-fconstexpr-cache-depth=",
-       "-ftemplate-depth=", "-ftemplate-backtrace-limit=", "-fbracket-depth=", "-fconcepts-diagnostics-depth=",
-       "-fchar8_t=", "-fwchar-type="});
-  // Diagnostics: what stderr holds (a hit replays the miss's stderr). -fdiagnostics-urls reads
-  // GCC_URLS/TERM_URLS, keyed in env_table.cpp; -fdiagnostics-color reads GCC_COLORS, keyed too.
-  add(t, S::Exact, E::Keyed,
-      {"-fdiagnostics-color", "-fcolor-diagnostics", "-fansi-escape-codes", "-fdiagnostics-urls",
-       "-fdiagnostics-show-option", "-fdiagnostics-show-caret", "-fdiagnostics-show-labels",
-       "-fdiagnostics-show-line-numbers", "-fdiagnostics-show-cwe", "-fdiagnostics-show-rules",
-       "-fdiagnostics-show-path-depths", "-fdiagnostics-show-template-tree", "-fdiagnostics-show-note-include-stack",
-       "-fdiagnostics-fixit-info", "-fdiagnostics-parseable-fixits", "-fdiagnostics-print-source-range-info",
-       "-fdiagnostics-generate-patch", "-fdiagnostics-plain-output",
-       "-fdiagnostics-format=text", "-fdiagnostics-format=json", "-fdiagnostics-format=json-stderr",
-       "-fdiagnostics-format=sarif-stderr", "-fdiagnostics-format=clang", "-fdiagnostics-format=msvc",
-       "-fdiagnostics-format=vi", "-fshow-column", "-fshow-source-location", "-fcaret-diagnostics",
-       "-fspell-checking",});
-  add(t, S::Prefix, E::Keyed,
-      {"-fdiagnostics-color=", "-fdiagnostics-urls=", "-fdiagnostics-path-format=", "-fdiagnostics-column-unit=",
-       "-fdiagnostics-column-origin=", "-fdiagnostics-escape-format=", "-fdiagnostics-minimum-margin-width=",
-       "-fdiagnostics-show-location=", "-fmessage-length=", "-fmax-errors=", "-ferror-limit=",
-       "-fmacro-backtrace-limit=", "-fcaret-diagnostics-max-lines=", "-fspell-checking-limit="});
-  // Floating-point and inlining choices outside gcc's optimizer list (clang's spellings mostly).
-  add(t, S::Exact, E::Keyed,
-      {"-fhonor-infinities", "-fhonor-nans", "-fapprox-func", "-fprotect-parens", "-finline-hint-functions"});
-  add(t, S::Prefix, E::Keyed,
-      {"-ffp-model=", "-ffp-exception-behavior=", "-fdenormal-fp-math=", "-fdenormal-fp-math-f32=",
-       "-ffp-eval-method=", "-finline-limit="});
-  // More switches real builds pass (the Linux kernel's -fstrict-flex-arrays, clang's -faddrsig and
-  // visibility variants, XRay's instrumentation without attribute lists, macro-expansion notes).
-  add(t, S::Exact, E::Keyed,
-      {"-fstrict-flex-arrays", "-faddrsig", "-funique-section-names", "-fxray-instrument",
-       "-fcomplete-member-pointers", "-fvisibility-global-new-delete-hidden",
-       "-fvisibility-inlines-hidden-static-local-var", "-ftrack-macro-expansion"});
-  add(t, S::Prefix, E::Keyed, {"-fstrict-flex-arrays=", "-ftrack-macro-expansion=", "-fpermitted-flt-eval-methods="});
-  // A seed for the names of anonymous-namespace symbols and the like: a string, keyed (kache adds its own
-  // on a miss before the user's arguments; the user's wins). Keyed before the table was closed, kept.
-  add(t, S::Exact, E::Keyed, {"-frandom-seed"});
-  add(t, S::Prefix, E::Keyed, {"-frandom-seed="});
+  add_f_dialect_options(t);
+  add_f_diagnostic_options(t);
   add_optimizer_options(t);
 }
 

@@ -97,6 +97,13 @@ class Planner {
         separate = true;
       }
     }
+    apply(f, t, i, value, separate);
+    return last;
+  }
+
+  // What the flag at i means for the plan: f its row, value its value (the next argument when separate).
+  void apply(const GccFlag& f, const std::string& t, std::size_t i, const std::string& value, bool separate) {
+    const std::size_t last = separate ? i + 1 : i;
     // Where the value sits: the next argument, or the tail of this one.
     const CompilePlan::PathValue value_at{separate ? last : i, separate ? 0 : t.size() - value.size()};
     switch (f.effect) {
@@ -154,7 +161,6 @@ class Planner {
         refuse(f.reason, separate ? t + " " + value : t);
         break;
     }
-    return last;
   }
 
   Plan decide() {

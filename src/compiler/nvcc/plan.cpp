@@ -101,19 +101,19 @@ class Planner {
   }
 
   // Scans the argument at i; returns the index of the last argument it consumed.
-  std::size_t scan(std::size_t i) {
-    const Arg& a = all_[i];
+  // An argument that is no flag: a response file, an empty argument or "-", an input file. Returns
+  // false for a flag.
+  bool scan_non_flag(const Arg& a) {
     const bool from_env = a.origin != Origin::User;
     const std::string_view t = a.text;
-
     if (t.starts_with('@')) {
       refuse(from_env ? "env-flag" : "response-file", std::string(t));
-      return i;
+      return true;
     }
     if (t.empty() || t == "-") {
       // nvcc has no stdin input; an empty argument names no file.
       refuse(from_env ? "env-flag" : "unknown-flag", t.empty() ? "(empty argument)" : "-");
-      return i;
+      return true;
     }
     if (t[0] != '-') {
       // An input file. From the environment it would be compiled without being keyed as one.
@@ -122,8 +122,16 @@ class Planner {
       } else {
         positionals_.push_back(a.index);
       }
-      return i;
+      return true;
     }
+    return false;
+  }
+
+  std::size_t scan(std::size_t i) {
+    const Arg& a = all_[i];
+    const bool from_env = a.origin != Origin::User;
+    const std::string_view t = a.text;
+    if (scan_non_flag(a)) return i;
 
     std::optional<FlagMatch> m = find_flag(table_, t);
     if (!m) {
@@ -221,9 +229,6 @@ class Planner {
              std::optional<std::size_t> value_index, const std::string& shown, bool vouched) {
     const FlagSpec& spec = *m.spec;
     const bool user = a.origin == Origin::User;
-    auto forwarded_refusal = [&](const std::optional<FlagRefusal>& r) {
-      if (r) refuse(r->reason, std::string(m.name) + " " + r->flag);
-    };
     if (spec.path_value && user && value) {
       path_args_.push_back({value_index ? *value_index : a.index, value_index ? 0 : a.text.size() - value->size(),
                             std::string(m.name), path_kind(spec.effect)});
@@ -231,14 +236,23 @@ class Planner {
     const CompilePlan::ArgRef ref{a.index, std::string(m.name), value_index.has_value()};
     switch (spec.effect) {
       case Effect::Keyed:
+      case Effect::LinkOptions:
         break;
       case Effect::Compile:
-        has_compile_ = true;
-        if (user) mode_args_.push_back(a.index);
-        break;
       case Effect::DeviceCompile:
-        has_device_compile_ = true;
-        if (user) mode_args_.push_back(a.index);
+      case Effect::DeviceOutput:
+      case Effect::LinkTimeOpt:
+      case Effect::Rdc:
+      case Effect::Output:
+      case Effect::Language:
+      case Effect::HostCompiler:
+        apply_what_is_built(m, a, value, ref, shown);
+        break;
+      case Effect::GpuArch:
+      case Effect::HostOptions:
+      case Effect::PtxasOptions:
+      case Effect::CudafeOptions:
+        apply_forwarded(m, a, value, value_index, shown, vouched);
         break;
       case Effect::IncludeDir:
         // nvcc accepts comma-separated lists in one value.
@@ -250,20 +264,41 @@ class Planner {
       case Effect::ObjTemp:
         if (user) has_objtemp_ = true;
         break;
-      case Effect::DeviceOutput: {
-        if (!options_.cache_device_outputs) {
-          refuse("output-kind", shown);  // spec 000's behaviour, kept behind nvcc.cache_device_outputs
-          break;
-        }
-        const DeviceOutput kind = m.name.ends_with("fatbin")  ? DeviceOutput::Fatbin
-                                  : m.name.ends_with("cubin") ? DeviceOutput::Cubin
-                                                              : DeviceOutput::Ptx;
-        // Two kinds on one line: nvcc picks one of them (no error); not modeled.
-        if (device_output_ != DeviceOutput::None && device_output_ != kind) refuse("output-kind", shown);
-        device_output_ = kind;
-        if (!device_output_flag_) device_output_flag_ = shown;
+      case Effect::HostDebug:
+        has_debug_ = true;
         break;
-      }
+      case Effect::LineInfo:
+        has_lineinfo_ = true;
+        path_literal_ = true;
+        break;
+      case Effect::DepWithCompile:
+      case Effect::DepNonSystem:
+      case Effect::DepOutput:
+      case Effect::DepTarget:
+        apply_depfile(m, a, value, ref);
+        break;
+      case Effect::Refuse:
+        refuse(spec.reason, shown);
+        break;
+    }
+  }
+
+  // -c, -dc, the device outputs, -dlto, -rdc, -o, -x, -ccbin: what the compile builds, and from what.
+  void apply_what_is_built(const FlagMatch& m, const Arg& a, std::optional<std::string_view> value,
+                           const CompilePlan::ArgRef& ref, const std::string& shown) {
+    const bool user = a.origin == Origin::User;
+    switch (m.spec->effect) {
+      case Effect::Compile:
+        has_compile_ = true;
+        if (user) mode_args_.push_back(a.index);
+        break;
+      case Effect::DeviceCompile:
+        has_device_compile_ = true;
+        if (user) mode_args_.push_back(a.index);
+        break;
+      case Effect::DeviceOutput:
+        apply_device_output(m, shown);
+        break;
       case Effect::LinkTimeOpt:
         if (!lto_flag_) lto_flag_ = shown;
         break;
@@ -278,13 +313,9 @@ class Planner {
         if (!user || !value) break;  // never env_ok: an env -o is refused earlier
         output_args_.push_back(ref);
         output_ = std::string(*value);
-        if (value_index) {
-          output_index_ = *value_index;
-          output_prefix_.reset();
-        } else {
-          output_index_ = a.index;
-          output_prefix_ = std::string(m.name) + "=";
-        }
+        output_index_ = ref.separate ? ref.index + 1 : a.index;
+        output_prefix_.reset();
+        if (!ref.separate) output_prefix_ = std::string(m.name) + "=";
         break;
       case Effect::Language:
         if (value) language_ = std::string(*value);
@@ -292,41 +323,68 @@ class Planner {
       case Effect::HostCompiler:
         if (value) ccbin_ = std::string(*value);
         break;
+      default:
+        break;
+    }
+  }
+
+  void apply_device_output(const FlagMatch& m, const std::string& shown) {
+    if (!options_.cache_device_outputs) {
+      refuse("output-kind", shown);  // spec 000's behaviour, kept behind nvcc.cache_device_outputs
+      return;
+    }
+    const DeviceOutput kind = m.name.ends_with("fatbin")  ? DeviceOutput::Fatbin
+                              : m.name.ends_with("cubin") ? DeviceOutput::Cubin
+                                                          : DeviceOutput::Ptx;
+    // Two kinds on one line: nvcc picks one of them (no error); not modeled.
+    if (device_output_ != DeviceOutput::None && device_output_ != kind) refuse("output-kind", shown);
+    device_output_ = kind;
+    if (!device_output_flag_) device_output_flag_ = shown;
+  }
+
+  // -arch/-code/-gencode and the option lists nvcc hands to the host compiler, ptxas and cudafe++.
+  void apply_forwarded(const FlagMatch& m, const Arg& a, std::optional<std::string_view> value,
+                       std::optional<std::size_t> value_index, const std::string& shown, bool vouched) {
+    if (!value) return;
+    auto forwarded_refusal = [&](const std::optional<FlagRefusal>& r) {
+      if (r) refuse(r->reason, std::string(m.name) + " " + r->flag);
+    };
+    switch (m.spec->effect) {
       case Effect::GpuArch:
-        if (value && gpu_value_is_native(*value)) {
+        if (gpu_value_is_native(*value)) {
           refuse("machine-native", shown);
           break;
         }
-        if (value && gpu_value_is_lto(*value) && !lto_arch_) lto_arch_ = shown;
+        if (gpu_value_is_lto(*value) && !lto_arch_) lto_arch_ = shown;
         // The user's own arch flags; NVCC_*_FLAGS ones reach every nvcc run through the environment.
-        if (user) {
+        if (a.origin == Origin::User) {
           gpu_arch_args_.emplace_back(a.text);
           if (value_index) gpu_arch_args_.emplace_back(*value);
         }
         break;
       case Effect::HostOptions:
-        if (value) forwarded_refusal(check_host_options(*value, &has_debug_, &options_.extra_allowlist));
+        forwarded_refusal(check_host_options(*value, &has_debug_, &options_.extra_allowlist));
         break;
       case Effect::PtxasOptions:
-        if (value) forwarded_refusal(check_ptxas_options(*value));
+        forwarded_refusal(check_ptxas_options(*value));
         break;
       case Effect::CudafeOptions:
-        if (!value) break;
-        if (value_is_native(spec, *value)) {
+        if (value_is_native(*m.spec, *value)) {
           refuse("machine-native", shown);
         } else if (!vouched) {
           forwarded_refusal(check_cudafe_options(*value));
         }
         break;
-      case Effect::LinkOptions:
+      default:
         break;
-      case Effect::HostDebug:
-        has_debug_ = true;
-        break;
-      case Effect::LineInfo:
-        has_lineinfo_ = true;
-        path_literal_ = true;
-        break;
+    }
+  }
+
+  // -MD, -MMD, -MF, -MT.
+  void apply_depfile(const FlagMatch& m, const Arg& a, std::optional<std::string_view> value,
+                     const CompilePlan::ArgRef& ref) {
+    const bool user = a.origin == Origin::User;
+    switch (m.spec->effect) {
       case Effect::DepWithCompile:
         if (!dep_flag_) dep_flag_ = std::string(m.name);
         if (user) mode_args_.push_back(a.index);
@@ -337,18 +395,16 @@ class Planner {
         if (user) mode_args_.push_back(a.index);
         break;
       case Effect::DepOutput:
-        if (value) {
-          depfile_path_ = std::string(*value);
-          depfile_flag_ = std::string(m.name);
-          if (user) depfile_args_.push_back(ref);
-        }
+        if (!value) break;
+        depfile_path_ = std::string(*value);
+        depfile_flag_ = std::string(m.name);
+        if (user) depfile_args_.push_back(ref);
         break;
       case Effect::DepTarget:
         if (value) depfile_targets_.emplace_back(*value);
         if (value && user) dep_target_args_.push_back(ref);
         break;
-      case Effect::Refuse:
-        refuse(spec.reason, shown);
+      default:
         break;
     }
   }
