@@ -12,9 +12,10 @@
 //
 // Rows and matching are the shared format's (compiler/flag_table_format.hpp): an exact spelling
 // first; otherwise the longest entry whose name starts the argument (so "-fprofile-use=x" meets the
-// -fprofile-use entry, and "-include-pch" is not "-include" with the value "-pch"). A Value entry takes its value attached ("-Iinc", "-DX=1") or as the next argument
-// ("-I inc"); a Separate entry only as the next argument; a Prefix entry is one argument whatever
-// follows its name ("-std=c++17", "-Wl,--as-needed").
+// -fprofile-use entry, and "-include-pch" is not "-include" with the value "-pch"). A Value entry
+// takes its value attached ("-Iinc", "-DX=1") or as the next argument ("-I inc"); a Separate entry
+// only as the next argument; a Prefix entry is one argument whatever follows its name ("-std=c++17",
+// "-Wl,--as-needed").
 #include <optional>
 #include <span>
 #include <string>

@@ -43,10 +43,7 @@ class Planner {
   }
 
  private:
-  void refuse(std::string_view reason, std::string detail) {
-    auto& slot = is_phase_reason(reason) ? phase_refusal_ : flag_refusal_;
-    if (!slot) slot = Passthrough{std::string(reason), std::move(detail)};
-  }
+  void refuse(std::string_view reason, std::string detail) { refusals_.add(reason, std::move(detail)); }
 
   bool allowlisted(std::string_view arg) const { return allowlist_names(allowlist_, arg); }
 
@@ -164,9 +161,9 @@ class Planner {
   }
 
   Plan decide() {
-    if (phase_refusal_) return *phase_refusal_;
+    if (refusals_.phase) return *refusals_.phase;
     if (!has_compile_) return Passthrough{"link", "no -c"};
-    if (flag_refusal_) return *flag_refusal_;
+    if (refusals_.flag) return *refusals_.flag;
     if (inputs_.empty()) return Passthrough{"no-source", "no input file"};
     if (inputs_.size() > 1) return Passthrough{"multiple-sources", args_[inputs_[1].index]};
     if (outputs_ > 1) return Passthrough{"multiple-outputs", "-o given twice"};
@@ -225,7 +222,7 @@ class Planner {
 
   const std::vector<std::string>& args_;
   const std::vector<std::string>& allowlist_;
-  std::optional<Passthrough> phase_refusal_, flag_refusal_;
+  Refusals refusals_{is_phase_reason, std::nullopt, std::nullopt};
   std::vector<CompilePlan::PathValue> path_values_;
   bool has_compile_ = false, has_debug_ = false, has_dep_target_ = false, has_phony_targets_ = false;
   std::string language_;

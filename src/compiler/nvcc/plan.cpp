@@ -78,10 +78,7 @@ class Planner {
   }
 
  private:
-  void refuse(std::string_view reason, std::string detail) {
-    auto& slot = is_phase_reason(reason) ? phase_refusal_ : flag_refusal_;
-    if (!slot) slot = Passthrough{std::string(reason), std::move(detail)};
-  }
+  void refuse(std::string_view reason, std::string detail) { refusals_.add(reason, std::move(detail)); }
 
   // The allow-list as the spec defines it: the flag itself or the flag followed by "=value".
   bool allowlisted(std::string_view arg) const { return allowlist_names(options_.extra_allowlist, arg); }
@@ -230,8 +227,9 @@ class Planner {
     const FlagSpec& spec = *m.spec;
     const bool user = a.origin == Origin::User;
     if (spec.path_value && user && value) {
-      path_args_.push_back({value_index ? *value_index : a.index, value_index ? 0 : a.text.size() - value->size(),
-                            std::string(m.name), path_kind(spec.effect)});
+      const std::size_t offset = value_index ? 0 : a.text.size() - value->size();
+      found_.path_args.push_back(
+          {value_index ? *value_index : a.index, offset, std::string(m.name), path_kind(spec.effect)});
     }
     const CompilePlan::ArgRef ref{a.index, std::string(m.name), value_index.has_value()};
     switch (spec.effect) {
@@ -259,10 +257,10 @@ class Planner {
         if (value) split_include_dirs(*value);
         break;
       case Effect::ForcedInclude:
-        has_forced_include_ = true;
+        found_.has_forced_include = true;
         break;
       case Effect::ObjTemp:
-        if (user) has_objtemp_ = true;
+        if (user) found_.has_objtemp = true;
         break;
       case Effect::HostDebug:
         has_debug_ = true;
@@ -290,11 +288,11 @@ class Planner {
     switch (m.spec->effect) {
       case Effect::Compile:
         has_compile_ = true;
-        if (user) mode_args_.push_back(a.index);
+        if (user) found_.mode_args.push_back(a.index);
         break;
       case Effect::DeviceCompile:
         has_device_compile_ = true;
-        if (user) mode_args_.push_back(a.index);
+        if (user) found_.mode_args.push_back(a.index);
         break;
       case Effect::DeviceOutput:
         apply_device_output(m, shown);
@@ -311,7 +309,7 @@ class Planner {
         break;
       case Effect::Output:
         if (!user || !value) break;  // never env_ok: an env -o is refused earlier
-        output_args_.push_back(ref);
+        found_.output_args.push_back(ref);
         output_ = std::string(*value);
         output_index_ = ref.separate ? ref.index + 1 : a.index;
         output_prefix_.reset();
@@ -387,22 +385,22 @@ class Planner {
     switch (m.spec->effect) {
       case Effect::DepWithCompile:
         if (!dep_flag_) dep_flag_ = std::string(m.name);
-        if (user) mode_args_.push_back(a.index);
+        if (user) found_.mode_args.push_back(a.index);
         break;
       case Effect::DepNonSystem:
         nonsystem_ = true;
         dep_flag_ = std::string(m.name);
-        if (user) mode_args_.push_back(a.index);
+        if (user) found_.mode_args.push_back(a.index);
         break;
       case Effect::DepOutput:
         if (!value) break;
         depfile_path_ = std::string(*value);
         depfile_flag_ = std::string(m.name);
-        if (user) depfile_args_.push_back(ref);
+        if (user) found_.depfile_args.push_back(ref);
         break;
       case Effect::DepTarget:
         if (value) depfile_targets_.emplace_back(*value);
-        if (value && user) dep_target_args_.push_back(ref);
+        if (value && user) found_.dep_target_args.push_back(ref);
         break;
       default:
         break;
@@ -423,14 +421,15 @@ class Planner {
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = value.find(',', start);
-      include_dirs_.emplace_back(value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+      const std::size_t end = comma == std::string_view::npos ? value.size() : comma;
+      found_.include_dirs.emplace_back(value.substr(start, end - start));
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
   }
 
   Plan decide() {
-    if (phase_refusal_) return *phase_refusal_;
+    if (refusals_.phase) return *refusals_.phase;
     const bool device_output = device_output_ != DeviceOutput::None;
     if (lto_flag_) return Passthrough{device_output ? "device-ir" : "output-kind", *lto_flag_};
     // -c or -dc with a device output: the device file comes out (measured), not an object; not modeled.
@@ -441,7 +440,7 @@ class Planner {
     if (!device_output && !has_compile_ && !has_device_compile_) {
       return Passthrough{"link", "no -c or -dc"};
     }
-    if (flag_refusal_) return *flag_refusal_;
+    if (refusals_.flag) return *refusals_.flag;
     if (positionals_.empty()) return Passthrough{"no-source", "no input file"};
     if (positionals_.size() > 1) return Passthrough{"multiple-sources", args_[positionals_[1]]};
     const std::size_t source_index = positionals_[0];
@@ -456,7 +455,7 @@ class Planner {
     // nvcc itself rejects -MF without -M/-MM/-MD/-MMD; a miss that adds kache's own -MD would not.
     if (!dep_flag_ && depfile_path_) return Passthrough{"depfile-modifier", *depfile_flag_};
 
-    CompilePlan p;
+    CompilePlan p = std::move(found_);
     p.mode = has_device_compile_ ? Mode::DeviceCompile : (rdc_ == "true" ? Mode::CompileRdc : Mode::Compile);
     p.device_output = device_output_;
     p.source = source;
@@ -470,14 +469,6 @@ class Planner {
     p.keyed_args = args_;
     p.keyed_args[source_index] = "<source>";
     p.keyed_args[output_index_] = output_prefix_ ? *output_prefix_ + "<output>" : "<output>";
-    p.path_args = path_args_;
-    p.output_args = output_args_;
-    p.depfile_args = depfile_args_;
-    p.dep_target_args = dep_target_args_;
-    p.mode_args = mode_args_;
-    p.include_dirs = include_dirs_;
-    p.has_forced_include = has_forced_include_;
-    p.has_objtemp = has_objtemp_;
     p.prepend_flags = options_.prepend_flags;
     p.append_flags = options_.append_flags;
     p.ccbin = ccbin_;
@@ -494,7 +485,7 @@ class Planner {
   std::vector<std::string> prepend_, append_;
   std::vector<Arg> all_;
 
-  std::optional<Passthrough> phase_refusal_, flag_refusal_;
+  Refusals refusals_{is_phase_reason, std::nullopt, std::nullopt};
   bool has_compile_ = false, has_device_compile_ = false;
   DeviceOutput device_output_ = DeviceOutput::None;
   std::optional<std::string> device_output_flag_;   // the first device output flag, as written
@@ -508,11 +499,8 @@ class Planner {
   bool nonsystem_ = false;  // -MMD wins over -MD whatever the order (measured)
   std::vector<std::string> depfile_targets_;
   std::vector<std::string> gpu_arch_args_;
-  std::vector<CompilePlan::PathArg> path_args_;
-  std::vector<CompilePlan::ArgRef> output_args_, depfile_args_, dep_target_args_;
-  std::vector<std::size_t> mode_args_;
-  std::vector<std::string> include_dirs_;
-  bool has_forced_include_ = false, has_objtemp_ = false;
+  // What the scan records straight into the plan: positions, include dirs, path values.
+  CompilePlan found_;
   bool path_literal_ = false, has_lineinfo_ = false, has_debug_ = false;
 };
 
