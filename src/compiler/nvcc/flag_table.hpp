@@ -125,6 +125,9 @@ std::optional<FlagMatch> find_flag(const std::vector<FlagSpec>& table, std::stri
 // Checks for flags nvcc hands to another tool. Each returns the refusal for the first offending
 // flag, or nullopt. The host compiler's flags (-Xcompiler) are GCC knowledge: the gcc table classifies
 // them (compiler/gcc/host_rules.hpp).
+using compiler::FlagRefusal;
+using compiler::is_machine_native;
+using compiler::split_option_list;
 using gcc::check_host_options;
 using gcc::hidden_host_input;
 std::optional<FlagRefusal> check_ptxas_options(std::string_view value);
