@@ -75,7 +75,8 @@ void check_cacheable(const CompilePlan& p, const std::vector<std::string>& args,
         KACHE_FUZZ_CHECK(!gpu_word(*value, "lto_", true));  // NVVM IR (device-ir)
         break;
       case Effect::HostOptions:
-        KACHE_FUZZ_CHECK(!check_host_options(*value));
+        // The allow-list admits host flags the gcc table does not know, never one it refuses.
+        KACHE_FUZZ_CHECK(!check_host_options(*value, nullptr, &opt.extra_allowlist));
         break;
       case Effect::PtxasOptions:
         KACHE_FUZZ_CHECK(!check_ptxas_options(*value));

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/registry.hpp"
 #include "core/config.hpp"
 #include "core/depfile.hpp"
 #include "core/invocation.hpp"

@@ -21,6 +21,7 @@
 #include "app/pipeline_steps.hpp"
 #include "app/pipeline_store.hpp"
 #include "compiler/adapter.hpp"
+#include "compiler/registry.hpp"
 #include "core/log.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"

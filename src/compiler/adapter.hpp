@@ -111,7 +111,4 @@ class Adapter {
   virtual std::vector<std::string> path_specific_markers() const = 0;
 };
 
-// The adapter for a compiler named like compiler_arg, or nullptr if kache does not know it.
-std::unique_ptr<Adapter> find_adapter(const std::string& compiler_arg);
-
 }  // namespace kache::compiler

@@ -1,13 +1,28 @@
 #pragma once
 // Rules every adapter applies the same way (nvcc's and gcc/clang's), kept in one place.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "compiler/adapter.hpp"
 #include "core/config.hpp"
 #include "util/process.hpp"
 
 namespace kache::compiler {
+
+// A planner's refusals, so the reason is chosen deterministically whatever the argument order: the
+// first one that says what the whole invocation is (a phase reason: link, -E, a response file...)
+// wins over the first refused flag elsewhere on the line.
+struct Refusals {
+  bool (*is_phase_reason)(std::string_view reason);
+  std::optional<Passthrough> phase, flag;  // the first of each kind
+
+  void add(std::string_view reason, std::string detail) {
+    auto& slot = is_phase_reason(reason) ? phase : flag;
+    if (!slot) slot = Passthrough{std::string(reason), std::move(detail)};
+  }
+};
 
 // The allow-list ([cc] extra_allowlist_flags) names arg: the flag itself, or the flag followed by "=value".
 bool allowlist_names(const std::vector<std::string>& allowlist, std::string_view arg);

@@ -595,6 +595,63 @@ TEST(NvccPlanFlags, XcompilerForms) {
   }
 }
 
+// -Xcompiler values are classified by the closed gcc/clang table, as a direct gcc compile is.
+TEST(NvccPlanXcompiler, FlagsRealProjectsForwardKeepCaching) {
+  for (const char* v : {"-fPIC", "-O2", "-Wall", "-Wextra", "-fvisibility=hidden", "-std=c++17", "-g", "-fopenmp",
+                        "-march=x86-64-v3", "-UNDEBUG", "-fno-strict-aliasing", "-x c++", "--param max-inline-insns=10",
+                        "-ffile-prefix-map=/a=/b", "-fPIC,-Wall,-Wextra,-O3,-g"}) {
+    EXPECT_TRUE(caches(compile({"-Xcompiler", v}))) << v;
+  }
+}
+
+TEST(NvccPlanXcompiler, UnknownHostFlagPassesThroughLikeADirectCompile) {
+  // The old deny-list let every flag it did not name through; the closed table does not know this one.
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-fkache-no-such-option"}), "unknown-flag", {},
+                     "-Xcompiler -fkache-no-such-option"));
+  EXPECT_TRUE(passes(compile({"--compiler-options", "-fPIC -frecord-gcc-switches"}), "unknown-flag", {},
+                     "--compiler-options -frecord-gcc-switches"));
+  // As for a direct gcc compile, [cc] extra_allowlist_flags admits it ...
+  EXPECT_TRUE(caches(compile({"-Xcompiler", "-fkache-no-such-option"}), with_allowlist({"-fkache-no-such-option"})));
+  // ... but never a flag the table refuses.
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-fplugin=p.so"}), "hidden-input", with_allowlist({"-fplugin=p.so"})));
+}
+
+TEST(NvccPlanXcompiler, RefusedFlagsKeepTheirForwardedReasons) {
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-DX"}), "hidden-input"));        // Effect::Define
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-isystem,/x"}), "hidden-input"));  // Effect::IncludeDir
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-ofoo.o"}), "output-kind"));       // Effect::Output
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-MMD"}), "depfile-modifier"));     // Effect::DepMMD
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-fprofile-arcs"}), "profiling"));  // the table's "coverage"
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-Wa,--noexecstack"}), "assembler-options"));  // as gcc -Wa,
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-Wp,-DX"}), "hidden-input", {}, "-Xcompiler -Wp"));
+  // A word that is no flag's value is another input file to the host compiler.
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-O2 extra.c"}), "hidden-input", {}, "-Xcompiler extra.c"));
+}
+
+// The plan carries what the adapter needs from the command line (as gcc's CompilePlan does), so the
+// adapter never scans the arguments again.
+TEST(NvccPlanPositions, IncludeDirsAndRewrittenOptions) {
+  const CompilePlan p = planned({"-c", "-I", "a,b", "k.cu", "--include-path=c", "-Id", "-isystem=e", "-o", "k.o",
+                                 "-MD", "-MF=k.d", "-MT", "k.o", "-objtemp", "--pre-include", "p.h"});
+  EXPECT_EQ(p.include_dirs, (Args{"a", "b", "c", "d", "e"}));
+  EXPECT_TRUE(p.has_forced_include);
+  EXPECT_TRUE(p.has_objtemp);
+  ASSERT_EQ(p.output_args.size(), 1u);
+  EXPECT_EQ(p.output_args[0].index, 7u);  // the option; its value is the next argument
+  EXPECT_TRUE(p.output_args[0].separate);
+  ASSERT_EQ(p.depfile_args.size(), 1u);
+  EXPECT_EQ(p.depfile_args[0].name, "-MF");
+  EXPECT_FALSE(p.depfile_args[0].separate);
+  ASSERT_EQ(p.dep_target_args.size(), 1u);
+  EXPECT_EQ(p.dep_target_args[0].index, 11u);
+  EXPECT_EQ(p.mode_args, (std::vector<std::size_t>{0, 9}));  // -c, -MD
+  for (const auto& pa : p.path_args) {
+    if (pa.flag == "-I" || pa.flag == "--include-path" || pa.flag == "-isystem") {
+      EXPECT_EQ(pa.kind, CompilePlan::PathKind::List) << pa.flag;
+    }
+  }
+}
+
 TEST(NvccPlanFlags, HostDebug) {
   EXPECT_TRUE(planned(compile({"-g"})).has_debug);
   EXPECT_TRUE(planned(compile({"--debug"})).has_debug);

@@ -60,6 +60,48 @@ std::vector<std::string> keyed_args(const CompilePlan& plan, const core::PathRoo
   return args;
 }
 
+// A precompiled header next to a forced include is read instead of it (GCC tries <file>.gch first,
+// clang <file>.pch/.gch): a binary input the dependency file does not describe.
+std::optional<Passthrough> precompiled_header_beside_forced_include(const CompilePlan& plan, const std::string& cwd,
+                                                                    const std::string& source) {
+  for (const auto& f : plan.forced_includes) {
+    std::vector<std::string> places = {util::join_path(cwd, f), util::join_path(util::dirname(source), f)};
+    for (const auto& d : plan.include_dirs) places.push_back(util::join_path(util::join_path(cwd, d), f));
+    for (const auto& p : places) {
+      for (const char* ext : {".gch", ".pch"}) {
+        if (util::exists(p + ext)) return Passthrough{"pch", p + ext};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& tc, const core::Invocation& inv,
+                     const std::string& cwd) {
+  // The include search path, spelled as given (joined to the cwd, not normalized): the compiler names
+  // headers found there as dir + "/" + name, and the path roots must see the same spelling.
+  auto add_dir = [&](const std::string& d, bool literal_if_absolute) {
+    if (d.empty()) return;
+    std::string abs = util::join_path(cwd, d);
+    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
+      job.search_dirs.push_back(abs);
+    }
+    if (literal_if_absolute && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
+  };
+  add_dir(util::dirname(plan.source), false);  // quoted includes: the source's directory, as spelled
+  add_dir(util::dirname(job.source), false);
+  for (const auto& d : plan.include_dirs) add_dir(d, true);
+  // A forced include is looked up in the working directory first (GCC: "the first directory searched
+  // for file is the preprocessor's working directory"): one appearing there would shadow it.
+  if (!plan.forced_includes.empty()) add_dir(cwd, false);
+  for (const char* var : {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH"}) {
+    for (const auto& d : include_path_dirs(inv.env, var)) add_dir(d, true);
+  }
+  for (const auto& d : tc.include_dirs) add_dir(d, false);
+  job.literal_dirs.insert(job.literal_dirs.end(), job.system_dirs.begin(), job.system_dirs.end());
+}
+
 }  // namespace
 
 std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
@@ -78,17 +120,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   // -MMD leaves out system headers, so it cannot be the key's closure.
   job.depfile_partial = plan.depfile == Depfile::MMD;
 
-  // A precompiled header next to a forced include is read instead of it (GCC tries <file>.gch first,
-  // clang <file>.pch/.gch): a binary input the dependency file does not describe.
-  for (const auto& f : plan.forced_includes) {
-    std::vector<std::string> places = {util::join_path(cwd, f), util::join_path(util::dirname(job.source), f)};
-    for (const auto& d : plan.include_dirs) places.push_back(util::join_path(util::join_path(cwd, d), f));
-    for (const auto& p : places) {
-      for (const char* ext : {".gch", ".pch"}) {
-        if (util::exists(p + ext)) return Passthrough{"pch", p + ext};
-      }
-    }
-  }
+  if (auto pch = precompiled_header_beside_forced_include(plan, cwd, job.source)) return *pch;
 
   if (cfg.nvcc_path_normalize) {
     job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity,
@@ -140,28 +172,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   colour_flag_ = diagnostics_colour_flag(inv.args, inv.env, clang, ::isatty(STDERR_FILENO) == 1);
   k.emplace_back("diagnostics-colour", colour_flag_.empty() ? "as-given" : colour_flag_);
 
-  // The include search path, spelled as given (joined to the cwd, not normalized): the compiler names
-  // headers found there as dir + "/" + name, and the path roots must see the same spelling.
-  auto add_dir = [&](const std::string& d, bool literal_if_absolute) {
-    if (d.empty()) return;
-    std::string abs = util::join_path(cwd, d);
-    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
-      job.search_dirs.push_back(abs);
-    }
-    if (literal_if_absolute && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
-  };
-  add_dir(util::dirname(plan.source), false);  // quoted includes: the source's directory, as spelled
-  add_dir(util::dirname(job.source), false);
-  for (const auto& d : plan.include_dirs) add_dir(d, true);
-  // A forced include is looked up in the working directory first (GCC: "the first directory searched
-  // for file is the preprocessor's working directory"): one appearing there would shadow it.
-  if (!plan.forced_includes.empty()) add_dir(cwd, false);
-  for (const char* var : {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH"}) {
-    for (const auto& d : include_path_dirs(inv.env, var)) add_dir(d, true);
-  }
-  for (const auto& d : tc.include_dirs) add_dir(d, false);
-  job.literal_dirs.insert(job.literal_dirs.end(), job.system_dirs.begin(), job.system_dirs.end());
+  add_search_dirs(job, plan, tc, inv, cwd);
   job.assembler_inputs = assembler_listing_possible(inv.args, clang) ? CompileJob::AssemblerInputs::listed
                                                                      : CompileJob::AssemblerInputs::checked;
   return job;

@@ -85,8 +85,9 @@ std::vector<GccFlag> base_rows() {
       // Files read before the source; the driver looks for them in the cwd first.
       {"-include", S::Value, E::ForcedInclude},
       {"-imacros", S::Value, E::ForcedInclude},
-      // Macro definitions and removals: part of the command line, keyed verbatim.
-      {"-D", S::Value, E::Keyed},
+      // Macro definitions and removals: part of the command line, keyed verbatim (a definition forwarded
+      // by nvcc -Xcompiler reaches the host pass only: Effect::Define, refused there).
+      {"-D", S::Value, E::Define},
       {"-U", S::Value, E::Keyed},
       // Without the standard include directories: keyed; fewer directories are then searched.
       {"-nostdinc", S::Exact, E::Keyed},
@@ -105,6 +106,13 @@ std::vector<GccFlag> base_rows() {
       // clang: a system directory searched last; a row so -isystem does not take "-after" as its value.
       refuse("-isystem-after", S::Separate, "hidden-input"),
       refuse("-iframework", S::Value, "hidden-input"),
+      // The same through long or clang-only spellings (--include-directory, --include-prefix, --include=,
+      // --imacros, --define-macro, -cxx-isystem): refused rather than modelled, as nvcc's -Xcompiler
+      // refused them before the table decided there.
+      refuse("--include", S::Prefix, "hidden-input"),
+      refuse("--imacros", S::Prefix, "hidden-input"),
+      refuse("--define-macro", S::Prefix, "hidden-input"),
+      refuse("-cxx-isystem", S::Value, "hidden-input"),
       refuse("-isysroot", S::Value, "sysroot"),
       refuse("--sysroot", S::Prefix, "sysroot"),
       // Another place for cc1/cc1plus/as and the specs: programs the toolchain id did not hash.
@@ -390,6 +398,69 @@ void add_debug_options(std::vector<GccFlag>& t) {
 
 // The -f options kache caches with: each changes code generation, the language accepted or the
 // diagnostics (stderr, which a hit replays), and none reads or writes a file. Keyed verbatim.
+// The -f options that pick the language dialect and its extensions: keyed.
+void add_f_dialect_options(std::vector<GccFlag>& t) {
+  // Language dialect and extensions.
+  add(t, S::Exact, E::Keyed,
+      {"-fopenmp", "-fopenmp-simd", "-fopenacc", "-fgnu-tm", "-fpermissive", "-fms-extensions", "-fms-compatibility",
+       "-fdeclspec", "-fdelayed-template-parsing", "-fborland-extensions", "-fgnu-keywords", "-fgnu89-inline",
+       "-fgnu-runtime", "-fsigned-char", "-funsigned-char", "-fsigned-bitfields", "-funsigned-bitfields",
+       "-ffreestanding", "-fhosted", "-fbuiltin", "-fasm", "-fcond-mismatch", "-flax-vector-conversions",
+       "-fplan9-extensions", "-fallow-parameterless-variadic-functions", "-fdollars-in-identifiers",
+       "-fextended-identifiers", "-fchar8_t", "-fcoroutines", "-fconcepts", "-fconcepts-ts", "-fimplicit-constexpr",
+       "-fstrong-eval-order", "-fsized-deallocation", "-faligned-new", "-faligned-allocation", "-fcheck-new",
+       "-fnew-inheriting-ctors", "-fnew-ttp-matching", "-frelaxed-template-template-args", "-fext-numeric-literals",
+       "-fnothrow-opt", "-fenforce-eh-specs", "-fextern-tls-init", "-fgnu-unique", "-fimplicit-inline-templates",
+       "-fimplicit-templates", "-fpretty-templates", "-fuse-cxa-get-exception-ptr", "-fweak", "-felide-constructors",
+       "-felide-type", "-fblocks", "-fms-volatile", "-fapple-kext", "-ffixed-point", "-fdigraphs", "-ftrigraphs",
+       "-fexperimental-library", "-fcontracts"});
+  add(t, S::Prefix, E::Keyed,
+      {"-finput-charset=", "-fexec-charset=", "-fwide-exec-charset=", "-ftabstop=", "-faligned-new=",
+       "-fstrong-eval-order=", "-fms-compatibility-version=", "-fgnuc-version=", "-fconstexpr-depth=",
+       "-fconstexpr-loop-limit=", "-fconstexpr-ops-limit=", "-fconstexpr-steps=", "-fconstexpr-cache-depth=",
+       "-ftemplate-depth=", "-ftemplate-backtrace-limit=", "-fbracket-depth=", "-fconcepts-diagnostics-depth=",
+       "-fchar8_t=", "-fwchar-type="});
+}
+
+// The -f options of diagnostics and a few more switches: keyed.
+void add_f_diagnostic_options(std::vector<GccFlag>& t) {
+  // Diagnostics: what stderr holds (a hit replays the miss's stderr). -fdiagnostics-urls reads
+  // GCC_URLS/TERM_URLS, keyed in env_table.cpp; -fdiagnostics-color reads GCC_COLORS, keyed too.
+  add(t, S::Exact, E::Keyed,
+      {"-fdiagnostics-color", "-fcolor-diagnostics", "-fansi-escape-codes", "-fdiagnostics-urls",
+       "-fdiagnostics-show-option", "-fdiagnostics-show-caret", "-fdiagnostics-show-labels",
+       "-fdiagnostics-show-line-numbers", "-fdiagnostics-show-cwe", "-fdiagnostics-show-rules",
+       "-fdiagnostics-show-path-depths", "-fdiagnostics-show-template-tree", "-fdiagnostics-show-note-include-stack",
+       "-fdiagnostics-fixit-info", "-fdiagnostics-parseable-fixits", "-fdiagnostics-print-source-range-info",
+       "-fdiagnostics-generate-patch", "-fdiagnostics-plain-output",
+       "-fdiagnostics-format=text", "-fdiagnostics-format=json", "-fdiagnostics-format=json-stderr",
+       "-fdiagnostics-format=sarif-stderr", "-fdiagnostics-format=clang", "-fdiagnostics-format=msvc",
+       "-fdiagnostics-format=vi", "-fshow-column", "-fshow-source-location", "-fcaret-diagnostics",
+       "-fspell-checking",});
+  add(t, S::Prefix, E::Keyed,
+      {"-fdiagnostics-color=", "-fdiagnostics-urls=", "-fdiagnostics-path-format=", "-fdiagnostics-column-unit=",
+       "-fdiagnostics-column-origin=", "-fdiagnostics-escape-format=", "-fdiagnostics-minimum-margin-width=",
+       "-fdiagnostics-show-location=", "-fmessage-length=", "-fmax-errors=", "-ferror-limit=",
+       "-fmacro-backtrace-limit=", "-fcaret-diagnostics-max-lines=", "-fspell-checking-limit="});
+  // Floating-point and inlining choices outside gcc's optimizer list (clang's spellings mostly).
+  add(t, S::Exact, E::Keyed,
+      {"-fhonor-infinities", "-fhonor-nans", "-fapprox-func", "-fprotect-parens", "-finline-hint-functions"});
+  add(t, S::Prefix, E::Keyed,
+      {"-ffp-model=", "-ffp-exception-behavior=", "-fdenormal-fp-math=", "-fdenormal-fp-math-f32=",
+       "-ffp-eval-method=", "-finline-limit="});
+  // More switches real builds pass (the Linux kernel's -fstrict-flex-arrays, clang's -faddrsig and
+  // visibility variants, XRay's instrumentation without attribute lists, macro-expansion notes).
+  add(t, S::Exact, E::Keyed,
+      {"-fstrict-flex-arrays", "-faddrsig", "-funique-section-names", "-fxray-instrument",
+       "-fcomplete-member-pointers", "-fvisibility-global-new-delete-hidden",
+       "-fvisibility-inlines-hidden-static-local-var", "-ftrack-macro-expansion"});
+  add(t, S::Prefix, E::Keyed, {"-fstrict-flex-arrays=", "-ftrack-macro-expansion=", "-fpermitted-flt-eval-methods="});
+  // A seed for the names of anonymous-namespace symbols and the like: a string, keyed (kache adds its own
+  // on a miss before the user's arguments; the user's wins). Keyed before the table was closed, kept.
+  add(t, S::Exact, E::Keyed, {"-frandom-seed"});
+  add(t, S::Prefix, E::Keyed, {"-frandom-seed="});
+}
+
 void add_f_options(std::vector<GccFlag>& t) {
   // -fno-exceptions, -fno-rtti, -fno-omit-frame-pointer, -fno-strict-aliasing, -fno-common,
   // -fno-builtin-memcpy...: a documented family. Turning a feature off never makes the compiler read
@@ -437,61 +508,8 @@ void add_f_options(std::vector<GccFlag>& t) {
   add(t, S::Prefix, E::Keyed, {"-fdebug-prefix-map=", "-ffile-prefix-map=", "-fmacro-prefix-map="});
   // clang: the directory written into debug info and coverage instead of the cwd; a string.
   add(t, S::Prefix, E::Keyed, {"-fdebug-compilation-dir=", "-ffile-compilation-dir="});
-  // Language dialect and extensions.
-  add(t, S::Exact, E::Keyed,
-      {"-fopenmp", "-fopenmp-simd", "-fopenacc", "-fgnu-tm", "-fpermissive", "-fms-extensions", "-fms-compatibility",
-       "-fdeclspec", "-fdelayed-template-parsing", "-fborland-extensions", "-fgnu-keywords", "-fgnu89-inline",
-       "-fgnu-runtime", "-fsigned-char", "-funsigned-char", "-fsigned-bitfields", "-funsigned-bitfields",
-       "-ffreestanding", "-fhosted", "-fbuiltin", "-fasm", "-fcond-mismatch", "-flax-vector-conversions",
-       "-fplan9-extensions", "-fallow-parameterless-variadic-functions", "-fdollars-in-identifiers",
-       "-fextended-identifiers", "-fchar8_t", "-fcoroutines", "-fconcepts", "-fconcepts-ts", "-fimplicit-constexpr",
-       "-fstrong-eval-order", "-fsized-deallocation", "-faligned-new", "-faligned-allocation", "-fcheck-new",
-       "-fnew-inheriting-ctors", "-fnew-ttp-matching", "-frelaxed-template-template-args", "-fext-numeric-literals",
-       "-fnothrow-opt", "-fenforce-eh-specs", "-fextern-tls-init", "-fgnu-unique", "-fimplicit-inline-templates",
-       "-fimplicit-templates", "-fpretty-templates", "-fuse-cxa-get-exception-ptr", "-fweak", "-felide-constructors",
-       "-felide-type", "-fblocks", "-fms-volatile", "-fapple-kext", "-ffixed-point", "-fdigraphs", "-ftrigraphs",
-       "-fexperimental-library", "-fcontracts"});
-  add(t, S::Prefix, E::Keyed,
-      {"-finput-charset=", "-fexec-charset=", "-fwide-exec-charset=", "-ftabstop=", "-faligned-new=",
-       "-fstrong-eval-order=", "-fms-compatibility-version=", "-fgnuc-version=", "-fconstexpr-depth=",
-       "-fconstexpr-loop-limit=", "-fconstexpr-ops-limit=", "-fconstexpr-steps=", "-fconstexpr-cache-depth=",
-       "-ftemplate-depth=", "-ftemplate-backtrace-limit=", "-fbracket-depth=", "-fconcepts-diagnostics-depth=",
-       "-fchar8_t=", "-fwchar-type="});
-  // Diagnostics: what stderr holds (a hit replays the miss's stderr). -fdiagnostics-urls reads
-  // GCC_URLS/TERM_URLS, keyed in env_table.cpp; -fdiagnostics-color reads GCC_COLORS, keyed too.
-  add(t, S::Exact, E::Keyed,
-      {"-fdiagnostics-color", "-fcolor-diagnostics", "-fansi-escape-codes", "-fdiagnostics-urls",
-       "-fdiagnostics-show-option", "-fdiagnostics-show-caret", "-fdiagnostics-show-labels",
-       "-fdiagnostics-show-line-numbers", "-fdiagnostics-show-cwe", "-fdiagnostics-show-rules",
-       "-fdiagnostics-show-path-depths", "-fdiagnostics-show-template-tree", "-fdiagnostics-show-note-include-stack",
-       "-fdiagnostics-fixit-info", "-fdiagnostics-parseable-fixits", "-fdiagnostics-print-source-range-info",
-       "-fdiagnostics-generate-patch", "-fdiagnostics-plain-output",
-       "-fdiagnostics-format=text", "-fdiagnostics-format=json", "-fdiagnostics-format=json-stderr",
-       "-fdiagnostics-format=sarif-stderr", "-fdiagnostics-format=clang", "-fdiagnostics-format=msvc",
-       "-fdiagnostics-format=vi", "-fshow-column", "-fshow-source-location", "-fcaret-diagnostics",
-       "-fspell-checking",});
-  add(t, S::Prefix, E::Keyed,
-      {"-fdiagnostics-color=", "-fdiagnostics-urls=", "-fdiagnostics-path-format=", "-fdiagnostics-column-unit=",
-       "-fdiagnostics-column-origin=", "-fdiagnostics-escape-format=", "-fdiagnostics-minimum-margin-width=",
-       "-fdiagnostics-show-location=", "-fmessage-length=", "-fmax-errors=", "-ferror-limit=",
-       "-fmacro-backtrace-limit=", "-fcaret-diagnostics-max-lines=", "-fspell-checking-limit="});
-  // Floating-point and inlining choices outside gcc's optimizer list (clang's spellings mostly).
-  add(t, S::Exact, E::Keyed,
-      {"-fhonor-infinities", "-fhonor-nans", "-fapprox-func", "-fprotect-parens", "-finline-hint-functions"});
-  add(t, S::Prefix, E::Keyed,
-      {"-ffp-model=", "-ffp-exception-behavior=", "-fdenormal-fp-math=", "-fdenormal-fp-math-f32=",
-       "-ffp-eval-method=", "-finline-limit="});
-  // More switches real builds pass (the Linux kernel's -fstrict-flex-arrays, clang's -faddrsig and
-  // visibility variants, XRay's instrumentation without attribute lists, macro-expansion notes).
-  add(t, S::Exact, E::Keyed,
-      {"-fstrict-flex-arrays", "-faddrsig", "-funique-section-names", "-fxray-instrument",
-       "-fcomplete-member-pointers", "-fvisibility-global-new-delete-hidden",
-       "-fvisibility-inlines-hidden-static-local-var", "-ftrack-macro-expansion"});
-  add(t, S::Prefix, E::Keyed, {"-fstrict-flex-arrays=", "-ftrack-macro-expansion=", "-fpermitted-flt-eval-methods="});
-  // A seed for the names of anonymous-namespace symbols and the like: a string, keyed (kache adds its own
-  // on a miss before the user's arguments; the user's wins). Keyed before the table was closed, kept.
-  add(t, S::Exact, E::Keyed, {"-frandom-seed"});
-  add(t, S::Prefix, E::Keyed, {"-frandom-seed="});
+  add_f_dialect_options(t);
+  add_f_diagnostic_options(t);
   add_optimizer_options(t);
 }
 
@@ -509,24 +527,13 @@ const std::vector<GccFlag>& flag_table() {
   return table;
 }
 
-std::optional<FlagMatch> find_flag(std::string_view arg) {
-  const auto& table = flag_table();
-  for (const auto& f : table) {
-    if (arg == f.name) return FlagMatch{&f, std::nullopt};
-  }
-  const GccFlag* best = nullptr;
-  for (const auto& f : table) {
-    if (f.shape == Shape::Exact || arg.size() <= f.name.size() || !arg.starts_with(f.name)) continue;
-    // A Separate entry matches a longer argument only as "--param=value".
-    if (f.shape == Shape::Separate && arg[f.name.size()] != '=') continue;
-    if (!best || f.name.size() > best->name.size()) best = &f;
-  }
-  if (!best) return std::nullopt;
-  if (best->shape == Shape::Prefix || best->shape == Shape::Family) return FlagMatch{best, std::nullopt};
-  std::string_view rest = arg.substr(best->name.size());
-  if (best->shape == Shape::Separate) rest.remove_prefix(1);  // "--param=value"
-  return FlagMatch{best, rest};
+std::optional<FlagMatch> find_flag(const std::vector<GccFlag>& table, std::string_view arg) {
+  const auto m = match_row(table, arg);
+  if (!m) return std::nullopt;
+  return FlagMatch{m->row, m->value};
 }
+
+std::optional<FlagMatch> find_flag(std::string_view arg) { return find_flag(flag_table(), arg); }
 
 namespace {
 
@@ -538,6 +545,7 @@ std::string_view effect_name(Effect e) {
     case Effect::Language: return "language";
     case Effect::IncludeDir: return "include-dir";
     case Effect::ForcedInclude: return "forced-include";
+    case Effect::Define: return "define";
     case Effect::Debug: return "debug";
     case Effect::DepMD: return "dep-md";
     case Effect::DepMMD: return "dep-mmd";

@@ -10,26 +10,24 @@
 // (Shape::Family: -W warnings, -m machine switches, -fno-/-gno- negations); refused entries may be
 // prefixes freely, as refusing more is always sound.
 //
-// Matching: an exact spelling first; otherwise the longest entry whose name starts the argument (so
-// "-fprofile-use=x" meets the -fprofile-use entry, and "-include-pch" is not "-include" with the
-// value "-pch"). A Value entry takes its value attached ("-Iinc", "-DX=1") or as the next argument
-// ("-I inc"); a Separate entry only as the next argument; a Prefix entry is one argument whatever
-// follows its name ("-std=c++17", "-Wl,--as-needed").
+// Rows and matching are the shared format's (compiler/flag_table_format.hpp): an exact spelling
+// first; otherwise the longest entry whose name starts the argument (so "-fprofile-use=x" meets the
+// -fprofile-use entry, and "-include-pch" is not "-include" with the value "-pch"). A Value entry
+// takes its value attached ("-Iinc", "-DX=1") or as the next argument ("-I inc"); a Separate entry
+// only as the next argument; a Prefix entry is one argument whatever follows its name ("-std=c++17",
+// "-Wl,--as-needed").
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "compiler/flag_table_format.hpp"
+
 namespace kache::compiler::gcc {
 
-enum class Shape {
-  Exact,     // the argument is exactly the name
-  Prefix,    // the name starts the argument; nothing else is consumed. Kept (not refused) only for
-             // "name=value" and "name,list" spellings (the name ends in '=' or ',')
-  Family,    // like Prefix, for a documented open family of options (-W..., -m..., -fno-...)
-  Value,     // the name with its value attached, or the name alone and the value in the next argument
-  Separate,  // the name alone, its value in the next argument ("--param" also takes "--param=v")
-};
+// The shapes (compiler/flag_table_format.hpp) GCC's rows are written in.
+using compiler::Shape;
 
 enum class Effect {
   Keyed,          // keyed verbatim (the whole command line is), no further meaning
@@ -38,6 +36,7 @@ enum class Effect {
   Language,       // -x: the language of the inputs that follow it
   IncludeDir,     // -I / -iquote / -isystem / -idirafter: a directory searched for headers
   ForcedInclude,  // -include / -imacros: a file read before the source, looked up in the cwd first
+  Define,         // -D: a macro for the source, keyed verbatim (forwarded by nvcc -Xcompiler: hidden input)
   Debug,          // -g...: debug info names paths (the prefix maps cover them)
   DepMD,          // -MD: the dependency file, system headers included
   DepMMD,         // -MMD: the dependency file without system headers
@@ -51,6 +50,10 @@ struct GccFlag {
   Shape shape;
   Effect effect;
   std::string_view reason = {};  // Effect::Refuse only
+
+  // The shared format's view of the row (match_row).
+  std::span<const std::string_view> spellings() const { return {&name, 1}; }
+  unsigned match_forms() const { return forms_of(shape); }
 };
 
 const std::vector<GccFlag>& flag_table();
@@ -61,7 +64,10 @@ struct FlagMatch {
   std::optional<std::string_view> attached;
 };
 
-std::optional<FlagMatch> find_flag(std::string_view arg);
+// Matches arg against the table by the shared rule (compiler::match_row). A driver whose flags extend
+// GCC's (clang's offload modes, hipcc) passes flag_table() with its own rows added.
+std::optional<FlagMatch> find_flag(const std::vector<GccFlag>& table, std::string_view arg);
+std::optional<FlagMatch> find_flag(std::string_view arg);  // in flag_table()
 
 // What the table makes of one argument, as a word: "unknown", "keyed", "refused:<reason>", or the
 // effect's name ("include-dir", "output", ...). The hidden `kache --classify-gcc-flags ARG...` prints

@@ -1,124 +1,114 @@
+// nvcc's -Xcompiler values, classified through the gcc/clang flag table (flag_table.cpp): the host
+// compiler is a GCC-compatible driver, so the table that decides a direct gcc/clang compile decides
+// each flag forwarded to it. The table is closed: an unknown host flag passes through (unknown-flag),
+// unless [cc] extra_allowlist_flags names it, as on a direct gcc command line.
 #include "compiler/gcc/host_rules.hpp"
+
+#include "compiler/common.hpp"
+#include "compiler/gcc/flag_table.hpp"
 
 namespace kache::compiler::gcc {
 
 namespace {
 
-// GCC-compatible compiler flags that kache refuses when they reach the compiler from another driver
-// (nvcc -Xcompiler). Everything else is keyed verbatim. First match wins.
-constexpr ForwardRule kHostFlagRules[] = {
-    // Preprocessor inputs and macros nvcc's own dependency view does not attribute (spec).
-    {"-I", Match::Prefix, "hidden-input"},
-    {"-D", Match::Prefix, "hidden-input"},
-    // Files read before the source, or directories searched, outside nvcc's own flags.
-    {"-include", Match::Prefix, "hidden-input"},  // also -include-pch
-    {"-imacros", Match::Prefix, "hidden-input"},
-    {"-isystem", Match::Prefix, "hidden-input"},
-    {"-iquote", Match::Prefix, "hidden-input"},
-    {"-idirafter", Match::Prefix, "hidden-input"},
-    {"-isysroot", Match::Prefix, "hidden-input"},
-    {"-iprefix", Match::Prefix, "hidden-input"},
-    {"-iwithprefix", Match::Prefix, "hidden-input"},  // also -iwithprefixbefore
-    {"-imultilib", Match::Prefix, "hidden-input"},
-    {"-iframework", Match::Prefix, "hidden-input"},
-    {"-cxx-isystem", Match::Prefix, "hidden-input"},
-    {"--include", Match::Prefix, "hidden-input"},  // --include, --include-directory, --include-prefix...
-    {"--imacros", Match::Prefix, "hidden-input"},
-    {"--define-macro", Match::Prefix, "hidden-input"},
-    {"--sysroot", Match::Prefix, "hidden-input"},
-    // Another toolchain prefix or spec file: different programs and headers.
-    {"-B", Match::Prefix, "hidden-input"},
-    {"-specs", Match::Prefix, "hidden-input"},
-    {"--specs", Match::Prefix, "hidden-input"},
-    // Plugins and profiles are files read by the compiler that no dependency list names.
-    {"-fplugin", Match::Prefix, "hidden-input"},
-    {"-fpass-plugin", Match::Prefix, "hidden-input"},
-    {"-fprofile-use", Match::Prefix, "hidden-input"},
-    {"-fprofile-sample-use", Match::Prefix, "hidden-input"},
-    {"-fprofile-instr-use", Match::Prefix, "hidden-input"},
-    {"-fauto-profile", Match::Prefix, "hidden-input"},
-    {"-fprofile-list", Match::Prefix, "hidden-input"},
-    {"-fsanitize-blacklist", Match::Prefix, "hidden-input"},
-    {"-fsanitize-ignorelist", Match::Prefix, "hidden-input"},
-    {"-fsanitize-coverage-allowlist", Match::Prefix, "hidden-input"},
-    {"-fsanitize-coverage-ignorelist", Match::Prefix, "hidden-input"},
-    {"-fxray-attr-list", Match::Prefix, "hidden-input"},
-    {"-fmodule", Match::Prefix, "hidden-input"},  // -fmodules, -fmodule-file, -fmodule-map-file
-    // The same for cl.exe as the host compiler (include dirs, macros, forced includes, PCH).
-    {"/I", Match::Prefix, "hidden-input"},
-    {"/D", Match::Prefix, "hidden-input"},
-    {"/FI", Match::Prefix, "hidden-input"},
-    {"/FU", Match::Prefix, "hidden-input"},
-    {"/Yu", Match::Prefix, "hidden-input"},
-    {"/external:I", Match::Prefix, "hidden-input"},
-    // Raw pass-through to the preprocessor / frontend: anything could be inside ("-Wp,-MD,x" is split
-    // on the comma, so the flag itself arrives alone).
-    {"-Wp", Match::Exact, "hidden-input"},
-    {"-Xpreprocessor", Match::Exact, "hidden-input"},
-    {"-Xclang", Match::Exact, "hidden-input"},
-    // A host response file: arguments kache never sees.
-    {"@", Match::Prefix, "hidden-input"},
-    // Host dependency output: a second dependency file the hit would not restore.
-    {"-M", Match::Prefix, "depfile-modifier"},
-    // Changes the host pass's output kind (or redirects it).
-    {"-E", Match::Exact, "output-kind"},
-    {"-S", Match::Exact, "output-kind"},
-    {"-fsyntax-only", Match::Exact, "output-kind"},
-    {"-o", Match::Prefix, "output-kind"},
-    {"-gsplit-dwarf", Match::Prefix, "output-kind"},  // a .dwo beside the object
-    // Intermediate or dump files beside the output.
-    {"-save-temps", Match::Prefix, "keep-temps"},
-    {"-fdump-", Match::Prefix, "keep-temps"},
-    // Coverage and profiling instrumentation write notes files at compile time and embed paths.
-    {"--coverage", Match::Exact, "profiling"},
-    {"-ftest-coverage", Match::Prefix, "profiling"},
-    {"-fprofile-arcs", Match::Prefix, "profiling"},
-    {"-fprofile-generate", Match::Prefix, "profiling"},
-    {"-fprofile-instr-generate", Match::Prefix, "profiling"},
-    {"-ftime-trace", Match::Prefix, "profiling"},
-};
+// The direct compile's reasons that -Xcompiler counts under a broader name (the names it had before
+// the table decided: stats and logs keep meaning the same).
+std::string_view forwarded_reason(std::string_view reason) {
+  static constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
+      // Files read that no dependency list names (the spec's "hidden-input").
+      {"sysroot", "hidden-input"},
+      {"plugin", "hidden-input"},
+      {"profile-use", "hidden-input"},
+      {"modules", "hidden-input"},
+      {"pch", "hidden-input"},
+      // Another output kind, or a file beside the object.
+      {"preprocess", "output-kind"},
+      {"split-dwarf", "output-kind"},
+      {"save-temps", "keep-temps"},
+      {"coverage", "profiling"},
+      // A second dependency file the hit would not restore.
+      {"dependency-only", "depfile-modifier"},
+  };
+  for (const auto& [direct, forwarded] : kRenamed) {
+    if (reason == direct) return forwarded;
+  }
+  return reason;
+}
+
+// What one forwarded flag means for the host pass: "" when it is keyed, else the refusal's reason.
+std::string_view host_verdict(const GccFlag& f) {
+  switch (f.effect) {
+    // Include directories, forced includes and macros reach the host pass only, which nvcc's own
+    // dependency view does not attribute (spec 000).
+    case Effect::IncludeDir:
+    case Effect::ForcedInclude:
+    case Effect::Define:
+      return "hidden-input";
+    case Effect::Output:
+      return "output-kind";
+    case Effect::DepMD:
+    case Effect::DepMMD:
+    case Effect::DepFile:
+    case Effect::DepTarget:
+      return "depfile-modifier";
+    case Effect::Refuse:
+      return forwarded_reason(f.reason);
+    case Effect::Keyed:
+    case Effect::Compile:
+    case Effect::Language:
+    case Effect::Debug:
+      return "";
+  }
+  return "unknown-flag";
+}
+
+// The row for a forwarded token. nvcc passes each comma-separated piece as its own argument, so
+// "-Wp,-MD,x" reaches the host compiler as "-Wp": the row of the list option it heads ("-Wp,").
+std::optional<FlagMatch> host_row(std::string_view t) {
+  const std::string list_head = std::string(t) + ",";
+  for (const GccFlag& f : flag_table()) {
+    if (f.name == list_head) return FlagMatch{&f, std::nullopt};
+  }
+  return find_flag(t);
+}
 
 }  // namespace
 
-bool rule_matches(const ForwardRule& r, std::string_view flag) {
-  return r.match == Match::Exact ? flag == r.flag : flag.starts_with(r.flag);
-}
-
-std::string_view unquote(std::string_view t) {
-  while (!t.empty() && (t.front() == '"' || t.front() == '\'')) t.remove_prefix(1);
-  while (!t.empty() && (t.back() == '"' || t.back() == '\'')) t.remove_suffix(1);
-  return t;
-}
-
-std::vector<std::string_view> split_option_list(std::string_view value) {
-  std::vector<std::string_view> out;
-  auto is_sep = [](char c) {
-    return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-  };
-  std::size_t i = 0;
-  while (i < value.size()) {
-    while (i < value.size() && is_sep(value[i])) ++i;
-    std::size_t start = i;
-    while (i < value.size() && !is_sep(value[i])) ++i;
-    if (i > start) out.push_back(value.substr(start, i - start));
-  }
-  return out;
-}
-
-bool is_machine_native(std::string_view value) {
-  value = unquote(value);
-  return value == "native" || value.ends_with("=native");
-}
-
-std::optional<FlagRefusal> check_host_options(std::string_view value, bool* has_debug) {
+std::optional<FlagRefusal> check_host_options(std::string_view value, bool* has_debug,
+                                              const std::vector<std::string>* allowlist) {
+  bool value_expected = false;  // the previous flag takes its value as the next token ("-x c++")
   for (std::string_view raw : split_option_list(value)) {
-    std::string_view t = unquote(raw);
+    const std::string_view t = unquote(raw);
+    if (value_expected) {
+      value_expected = false;
+      continue;
+    }
     // -march=native / -mtune=native / -mcpu=native: refused even when allow-listed (spec).
     if (is_machine_native(t)) return FlagRefusal{"machine-native", std::string(t)};
-    for (const auto& r : kHostFlagRules) {
-      if (rule_matches(r, t)) return FlagRefusal{std::string(r.reason), std::string(t)};
+    // A host response file, or a bare word: an input the host compiler reads that kache never sees
+    // (cl.exe's /I, /D, /FI are such words to GCC).
+    if (t.starts_with('@') || !t.starts_with('-')) return FlagRefusal{"hidden-input", std::string(t)};
+    const std::optional<FlagMatch> m = host_row(t);
+    if (!m) {
+      if (allowlist && allowlist_names(*allowlist, t)) continue;
+      return FlagRefusal{"unknown-flag", std::string(t)};
     }
-    if (has_debug && t.starts_with("-g") && !t.starts_with("-gno-")) *has_debug = true;
+    if (const std::string_view reason = host_verdict(*m->flag); !reason.empty()) {
+      return FlagRefusal{std::string(reason), std::string(t)};
+    }
+    const Shape shape = m->flag->shape;
+    value_expected = (shape == Shape::Value || shape == Shape::Separate) && !m->attached;
+    if (has_debug && m->flag->effect == Effect::Debug && !t.starts_with("-gno-")) *has_debug = true;
+  }
+  return std::nullopt;
+}
+
+std::optional<FlagRefusal> hidden_host_input(std::string_view value) {
+  for (std::string_view raw : split_option_list(value)) {
+    const std::string_view t = unquote(raw);
+    if (t.starts_with('@')) return FlagRefusal{"hidden-input", std::string(t)};
+    const std::optional<FlagMatch> m = host_row(t);
+    if (m && host_verdict(*m->flag) == "hidden-input") return FlagRefusal{"hidden-input", std::string(t)};
   }
   return std::nullopt;
 }

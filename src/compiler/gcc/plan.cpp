@@ -43,10 +43,7 @@ class Planner {
   }
 
  private:
-  void refuse(std::string_view reason, std::string detail) {
-    auto& slot = is_phase_reason(reason) ? phase_refusal_ : flag_refusal_;
-    if (!slot) slot = Passthrough{std::string(reason), std::move(detail)};
-  }
+  void refuse(std::string_view reason, std::string detail) { refusals_.add(reason, std::move(detail)); }
 
   bool allowlisted(std::string_view arg) const { return allowlist_names(allowlist_, arg); }
 
@@ -97,6 +94,13 @@ class Planner {
         separate = true;
       }
     }
+    apply(f, t, i, value, separate);
+    return last;
+  }
+
+  // What the flag at i means for the plan: f its row, value its value (the next argument when separate).
+  void apply(const GccFlag& f, const std::string& t, std::size_t i, const std::string& value, bool separate) {
+    const std::size_t last = separate ? i + 1 : i;
     // Where the value sits: the next argument, or the tail of this one.
     const CompilePlan::PathValue value_at{separate ? last : i, separate ? 0 : t.size() - value.size()};
     switch (f.effect) {
@@ -105,6 +109,8 @@ class Planner {
           dep_flag_args_.push_back(i);
           has_phony_targets_ = true;
         }
+        break;
+      case Effect::Define:
         break;
       case Effect::Compile:
         has_compile_ = true;
@@ -152,13 +158,12 @@ class Planner {
         refuse(f.reason, separate ? t + " " + value : t);
         break;
     }
-    return last;
   }
 
   Plan decide() {
-    if (phase_refusal_) return *phase_refusal_;
+    if (refusals_.phase) return *refusals_.phase;
     if (!has_compile_) return Passthrough{"link", "no -c"};
-    if (flag_refusal_) return *flag_refusal_;
+    if (refusals_.flag) return *refusals_.flag;
     if (inputs_.empty()) return Passthrough{"no-source", "no input file"};
     if (inputs_.size() > 1) return Passthrough{"multiple-sources", args_[inputs_[1].index]};
     if (outputs_ > 1) return Passthrough{"multiple-outputs", "-o given twice"};
@@ -217,7 +222,7 @@ class Planner {
 
   const std::vector<std::string>& args_;
   const std::vector<std::string>& allowlist_;
-  std::optional<Passthrough> phase_refusal_, flag_refusal_;
+  Refusals refusals_{is_phase_reason, std::nullopt, std::nullopt};
   std::vector<CompilePlan::PathValue> path_values_;
   bool has_compile_ = false, has_debug_ = false, has_dep_target_ = false, has_phony_targets_ = false;
   std::string language_;

@@ -59,93 +59,19 @@ const char* mode_name(Mode m) {
   return "?";
 }
 
-bool has_option(const std::vector<std::string>& args, std::initializer_list<std::string_view> names) {
-  return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
-    return std::any_of(names.begin(), names.end(), [&](std::string_view n) {
-      return a == n || (a.starts_with(n) && a.size() > n.size() && a[n.size()] == '=');
-    });
-  });
-}
-
-}  // namespace
-
-std::vector<std::string> NvccAdapter::include_dirs_in(const std::vector<std::string>& args) {
-  std::vector<std::string> dirs;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    for (std::string_view opt :
-         {"--include-path", "-include-path", "--system-include", "-system-include", "-isystem", "-I"}) {
-      if (!a.starts_with(opt)) continue;
-      std::string rest = a.substr(opt.size());
-      if (rest.empty()) {
-        if (i + 1 < args.size()) dirs.push_back(args[++i]);
-      } else if (rest[0] == '=') {
-        dirs.push_back(rest.substr(1));
-      } else if (opt == "-I") {
-        dirs.push_back(rest);
-      } else {
-        continue;
-      }
-      break;
-    }
-  }
-  // nvcc accepts comma-separated lists in one value.
-  std::vector<std::string> out;
-  for (const auto& d : dirs) {
-    std::size_t start = 0;
-    while (true) {
-      std::size_t comma = d.find(',', start);
-      out.push_back(d.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> NvccAdapter::rewrite_outputs(const std::vector<std::string>& args, const std::string& object,
-                                                      const std::string& depfile) {
-  std::vector<std::string> out;
-  out.reserve(args.size());
-  auto replace_value = [&](std::size_t& i, std::initializer_list<std::string_view> names,
-                           const std::string& value) -> bool {
-    const std::string& a = args[i];
-    for (std::string_view n : names) {
-      if (a == n && i + 1 < args.size()) {
-        out.push_back(a);
-        out.push_back(value);
-        ++i;
-        return true;
-      }
-      if (a.starts_with(n) && a.size() > n.size() && a[n.size()] == '=') {
-        out.push_back(std::string(n) + "=" + value);
-        return true;
-      }
-    }
-    return false;
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (replace_value(i, {"-o", "--output-file", "-output-file"}, object)) continue;
-    if (!depfile.empty() && replace_value(i, {"-MF", "--dependency-output", "-dependency-output"}, depfile)) continue;
-    out.push_back(args[i]);
-  }
-  return out;
-}
-
-std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocation& inv,
-                                                                     const core::Config& cfg) {
+// The options PlanOptions reads from the environment and the configuration.
+PlanOptions plan_options(const core::Invocation& inv, const core::Config& cfg) {
   PlanOptions opts;
   opts.extra_allowlist = cfg.extra_allowlist_flags;
   opts.prepend_flags = util::env_get(inv.env, "NVCC_PREPEND_FLAGS").value_or("");
   opts.append_flags = util::env_get(inv.env, "NVCC_APPEND_FLAGS").value_or("");
   opts.cache_device_outputs = cfg.nvcc_cache_device_outputs;
-  Plan planned = plan(inv.args, opts);
-  if (auto* p = std::get_if<nvcc::Passthrough>(&planned)) return compiler::Passthrough{p->reason, p->detail};
-  const CompilePlan& plan = std::get<CompilePlan>(planned);
-  // Environment the tools read that kache cannot model (env_table.cpp says which and why).
-  if (auto r = env_refusal(inv.env, true)) return compiler::Passthrough{r->reason, r->variable + " is set"};
-  CompileJob job;
-  const std::string cwd = util::lexically_normal(inv.cwd);
+  return opts;
+}
+
+// The job's files, its path roots and the depfile's target.
+void place_job(CompileJob& job, const CompilePlan& plan, const core::Invocation& inv, const core::Config& cfg,
+               const std::string& cwd) {
   place_files(job, cwd, plan.source, plan.output, plan.depfile != Depfile::None ? plan.depfile_path : "");
   // -MMD leaves out system headers (and what they include), so it cannot be the key's closure.
   job.depfile_partial = plan.depfile == Depfile::MMD;
@@ -155,7 +81,7 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // -lineinfo no longer forces literal keys: device code names the source's and headers' paths as
   // resolved (measured, nvcc 13: not the working directory when those are absolute), which the
   // lineinfo-source field and the object scan below account for; host code takes the prefix maps.
-  const bool literal = !cfg.nvcc_path_normalize || opts.prepend_flags.find("-prefix-map") != std::string::npos;
+  const bool literal = !cfg.nvcc_path_normalize || plan.prepend_flags.find("-prefix-map") != std::string::npos;
   if (!literal) {
     job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity,
                                compiler_pwd(cwd, inv.env));
@@ -172,21 +98,17 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // Without -MT, nvcc names the rule after -o as written; a stored depfile holds a placeholder there.
   // With roots, one -MT value is handled alike (CMake and Meson pass -MT <the -o value>): the target
   // is the only place the value reaches, so "-o a.o -MT a.o" and "-o b.o -MT b.o" share an entry.
-  const bool user_target = has_option(inv.args, {"-MT", "--dependency-target-name", "-dependency-target-name"});
+  const bool user_target = !plan.dep_target_args.empty();
   if (plan.depfile != Depfile::None && !user_target) {
     job.depfile_target = plan.output;
   } else if (plan.depfile != Depfile::None && job.roots.enabled() && plan.depfile_targets.size() == 1) {
     job.depfile_target = plan.depfile_targets[0];
   }
+}
 
-  Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, plan.ccbin,
-                                 cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
-  job.description = tc.description;
-  job.system_dirs = tc.include_dirs;
-  job.toolchain_files = std::move(tc.files);
-
-  auto& log = core::log();
-  const bool trace = log.should_log(spdlog::level::trace);
+// What the compile is: the toolchain, the mode, the output kind and how paths are named.
+void key_compile_shape(CompileJob& job, const CompilePlan& plan, const Toolchain& tc, const core::Invocation& inv,
+                       const std::string& cwd) {
   auto& k = job.key_fields;
   k.emplace_back("adapter", "nvcc");
   k.emplace_back("toolchain", tc.id);
@@ -201,17 +123,25 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // placeholders replaced by this checkout's roots, so the stored object still names no checkout while
   // the installed one names this checkout's files; __FILE__ keeps the real path (an object naming a
   // root is stored per checkout). None with the user's own host debug maps or compressed debug.
-  job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(inv.args, opts.append_flags) &&
-                           !asks_compressed_debug(inv.args, opts.append_flags);
+  job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(inv.args, plan.append_flags) &&
+                           !asks_compressed_debug(inv.args, plan.append_flags);
   k.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
   // The working directory is the build root: with roots it is keyed by its fixed name only (the prefix
   // maps rewrite it wherever the host compiler writes it, -g's DW_AT_comp_dir included).
   k.emplace_back("cwd", job.roots.key_form(cwd));
-  if (trace) {
+  auto& log = core::log();
+  if (log.should_log(spdlog::level::trace)) {
     log.trace("path cwd {} keyed as {} ({})", cwd, job.roots.key_form(cwd),
               job.roots.enabled() ? "normalized: the build root, mapped by the miss's prefix maps"
                                   : "literal: path normalization is off");
   }
+}
+
+// The source's and the output's paths, as the object and the depfile name them.
+void key_source_and_output(CompileJob& job, const CompilePlan& plan, const std::string& cwd) {
+  auto& log = core::log();
+  const bool trace = log.should_log(spdlog::level::trace);
+  auto& k = job.key_fields;
   // A relative source path reaches __FILE__, device assert() messages and the depfile as spelled, where
   // no prefix map reaches it: keyed as spelled (src/old/x.cu moved to src/new/x.cu misses; headers
   // found next to it are spelled after it). An absolute one is keyed as the prefix maps rewrite it.
@@ -241,39 +171,46 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
         "placeholder)",
         plan.output);
   }
-  // The user's path values (-I, -isystem, -include, -MF, -MT) keyed as the roots map them: an absolute
-  // one below a root by the root's name, so a second build directory (-I<build>/include) or a moved
-  // checkout with its root as a base dir keys alike; the object names the same fixed name through the
-  // miss's prefix maps and the depfile and diagnostics are stored with placeholders.
-  // The -MF value never reaches nvcc on a miss (rewritten into the scratch directory), and a templated
-  // -MT value reaches only the stored depfile's placeholder: with roots, neither is keyed.
+}
+
+// The user's path values (-I, -isystem, -include, -MF, -MT) keyed as the roots map them: an absolute
+// one below a root by the root's name, so a second build directory (-I<build>/include) or a moved
+// checkout with its root as a base dir keys alike; the object names the same fixed name through the
+// miss's prefix maps and the depfile and diagnostics are stored with placeholders.
+// The -MF value never reaches nvcc on a miss (rewritten into the scratch directory), and a templated
+// -MT value reaches only the stored depfile's placeholder: with roots, neither is keyed.
+std::vector<std::string> keyed_args(const CompilePlan& plan, const CompileJob& job) {
+  using Kind = CompilePlan::PathKind;
+  auto& log = core::log();
+  const bool trace = log.should_log(spdlog::level::trace);
   std::vector<std::string> keyed_args = plan.keyed_args;
   for (const auto& pa : plan.path_args) {
     std::string& arg = keyed_args[pa.index];
     const std::string value = arg.substr(pa.offset);
-    const bool list =
-        pa.flag == "-I" || pa.flag == "--include-path" || pa.flag == "-isystem" || pa.flag == "--system-include";
-    const bool depfile_flag = pa.flag == "-MF" || pa.flag == "--dependency-output";
-    const bool target_flag = pa.flag == "-MT" || pa.flag == "--dependency-target-name";
-    const bool host_flag = pa.flag == "-Xcompiler" || pa.flag == "--compiler-options";
     core::PathRoots::KeyedValue keyed;
-    if (host_flag) {
+    if (pa.kind == Kind::HostOptions) {
       keyed = key_host_prefix_maps(value, job.roots);
-    } else if (job.roots.enabled() && depfile_flag) {
+    } else if (job.roots.enabled() && pa.kind == Kind::Depfile) {
       keyed = {"<depfile>", "not keyed: a miss writes the dependency file elsewhere, its path reaches no output"};
-    } else if (target_flag && !job.depfile_target.empty()) {
+    } else if (pa.kind == Kind::Target && !job.depfile_target.empty()) {
       keyed = {"<target>", "not keyed: the stored dependency file holds a placeholder for the target"};
     } else {
-      keyed = list ? job.roots.key_list(value, ',') : job.roots.key_value(value);
+      keyed = pa.kind == Kind::List ? job.roots.key_list(value, ',') : job.roots.key_value(value);
     }
     arg = arg.substr(0, pa.offset) + keyed.form;
-    if (trace && !(host_flag && keyed.form == value)) {
+    if (trace && !(pa.kind == Kind::HostOptions && keyed.form == value)) {
       log.trace("path {} {} keyed as {} ({})", pa.flag, value, keyed.form, keyed.why);
     }
   }
-  for (const auto& a : keyed_args) k.emplace_back("arg", a);
-  k.emplace_back("NVCC_PREPEND_FLAGS", opts.prepend_flags);
-  k.emplace_back("NVCC_APPEND_FLAGS", opts.append_flags);
+  return keyed_args;
+}
+
+// The arguments, the flag variables, the environment and the roots they name.
+void key_arguments(CompileJob& job, const CompilePlan& plan, const core::Invocation& inv) {
+  auto& k = job.key_fields;
+  for (const auto& a : keyed_args(plan, job)) k.emplace_back("arg", a);
+  k.emplace_back("NVCC_PREPEND_FLAGS", plan.prepend_flags);
+  k.emplace_back("NVCC_APPEND_FLAGS", plan.append_flags);
   // Every variable the table keys, an unset one apart from an empty one.
   add_env_key_fields(inv.env, true, k);
   // A keyed value that still names a root's real path (-DWHERE=/w/build, CPATH, the lineinfo source)
@@ -288,9 +225,12 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   // identity: two files of one build never share an object, a moved checkout under a base dir does.
   job.path_specific = plan.rdc();
   if (job.path_specific) k.emplace_back("source-identity", job.source_identity);
+}
 
-  // The include search path: the source's directory (quoted includes), -I/-isystem, the environment's
-  // include variables, and the toolchain's own directories.
+// The include search path: the source's directory (quoted includes), -I/-isystem, the environment's
+// include variables, and the toolchain's own directories.
+void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& tc, const core::Invocation& inv,
+                     const std::string& cwd) {
   // Spelled as given (joined to the cwd, not normalized): the compiler names headers found there as
   // dir + "/" + name, and the path roots must see the same spelling.
   auto add_dir = [&](const std::string& d) {
@@ -303,17 +243,14 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   };
   add_dir(util::dirname(plan.source));  // quoted includes: the source's directory, as nvcc spells it
   add_dir(util::dirname(job.source));
-  std::vector<std::string> all_args = split_env_flags(opts.prepend_flags);
-  all_args.insert(all_args.end(), plan.args.begin(), plan.args.end());
-  for (const auto& f : split_env_flags(opts.append_flags)) all_args.push_back(f);
-  for (const auto& d : include_dirs_in(all_args)) {
+  for (const auto& d : plan.include_dirs) {
     add_dir(d);
     if (!d.empty() && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
   }
   // A pre-included file (-include / --pre-include) is looked up in the working directory first (GCC:
   // "the first directory searched for file is the preprocessor's working directory"), then along the
   // chain: one that appears in the cwd would shadow the one the closure names, so the cwd is watched.
-  if (has_option(all_args, {"-include", "--pre-include", "-pre-include"})) add_dir(cwd);
+  if (plan.has_forced_include) add_dir(cwd);
   // The host compiler's include-path variables, as GCC reads them (compiler/job_paths.hpp).
   for (const char* var : {"CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"}) {
     for (const auto& d : include_path_dirs(inv.env, var)) {
@@ -323,7 +260,46 @@ std::variant<compiler::Passthrough, CompileJob> NvccAdapter::prepare(const core:
   }
   for (const auto& d : tc.include_dirs) add_dir(d);
   job.literal_dirs.insert(job.literal_dirs.end(), job.system_dirs.begin(), job.system_dirs.end());
+}
+
+}  // namespace
+
+std::variant<Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
+  Plan planned = plan(inv.args, plan_options(inv, cfg));
+  if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
+  plan_ = std::get<CompilePlan>(std::move(planned));
+  // Environment the tools read that kache cannot model (env_table.cpp says which and why).
+  if (auto r = env_refusal(inv.env, true)) return Passthrough{r->reason, r->variable + " is set"};
+  CompileJob job;
+  const std::string cwd = util::lexically_normal(inv.cwd);
+  place_job(job, plan_, inv, cfg, cwd);
+  Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, plan_.ccbin,
+                                 cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
+  job.description = tc.description;
+  job.system_dirs = tc.include_dirs;
+  key_compile_shape(job, plan_, tc, inv, cwd);
+  key_source_and_output(job, plan_, cwd);
+  key_arguments(job, plan_, inv);
+  add_search_dirs(job, plan_, tc, inv, cwd);
+  job.toolchain_files = std::move(tc.files);
   return job;
+}
+
+std::vector<std::string> NvccAdapter::rewrite_outputs(const std::vector<std::string>& args, const std::string& object,
+                                                      const std::string& depfile) const {
+  std::vector<std::string> out = args;
+  auto replace_value = [&](const CompilePlan::ArgRef& ref, const std::string& value) {
+    if (ref.separate) {
+      out[ref.index + 1] = value;
+    } else {
+      out[ref.index] = ref.name + "=" + value;
+    }
+  };
+  for (const auto& ref : plan_.output_args) replace_value(ref, object);
+  if (!depfile.empty()) {
+    for (const auto& ref : plan_.depfile_args) replace_value(ref, depfile);
+  }
+  return out;
 }
 
 std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, const CompileJob& job,
@@ -342,13 +318,13 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
   if (job.depfile.empty()) {
     argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
   }
-  if (!has_option(inv.args, {"-MT", "--dependency-target-name", "-dependency-target-name"})) {
+  if (plan_.dep_target_args.empty()) {
     // The object is written elsewhere first; name the target nvcc would have named (the -o value).
     argv.insert(argv.end(), {"-MT", job.output_written});
   }
   // Intermediate files next to the object, named after it, instead of /tmp/tmpxft_<pid>...: the
   // pid no longer lands in the symbol table.
-  if (!has_option(inv.args, {"-objtemp", "--objdir-as-tempdir"})) argv.push_back("-objtemp");
+  if (!plan_.has_objtemp) argv.push_back("-objtemp");
   // The scratch directory is kache's own, no user rule names it, and it lies below the output root, so
   // its rule comes last (GCC tries the last rule first).
   // With roots, a fixed name that does not depend on where -o points (-g debug info names the
@@ -366,29 +342,17 @@ std::vector<std::string> NvccAdapter::closure_command(const core::Invocation& in
   if (!job.depfile_partial) return {};
   // The same command as a dependency-only run: nvcc -M merges the host pass and every device pass
   // for the same architectures, exactly the set -MD would have written.
+  std::vector<bool> drop(inv.args.size(), false);
+  for (std::size_t i : plan_.mode_args) drop[i] = true;  // -c, -dc, -MD, -MMD
+  for (const auto* refs : {&plan_.output_args, &plan_.depfile_args, &plan_.dep_target_args}) {
+    for (const auto& ref : *refs) {
+      drop[ref.index] = true;
+      if (ref.separate) drop[ref.index + 1] = true;
+    }
+  }
   std::vector<std::string> argv = {inv.compiler_arg};
-  const std::vector<std::string>& a = inv.args;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const std::string& x = a[i];
-    if (x == "-c" || x == "--compile" || x == "-dc" || x == "--device-c" || x == "-MMD" ||
-        x == "--generate-nonsystem-dependencies-with-compile" || x == "-MD" ||
-        x == "--generate-dependencies-with-compile") {
-      continue;
-    }
-    bool dropped = false;
-    for (std::string_view n :
-         {"-o", "--output-file", "-MF", "--dependency-output", "-MT", "--dependency-target-name"}) {
-      if (x == n) {
-        ++i;
-        dropped = true;
-        break;
-      }
-      if (x.starts_with(n) && x.size() > n.size() && x[n.size()] == '=') {
-        dropped = true;
-        break;
-      }
-    }
-    if (!dropped) argv.push_back(x);
+  for (std::size_t i = 0; i < inv.args.size(); ++i) {
+    if (!drop[i]) argv.push_back(inv.args[i]);
   }
   argv.push_back("-M");
   return argv;

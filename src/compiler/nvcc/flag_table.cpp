@@ -98,11 +98,11 @@ std::vector<FlagSpec> build_table() {
       // Same for removing a macro.
       flag({"-U", "--undefine-macro"}).value(kAttachedToo),
       // Search directories: every header they supply is in the closure nvcc reports; keyed verbatim.
-      flag({"-I", "--include-path"}).value(kAttachedToo).path(),
+      flag({"-I", "--include-path"}).value(kAttachedToo).does(Effect::IncludeDir).path(),
       // Same for system directories (CMake writes "-isystem=<dir>"); -MD lists their headers too.
-      flag({"-isystem", "--system-include"}).value().path(),
+      flag({"-isystem", "--system-include"}).value().does(Effect::IncludeDir).path(),
       // The pre-included file is listed by nvcc -MD like any header, so it is in the closure.
-      flag({"-include", "--pre-include"}).value().path(),
+      flag({"-include", "--pre-include"}).value().does(Effect::ForcedInclude).path(),
       // Language extensions in the device front end; keyed verbatim.
       flag({"-expt-relaxed-constexpr", "--expt-relaxed-constexpr"}),
       // Language extension (lambdas in device code); only changes how the same sources are parsed,
@@ -151,7 +151,7 @@ std::vector<FlagSpec> build_table() {
       // Parallelism over architectures; does not change the object.
       flag({"-t", "--threads"}).value(kAttachedToo).env(),
       // Intermediate files next to the object instead of /tmp (kache adds it on a miss itself).
-      flag({"-objtemp", "--objdir-as-tempdir"}),
+      flag({"-objtemp", "--objdir-as-tempdir"}).does(Effect::ObjTemp),
 
       // ---- Diagnostics (stderr only; the compile's stderr is stored and replayed) ----------------
       // Silences the "architecture is deprecated" warning.
@@ -206,10 +206,6 @@ std::vector<FlagSpec> build_table() {
   };
 }
 
-using gcc::ForwardRule;
-using gcc::Match;
-using gcc::rule_matches;
-using gcc::unquote;
 
 // ptxas flags (inside -Xptxas) that kache refuses. Everything else is keyed verbatim.
 constexpr ForwardRule kPtxasFlagRules[] = {
@@ -239,33 +235,9 @@ const std::vector<FlagSpec>& flag_table() {
 }
 
 std::optional<FlagMatch> find_flag(const std::vector<FlagSpec>& table, std::string_view arg) {
-  for (const auto& spec : table) {
-    for (std::string_view n : spec.names) {
-      if (arg == n) return FlagMatch{&spec, n, kSeparate, std::nullopt};
-    }
-  }
-  for (const auto& spec : table) {
-    if (spec.arity != Arity::Value || !(spec.forms & kEquals)) continue;
-    for (std::string_view n : spec.names) {
-      if (arg.size() > n.size() && arg.starts_with(n) && arg[n.size()] == '=') {
-        return FlagMatch{&spec, n, kEquals, arg.substr(n.size() + 1)};
-      }
-    }
-  }
-  const FlagSpec* best = nullptr;
-  std::string_view best_name;
-  for (const auto& spec : table) {
-    if (spec.arity != Arity::Value || !(spec.forms & kAttached)) continue;
-    for (std::string_view n : spec.names) {
-      if (n.starts_with("--")) continue;  // only short names take an attached value
-      if (arg.size() > n.size() && arg.starts_with(n) && n.size() > best_name.size()) {
-        best = &spec;
-        best_name = n;
-      }
-    }
-  }
-  if (best) return FlagMatch{best, best_name, kAttached, arg.substr(best_name.size())};
-  return std::nullopt;
+  const auto m = match_row(table, arg);
+  if (!m) return std::nullopt;
+  return FlagMatch{m->row, m->name, m->form, m->value};
 }
 
 std::optional<FlagRefusal> check_ptxas_options(std::string_view value) {

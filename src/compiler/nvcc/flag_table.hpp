@@ -9,10 +9,12 @@
 // nvcc, so the table lists exact spellings and leaves the rest unknown. Every valued option takes
 // "-opt value" and "-opt=value"; only -I -D -U -L -l -O -t also take the value attached ("-O3").
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "compiler/flag_table_format.hpp"
 #include "compiler/gcc/host_rules.hpp"
 #include "compiler/nvcc/plan.hpp"
 
@@ -20,12 +22,12 @@ namespace kache::compiler::nvcc {
 
 enum class Arity { None, Value };
 
-// Accepted ways to write a value (bit set).
-enum Form : unsigned {
-  kSeparate = 1u << 0,  // "-o out.o"
-  kEquals = 1u << 1,    // "-o=out.o", "--output-file=out.o"
-  kAttached = 1u << 2,  // "-Iinclude", "-O3": the entry's short (single-dash) names only
-};
+// The ways to write a value are the shared format's (compiler/flag_table_format.hpp): kSeparate,
+// kEquals, and kAttached for the entry's short (single-dash) names only.
+using compiler::Form;
+using compiler::kAttached;
+using compiler::kEquals;
+using compiler::kSeparate;
 
 enum class Effect {
   Keyed,           // keyed verbatim; no further meaning to the planner
@@ -37,8 +39,11 @@ enum class Effect {
   Output,          // -o, last one wins
   Language,        // -x <c|c++|cu>, last one wins, applies to every input wherever it stands
   HostCompiler,    // -ccbin, last one wins
+  IncludeDir,      // -I / -isystem: comma lists of directories searched for headers (CompilePlan::include_dirs)
+  ForcedInclude,   // -include: a file read before the source, looked up in the cwd first
+  ObjTemp,         // -objtemp: intermediates beside the object (a miss adds it when absent)
   GpuArch,         // -arch / -code / -gencode: collected into gpu_arch_args; "native" refused
-  HostOptions,     // -Xcompiler: every host flag inside is checked against gcc::kHostFlagRules (gcc/host_rules.cpp)
+  HostOptions,     // -Xcompiler: every host flag inside is classified by the gcc table (gcc/host_rules.cpp)
   PtxasOptions,    // -Xptxas: every ptxas flag inside is checked against kPtxasFlagRules
   CudafeOptions,   // -Xcudafe: diagnostic options only
   LinkOptions,     // -Xnvlink / -Xlinker: read only when linking, never with -c / -dc
@@ -95,6 +100,10 @@ struct FlagSpec {
     builtin = false;
     return *this;
   }
+
+  // The shared format's view of the entry (match_row).
+  std::span<const std::string_view> spellings() const { return names; }
+  unsigned match_forms() const { return arity == Arity::Value ? forms : 0; }
 };
 
 // The built-in table.
@@ -108,17 +117,19 @@ struct FlagMatch {
   std::optional<std::string_view> inline_value;  // for kEquals / kAttached
 };
 
-// Finds arg in table: an exact spelling first, then "name=value", then an attached value (longest
-// name first), so "-lineinfo" is never read as "-l ineinfo" nor "-Ofc" as "-O fc".
+// Finds arg in table by the shared rule (compiler::match_row): an exact spelling first, then the
+// longest name taking "name=value" or an attached value, so "-lineinfo" is never read as
+// "-l ineinfo" nor "-Ofc" as "-O fc".
 std::optional<FlagMatch> find_flag(const std::vector<FlagSpec>& table, std::string_view arg);
 
 // Checks for flags nvcc hands to another tool. Each returns the refusal for the first offending
-// flag, or nullopt. The host compiler's rules (-Xcompiler) are GCC knowledge and live with the gcc
-// adapter (compiler/gcc/host_rules.hpp); nvcc consults them unchanged.
+// flag, or nullopt. The host compiler's flags (-Xcompiler) are GCC knowledge: the gcc table classifies
+// them (compiler/gcc/host_rules.hpp).
+using compiler::FlagRefusal;
+using compiler::is_machine_native;
+using compiler::split_option_list;
 using gcc::check_host_options;
-using gcc::FlagRefusal;
-using gcc::is_machine_native;
-using gcc::split_option_list;
+using gcc::hidden_host_input;
 std::optional<FlagRefusal> check_ptxas_options(std::string_view value);
 std::optional<FlagRefusal> check_cudafe_options(std::string_view value);
 

@@ -78,10 +78,7 @@ class Planner {
   }
 
  private:
-  void refuse(std::string_view reason, std::string detail) {
-    auto& slot = is_phase_reason(reason) ? phase_refusal_ : flag_refusal_;
-    if (!slot) slot = Passthrough{std::string(reason), std::move(detail)};
-  }
+  void refuse(std::string_view reason, std::string detail) { refusals_.add(reason, std::move(detail)); }
 
   // The allow-list as the spec defines it: the flag itself or the flag followed by "=value".
   bool allowlisted(std::string_view arg) const { return allowlist_names(options_.extra_allowlist, arg); }
@@ -101,19 +98,19 @@ class Planner {
   }
 
   // Scans the argument at i; returns the index of the last argument it consumed.
-  std::size_t scan(std::size_t i) {
-    const Arg& a = all_[i];
+  // An argument that is no flag: a response file, an empty argument or "-", an input file. Returns
+  // false for a flag.
+  bool scan_non_flag(const Arg& a) {
     const bool from_env = a.origin != Origin::User;
     const std::string_view t = a.text;
-
     if (t.starts_with('@')) {
       refuse(from_env ? "env-flag" : "response-file", std::string(t));
-      return i;
+      return true;
     }
     if (t.empty() || t == "-") {
       // nvcc has no stdin input; an empty argument names no file.
       refuse(from_env ? "env-flag" : "unknown-flag", t.empty() ? "(empty argument)" : "-");
-      return i;
+      return true;
     }
     if (t[0] != '-') {
       // An input file. From the environment it would be compiled without being keyed as one.
@@ -122,8 +119,16 @@ class Planner {
       } else {
         positionals_.push_back(a.index);
       }
-      return i;
+      return true;
     }
+    return false;
+  }
+
+  std::size_t scan(std::size_t i) {
+    const Arg& a = all_[i];
+    const bool from_env = a.origin != Origin::User;
+    const std::string_view t = a.text;
+    if (scan_non_flag(a)) return i;
 
     std::optional<FlagMatch> m = find_flag(table_, t);
     if (!m) {
@@ -209,7 +214,7 @@ class Planner {
     if (allowlisted(t)) {
       // With -forward-unknown-to-host-compiler nvcc hands it to the host compiler; the allow-list
       // never admits a host flag that hides inputs (spec).
-      if (auto r = check_host_options(t); r && r->reason == "hidden-input") {
+      if (auto r = hidden_host_input(t)) {
         refuse(r->reason, std::string(t));
       }
       return;  // keyed verbatim as part of the user's args (or the env string)
@@ -221,36 +226,77 @@ class Planner {
              std::optional<std::size_t> value_index, const std::string& shown, bool vouched) {
     const FlagSpec& spec = *m.spec;
     const bool user = a.origin == Origin::User;
-    auto forwarded_refusal = [&](const std::optional<FlagRefusal>& r) {
-      if (r) refuse(r->reason, std::string(m.name) + " " + r->flag);
-    };
     if (spec.path_value && user && value) {
-      path_args_.push_back(
-          {value_index ? *value_index : a.index, value_index ? 0 : a.text.size() - value->size(), std::string(m.name)});
+      const std::size_t offset = value_index ? 0 : a.text.size() - value->size();
+      found_.path_args.push_back(
+          {value_index ? *value_index : a.index, offset, std::string(m.name), path_kind(spec.effect)});
     }
+    const CompilePlan::ArgRef ref{a.index, std::string(m.name), value_index.has_value()};
     switch (spec.effect) {
       case Effect::Keyed:
+      case Effect::LinkOptions:
         break;
       case Effect::Compile:
+      case Effect::DeviceCompile:
+      case Effect::DeviceOutput:
+      case Effect::LinkTimeOpt:
+      case Effect::Rdc:
+      case Effect::Output:
+      case Effect::Language:
+      case Effect::HostCompiler:
+        apply_what_is_built(m, a, value, ref, shown);
+        break;
+      case Effect::GpuArch:
+      case Effect::HostOptions:
+      case Effect::PtxasOptions:
+      case Effect::CudafeOptions:
+        apply_forwarded(m, a, value, value_index, shown, vouched);
+        break;
+      case Effect::IncludeDir:
+        // nvcc accepts comma-separated lists in one value.
+        if (value) split_include_dirs(*value);
+        break;
+      case Effect::ForcedInclude:
+        found_.has_forced_include = true;
+        break;
+      case Effect::ObjTemp:
+        if (user) found_.has_objtemp = true;
+        break;
+      case Effect::HostDebug:
+        has_debug_ = true;
+        break;
+      case Effect::LineInfo:
+        has_lineinfo_ = true;
+        path_literal_ = true;
+        break;
+      case Effect::DepWithCompile:
+      case Effect::DepNonSystem:
+      case Effect::DepOutput:
+      case Effect::DepTarget:
+        apply_depfile(m, a, value, ref);
+        break;
+      case Effect::Refuse:
+        refuse(spec.reason, shown);
+        break;
+    }
+  }
+
+  // -c, -dc, the device outputs, -dlto, -rdc, -o, -x, -ccbin: what the compile builds, and from what.
+  void apply_what_is_built(const FlagMatch& m, const Arg& a, std::optional<std::string_view> value,
+                           const CompilePlan::ArgRef& ref, const std::string& shown) {
+    const bool user = a.origin == Origin::User;
+    switch (m.spec->effect) {
+      case Effect::Compile:
         has_compile_ = true;
+        if (user) found_.mode_args.push_back(a.index);
         break;
       case Effect::DeviceCompile:
         has_device_compile_ = true;
+        if (user) found_.mode_args.push_back(a.index);
         break;
-      case Effect::DeviceOutput: {
-        if (!options_.cache_device_outputs) {
-          refuse("output-kind", shown);  // spec 000's behaviour, kept behind nvcc.cache_device_outputs
-          break;
-        }
-        const DeviceOutput kind = m.name.ends_with("fatbin")  ? DeviceOutput::Fatbin
-                                  : m.name.ends_with("cubin") ? DeviceOutput::Cubin
-                                                              : DeviceOutput::Ptx;
-        // Two kinds on one line: nvcc picks one of them (no error); not modeled.
-        if (device_output_ != DeviceOutput::None && device_output_ != kind) refuse("output-kind", shown);
-        device_output_ = kind;
-        if (!device_output_flag_) device_output_flag_ = shown;
+      case Effect::DeviceOutput:
+        apply_device_output(m, shown);
         break;
-      }
       case Effect::LinkTimeOpt:
         if (!lto_flag_) lto_flag_ = shown;
         break;
@@ -263,14 +309,11 @@ class Planner {
         break;
       case Effect::Output:
         if (!user || !value) break;  // never env_ok: an env -o is refused earlier
+        found_.output_args.push_back(ref);
         output_ = std::string(*value);
-        if (value_index) {
-          output_index_ = *value_index;
-          output_prefix_.reset();
-        } else {
-          output_index_ = a.index;
-          output_prefix_ = std::string(m.name) + "=";
-        }
+        output_index_ = ref.separate ? ref.index + 1 : a.index;
+        output_prefix_.reset();
+        if (!ref.separate) output_prefix_ = std::string(m.name) + "=";
         break;
       case Effect::Language:
         if (value) language_ = std::string(*value);
@@ -278,65 +321,115 @@ class Planner {
       case Effect::HostCompiler:
         if (value) ccbin_ = std::string(*value);
         break;
+      default:
+        break;
+    }
+  }
+
+  void apply_device_output(const FlagMatch& m, const std::string& shown) {
+    if (!options_.cache_device_outputs) {
+      refuse("output-kind", shown);  // spec 000's behaviour, kept behind nvcc.cache_device_outputs
+      return;
+    }
+    const DeviceOutput kind = m.name.ends_with("fatbin")  ? DeviceOutput::Fatbin
+                              : m.name.ends_with("cubin") ? DeviceOutput::Cubin
+                                                          : DeviceOutput::Ptx;
+    // Two kinds on one line: nvcc picks one of them (no error); not modeled.
+    if (device_output_ != DeviceOutput::None && device_output_ != kind) refuse("output-kind", shown);
+    device_output_ = kind;
+    if (!device_output_flag_) device_output_flag_ = shown;
+  }
+
+  // -arch/-code/-gencode and the option lists nvcc hands to the host compiler, ptxas and cudafe++.
+  void apply_forwarded(const FlagMatch& m, const Arg& a, std::optional<std::string_view> value,
+                       std::optional<std::size_t> value_index, const std::string& shown, bool vouched) {
+    if (!value) return;
+    auto forwarded_refusal = [&](const std::optional<FlagRefusal>& r) {
+      if (r) refuse(r->reason, std::string(m.name) + " " + r->flag);
+    };
+    switch (m.spec->effect) {
       case Effect::GpuArch:
-        if (value && gpu_value_is_native(*value)) {
+        if (gpu_value_is_native(*value)) {
           refuse("machine-native", shown);
           break;
         }
-        if (value && gpu_value_is_lto(*value) && !lto_arch_) lto_arch_ = shown;
+        if (gpu_value_is_lto(*value) && !lto_arch_) lto_arch_ = shown;
         // The user's own arch flags; NVCC_*_FLAGS ones reach every nvcc run through the environment.
-        if (user) {
+        if (a.origin == Origin::User) {
           gpu_arch_args_.emplace_back(a.text);
           if (value_index) gpu_arch_args_.emplace_back(*value);
         }
         break;
       case Effect::HostOptions:
-        if (value) forwarded_refusal(check_host_options(*value, &has_debug_));
+        forwarded_refusal(check_host_options(*value, &has_debug_, &options_.extra_allowlist));
         break;
       case Effect::PtxasOptions:
-        if (value) forwarded_refusal(check_ptxas_options(*value));
+        forwarded_refusal(check_ptxas_options(*value));
         break;
       case Effect::CudafeOptions:
-        if (!value) break;
-        if (value_is_native(spec, *value)) {
+        if (value_is_native(*m.spec, *value)) {
           refuse("machine-native", shown);
         } else if (!vouched) {
           forwarded_refusal(check_cudafe_options(*value));
         }
         break;
-      case Effect::LinkOptions:
-        break;
-      case Effect::HostDebug:
-        has_debug_ = true;
-        break;
-      case Effect::LineInfo:
-        has_lineinfo_ = true;
-        path_literal_ = true;
-        break;
-      case Effect::DepWithCompile:
-        if (!dep_flag_) dep_flag_ = std::string(m.name);
-        break;
-      case Effect::DepNonSystem:
-        nonsystem_ = true;
-        dep_flag_ = std::string(m.name);
-        break;
-      case Effect::DepOutput:
-        if (value) {
-          depfile_path_ = std::string(*value);
-          depfile_flag_ = std::string(m.name);
-        }
-        break;
-      case Effect::DepTarget:
-        if (value) depfile_targets_.emplace_back(*value);
-        break;
-      case Effect::Refuse:
-        refuse(spec.reason, shown);
+      default:
         break;
     }
   }
 
+  // -MD, -MMD, -MF, -MT.
+  void apply_depfile(const FlagMatch& m, const Arg& a, std::optional<std::string_view> value,
+                     const CompilePlan::ArgRef& ref) {
+    const bool user = a.origin == Origin::User;
+    switch (m.spec->effect) {
+      case Effect::DepWithCompile:
+        if (!dep_flag_) dep_flag_ = std::string(m.name);
+        if (user) found_.mode_args.push_back(a.index);
+        break;
+      case Effect::DepNonSystem:
+        nonsystem_ = true;
+        dep_flag_ = std::string(m.name);
+        if (user) found_.mode_args.push_back(a.index);
+        break;
+      case Effect::DepOutput:
+        if (!value) break;
+        depfile_path_ = std::string(*value);
+        depfile_flag_ = std::string(m.name);
+        if (user) found_.depfile_args.push_back(ref);
+        break;
+      case Effect::DepTarget:
+        if (value) depfile_targets_.emplace_back(*value);
+        if (value && user) found_.dep_target_args.push_back(ref);
+        break;
+      default:
+        break;
+    }
+  }
+
+  static CompilePlan::PathKind path_kind(Effect e) {
+    switch (e) {
+      case Effect::IncludeDir: return CompilePlan::PathKind::List;
+      case Effect::DepOutput: return CompilePlan::PathKind::Depfile;
+      case Effect::DepTarget: return CompilePlan::PathKind::Target;
+      case Effect::HostOptions: return CompilePlan::PathKind::HostOptions;
+      default: return CompilePlan::PathKind::Path;
+    }
+  }
+
+  void split_include_dirs(std::string_view value) {
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = value.find(',', start);
+      const std::size_t end = comma == std::string_view::npos ? value.size() : comma;
+      found_.include_dirs.emplace_back(value.substr(start, end - start));
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
+    }
+  }
+
   Plan decide() {
-    if (phase_refusal_) return *phase_refusal_;
+    if (refusals_.phase) return *refusals_.phase;
     const bool device_output = device_output_ != DeviceOutput::None;
     if (lto_flag_) return Passthrough{device_output ? "device-ir" : "output-kind", *lto_flag_};
     // -c or -dc with a device output: the device file comes out (measured), not an object; not modeled.
@@ -347,7 +440,7 @@ class Planner {
     if (!device_output && !has_compile_ && !has_device_compile_) {
       return Passthrough{"link", "no -c or -dc"};
     }
-    if (flag_refusal_) return *flag_refusal_;
+    if (refusals_.flag) return *refusals_.flag;
     if (positionals_.empty()) return Passthrough{"no-source", "no input file"};
     if (positionals_.size() > 1) return Passthrough{"multiple-sources", args_[positionals_[1]]};
     const std::size_t source_index = positionals_[0];
@@ -362,7 +455,7 @@ class Planner {
     // nvcc itself rejects -MF without -M/-MM/-MD/-MMD; a miss that adds kache's own -MD would not.
     if (!dep_flag_ && depfile_path_) return Passthrough{"depfile-modifier", *depfile_flag_};
 
-    CompilePlan p;
+    CompilePlan p = std::move(found_);
     p.mode = has_device_compile_ ? Mode::DeviceCompile : (rdc_ == "true" ? Mode::CompileRdc : Mode::Compile);
     p.device_output = device_output_;
     p.source = source;
@@ -376,7 +469,6 @@ class Planner {
     p.keyed_args = args_;
     p.keyed_args[source_index] = "<source>";
     p.keyed_args[output_index_] = output_prefix_ ? *output_prefix_ + "<output>" : "<output>";
-    p.path_args = path_args_;
     p.prepend_flags = options_.prepend_flags;
     p.append_flags = options_.append_flags;
     p.ccbin = ccbin_;
@@ -393,7 +485,7 @@ class Planner {
   std::vector<std::string> prepend_, append_;
   std::vector<Arg> all_;
 
-  std::optional<Passthrough> phase_refusal_, flag_refusal_;
+  Refusals refusals_{is_phase_reason, std::nullopt, std::nullopt};
   bool has_compile_ = false, has_device_compile_ = false;
   DeviceOutput device_output_ = DeviceOutput::None;
   std::optional<std::string> device_output_flag_;   // the first device output flag, as written
@@ -407,7 +499,8 @@ class Planner {
   bool nonsystem_ = false;  // -MMD wins over -MD whatever the order (measured)
   std::vector<std::string> depfile_targets_;
   std::vector<std::string> gpu_arch_args_;
-  std::vector<CompilePlan::PathArg> path_args_;
+  // What the scan records straight into the plan: positions, include dirs, path values.
+  CompilePlan found_;
   bool path_literal_ = false, has_lineinfo_ = false, has_debug_ = false;
 };
 

@@ -6,12 +6,12 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/adapter.hpp"
+
 namespace kache::compiler::nvcc {
 
-struct Passthrough {
-  std::string reason;  // stable, counted in the stats: e.g. "unknown-flag", "link", "device-debug"
-  std::string detail;  // for the log: the argument that decided it, e.g. "--keep"
-};
+using compiler::Passthrough;
+
 
 enum class Mode { Compile, DeviceCompile, CompileRdc };  // -c, -dc, -c -rdc=true
 enum class Depfile { None, MD, MMD };                    // -MD/-MMD (both need -MF)
@@ -35,14 +35,38 @@ struct CompilePlan {
   // Everything the key must see, verbatim and in order, with the source argument replaced by
   // "<source>" and the -o value by "<output>" (the pipeline keys those two normalized).
   std::vector<std::string> keyed_args;
-  // Where keyed_args hold a path value of the user's (-I, -isystem, -include, -MF, -MT): the argument's
-  // index, the offset of the value inside it ("-I/x" and "--include-path=/x" hold it inline), the flag.
+  // Where keyed_args hold a path value of the user's (-I, -isystem, -include, -MF, -MT, -Xcompiler): the
+  // argument's index, the offset of the value inside it ("-I/x" and "--include-path=/x" hold it
+  // inline), the flag as written and what the value is (from the flag's table entry).
+  enum class PathKind {
+    Path,         // one path (-include)
+    List,         // a comma list of directories (-I, -isystem)
+    Depfile,      // the dependency file (-MF)
+    Target,       // a dependency target (-MT)
+    HostOptions,  // a -Xcompiler value: its -f*-prefix-map rules name paths
+  };
   struct PathArg {
     std::size_t index = 0;
     std::size_t offset = 0;
     std::string flag;
+    PathKind kind = PathKind::Path;
   };
   std::vector<PathArg> path_args;
+  // Where the options a miss or a closure listing rewrites stand in args (the user's), every occurrence:
+  // the option's index, and whether its value is the next argument ("-o x") or after '=' ("-o=x").
+  struct ArgRef {
+    std::size_t index = 0;
+    std::string name;  // the spelling as written
+    bool separate = true;
+  };
+  std::vector<ArgRef> output_args;      // -o / --output-file
+  std::vector<ArgRef> depfile_args;     // -MF / --dependency-output
+  std::vector<ArgRef> dep_target_args;  // -MT / --dependency-target-name
+  std::vector<std::size_t> mode_args;   // -c, -dc, -MD, -MMD (and their long spellings)
+  // -I / -isystem directories as written, each comma list split, NVCC_*_FLAGS' included, in order.
+  std::vector<std::string> include_dirs;
+  bool has_forced_include = false;  // -include / --pre-include, NVCC_*_FLAGS' included
+  bool has_objtemp = false;         // -objtemp / --objdir-as-tempdir among the user's arguments
   // The user's own arguments (without NVCC_*_FLAGS), untouched: what a miss runs, plus kache's additions.
   std::vector<std::string> args;
 

@@ -135,6 +135,109 @@ struct HostQuestions {
   gcc::DriverIncludeDirs dirs;
 };
 
+// What nvcc --dryrun says: the host compiler it runs, the host dialect cudafe++ is told, nvcc.profile's
+// variables and the programs of a compile.
+struct DryRun {
+  std::string host_word, host_version_token;
+  std::vector<std::pair<std::string, std::string>> profile_vars;  // in nvcc's order
+  std::map<std::string, std::string> vars;
+  std::vector<std::string> programs;
+};
+
+DryRun read_dry_run(const std::string& text, Memo& m) {
+  DryRun run;
+  auto& [host_word, host_version_token, profile_vars, vars, programs] = run;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("#$ ")) continue;
+    std::string body = line.substr(3);
+    if (auto var = dryrun_variable(body)) {
+      vars[var->first] = var->second;
+      if (var->first == "PATH") m.tools.search_path = var->second;
+      // PATH and LD_LIBRARY_PATH carry the caller's values; what they select is covered by the
+      // resolved tools' content and the LD_LIBRARY_PATH key field.
+      else if (var->first != "LD_LIBRARY_PATH")
+        profile_vars.push_back(*var);
+      continue;
+    }
+    auto words = util::split_quoted_words(body);
+    if (words.empty()) continue;
+    if (host_word.empty() && body.find(" -E ") != std::string::npos && body.find("-D__CUDACC__") != std::string::npos) {
+      host_word = words[0];
+    } else if (body.starts_with("cudafe++ ") || body.find("/cudafe++ ") != std::string::npos) {
+      for (const auto& w : words) {
+        if (w.starts_with("--gnu_version=") || w.starts_with("--clang_version=")) host_version_token = w;
+      }
+    }
+    if (std::find(std::begin(kFileUtilities), std::end(kFileUtilities), words[0]) == std::end(kFileUtilities)) {
+      programs.push_back(expand_variables(words[0], vars));
+    }
+  }
+  return run;
+}
+
+// The files the toolchain id hashes, found from the dry run: the host compiler, nvcc's programs, cicc's
+// libdevice, the real nvcc and its nvcc.profile; and the variables an edited profile pulls in.
+void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std::string& nvcc_path,
+                       const util::Environment& env, const std::string& cwd) {
+  m.tc.host_compiler = files.resolve(run.host_word);
+  if (m.tc.host_compiler.empty())
+    throw std::runtime_error("host compiler '" + run.host_word + "' not found on nvcc's PATH");
+  if (!util::stat_identity(m.tc.host_compiler))
+    throw std::runtime_error("cannot stat host compiler " + m.tc.host_compiler);
+  files.add("host", m.tc.host_compiler);
+  for (const auto& p : run.programs) {
+    const std::string path = files.resolve(p);
+    if (path.empty()) throw std::runtime_error("nvcc's tool '" + p + "' not found on its PATH");
+    files.add("tool:" + util::basename(p), path);
+  }
+  // cicc reads libdevice from NVVMIR_LIBRARY_DIR (nvcc passes it in cicc's environment, not its command).
+  if (auto it = run.vars.find("NVVMIR_LIBRARY_DIR"); it != run.vars.end() && !it->second.empty()) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(util::absolute_path(it->second, cwd), ec)) {
+      files.add("libdevice:" + e.path().filename().string(), e.path().string());
+    }
+  }
+  // nvcc reads nvcc.profile beside its own executable, which the dry run names as _HERE_: where
+  // `nvcc` is a wrapper script (`exec /usr/local/cuda/bin/nvcc "$@"`) or a link, the real nvcc and
+  // its profile live there, not beside the name the build ran.
+  std::string nvcc_home = util::dirname(nvcc_path);
+  if (auto it = run.vars.find("_HERE_"); it != run.vars.end() && !it->second.empty()) {
+    nvcc_home = util::absolute_path(it->second, cwd);
+    files.add("nvcc-executable", util::join_path(nvcc_home, "nvcc"));
+  }
+  const std::string profile_path = util::join_path(nvcc_home, "nvcc.profile");
+  std::string profile_text;
+  if (util::exists(profile_path)) {
+    profile_text = util::read_file(profile_path);
+    files.add("nvcc.profile", util::absolute_path(profile_path, cwd));
+  }
+  // The table's variables are either in the memo key or kept from the probe; any other name an
+  // (edited) profile pulls in must keep its value for the memo to hold.
+  for (const auto& name : profile_references(profile_text)) {
+    if (!find_env_rule(name)) m.profile_env.emplace_back(name, env_value_field(env, name));
+  }
+
+}
+
+// The toolchain id (every version fact and hashed file) and its description for logs.
+void name_toolchain(Memo& m, ProbeFiles& files, const DryRun& run, const std::string& nvcc_version,
+                    const std::string& host_version) {
+  util::Hasher h;
+  h.add_field("nvcc-version", nvcc_version);
+  h.add_field("host-version", host_version);
+  h.add_field("host-dialect", run.host_version_token);
+  files.hash_into(h);
+  // nvcc.profile's expansion (INCLUDES, PTXAS_FLAGS, TOP, ...) as nvcc printed it.
+  for (const auto& [name, value] : run.profile_vars) h.add_field("profile:" + name, value);
+  m.tc.id = h.finish().hex();
+  m.tc.description = first_line(nvcc_version.substr(nvcc_version.rfind("Cuda compilation tools") == std::string::npos
+                                                       ? 0
+                                                       : nvcc_version.rfind("Cuda compilation tools"))) +
+                     "; host " + m.tc.host_compiler + " (" + first_line(host_version) + ")";
+}
+
 Memo probe(const std::string& nvcc_path, const util::Environment& env, const std::optional<std::string>& ccbin,
            const std::string& scratch_dir, const std::string& memo_dir) {
   // Only what the memo is keyed by reaches the probe; keyed variables (PTXAS_FLAGS, CPATH, ...) are
@@ -181,77 +284,11 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   const util::ProcessResult dr = dryrun_answer.get();
   if (!dr.ok()) throw std::runtime_error("nvcc --dryrun failed: " + first_line(dr.err));
 
-  std::string host_word, host_version_token;
-  std::vector<std::pair<std::string, std::string>> profile_vars;  // in nvcc's order
-  std::map<std::string, std::string> vars;
-  std::vector<std::string> programs;
-  std::istringstream lines(dr.err + dr.out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.starts_with("#$ ")) continue;
-    std::string body = line.substr(3);
-    if (auto var = dryrun_variable(body)) {
-      vars[var->first] = var->second;
-      if (var->first == "PATH") m.tools.search_path = var->second;
-      // PATH and LD_LIBRARY_PATH carry the caller's values; what they select is covered by the
-      // resolved tools' content and the LD_LIBRARY_PATH key field.
-      else if (var->first != "LD_LIBRARY_PATH")
-        profile_vars.push_back(*var);
-      continue;
-    }
-    auto words = util::split_quoted_words(body);
-    if (words.empty()) continue;
-    if (host_word.empty() && body.find(" -E ") != std::string::npos && body.find("-D__CUDACC__") != std::string::npos) {
-      host_word = words[0];
-    } else if (body.starts_with("cudafe++ ") || body.find("/cudafe++ ") != std::string::npos) {
-      for (const auto& w : words) {
-        if (w.starts_with("--gnu_version=") || w.starts_with("--clang_version=")) host_version_token = w;
-      }
-    }
-    if (std::find(std::begin(kFileUtilities), std::end(kFileUtilities), words[0]) == std::end(kFileUtilities)) {
-      programs.push_back(expand_variables(words[0], vars));
-    }
-  }
-  if (host_word.empty()) throw std::runtime_error("cannot find the host compiler in nvcc --dryrun");
+  DryRun run = read_dry_run(dr.err + dr.out, m);
+  std::map<std::string, std::string>& vars = run.vars;
+  if (run.host_word.empty()) throw std::runtime_error("cannot find the host compiler in nvcc --dryrun");
 
-  m.tc.host_compiler = files.resolve(host_word);
-  if (m.tc.host_compiler.empty())
-    throw std::runtime_error("host compiler '" + host_word + "' not found on nvcc's PATH");
-  if (!util::stat_identity(m.tc.host_compiler))
-    throw std::runtime_error("cannot stat host compiler " + m.tc.host_compiler);
-  files.add("host", m.tc.host_compiler);
-  for (const auto& p : programs) {
-    const std::string path = files.resolve(p);
-    if (path.empty()) throw std::runtime_error("nvcc's tool '" + p + "' not found on its PATH");
-    files.add("tool:" + util::basename(p), path);
-  }
-  // cicc reads libdevice from NVVMIR_LIBRARY_DIR (nvcc passes it in cicc's environment, not its command).
-  if (auto it = vars.find("NVVMIR_LIBRARY_DIR"); it != vars.end() && !it->second.empty()) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(util::absolute_path(it->second, cwd), ec)) {
-      files.add("libdevice:" + e.path().filename().string(), e.path().string());
-    }
-  }
-  // nvcc reads nvcc.profile beside its own executable, which the dry run names as _HERE_: where
-  // `nvcc` is a wrapper script (`exec /usr/local/cuda/bin/nvcc "$@"`) or a link, the real nvcc and
-  // its profile live there, not beside the name the build ran.
-  std::string nvcc_home = util::dirname(nvcc_path);
-  if (auto it = vars.find("_HERE_"); it != vars.end() && !it->second.empty()) {
-    nvcc_home = util::absolute_path(it->second, cwd);
-    files.add("nvcc-executable", util::join_path(nvcc_home, "nvcc"));
-  }
-  const std::string profile_path = util::join_path(nvcc_home, "nvcc.profile");
-  std::string profile_text;
-  if (util::exists(profile_path)) {
-    profile_text = util::read_file(profile_path);
-    files.add("nvcc.profile", util::absolute_path(profile_path, cwd));
-  }
-  // The table's variables are either in the memo key or kept from the probe; any other name an
-  // (edited) profile pulls in must keep its value for the memo to hold.
-  for (const auto& name : profile_references(profile_text)) {
-    if (!find_env_rule(name)) m.profile_env.emplace_back(name, env_value_field(env, name));
-  }
-
+  add_dry_run_files(files, m, run, nvcc_path, env, cwd);
   // The host compiler's questions (asked early when the dry run confirms the guess); nvcc's files are
   // hashed while they run.
   std::optional<HostQuestions> late;
@@ -277,18 +314,7 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
     }
   }
 
-  util::Hasher h;
-  h.add_field("nvcc-version", version.out);
-  h.add_field("host-version", hv.out);
-  h.add_field("host-dialect", host_version_token);
-  files.hash_into(h);
-  // nvcc.profile's expansion (INCLUDES, PTXAS_FLAGS, TOP, ...) as nvcc printed it.
-  for (const auto& [name, value] : profile_vars) h.add_field("profile:" + name, value);
-  m.tc.id = h.finish().hex();
-  m.tc.description = first_line(version.out.substr(version.out.rfind("Cuda compilation tools") == std::string::npos
-                                                       ? 0
-                                                       : version.out.rfind("Cuda compilation tools"))) +
-                     "; host " + m.tc.host_compiler + " (" + first_line(hv.out) + ")";
+  name_toolchain(m, files, run, version.out, hv.out);
   return m;
 }
 

@@ -1,4 +1,4 @@
-#include "compiler/adapter.hpp"
+#include "compiler/registry.hpp"
 
 #include "compiler/gcc/adapter.hpp"
 #include "compiler/gcc/plan.hpp"
