@@ -200,9 +200,13 @@ constexpr EnvRule kRules[] = {
     // Objective-C++'s include path, read by clang on every compile; kache passes Objective-C++
     // through (language), keyed like OBJC_INCLUDE_PATH all the same.
     {"OBJCPLUS_INCLUDE_PATH", E::Keyed, "", false},
-    // Where clang 14 looks for a ROCm installation: used for HIP and OpenCL offload only, which
-    // kache passes through (language, clang-cuda's --offload-arch).
+    // Where clang looks for a ROCm installation: clang 14 for HIP and OpenCL offload only, which kache
+    // passes through (language, clang-cuda's --offload-arch); clang 19 also when it prints -v, which
+    // only the toolchain probe does, and the probe runs without it.
     {"ROCM_PATH", E::Inert, "", false},
+    // clang 19's HIP installation search (gcc/toolchain.cpp, the memo's HIP search) replaces its default
+    // roots with this one; it reads it when it prints -v (the toolchain probe's `-E -v`): the memo key.
+    {"HIP_PATH", E::Probe, "", false},
 };
 
 bool applies(const EnvRule& r, bool nvcc) { return nvcc || !r.nvcc_only; }

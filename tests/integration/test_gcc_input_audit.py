@@ -294,9 +294,8 @@ class GccHipInstallation(KacheTestCase):
 
 # Variables without a row of env_table.cpp that the gcc adapter's toolchain memo keys itself, with why.
 TOOLCHAIN_MEMO_VARIABLES = {
-    # clang 19's HIP installation search (toolchain.cpp, add_hip_search): read when clang prints -v,
-    # which only the toolchain probe's `-E -v` does; the probe sees it, so the memo key holds it.
-    "HIP_PATH": "Probe",
+    # Variables the toolchain memo keys that env_table.cpp has no row for yet: none today (HIP_PATH,
+    # clang 19's HIP installation search, has its Probe row).
 }
 
 
