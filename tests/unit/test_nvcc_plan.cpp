@@ -628,6 +628,18 @@ TEST(NvccPlanXcompiler, RefusedFlagsKeepTheirForwardedReasons) {
   EXPECT_TRUE(passes(compile({"-Xcompiler", "-O2 extra.c"}), "hidden-input", {}, "-Xcompiler extra.c"));
 }
 
+// Inside -Xcompiler some flags mean more than on a direct gcc line: nvcc makes the dependency file in
+// its own pass, so every host -M option (the table keeps -MP, refuses -MJ as a side output) changes or
+// adds to it; a profile option's list file is an input no dependency list names.
+TEST(NvccPlanXcompiler, ForwardedDependencyAndListOptionsKeepTheirOldReasons) {
+  EXPECT_TRUE(passes(compile({"-MD", "-MF", "k.d", "-Xcompiler", "-MP"}), "depfile-modifier"));
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-MJ,x.json"}), "depfile-modifier"));
+  EXPECT_TRUE(passes(compile({"-Xcompiler", "-fprofile-list=f.txt"}), "hidden-input"));
+  // An allow-listed unknown nvcc flag forwarded to the host never admits a hidden input (spec).
+  EXPECT_TRUE(passes(compile({"-forward-unknown-to-host-compiler", "-fprofile-list=f.txt"}), "hidden-input",
+                     with_allowlist({"-fprofile-list"})));
+}
+
 // The plan carries what the adapter needs from the command line (as gcc's CompilePlan does), so the
 // adapter never scans the arguments again.
 TEST(NvccPlanPositions, IncludeDirsAndRewrittenOptions) {

@@ -62,6 +62,17 @@ std::string_view host_verdict(const GccFlag& f) {
   return "unknown-flag";
 }
 
+// Forwarded flags whose meaning inside -Xcompiler differs from a direct compile's, checked before the
+// table. Any -M option (-MP, -MJ, -MD...) changes or adds to the dependency output, which nvcc makes in
+// its own pass: a host -MP's phony targets or -MJ's JSON would not be what kache stores and restores.
+// Lists of functions or files a profile option reads (-fprofile-list=, -fprofile-remapping-file=) are
+// inputs no dependency list names.
+std::optional<std::string_view> forwarded_only_reason(std::string_view t) {
+  if (t.starts_with("-M")) return "depfile-modifier";
+  if (t.starts_with("-fprofile-list") || t.starts_with("-fprofile-remapping-file")) return "hidden-input";
+  return std::nullopt;
+}
+
 // The row for a forwarded token. nvcc passes each comma-separated piece as its own argument, so
 // "-Wp,-MD,x" reaches the host compiler as "-Wp": the row of the list option it heads ("-Wp,").
 std::optional<FlagMatch> host_row(std::string_view t) {
@@ -88,6 +99,7 @@ std::optional<FlagRefusal> check_host_options(std::string_view value, bool* has_
     // A host response file, or a bare word: an input the host compiler reads that kache never sees
     // (cl.exe's /I, /D, /FI are such words to GCC).
     if (t.starts_with('@') || !t.starts_with('-')) return FlagRefusal{"hidden-input", std::string(t)};
+    if (const auto reason = forwarded_only_reason(t)) return FlagRefusal{std::string(*reason), std::string(t)};
     const std::optional<FlagMatch> m = host_row(t);
     if (!m) {
       if (allowlist && allowlist_names(*allowlist, t)) continue;
@@ -107,6 +119,7 @@ std::optional<FlagRefusal> hidden_host_input(std::string_view value) {
   for (std::string_view raw : split_option_list(value)) {
     const std::string_view t = unquote(raw);
     if (t.starts_with('@')) return FlagRefusal{"hidden-input", std::string(t)};
+    if (forwarded_only_reason(t) == "hidden-input") return FlagRefusal{"hidden-input", std::string(t)};
     const std::optional<FlagMatch> m = host_row(t);
     if (m && host_verdict(*m->flag) == "hidden-input") return FlagRefusal{"hidden-input", std::string(t)};
   }
