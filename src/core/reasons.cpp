@@ -76,6 +76,11 @@ constexpr Reason kReasons[] = {
      "A clang configuration file beside the driver may include another file (@path) whose content kache does not hash."},
     {C::Passthrough, "clang-cuda",
      "clang compiles CUDA (-x cuda, --cuda-*); not cached yet: clang cannot build against this CUDA 13."},
+    // The clang offload route (compiler/offload/plan.cpp)
+    {C::Passthrough, "offload-target-machine",
+     "No offload target is named, or --offload-arch=native: the target would come from the machine's GPU."},
+    {C::Passthrough, "offload-target",
+     "An offload target clang would refuse (not a gfx target ID, or one GPU named with two feature sets)."},
     {C::Passthrough, "coverage", "Coverage data (--coverage, -fprofile-arcs) is written beside the object."},
     {C::Passthrough, "cross-target", "A cross-compilation target (--target) kache does not probe is named."},
     {C::Passthrough, "language", "The input's language (assembler, preprocessed, Objective-C, Fortran) is not cached."},

@@ -34,8 +34,8 @@ std::string replace_suffix(const std::string& path, const std::string& suffix) {
 
 class Planner {
  public:
-  Planner(const std::vector<std::string>& args, const std::vector<std::string>& allowlist)
-      : args_(args), allowlist_(allowlist) {}
+  Planner(const std::vector<std::string>& args, const std::vector<std::string>& allowlist, PlanExtension* extension)
+      : args_(args), allowlist_(allowlist), extension_(extension) {}
 
   Plan run() {
     for (std::size_t i = 0; i < args_.size(); ++i) i = scan(i);
@@ -66,6 +66,13 @@ class Planner {
     if (t[0] != '-') {
       inputs_.push_back({i, language_});
       return i;
+    }
+    // The extending driver's rows first (its --offload-arch=native is its own reason).
+    if (extension_) {
+      if (auto c = extension_->scan(args_, i)) {
+        if (c->refusal) refuse(c->refusal->reason, c->refusal->detail);
+        return c->last;
+      }
     }
     // -march=native / -mtune=native / -mcpu=native: one key, objects that depend on the machine.
     if (is_machine_native(t)) {
@@ -162,19 +169,26 @@ class Planner {
 
   Plan decide() {
     if (refusals_.phase) return *refusals_.phase;
-    if (!has_compile_) return Passthrough{"link", "no -c"};
+    if (!has_compile_ && !(extension_ && extension_->compiles())) return Passthrough{"link", "no -c"};
     if (refusals_.flag) return *refusals_.flag;
     if (inputs_.empty()) return Passthrough{"no-source", "no input file"};
     if (inputs_.size() > 1) return Passthrough{"multiple-sources", args_[inputs_[1].index]};
     if (outputs_ > 1) return Passthrough{"multiple-outputs", "-o given twice"};
     const Input& in = inputs_[0];
     const std::string& source = args_[in.index];
-    const std::string language = in.language.empty() ? language_of(source) : in.language;
-    if (language == "cuda" || (in.language.empty() && suffix_of(source) == "cu")) {
+    std::string language = in.language.empty() ? language_of(source) : in.language;
+    if (extension_) {
+      if (std::string own = extension_->language(source, in.language, language_of(source)); !own.empty()) {
+        language = own;
+      }
+    }
+    // The extending driver's own language; the output and depfile rules below are GCC's for it too.
+    const bool extension_language = extension_ && language == "hip";
+    if (!extension_language && (language == "cuda" || (in.language.empty() && suffix_of(source) == "cu"))) {
       return Passthrough{"clang-cuda", source};
     }
     if (language == "c-header" || language == "c++-header") return Passthrough{"pch", source};
-    if (language != "c" && language != "c++" && language != "assembler-with-cpp") {
+    if (!extension_language && language != "c" && language != "c++" && language != "assembler-with-cpp") {
       return Passthrough{"language", source + (language.empty() ? "" : " (" + language + ")")};
     }
     if (output_ && (output_->empty() || *output_ == "-")) return Passthrough{"output-kind", "-o " + *output_};
@@ -222,6 +236,7 @@ class Planner {
 
   const std::vector<std::string>& args_;
   const std::vector<std::string>& allowlist_;
+  PlanExtension* extension_;
   Refusals refusals_{is_phase_reason, std::nullopt, std::nullopt};
   std::vector<CompilePlan::PathValue> path_values_;
   bool has_compile_ = false, has_debug_ = false, has_dep_target_ = false, has_phony_targets_ = false;
@@ -239,8 +254,9 @@ class Planner {
 
 }  // namespace
 
-Plan plan(const std::vector<std::string>& args, const std::vector<std::string>& extra_allowlist) {
-  return Planner(args, extra_allowlist).run();
+Plan plan(const std::vector<std::string>& args, const std::vector<std::string>& extra_allowlist,
+          PlanExtension* extension) {
+  return Planner(args, extra_allowlist, extension).run();
 }
 
 std::string language_of(const std::string& path) {

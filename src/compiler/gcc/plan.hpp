@@ -48,8 +48,30 @@ struct CompilePlan {
 
 using Plan = std::variant<Passthrough, CompilePlan>;
 
+// A driver whose options extend GCC's (clang's offload route, hipcc): its rows are read before the gcc
+// table's, so a row of its own wins over the gcc row of the same spelling (the gcc table refuses the
+// offload flags), and what it reads (targets, device-only, its depfile form) it keeps for its own plan.
+class PlanExtension {
+ public:
+  virtual ~PlanExtension() = default;
+  struct Consumed {
+    std::size_t last;                     // the last argument the option took
+    std::optional<Passthrough> refusal;  // the option makes the compile a passthrough
+  };
+  // args[i] read through the extension's rows; nullopt when none matches (the gcc table reads it).
+  virtual std::optional<Consumed> scan(const std::vector<std::string>& args, std::size_t i) = 0;
+  // One of its options compiles without -c (hipcc --genco).
+  virtual bool compiles() const = 0;
+  // The language the driver compiles a source in: given the -x in force ("" when none) and the
+  // language GCC infers from its suffix. "" leaves GCC's rules to decide.
+  virtual std::string language(const std::string& source, const std::string& x_language,
+                               const std::string& suffix_language) const = 0;
+};
+
 // args: the arguments after the compiler name. extra_allowlist: [cc] extra_allowlist_flags.
-Plan plan(const std::vector<std::string>& args, const std::vector<std::string>& extra_allowlist);
+// extension: the rows of a driver that extends GCC's (nullptr: plain gcc/clang).
+Plan plan(const std::vector<std::string>& args, const std::vector<std::string>& extra_allowlist,
+          PlanExtension* extension = nullptr);
 
 // The language GCC infers from a file name ("" for a linker input or an unknown suffix).
 std::string language_of(const std::string& path);

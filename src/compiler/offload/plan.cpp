@@ -1,0 +1,186 @@
+#include "compiler/offload/plan.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "compiler/offload/flag_table.hpp"
+#include "util/fs.hpp"
+
+namespace kache::compiler::offload {
+
+namespace {
+
+constexpr std::string_view kHip = "hip";  // the language the offload route compiles
+
+std::string suffix_of(const std::string& path) {
+  const std::string base = util::basename(path);
+  const auto dot = base.rfind('.');
+  return dot == std::string::npos || dot == 0 ? "" : base.substr(dot + 1);
+}
+
+// The offload rows, matched before the gcc table's, collecting what is the offload route's own.
+class OffloadRows final : public gcc::PlanExtension {
+ public:
+  OffloadRows(Driver driver, OffloadPlan& out) : driver_(driver), out_(out) {}
+
+  std::optional<Consumed> scan(const std::vector<std::string>& args, std::size_t i) override {
+    const auto m = match_row(offload_rows(driver_ == Driver::hipcc), args[i]);
+    if (!m) return std::nullopt;
+    const bool needs_value = (m->row->forms & (kEquals | kSeparate)) != 0;
+    if (needs_value && !m->value && !(m->row->forms & kSeparate)) return std::nullopt;  // "--offload-arch" alone
+    if (m->form == kWhole || (!needs_value && m->value)) return std::nullopt;
+    if (m->row->effect == Effect::Mllvm) return mllvm(args, i);
+    if (m->row->effect == Effect::Xclang) return xclang(args, i);
+    apply(m->row->effect, std::string(m->value.value_or("")));
+    return Consumed{i, std::nullopt};
+  }
+
+  // --genco, and device-only without -c: clang links the device code into the same offload bundle as
+  // with -c (measured with clang 15: byte-identical), not a host link.
+  bool compiles() const override { return out_.genco || out_.mode == DeviceMode::device_only; }
+
+  std::string language(const std::string& source, const std::string& x_language,
+                       const std::string& suffix_language) const override {
+    if (x_language == "hip") return "hip";
+    if (!x_language.empty()) return "";
+    if (suffix_of(source) == "hip") return "hip";
+    // hipcc: .cpp/.cxx/.cc/.cu/.cuh compile as HIP (hipcc.pl, HIP_COMPILE_CXX_AS_HIP unset or 1; the
+    // adapter keys that variable).
+    if (driver_ == Driver::hipcc && (suffix_language == "c++" || suffix_language == "cuda")) return "hip";
+    return "";
+  }
+
+  // The targets as clang 15 builds them: a set (sorted, each once), --no-offload-arch taking out.
+  std::set<std::string> targets;
+  std::optional<Passthrough> target_refusal;
+
+ private:
+  void apply(Effect e, const std::string& value) {
+    switch (e) {
+      case Effect::Arch:
+        // The machine's GPU (rocm_agent_enumerator, amdgpu-arch): one key, code for whatever GPU is in.
+        if (value == "native") {
+          target_refusal = Passthrough{"offload-target-machine", "--offload-arch=native"};
+        } else if (!target_processor(value)) {
+          target_refusal = Passthrough{"offload-target", value};
+        }
+        targets.insert(value);
+        break;
+      case Effect::NoArch:
+        if (value == "all") {
+          targets.clear();
+        } else {
+          targets.erase(value);
+        }
+        break;
+      case Effect::DeviceOnly: out_.mode = DeviceMode::device_only; break;
+      case Effect::HostOnly: out_.mode = DeviceMode::host_only; break;
+      case Effect::Genco: out_.genco = true; break;
+      case Effect::Rdc: out_.rdc = true; break;
+      case Effect::NoRdc: out_.rdc = false; break;
+      case Effect::RocmPath: out_.rocm_path = value; break;
+      case Effect::HipPath: out_.hip_path = value; break;
+      case Effect::DeviceLibPath: out_.device_lib_path = value; break;
+      case Effect::Keyed:
+      case Effect::Mllvm:
+      case Effect::Xclang: break;
+    }
+  }
+
+  // -mllvm V: the AMDGPU backend's options (hipcc passes -amdgpu-early-inline-all, -amdgpu-function-
+  // calls) choose code only; any other LLVM option may write a file (-info-output-file) or read one.
+  std::optional<Consumed> mllvm(const std::vector<std::string>& args, std::size_t i) const {
+    if (i + 1 >= args.size()) return std::nullopt;
+    if (!args[i + 1].starts_with("-amdgpu-")) return Consumed{i + 1, Passthrough{"hidden-input", "-mllvm " + args[i + 1]}};
+    return Consumed{i + 1, std::nullopt};
+  }
+
+  // -Xclang -dependency-file -Xclang D and -Xclang -MT -Xclang T: spec 003's depfile form, read as a
+  // pair of pairs. Any other -Xclang is left to the gcc table, which refuses it.
+  std::optional<Consumed> xclang(const std::vector<std::string>& args, std::size_t i) {
+    if (i + 3 >= args.size() || args[i + 2] != "-Xclang") return std::nullopt;
+    const std::string& option = args[i + 1];
+    if (option == "-dependency-file") {
+      if (out_.xclang_depfile) return Consumed{i + 3, Passthrough{"multiple-outputs", "-dependency-file given twice"}};
+      out_.xclang_depfile = args[i + 3];
+      out_.xclang_depfile_index = i + 3;
+      return Consumed{i + 3, std::nullopt};
+    }
+    if (option == "-MT") {
+      out_.xclang_targets.push_back(args[i + 3]);
+      out_.xclang_target_indexes.push_back(i + 3);
+      return Consumed{i + 3, std::nullopt};
+    }
+    return std::nullopt;
+  }
+
+  Driver driver_;
+  OffloadPlan& out_;
+};
+
+// What the output is, from the mode (measured with hipcc 5.2 / clang 15: device code comes as a clang
+// offload bundle even for one target). -S is refused by the gcc table (output-kind) for now.
+std::string output_kind(const OffloadPlan& p) {
+  if (p.mode == DeviceMode::host_only) return "host-object";
+  if (p.genco || p.mode == DeviceMode::device_only) return "offload-bundle";
+  return p.rdc ? "object-rdc" : "object";
+}
+
+}  // namespace
+
+std::optional<std::string> target_processor(std::string_view target_id) {
+  const std::size_t colon = target_id.find(':');
+  const std::string_view processor = target_id.substr(0, colon);
+  if (processor.size() < 4 || !processor.starts_with("gfx")) return std::nullopt;
+  if (!std::all_of(processor.begin() + 3, processor.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'); })) {
+    return std::nullopt;
+  }
+  std::set<std::string_view> seen;
+  std::string_view rest = colon == std::string_view::npos ? std::string_view{} : target_id.substr(colon + 1);
+  while (colon != std::string_view::npos) {
+    const std::size_t next = rest.find(':');
+    const std::string_view feature = rest.substr(0, next);
+    if (feature.size() < 2 || (feature.back() != '+' && feature.back() != '-')) return std::nullopt;
+    const std::string_view name = feature.substr(0, feature.size() - 1);
+    if ((name != "xnack" && name != "sramecc") || !seen.insert(name).second) return std::nullopt;
+    if (next == std::string_view::npos) break;
+    rest = rest.substr(next + 1);
+  }
+  return std::string(processor);
+}
+
+Plan plan(Driver driver, const std::vector<std::string>& args, const std::vector<std::string>& extra_allowlist) {
+  OffloadPlan out;
+  OffloadRows rows(driver, out);
+  gcc::Plan planned = gcc::plan(args, extra_allowlist, &rows);
+  if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
+  out.compile = std::get<gcc::CompilePlan>(planned);
+  if (out.compile.language != kHip) return Passthrough{"language", out.compile.source + " (not HIP)"};
+  if (rows.target_refusal) return *rows.target_refusal;
+  // No target: the driver asks the machine's GPU (hipcc: rocm_agent_enumerator; clang: its default).
+  if (rows.targets.empty()) return Passthrough{"offload-target-machine", "no --offload-arch"};
+  // A processor named twice with different features (gfx90a and gfx90a:xnack+): clang refuses the
+  // combination; it says so itself, uncached.
+  std::set<std::string> processors;
+  for (const auto& t : rows.targets) {
+    if (!processors.insert(*target_processor(t)).second) return Passthrough{"offload-target", t};
+  }
+  out.targets.assign(rows.targets.begin(), rows.targets.end());
+  // --genco writes the file -o names; without one hipcc's clang would name it after the source.
+  if (out.genco && out.compile.output_implied) return Passthrough{"no-output", "--genco without -o"};
+  if (out.xclang_depfile && (out.xclang_depfile->empty() || *out.xclang_depfile == "-")) {
+    return Passthrough{"output-kind", "-dependency-file " + *out.xclang_depfile};
+  }
+  if (out.xclang_depfile && out.compile.depfile != gcc::Depfile::None) {
+    return Passthrough{"multiple-outputs", "-Xclang -dependency-file with -MD/-MMD"};
+  }
+  if (!out.xclang_targets.empty() && !out.xclang_depfile) {
+    return Passthrough{"depfile-modifier", "-Xclang -MT without -Xclang -dependency-file"};
+  }
+  out.output_kind = output_kind(out);
+  return out;
+}
+
+}  // namespace kache::compiler::offload
