@@ -175,3 +175,31 @@ TEST(OffloadPlan, GccRowsStillRefuse) {
 }
 
 }  // namespace
+
+#include "compiler/offload/adapter.hpp"
+#include "compiler/offload/toolchain.hpp"
+#include "compiler/registry.hpp"
+
+namespace {
+
+TEST(Hipcc, RegisteredForItsNames) {
+  for (const char* n : {"hipcc", "/usr/bin/hipcc", "hipcc.pl", "/opt/rocm/bin/hipcc"}) {
+    EXPECT_TRUE(kache::compiler::offload::is_hipcc(n)) << n;
+    auto a = kache::compiler::find_adapter(n);
+    ASSERT_NE(a, nullptr) << n;
+    EXPECT_EQ(a->name(), "hipcc") << n;
+  }
+  EXPECT_FALSE(kache::compiler::offload::is_hipcc("hipconfig"));
+  EXPECT_EQ(kache::compiler::find_adapter("clang++-15")->name(), "gcc");
+}
+
+TEST(Hipcc, JobWordsOfClangsPlan) {
+  using kache::compiler::offload::job_words;
+  EXPECT_EQ(job_words(R"( "/usr/lib/llvm-15/bin/clang" "-cc1" "-mlink-builtin-bitcode" "/b/ocml.bc" "-D" "A=\"x\"")"),
+            (std::vector<std::string>{"/usr/lib/llvm-15/bin/clang", "-cc1", "-mlink-builtin-bitcode", "/b/ocml.bc", "-D",
+                                      "A=\"x\""}));
+  EXPECT_TRUE(job_words("Target: x86_64-pc-linux-gnu").empty());
+  EXPECT_TRUE(job_words("InstalledDir: /usr/bin").empty());
+}
+
+}  // namespace

@@ -1,0 +1,124 @@
+#include "compiler/offload/adapter.hpp"
+
+#include "compiler/common.hpp"
+#include "compiler/env_table.hpp"
+#include "compiler/job_paths.hpp"
+#include "compiler/offload/toolchain.hpp"
+#include "util/fs.hpp"
+
+namespace kache::compiler::offload {
+
+namespace {
+
+// What hipcc.pl and hipvars.pm read from the environment (hipcc 5.2), each keyed by value or unset:
+// they choose the clang, the ROCm and bitcode paths, the flags added, and the language of .cpp files.
+constexpr const char* kHipccVariables[] = {
+    "HIP_PATH", "ROCM_PATH", "HIP_CLANG_PATH", "HIP_PLATFORM", "HIP_COMPILER", "HIP_RUNTIME",
+    "HIP_ROCCLR_HOME", "HSA_PATH", "CUDA_PATH", "HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND",
+    "HIP_LIB_PATH", "DEVICE_LIB_PATH", "HIP_DEVICE_LIB_PATH", "HIP_CLANG_HCC_COMPAT_MODE",
+    "HIP_COMPILE_CXX_AS_HIP", "HCC_AMDGPU_TARGET", "HIPCC_VERBOSE", "HIP_CLANG_LAUNCHER",
+};
+
+void replace_value(std::vector<std::string>& args, const gcc::CompilePlan::ArgRef& ref, std::string_view name,
+                   const std::string& value) {
+  if (ref.attached) {
+    args[ref.index] = std::string(name) + value;
+  } else {
+    args[ref.index + 1] = value;
+  }
+}
+
+}  // namespace
+
+bool is_hipcc(const std::string& argv0) {
+  const std::string name = util::basename(argv0);
+  return name == "hipcc" || name == "hipcc.pl";
+}
+
+std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
+  Plan planned = plan(Driver::hipcc, inv.args, cfg.extra_allowlist_flags);
+  if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
+  plan_ = std::get<OffloadPlan>(planned);
+  const gcc::CompilePlan& cp = plan_.compile;
+  if (auto r = env_refusal(inv.env, false)) return Passthrough{r->reason, r->variable + " is set"};
+  // The targets would come from the environment, which the plan does not read yet.
+  if (util::env_get(inv.env, "HCC_AMDGPU_TARGET")) return Passthrough{"offload-target-machine", "HCC_AMDGPU_TARGET"};
+  // Spec 003's depfile form lists user headers only, and cc1 takes one dependency file: the closure then
+  // needs a second listing over every target (next step, docs/dev/hip-progress.md).
+  if (plan_.xclang_depfile) return Passthrough{"depfile-modifier", "-Xclang -dependency-file (not cached yet)"};
+
+  CompileJob job;
+  const std::string cwd = util::lexically_normal(inv.cwd);
+  place_files(job, cwd, cp.source, cp.output, cp.depfile != gcc::Depfile::None ? cp.depfile_path : "");
+  if (cp.depfile != gcc::Depfile::None && !cp.has_dep_target) job.depfile_target = cp.output;
+  // -MMD leaves out system headers; no closure listing for it yet.
+  if (cp.depfile == gcc::Depfile::MMD) return Passthrough{"depfile-modifier", "-MMD through hipcc (not cached yet)"};
+  job.source_identity = job.source;  // paths keyed literally: no roots yet
+
+  // Throws when hipcc cannot say what it runs: the pipeline then runs the compile unchanged.
+  HipccToolchain tc = probe_hipcc(inv.compiler_path, inv.args, inv.env, cwd,
+                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
+  if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
+  job.description = tc.description;
+  job.system_dirs = tc.include_dirs;
+  job.toolchain_files = std::move(tc.files);
+  job.precompiled_headers_searched = true;
+  job.output_kind = plan_.output_kind;
+
+  auto& k = job.key_fields;
+  k.emplace_back("adapter", "hipcc");
+  k.emplace_back("toolchain", tc.id);
+  k.emplace_back("language", cp.language);
+  k.emplace_back("output-kind", plan_.output_kind);
+  k.emplace_back("cwd", cwd);
+  k.emplace_back("source", cp.source);
+  k.emplace_back("output", job.output);
+  for (const auto& a : cp.keyed_args) k.emplace_back("arg", a);
+  for (const char* var : kHipccVariables) {
+    const auto v = util::env_get(inv.env, var);
+    k.emplace_back(std::string("env:") + var, v ? "=" + *v : "unset");
+  }
+  add_env_key_fields(inv.env, false, k);
+  k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
+  job.depfile_layouts = {core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed};
+
+  // Search dirs for the absent-path watch: the source's directory, -I dirs, the clang's own.
+  auto add_dir = [&](const std::string& d) {
+    if (d.empty()) return;
+    std::string abs = util::join_path(cwd, d);
+    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+    job.search_dirs.push_back(abs);
+  };
+  add_dir(util::dirname(cp.source));
+  for (const auto& d : cp.include_dirs) add_dir(d);
+  for (const auto& d : tc.include_dirs) add_dir(d);
+  job.literal_dirs = job.system_dirs;
+  job.assembler_inputs = CompileJob::AssemblerInputs::scanned;
+  return job;
+}
+
+std::vector<std::string> HipccAdapter::miss_command(const core::Invocation& inv, const CompileJob& job,
+                                                    const MissPaths& paths) const {
+  const gcc::CompilePlan& cp = plan_.compile;
+  std::vector<std::string> argv = {inv.compiler_arg};
+  std::vector<std::string> args = inv.args;
+  if (cp.output_arg) replace_value(args, *cp.output_arg, "-o", paths.object);
+  if (cp.depfile_arg) replace_value(args, *cp.depfile_arg, "-MF", paths.depfile);
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (!cp.output_arg) argv.insert(argv.end(), {"-o", paths.object});
+  // The closure over every target: -MD through hipcc reaches each device compile (measured: a header
+  // only gfx90a includes is listed).
+  if (job.depfile.empty()) {
+    argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
+  } else if (!cp.depfile_arg) {
+    argv.insert(argv.end(), {"-MF", paths.depfile});
+  }
+  if (!cp.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
+  return argv;
+}
+
+void HipccAdapter::miss_environment(util::Environment& env, const core::Config& cfg) const {
+  pin_source_date_epoch(env, cfg);
+}
+
+}  // namespace kache::compiler::offload

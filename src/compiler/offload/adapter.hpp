@@ -1,0 +1,26 @@
+#pragma once
+// hipcc (issue 23): `kache hipcc --genco|-c ...`. Plans through the offload planner (plan.hpp), keys
+// what hipcc's chain reads (toolchain.hpp) and runs hipcc itself on a miss.
+#include "compiler/adapter.hpp"
+#include "compiler/offload/plan.hpp"
+
+namespace kache::compiler::offload {
+
+// hipcc or hipcc.pl, as a bare name or a path.
+bool is_hipcc(const std::string& argv0);
+
+class HipccAdapter final : public Adapter {
+ public:
+  std::string name() const override { return "hipcc"; }
+  std::variant<Passthrough, CompileJob> prepare(const core::Invocation& inv, const core::Config& cfg) override;
+  std::vector<std::string> miss_command(const core::Invocation& inv, const CompileJob& job,
+                                        const MissPaths& paths) const override;
+  void miss_environment(util::Environment& env, const core::Config& cfg) const override;
+  std::vector<std::string> closure_command(const core::Invocation&, const CompileJob&) const override { return {}; }
+  std::vector<std::string> path_specific_markers() const override { return {}; }
+
+ private:
+  OffloadPlan plan_;
+};
+
+}  // namespace kache::compiler::offload

@@ -1,0 +1,137 @@
+#include "compiler/offload/toolchain.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include "compiler/gcc/toolchain.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+
+namespace kache::compiler::offload {
+
+namespace {
+
+// The value of `--name=value` or `--name="value"` in hipcc's clang line ("" when absent).
+std::string line_value(const std::string& line, std::string_view name) {
+  const std::string key = std::string(name) + "=";
+  std::size_t at = line.rfind(" " + key);
+  if (at == std::string::npos) return "";
+  at += key.size() + 1;
+  if (at < line.size() && line[at] == '"') {
+    const std::size_t end = line.find('"', at + 1);
+    return line.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+  }
+  const std::size_t end = line.find(' ', at);
+  return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// The files of a directory, sorted, recursively (the bitcode directory).
+std::vector<std::string> files_below(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) out.push_back(it->path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string real_path(const std::string& p) {
+  std::error_code ec;
+  const auto r = std::filesystem::canonical(p, ec);
+  return ec ? p : r.string();
+}
+
+struct Plan {
+  std::string clang_line;
+  std::vector<std::vector<std::string>> jobs;
+};
+
+Plan ask_hipcc(const std::string& hipcc, const std::vector<std::string>& args, const util::Environment& env) {
+  util::Environment verbose = env;
+  util::env_set(verbose, "HIPCC_VERBOSE", "1");
+  std::vector<std::string> argv = {hipcc};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("-###");
+  const util::ProcessResult r = util::run_capture(hipcc, argv, verbose);
+  if (r.exit_code != 0) throw std::runtime_error("hipcc -### failed: " + r.err.substr(0, 200));
+  Plan p;
+  std::istringstream out(r.out);
+  for (std::string line; std::getline(out, line);) {
+    if (line.starts_with("hipcc-cmd: ")) p.clang_line = line.substr(11);
+  }
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);) {
+    if (auto w = job_words(line); !w.empty()) p.jobs.push_back(std::move(w));
+  }
+  if (p.clang_line.empty() || p.jobs.empty()) throw std::runtime_error("hipcc printed no clang line or plan");
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> job_words(const std::string& line) {
+  std::vector<std::string> words;
+  if (!line.starts_with(" \"")) return words;
+  std::size_t i = 1;
+  while (i < line.size()) {
+    if (line[i] == ' ') {
+      ++i;
+      continue;
+    }
+    if (line[i] != '"') return {};
+    std::string w;
+    for (++i; i < line.size() && line[i] != '"'; ++i) {
+      if (line[i] == '\\' && i + 1 < line.size()) ++i;  // clang escapes \ " $ in -### words
+      w += line[i];
+    }
+    ++i;
+    words.push_back(std::move(w));
+  }
+  return words;
+}
+
+HipccToolchain probe_hipcc(const std::string& hipcc, const std::vector<std::string>& args,
+                           const util::Environment& env, const std::string& cwd, const std::string& memo_dir) {
+  const Plan plan = ask_hipcc(hipcc, args, env);
+  HipccToolchain tc;
+  tc.clang_line = plan.clang_line;
+  tc.clang = plan.clang_line.substr(0, plan.clang_line.find(' '));
+  const gcc::Toolchain clang = gcc::probe_toolchain(tc.clang, env, memo_dir);
+  tc.include_dirs = clang.include_dirs;
+  tc.config_include = clang.config_include;
+  tc.files = clang.files;
+  ProbeFiles pf(tc.files, cwd, memo_dir);
+  // hipcc's own files: the script it is, and the Perl beside it (hipcc -> hipcc.pl, hipvars.pm).
+  const std::string script = real_path(hipcc);
+  pf.add("hipcc", script);
+  for (const char* f : {"hipcc.pl", "hipvars.pm", ".hipVersion", ".hipInfo"}) {
+    if (const std::string p = util::join_path(util::dirname(script), f); util::exists(p)) pf.add(f, p);
+  }
+  if (util::exists("/usr/share/hip/version")) pf.add("hip-version", "/usr/share/hip/version");
+  // Every program the plan runs, and every bitcode file a device compile links.
+  for (const auto& job : plan.jobs) {
+    pf.add("job", real_path(job[0]));
+    for (std::size_t i = 1; i + 1 < job.size(); ++i) {
+      if (job[i] == "-mlink-builtin-bitcode") pf.add("bitcode", job[i + 1]);
+    }
+  }
+  // The whole bitcode directory hipcc points clang at.
+  const std::string bitcode_dir = line_value(plan.clang_line, "--hip-device-lib-path");
+  if (!bitcode_dir.empty()) {
+    for (const auto& f : files_below(bitcode_dir)) pf.add("bitcode-dir", f);
+  }
+  util::Hasher h;
+  h.add_field("clang", clang.id);
+  h.add_field("clang-line", plan.clang_line);
+  h.add_field("bitcode-dir", bitcode_dir);
+  pf.hash_into(h);
+  tc.id = h.finish().hex();
+  tc.description = "hipcc -> " + clang.description;
+  return tc;
+}
+
+}  // namespace kache::compiler::offload

@@ -1,0 +1,39 @@
+#pragma once
+// What hipcc runs for one compile, for the key: hipcc is a Perl driver that picks a clang, adds flags
+// from its environment and version files and points clang at a bitcode directory. The probe asks hipcc
+// itself (HIPCC_VERBOSE=1 and clang's -###, no compile) and keys what the chain reads:
+// - the clang line hipcc builds (its flags, HIPCC_COMPILE_FLAGS_APPEND, the paths it chose);
+// - hipcc's own files (the script, hipcc.pl, hipvars.pm, the HIP version files);
+// - every program the clang plan runs (clang, lld, clang-offload-bundler) and the clang behind it
+//   (gcc's probe: its cc1, config files, system include dirs);
+// - every file of the device bitcode directory (a sound first cut: which libraries a target links
+//   depends on the target and the flags).
+// The headers, resource headers included, are the compile's closure (-MD over every target).
+// Not memoized yet: a hit runs hipcc once with -### (docs/dev/hip-progress.md).
+#include <string>
+#include <vector>
+
+#include "compiler/tool_files.hpp"
+#include "util/process.hpp"
+
+namespace kache::compiler::offload {
+
+struct HipccToolchain {
+  std::string id;           // hex digest; part of every key
+  std::string description;  // for logs
+  std::string clang;        // the clang hipcc runs
+  std::string clang_line;   // hipcc's clang command line (HIPCC_VERBOSE's "hipcc-cmd:")
+  std::vector<std::string> include_dirs;  // the clang's system include dirs
+  std::string config_include;             // gcc::Toolchain::config_include of that clang
+  ToolFiles files;
+};
+
+// hipcc: the resolved hipcc; args: the user's arguments. Throws std::runtime_error when hipcc cannot
+// say what it runs.
+HipccToolchain probe_hipcc(const std::string& hipcc, const std::vector<std::string>& args,
+                           const util::Environment& env, const std::string& cwd, const std::string& memo_dir);
+
+// The quoted words of one job line of clang's -### output (` "exe" "arg" ...`); empty for other lines.
+std::vector<std::string> job_words(const std::string& line);
+
+}  // namespace kache::compiler::offload
