@@ -1,0 +1,145 @@
+"""hipcc through kache (issue 23): `kache hipcc --genco|-c` with the real hipcc (ROCm 5.2 on Debian 12,
+clang 15); exits 77 (skipped) where hipcc is absent.
+
+A miss and a hit give the same bytes as plain hipcc, and each input of hipcc's chain that no dependency
+list names is keyed: traps edit one and expect a miss whose output is plain hipcc's new one, never the
+stale entry.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import kachetest
+from kachetest import KacheTestCase
+
+HIPCC = shutil.which("hipcc")
+
+KERNEL = r"""
+#include <hip/hip_runtime.h>
+#include "inc/q.h"
+#if defined(__gfx90a__)
+#include "inc/only90a.h"
+#else
+#define ONLY90A 0.0f
+#endif
+#ifndef SCALE
+#define SCALE 1
+#endif
+__global__ void k(float* x) { x[threadIdx.x] = sqrtf(x[threadIdx.x + 1]) * Q * SCALE + ONLY90A; }
+"""
+TARGET = "--offload-arch=gfx90a"
+
+
+class HipTest(KacheTestCase):
+    def setUp(self):
+        # KacheTestCase's workspace without its nvcc requirement.
+        self.ws = tempfile.mkdtemp(prefix="kache-hip-")
+        self.cache = os.path.join(self.ws, ".cache")
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith("KACHE_") and not k.startswith("HIP") and k not in ("DEVICE_LIB_PATH", "CPATH")}
+        self.env["KACHE_DIR"] = self.cache
+        self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
+        self.write("inc/q.h", "#define Q 1.0f\n")
+        self.write("inc/only90a.h", "#define ONLY90A 2.0f\n")
+        self.write("k.hip", KERNEL)
+        # Files older than the clock tick a compile starts in (see KacheTestCase.write).
+        time.sleep(0.05)
+
+    def hipcc(self, args, env=None):
+        e = dict(self.env)
+        e.update(env or {})
+        r = subprocess.run([HIPCC] + args, cwd=self.ws, env=e, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def plain_and_cached(self, args, out, env=None):
+        """Plain hipcc's output, then kache's (which must equal it); returns both bytes."""
+        self.hipcc(args + ["-o", "plain-" + out], env)
+        self.kache(["hipcc"] + args + ["-o", out], env=env)
+        plain, cached = self.read("plain-" + out, "rb"), self.read(out, "rb")
+        self.assertEqual(plain, cached, f"kache's {out} differs from plain hipcc's")
+        return plain
+
+    def test_genco_miss_then_hit_is_plain_hipccs_bundle(self):
+        args = ["--genco", TARGET, "k.hip"]
+        plain = self.plain_and_cached(args, "k.hsaco")
+        self.assertTrue(plain.startswith(b"__CLANG_OFFLOAD_BUNDLE__"))
+        os.remove(self.path("k.hsaco"))
+        self.kache(["hipcc"] + args + ["-o", "k.hsaco"])
+        self.assertEqual(self.read("k.hsaco", "rb"), plain)
+        s = self.assert_counts(hits=1, misses=1, passthrough=0)
+        self.assertEqual(s["output_kinds"]["offload-bundle"], {"hits": 1, "misses": 1})
+
+    def test_two_targets_and_host_object(self):
+        self.plain_and_cached(["--genco", TARGET, "--offload-arch=gfx1030", "k.hip"], "two.hsaco")
+        self.plain_and_cached(["-c", TARGET, "k.hip"], "k.o")
+        os.remove(self.path("k.o"))
+        self.kache(["hipcc", "-c", TARGET, "k.hip", "-o", "k.o"])
+        self.assertEqual(self.read("k.o", "rb"), self.read("plain-k.o", "rb"))
+        s = self.assert_counts(hits=1, misses=2, passthrough=0)
+        self.assertEqual(s["output_kinds"]["object"], {"hits": 1, "misses": 1})
+
+    def test_header_edit_keeping_size_and_mtime_misses(self):
+        args = ["--genco", TARGET, "k.hip"]
+        before = self.plain_and_cached(args, "k.hsaco")
+        # The header only gfx90a includes: edited with its size and mtime kept.
+        st = os.stat(self.path("inc/only90a.h"))
+        self.write("inc/only90a.h", "#define ONLY90A 3.0f\n", mtime_ns=st.st_mtime_ns)
+        self.assertEqual(os.stat(self.path("inc/only90a.h")).st_size, st.st_size)
+        time.sleep(0.05)
+        after = self.plain_and_cached(args, "k.hsaco")
+        self.assertNotEqual(before, after, "the edit must change the device code, or the trap proves nothing")
+        self.assert_counts(hits=0, misses=2)
+
+    def test_hipcc_compile_flags_append_is_keyed(self):
+        args = ["--genco", TARGET, "k.hip"]
+        before = self.plain_and_cached(args, "k.hsaco")
+        after = self.plain_and_cached(args, "k.hsaco", env={"HIPCC_COMPILE_FLAGS_APPEND": "-DSCALE=3"})
+        self.assertNotEqual(before, after)
+        self.assert_counts(hits=0, misses=2)
+
+    def test_swapped_device_library_misses(self):
+        # A scratch copy of the bitcode directory hipcc reads through DEVICE_LIB_PATH, two of its
+        # files swapped: the kernel's sqrtf links the other one.
+        bitcode = self.path("bitcode")
+        shutil.copytree("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode", bitcode)
+        env = {"DEVICE_LIB_PATH": bitcode}
+        args = ["--genco", TARGET, "k.hip"]
+        before = self.plain_and_cached(args, "k.hsaco", env=env)
+        on, off = os.path.join(bitcode, "oclc_correctly_rounded_sqrt_on.bc"), os.path.join(bitcode, "oclc_correctly_rounded_sqrt_off.bc")
+        os.rename(on, on + ".tmp")
+        os.rename(off, on)
+        os.rename(on + ".tmp", off)
+        after = self.plain_and_cached(args, "k.hsaco", env=env)
+        self.assertNotEqual(before, after, "the swap must change the device code, or the trap proves nothing")
+        self.assert_counts(hits=0, misses=2)
+
+    def test_md_depfile_restored_exactly(self):
+        args = ["--genco", TARGET, "-MD", "k.hip"]
+        self.hipcc(args + ["-MF", "plain.d", "-o", "k.hsaco"])
+        plain = self.read("plain.d")
+        self.assertIn("inc/only90a.h", plain)
+        self.kache(["hipcc"] + args + ["-MF", "k.d", "-o", "k.hsaco"])
+        self.assertEqual(self.read("k.d"), plain)
+        os.remove(self.path("k.d"))
+        self.kache(["hipcc"] + args + ["-MF", "k.d", "-o", "k.hsaco"])
+        self.assertEqual(self.read("k.d"), plain)
+        self.assert_counts(hits=1, misses=1)
+
+    def test_no_target_passes_through(self):
+        # hipcc then asks rocm_agent_enumerator, which fails without a GPU: kache runs it unchanged.
+        self.kache(["hipcc", "--genco", "k.hip", "-o", "k.hsaco"], check=False)
+        self.kache(["hipcc", "--genco", "--offload-arch=native", "k.hip", "-o", "k.hsaco"], check=False)
+        s = self.assert_counts(hits=0, misses=0, passthrough=2)
+        self.assertEqual(s["passthrough_reasons"].get("offload-target-machine"), 2, s)
+
+
+if __name__ == "__main__":
+    if HIPCC is None:
+        print("hipcc is not on PATH: skipped")
+        sys.exit(77)
+    kachetest.main()
