@@ -423,7 +423,7 @@ std::vector<RecordedFile> closure_now(compiler::Adapter& adapter, const Invocati
   std::vector<RecordedFile> out;
   ClosureSplit split(job.system_dirs);
   const std::string cwd = util::lexically_normal(inv.cwd);
-  for (const auto& dep : parse_depfile(r.out).deps) {
+  for (const auto& dep : parse_depfile(r.out, true).deps) {
     const std::string path = util::join_path(cwd, dep);
     std::string digest;
     try {

@@ -201,7 +201,8 @@ Outcome<Done> Pipeline::add_assembler_inputs(const compiler::MissPaths& paths, c
 
 std::vector<std::string> Pipeline::closure_files(const std::string& closure_text, const std::string& dep_text) {
   // Everything the compile read, as nvcc listed it.
-  const Depfile deps = parse_depfile(closure_text.empty() ? dep_text : closure_text);
+  // A listing (closure_command) may hold one rule per compile of the driver (HIP: one per target).
+  const Depfile deps = closure_text.empty() ? parse_depfile(dep_text) : parse_depfile(closure_text, true);
   const std::string cwd = util::lexically_normal(inv_.cwd);
 
   // GCC names some headers by resolved paths (the toolkit's include/ is reached through a symlink and

@@ -11,7 +11,7 @@ namespace {
 constexpr std::string_view kTargetPlaceholder = "\x01t\x01";
 }  // namespace
 
-Depfile parse_depfile(const std::string& text) {
+Depfile parse_depfile(const std::string& text, bool all_rules) {
   Depfile out;
   std::unordered_set<std::string> seen;
   std::string token;
@@ -67,8 +67,9 @@ Depfile parse_depfile(const std::string& text) {
     if (c == '\n') {
       flush();
       // A new rule starts on the next line (e.g. -MP phony targets); kache only reads the first rule's
-      // deps, later rules list no new dependencies of the object.
-      if (in_deps) break;
+      // deps, later rules list no new dependencies of the object (unless all_rules).
+      if (in_deps && !all_rules) break;
+      in_deps = false;
       continue;
     }
     token += c;

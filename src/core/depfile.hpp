@@ -12,8 +12,10 @@ struct Depfile {
   std::vector<std::string> deps;  // unescaped, in file order, duplicates removed
 };
 
-// Throws std::runtime_error if the text is not a dependency file.
-Depfile parse_depfile(const std::string& text);
+// Throws std::runtime_error if the text is not a dependency file. Only the first rule's deps are read
+// (later rules are -MP's phony targets), unless all_rules: then every rule's, for a listing with one
+// rule per compile (clang -M over HIP offload targets writes one rule per target and one for the host).
+Depfile parse_depfile(const std::string& text, bool all_rules = false);
 
 // The first rule's target, as the compiler wrote it (verbatim, as -MT gives it), replaced by a
 // placeholder, and the placeholder by another build's target: the target follows the output path,

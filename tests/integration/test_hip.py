@@ -26,10 +26,15 @@ KERNEL = r"""
 #else
 #define ONLY90A 0.0f
 #endif
+#if defined(__gfx1030__)
+#include "inc/only1030.h"
+#else
+#define ONLY1030 0.0f
+#endif
 #ifndef SCALE
 #define SCALE 1
 #endif
-__global__ void k(float* x) { x[threadIdx.x] = sqrtf(x[threadIdx.x + 1]) * Q * SCALE + ONLY90A; }
+__global__ void k(float* x) { x[threadIdx.x] = sqrtf(x[threadIdx.x + 1]) * Q * SCALE + ONLY90A + ONLY1030; }
 """
 TARGET = "--offload-arch=gfx90a"
 
@@ -46,6 +51,7 @@ class HipTest(KacheTestCase):
         self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
         self.write("inc/q.h", "#define Q 1.0f\n")
         self.write("inc/only90a.h", "#define ONLY90A 2.0f\n")
+        self.write("inc/only1030.h", "#define ONLY1030 4.0f\n")
         self.write("k.hip", KERNEL)
         # Files older than the clock tick a compile starts in (see KacheTestCase.write).
         time.sleep(0.05)
@@ -94,6 +100,45 @@ class HipTest(KacheTestCase):
         after = self.plain_and_cached(args, "k.hsaco")
         self.assertNotEqual(before, after, "the edit must change the device code, or the trap proves nothing")
         self.assert_counts(hits=0, misses=2)
+
+    def test_header_of_one_target_among_two(self):
+        # Each device compile writes the same dependency file and the last one wins, so a header only
+        # the first target includes is in no -MD file: the key's closure comes from a listing per
+        # compile (measured: without it this edit was a stale hit).
+        # only1030.h, which kache's scan of the source names anyway, includes deep1030.h, which nothing
+        # kache reads names.
+        self.write("inc/only1030.h", '#include "deep1030.h"\n')
+        self.write("inc/deep1030.h", "#define ONLY1030 4.0f\n")
+        time.sleep(0.05)
+        for args in (["--genco", TARGET, "--offload-arch=gfx1030", "k.hip"],
+                     ["-c", TARGET, "--offload-arch=gfx1030", "k.hip"]):
+            out = "k.o" if "-c" in args else "k.hsaco"
+            before = self.plain_and_cached(args, out)
+            st = os.stat(self.path("inc/deep1030.h"))
+            self.write("inc/deep1030.h", "#define ONLY1030 5.0f\n", mtime_ns=st.st_mtime_ns)
+            time.sleep(0.05)
+            after = self.plain_and_cached(args, out)
+            self.assertNotEqual(before, after, "the edit must change the device code")
+            self.write("inc/deep1030.h", "#define ONLY1030 4.0f\n")
+            time.sleep(0.05)
+        self.assert_counts(hits=0, misses=4)
+
+    def test_spec_003_depfile_form_restored_exactly(self):
+        dep = ["-Xclang", "-dependency-file", "-Xclang", "out/k.d", "-Xclang", "-MT", "-Xclang", "out/k.hsaco"]
+        args = ["--genco", TARGET, "--offload-arch=gfx1030"] + dep + ["k.hip", "-o", "out/k.hsaco"]
+        os.makedirs(self.path("out"))
+        self.hipcc(args)
+        plain_d, plain_o = self.read("out/k.d"), self.read("out/k.hsaco", "rb")
+        self.assertIn("out/k.hsaco: k.hip inc/q.h", plain_d)
+        for f in ("out/k.d", "out/k.hsaco"):
+            os.remove(self.path(f))
+        self.kache(["hipcc"] + args)
+        self.assertEqual((self.read("out/k.d"), self.read("out/k.hsaco", "rb")), (plain_d, plain_o))
+        for f in ("out/k.d", "out/k.hsaco"):
+            os.remove(self.path(f))
+        self.kache(["hipcc"] + args)
+        self.assertEqual((self.read("out/k.d"), self.read("out/k.hsaco", "rb")), (plain_d, plain_o))
+        self.assert_counts(hits=1, misses=1, passthrough=0)
 
     def test_hipcc_compile_flags_append_is_keyed(self):
         args = ["--genco", TARGET, "k.hip"]

@@ -195,6 +195,15 @@ TEST(Depfile, TargetWithSpacesAndPhonyRules) {
   EXPECT_THROW(parse_depfile("no colon here\n"), std::runtime_error);
 }
 
+TEST(Depfile, AllRulesOfAListingWithOneRulePerCompile) {
+  // clang -M over HIP targets (hipcc --dependencies): one rule per device compile and the host's.
+  const std::string listing = "k.o: k.hip \\\n  inc/only1030.h\nk.o: k.hip \\\n  inc/only90a.h\nk.o: k.hip inc/q.h\n";
+  EXPECT_EQ(parse_depfile(listing).deps, (std::vector<std::string>{"k.hip", "inc/only1030.h"}));
+  EXPECT_EQ(parse_depfile(listing, true).deps,
+            (std::vector<std::string>{"k.hip", "inc/only1030.h", "inc/only90a.h", "inc/q.h"}));
+  EXPECT_EQ(parse_depfile("a b.o : x.cu y.h\n\ny.h:\n", true).deps, (std::vector<std::string>{"x.cu", "y.h"}));
+}
+
 TEST(Depfile, TargetIsTemplatedForAnotherOutput) {
   const std::string dep = "o1/x.o : x.cu \\\n    h.h\n";
   const std::string tmpl = templatize_target(dep, "o1/x.o");

@@ -43,16 +43,21 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   if (auto r = env_refusal(inv.env, false)) return Passthrough{r->reason, r->variable + " is set"};
   // The targets would come from the environment, which the plan does not read yet.
   if (util::env_get(inv.env, "HCC_AMDGPU_TARGET")) return Passthrough{"offload-target-machine", "HCC_AMDGPU_TARGET"};
-  // Spec 003's depfile form lists user headers only, and cc1 takes one dependency file: the closure then
-  // needs a second listing over every target (next step, docs/dev/hip-progress.md).
-  if (plan_.xclang_depfile) return Passthrough{"depfile-modifier", "-Xclang -dependency-file (not cached yet)"};
+  // Spec 003's form without -MT: cc1 would name a target of its own choosing.
+  if (plan_.xclang_depfile && plan_.xclang_targets.empty()) {
+    return Passthrough{"depfile-modifier", "-Xclang -dependency-file without -Xclang -MT"};
+  }
 
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
-  place_files(job, cwd, cp.source, cp.output, cp.depfile != gcc::Depfile::None ? cp.depfile_path : "");
+  std::string depfile = cp.depfile != gcc::Depfile::None ? cp.depfile_path : "";
+  if (plan_.xclang_depfile) depfile = *plan_.xclang_depfile;
+  place_files(job, cwd, cp.source, cp.output, depfile);
   if (cp.depfile != gcc::Depfile::None && !cp.has_dep_target) job.depfile_target = cp.output;
-  // -MMD leaves out system headers; no closure listing for it yet.
-  if (cp.depfile == gcc::Depfile::MMD) return Passthrough{"depfile-modifier", "-MMD through hipcc (not cached yet)"};
+  // Every dependency file a compile writes covers one of its compiles only: each device compile and the
+  // host compile write the same file, the last one wins (measured with two targets). The closure is
+  // closure_command's listing, one rule per compile.
+  job.depfile_partial = true;
   job.source_identity = job.source;  // paths keyed literally: no roots yet
 
   // Throws when hipcc cannot say what it runs: the pipeline then runs the compile unchanged.
@@ -104,16 +109,45 @@ std::vector<std::string> HipccAdapter::miss_command(const core::Invocation& inv,
   std::vector<std::string> args = inv.args;
   if (cp.output_arg) replace_value(args, *cp.output_arg, "-o", paths.object);
   if (cp.depfile_arg) replace_value(args, *cp.depfile_arg, "-MF", paths.depfile);
+  if (plan_.xclang_depfile) args[plan_.xclang_depfile_index] = paths.depfile;
   argv.insert(argv.end(), args.begin(), args.end());
   if (!cp.output_arg) argv.insert(argv.end(), {"-o", paths.object});
-  // The closure over every target: -MD through hipcc reaches each device compile (measured: a header
-  // only gfx90a includes is listed).
+  if (plan_.xclang_depfile) return argv;  // its -MT names the target
+  // A dependency file the pipeline reads even when the user asked for none (the closure is the listing).
   if (job.depfile.empty()) {
     argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
   } else if (!cp.depfile_arg) {
     argv.insert(argv.end(), {"-MF", paths.depfile});
   }
   if (!cp.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
+  return argv;
+}
+
+std::vector<std::string> HipccAdapter::closure_command(const core::Invocation& inv, const CompileJob&) const {
+  // The user's command without its outputs and dependency options, listing the dependencies of every
+  // compile on stdout. clang's --dependencies is -M under a spelling hipcc does not rewrite: for "-M"
+  // hipcc adds --cuda-host-only, which would list the host compile's headers only.
+  const gcc::CompilePlan& cp = plan_.compile;
+  std::vector<bool> drop(inv.args.size(), false);
+  auto drop_option = [&](const gcc::CompilePlan::ArgRef& ref) {
+    drop[ref.index] = true;
+    if (!ref.attached && ref.index + 1 < drop.size()) drop[ref.index + 1] = true;
+  };
+  if (cp.output_arg) drop_option(*cp.output_arg);
+  if (cp.depfile_arg) drop_option(*cp.depfile_arg);
+  for (const auto& ref : cp.dep_target_args) drop_option(ref);
+  for (std::size_t i : cp.dep_flag_args) drop[i] = true;
+  // -Xclang -dependency-file -Xclang D and -Xclang -MT -Xclang T: the value and the three before it.
+  std::vector<std::size_t> pairs = plan_.xclang_target_indexes;
+  if (plan_.xclang_depfile) pairs.push_back(plan_.xclang_depfile_index);
+  for (std::size_t v : pairs) {
+    for (std::size_t i = v - 3; i <= v; ++i) drop[i] = true;
+  }
+  std::vector<std::string> argv = {inv.compiler_arg};
+  for (std::size_t i = 0; i < inv.args.size(); ++i) {
+    if (!drop[i]) argv.push_back(inv.args[i]);
+  }
+  argv.push_back("--dependencies");
   return argv;
 }
 

@@ -16,7 +16,7 @@ class HipccAdapter final : public Adapter {
   std::vector<std::string> miss_command(const core::Invocation& inv, const CompileJob& job,
                                         const MissPaths& paths) const override;
   void miss_environment(util::Environment& env, const core::Config& cfg) const override;
-  std::vector<std::string> closure_command(const core::Invocation&, const CompileJob&) const override { return {}; }
+  std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::vector<std::string> path_specific_markers() const override { return {}; }
 
  private:
