@@ -112,6 +112,16 @@ HipccToolchain probe_hipcc(const std::string& hipcc, const std::vector<std::stri
     if (const std::string p = util::join_path(util::dirname(script), f); util::exists(p)) pf.add(f, p);
   }
   if (util::exists("/usr/share/hip/version")) pf.add("hip-version", "/usr/share/hip/version");
+  // The programs hipcc itself runs (seen by test_hip_input_audit.py): its interpreter (#!), the shell
+  // it runs the clang line through, and the clang++ hipvars.pm asks whether it can run.
+  if (const std::string head = util::read_file(script).substr(0, 256); head.starts_with("#!")) {
+    const std::string interpreter = head.substr(2, head.find_first_of(" \n") - 2);
+    if (util::exists(interpreter)) pf.add("interpreter", real_path(interpreter));
+  }
+  pf.add("shell", real_path("/bin/sh"));
+  if (const std::string cxx = util::join_path(util::dirname(tc.clang), "clang++"); util::exists(cxx)) {
+    pf.add("clang++", real_path(cxx));
+  }
   // Every program the plan runs, and every bitcode file a device compile links.
   for (const auto& job : plan.jobs) {
     pf.add("job", real_path(job[0]));
