@@ -79,6 +79,19 @@ class HipTest(KacheTestCase):
         self.assertEqual(self.read("k.hsaco", "rb"), plain)
         s = self.assert_counts(hits=1, misses=1, passthrough=0)
         self.assertEqual(s["output_kinds"]["offload-bundle"], {"hits": 1, "misses": 1})
+        # A direct hit runs no process: hipcc's probe is memoized (only kache itself is executed).
+        strace = shutil.which("strace")
+        if strace:
+            os.remove(self.path("k.hsaco"))
+            trace = self.path("execs.txt")
+            r = subprocess.run([strace, "-f", "-qq", "-e", "trace=execve", "-o", trace, kachetest.KACHE, "hipcc"] + args
+                               + ["-o", "k.hsaco"], cwd=self.ws, env=self.env, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(trace) as f:
+                execs = [line for line in f if "execve(" in line]
+            self.assertEqual(len(execs), 1, "".join(execs))
+            self.assertEqual(self.read("k.hsaco", "rb"), plain)
+            self.assert_counts(hits=2, misses=1)
 
     def test_two_targets_and_host_object(self):
         self.plain_and_cached(["--genco", TARGET, "--offload-arch=gfx1030", "k.hip"], "two.hsaco")

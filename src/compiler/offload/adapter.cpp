@@ -10,14 +10,6 @@ namespace kache::compiler::offload {
 
 namespace {
 
-// What hipcc.pl and hipvars.pm read from the environment (hipcc 5.2), each keyed by value or unset:
-// they choose the clang, the ROCm and bitcode paths, the flags added, and the language of .cpp files.
-constexpr const char* kHipccVariables[] = {
-    "HIP_PATH", "ROCM_PATH", "HIP_CLANG_PATH", "HIP_PLATFORM", "HIP_COMPILER", "HIP_RUNTIME",
-    "HIP_ROCCLR_HOME", "HSA_PATH", "CUDA_PATH", "HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND",
-    "HIP_LIB_PATH", "DEVICE_LIB_PATH", "HIP_DEVICE_LIB_PATH", "HIP_CLANG_HCC_COMPAT_MODE",
-    "HIP_COMPILE_CXX_AS_HIP", "HCC_AMDGPU_TARGET", "HIPCC_VERBOSE", "HIP_CLANG_LAUNCHER",
-};
 
 void replace_value(std::vector<std::string>& args, const gcc::CompilePlan::ArgRef& ref, std::string_view name,
                    const std::string& value) {
@@ -79,9 +71,9 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   k.emplace_back("source", cp.source);
   k.emplace_back("output", job.output);
   for (const auto& a : cp.keyed_args) k.emplace_back("arg", a);
-  for (const char* var : kHipccVariables) {
+  for (const auto& var : hipcc_variables()) {
     const auto v = util::env_get(inv.env, var);
-    k.emplace_back(std::string("env:") + var, v ? "=" + *v : "unset");
+    k.emplace_back("env:" + var, v ? "=" + *v : "unset");
   }
   add_env_key_fields(inv.env, false, k);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");

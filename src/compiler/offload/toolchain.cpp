@@ -5,13 +5,54 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compiler/env_table.hpp"
 #include "compiler/gcc/toolchain.hpp"
+#include "core/log.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/serial.hpp"
 
 namespace kache::compiler::offload {
 
 namespace {
+
+constexpr std::uint32_t kMemoVersion = 1;
+
+struct Memo {
+  HipccToolchain tc;
+  ToolFiles tools;
+};
+
+std::string serialize(const Memo& m) {
+  util::Writer w;
+  w.u32(kMemoVersion);
+  for (const std::string* s : {&m.tc.id, &m.tc.description, &m.tc.clang, &m.tc.clang_line, &m.tc.config_include,
+                               &m.tc.clang_id}) {
+    w.str(*s);
+  }
+  w.u32(static_cast<std::uint32_t>(m.tc.include_dirs.size()));
+  for (const auto& d : m.tc.include_dirs) w.str(d);
+  m.tools.write(w);
+  return w.take();
+}
+
+Memo deserialize(const std::string& data) {
+  util::Reader r(data);
+  if (r.u32() != kMemoVersion) throw std::runtime_error("old hipcc memo");
+  Memo m;
+  for (std::string* s : {&m.tc.id, &m.tc.description, &m.tc.clang, &m.tc.clang_line, &m.tc.config_include,
+                         &m.tc.clang_id}) {
+    *s = r.str();
+  }
+  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.include_dirs.push_back(r.str());
+  m.tools = ToolFiles::read(r);
+  return m;
+}
+
+std::string env_value_field(const util::Environment& env, std::string_view name) {
+  auto v = util::env_get(env, name);
+  return v ? "=" + *v : "unset";
+}
 
 // The value of `--name=value` or `--name="value"` in hipcc's clang line ("" when absent).
 std::string line_value(const std::string& line, std::string_view name) {
@@ -94,17 +135,21 @@ std::vector<std::string> job_words(const std::string& line) {
   return words;
 }
 
-HipccToolchain probe_hipcc(const std::string& hipcc, const std::vector<std::string>& args,
-                           const util::Environment& env, const std::string& cwd, const std::string& memo_dir) {
+namespace {
+
+Memo probe(const std::string& hipcc, const std::vector<std::string>& args, const util::Environment& env,
+           const std::string& cwd, const std::string& memo_dir) {
   const Plan plan = ask_hipcc(hipcc, args, env);
-  HipccToolchain tc;
+  Memo m;
+  HipccToolchain& tc = m.tc;
   tc.clang_line = plan.clang_line;
   tc.clang = plan.clang_line.substr(0, plan.clang_line.find(' '));
   const gcc::Toolchain clang = gcc::probe_toolchain(tc.clang, env, memo_dir);
   tc.include_dirs = clang.include_dirs;
   tc.config_include = clang.config_include;
-  tc.files = clang.files;
-  ProbeFiles pf(tc.files, cwd, memo_dir);
+  tc.clang_id = clang.id;
+  m.tools = clang.files;
+  ProbeFiles pf(m.tools, cwd, memo_dir);
   // hipcc's own files: the script it is, and the Perl beside it (hipcc -> hipcc.pl, hipvars.pm).
   const std::string script = real_path(hipcc);
   pf.add("hipcc", script);
@@ -141,7 +186,49 @@ HipccToolchain probe_hipcc(const std::string& hipcc, const std::vector<std::stri
   pf.hash_into(h);
   tc.id = h.finish().hex();
   tc.description = "hipcc -> " + clang.description;
-  return tc;
+  return m;
+}
+
+}  // namespace
+
+const std::vector<std::string>& hipcc_variables() {
+  static const std::vector<std::string> vars = {
+      "HIP_PATH", "ROCM_PATH", "HIP_CLANG_PATH", "HIP_PLATFORM", "HIP_COMPILER", "HIP_RUNTIME",
+      "HIP_ROCCLR_HOME", "HSA_PATH", "CUDA_PATH", "HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND",
+      "HIP_LIB_PATH", "DEVICE_LIB_PATH", "HIP_DEVICE_LIB_PATH", "HIP_CLANG_HCC_COMPAT_MODE",
+      "HIP_COMPILE_CXX_AS_HIP", "HCC_AMDGPU_TARGET", "HIPCC_VERBOSE", "HIP_CLANG_LAUNCHER", "PATH",
+  };
+  return vars;
+}
+
+HipccToolchain probe_hipcc(const std::string& hipcc, const std::vector<std::string>& args,
+                           const util::Environment& env, const std::string& cwd, const std::string& memo_dir) {
+  util::Hasher mk;
+  mk.add_field("memo", "hipcc-" + std::to_string(kMemoVersion));
+  mk.add_field("hipcc", hipcc);
+  add_identity(mk, "hipcc-id", hipcc);
+  // Where hipvars.pm looks for installations (-e tests): a directory appearing there changes the
+  // identity of the one it appears in.
+  for (const std::string& dir : {util::dirname(real_path(hipcc)), std::string("/opt"), std::string("/opt/rocm")}) {
+    add_identity(mk, "dir:" + dir, dir);
+  }
+  mk.add_field("cwd", cwd);
+  for (const auto& a : args) mk.add_field("arg", a);
+  for (const auto& var : hipcc_variables()) mk.add_field("env:" + var, env_value_field(env, var));
+  for (std::string_view var : probe_variables(false)) {
+    mk.add_field("env:" + std::string(var), env_value_field(env, var));
+  }
+  const std::string memo_key = mk.finish().hex();
+  core::log().trace("hipcc memo key = {}", memo_key);
+  // Kept while its files hold and the clang behind it still answers the same (its own memo: a GCC
+  // installation appearing beside it changes its include dirs).
+  auto valid = [&](const Memo& m) {
+    return m.tools.still_valid() && gcc::probe_toolchain(m.tc.clang, env, memo_dir).id == m.tc.clang_id;
+  };
+  Memo m = memoized_probe<Memo>(
+      memo_dir, memo_key, hipcc, [](const std::string& bytes) { return deserialize(bytes); }, valid,
+      [&] { return probe(hipcc, args, env, cwd, memo_dir); }, [](const Memo& memo) { return serialize(memo); });
+  return m.tc;
 }
 
 }  // namespace kache::compiler::offload

@@ -8,8 +8,11 @@
 //   (gcc's probe: its cc1, config files, system include dirs);
 // - every file of the device bitcode directory (a sound first cut: which libraries a target links
 //   depends on the target and the flags).
-// The headers, resource headers included, are the compile's closure (-MD over every target).
-// Not memoized yet: a hit runs hipcc once with -### (docs/dev/hip-progress.md).
+// The headers, resource headers included, are the compile's closure (a listing of every target's).
+// Memoized (tool_files' memoized_probe) by hipcc's identity, the command line, the working directory,
+// the variables hipcc and clang read and the directories hipcc looks for installations in; kept while
+// every recorded file keeps its identity and the clang's own memo gives the same id. A hit then runs
+// no process.
 #include <string>
 #include <vector>
 
@@ -25,8 +28,14 @@ struct HipccToolchain {
   std::string clang_line;   // hipcc's clang command line (HIPCC_VERBOSE's "hipcc-cmd:")
   std::vector<std::string> include_dirs;  // the clang's system include dirs
   std::string config_include;             // gcc::Toolchain::config_include of that clang
+  std::string clang_id;                   // that clang's toolchain id (its memo's answer)
+  bool from_memo = false;
   ToolFiles files;
 };
+
+// What hipcc.pl and hipvars.pm read from the environment (hipcc 5.2): they choose the clang, the ROCm
+// and bitcode paths, the flags added, the targets and the language of .cpp files.
+const std::vector<std::string>& hipcc_variables();
 
 // hipcc: the resolved hipcc; args: the user's arguments. Throws std::runtime_error when hipcc cannot
 // say what it runs.
