@@ -102,6 +102,17 @@ class HipTest(KacheTestCase):
         s = self.assert_counts(hits=1, misses=2, passthrough=0)
         self.assertEqual(s["output_kinds"]["object"], {"hits": 1, "misses": 1})
 
+    def test_output_kinds_host_only_rdc_device_only(self):
+        for extra, kind in (("--offload-host-only", "host-object"), ("-fgpu-rdc", "object-rdc"),
+                            ("--offload-device-only", "offload-bundle")):
+            args = ["-c", TARGET, extra, "k.hip"]
+            plain = self.plain_and_cached(args, "k.o")
+            os.remove(self.path("k.o"))
+            self.kache(["hipcc"] + args + ["-o", "k.o"])
+            self.assertEqual(self.read("k.o", "rb"), plain, extra)
+            self.assertEqual(self.stats()["output_kinds"][kind], {"hits": 1, "misses": 1}, extra)
+        self.assert_counts(hits=3, misses=3, passthrough=0)
+
     def test_header_edit_keeping_size_and_mtime_misses(self):
         args = ["--genco", TARGET, "k.hip"]
         before = self.plain_and_cached(args, "k.hsaco")
