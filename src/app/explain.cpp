@@ -458,7 +458,7 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
                                      ? "KACHE_DISABLE is set"
                                      : "cache.disable is set in " + cfg.config_file};
   }
-  auto adapter = compiler::find_adapter(inv.compiler_arg);
+  auto adapter = compiler::find_adapter(inv.compiler_arg, inv.args);
   if (v.status.empty() && !adapter) {
     v.status = "passthrough";
     v.passthrough = {"unsupported-compiler", inv.compiler_arg};

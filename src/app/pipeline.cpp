@@ -296,7 +296,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
         cfg.cache_dir, cfg.cache_dir);
     pass(reason::kCacheWorldWritable, cfg.cache_dir);
   }
-  auto adapter = compiler::find_adapter(inv.compiler_arg);
+  auto adapter = compiler::find_adapter(inv.compiler_arg, inv.args);
   if (!adapter) pass(reason::kUnsupportedCompiler, inv.compiler_arg);
 
   // The stores outlive the pipeline, whose end flushes the identities it verified.

@@ -102,6 +102,25 @@ class HipTest(KacheTestCase):
         s = self.assert_counts(hits=1, misses=2, passthrough=0)
         self.assertEqual(s["output_kinds"]["object"], {"hits": 1, "misses": 1})
 
+    def test_clang_x_hip(self):
+        # clang's HIP route without hipcc: Debian's layout needs the ROCm paths on the line.
+        clang = shutil.which("clang++-15")
+        if clang is None:
+            self.skipTest("clang++-15 is not installed")
+        rocm = ["--rocm-path=/usr", "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"]
+        for args, out in ((rocm + [TARGET, "--offload-arch=gfx1030", "-O2", "-x", "hip", "-c", "k.hip"], "k.o"),
+                          (rocm + [TARGET, "--offload-device-only", "-x", "hip", "-c", "k.hip"], "d.o")):
+            r = subprocess.run([clang] + args + ["-o", "plain-" + out], cwd=self.ws, env=self.env,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            plain = self.read("plain-" + out, "rb")
+            for _ in range(2):
+                self.kache(["clang++-15"] + args + ["-o", out])
+                self.assertEqual(self.read(out, "rb"), plain)
+                os.remove(self.path(out))
+        s = self.assert_counts(hits=2, misses=2, passthrough=0)
+        self.assertEqual(s["output_kinds"]["offload-bundle"], {"hits": 1, "misses": 1})
+
     def test_output_kinds_host_only_rdc_device_only(self):
         for extra, kind in (("--offload-host-only", "host-object"), ("-fgpu-rdc", "object-rdc"),
                             ("--offload-device-only", "offload-bundle")):

@@ -61,8 +61,8 @@ class HipInputAudit(KacheTestCase):
         self.write("k.hip", KERNEL)
         time.sleep(0.05)
 
-    def assert_audited(self, args):
-        reads, found, progs = self.uncovered("hipcc", args, self.ws)
+    def assert_audited(self, args, compiler="hipcc"):
+        reads, found, progs = self.uncovered(compiler, args, self.ws)
         reads = [p for p in reads if not any(a.search(p) for a in HIP_ALLOWED)]
         found = [p for p in found if not any(a.search(p) for a in HIP_ALLOWED)]
         self.assertEqual(reads, [], "files read outside the closure, the toolchain and the allow-lists")
@@ -74,6 +74,13 @@ class HipInputAudit(KacheTestCase):
 
     def test_host_object(self):
         self.assert_audited(["-c", "--offload-arch=gfx90a", "k.hip", "-o", "k.o"])
+
+    def test_clang_x_hip(self):
+        if shutil.which("clang++-15") is None:
+            self.skipTest("clang++-15 is not installed")
+        self.assert_audited(["--rocm-path=/usr", "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+                             "--offload-arch=gfx90a", "--offload-arch=gfx1030", "-x", "hip", "-c", "k.hip", "-o", "k.o"],
+                            "clang++-15")
 
 
 if __name__ == "__main__":

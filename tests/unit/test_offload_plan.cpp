@@ -191,6 +191,14 @@ TEST(Hipcc, RegisteredForItsNames) {
   }
   EXPECT_FALSE(kache::compiler::offload::is_hipcc("hipconfig"));
   EXPECT_EQ(kache::compiler::find_adapter("clang++-15")->name(), "gcc");
+  // clang's HIP route: -x hip, a .hip source or an --offload-arch; its CUDA mode stays with gcc's.
+  using Args = std::vector<std::string>;
+  for (const Args& a : {Args{"-x", "hip", "-c", "k.cpp"}, Args{"-xhip", "-c", "k.cpp"}, Args{"-c", "k.hip"},
+                        Args{"--offload-arch=gfx90a", "-c", "k.cpp"}}) {
+    EXPECT_EQ(kache::compiler::find_adapter("clang++-15", a)->name(), "clang-hip") << a[0];
+  }
+  EXPECT_EQ(kache::compiler::find_adapter("clang-19", {"-x", "cuda", "-c", "k.cu"})->name(), "gcc");
+  EXPECT_EQ(kache::compiler::find_adapter("g++", {"-c", "k.hip"})->name(), "gcc");
 }
 
 TEST(Hipcc, JobWordsOfClangsPlan) {

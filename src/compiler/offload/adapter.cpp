@@ -2,6 +2,7 @@
 
 #include "compiler/common.hpp"
 #include "compiler/env_table.hpp"
+#include "compiler/gcc/plan.hpp"
 #include "compiler/job_paths.hpp"
 #include "compiler/offload/toolchain.hpp"
 #include "util/fs.hpp"
@@ -27,8 +28,18 @@ bool is_hipcc(const std::string& argv0) {
   return name == "hipcc" || name == "hipcc.pl";
 }
 
+bool is_clang_hip(const std::string& argv0, const std::vector<std::string>& args) {
+  if (!gcc::is_gcc_driver(argv0) || util::basename(argv0).find("clang") == std::string::npos) return false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-xhip" || (a == "-x" && i + 1 < args.size() && args[i + 1] == "hip")) return true;
+    if (a.starts_with("--offload-arch=") || (!a.starts_with('-') && a.ends_with(".hip"))) return true;
+  }
+  return false;
+}
+
 std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
-  Plan planned = plan(Driver::hipcc, inv.args, cfg.extra_allowlist_flags);
+  Plan planned = plan(driver_, inv.args, cfg.extra_allowlist_flags);
   if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
   plan_ = std::get<OffloadPlan>(planned);
   const gcc::CompilePlan& cp = plan_.compile;
@@ -53,8 +64,8 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   job.source_identity = job.source;  // paths keyed literally: no roots yet
 
   // Throws when hipcc cannot say what it runs: the pipeline then runs the compile unchanged.
-  HipccToolchain tc = probe_hipcc(inv.compiler_path, inv.args, inv.env, cwd,
-                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
+  HipccToolchain tc = probe_offload(driver_, inv.compiler_path, inv.args, inv.env, cwd,
+                                    cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
   if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
   job.description = tc.description;
   job.system_dirs = tc.include_dirs;
@@ -63,7 +74,9 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   job.output_kind = plan_.output_kind;
 
   auto& k = job.key_fields;
-  k.emplace_back("adapter", "hipcc");
+  k.emplace_back("adapter", name());
+  // clang++ and clang differ in the C++ runtime they name; hipcc's name picks nothing.
+  k.emplace_back("driver-name", util::basename(inv.compiler_arg));
   k.emplace_back("toolchain", tc.id);
   k.emplace_back("language", cp.language);
   k.emplace_back("output-kind", plan_.output_kind);
@@ -117,8 +130,8 @@ std::vector<std::string> HipccAdapter::miss_command(const core::Invocation& inv,
 
 std::vector<std::string> HipccAdapter::closure_command(const core::Invocation& inv, const CompileJob&) const {
   // The user's command without its outputs and dependency options, listing the dependencies of every
-  // compile on stdout. clang's --dependencies is -M under a spelling hipcc does not rewrite: for "-M"
-  // hipcc adds --cuda-host-only, which would list the host compile's headers only.
+  // compile on stdout (one rule each). clang's --dependencies is -M under a spelling hipcc does not
+  // rewrite: for "-M" hipcc adds --cuda-host-only, which would list the host compile's headers only.
   const gcc::CompilePlan& cp = plan_.compile;
   std::vector<bool> drop(inv.args.size(), false);
   auto drop_option = [&](const gcc::CompilePlan::ArgRef& ref) {

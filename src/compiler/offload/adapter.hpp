@@ -8,10 +8,15 @@ namespace kache::compiler::offload {
 
 // hipcc or hipcc.pl, as a bare name or a path.
 bool is_hipcc(const std::string& argv0);
+// A clang driver (clang, clang++-15, ...) given a HIP compile: -x hip, a .hip source or an
+// --offload-arch. Its CUDA mode (-x cuda, .cu) stays with the gcc adapter, which passes it through.
+bool is_clang_hip(const std::string& argv0, const std::vector<std::string>& args);
 
+// hipcc (Driver::hipcc) and clang's HIP route (Driver::clang): one adapter, one planner.
 class HipccAdapter final : public Adapter {
  public:
-  std::string name() const override { return "hipcc"; }
+  explicit HipccAdapter(Driver driver = Driver::hipcc) : driver_(driver) {}
+  std::string name() const override { return driver_ == Driver::hipcc ? "hipcc" : "clang-hip"; }
   std::variant<Passthrough, CompileJob> prepare(const core::Invocation& inv, const core::Config& cfg) override;
   std::vector<std::string> miss_command(const core::Invocation& inv, const CompileJob& job,
                                         const MissPaths& paths) const override;
@@ -20,6 +25,7 @@ class HipccAdapter final : public Adapter {
   std::vector<std::string> path_specific_markers() const override { return {}; }
 
  private:
+  Driver driver_;
   OffloadPlan plan_;
 };
 

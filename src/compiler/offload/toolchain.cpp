@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -91,14 +92,16 @@ struct Plan {
   std::vector<std::vector<std::string>> jobs;
 };
 
-Plan ask_hipcc(const std::string& hipcc, const std::vector<std::string>& args, const util::Environment& env) {
+// The driver's plan (-###, nothing compiled); hipcc's also names the clang line it runs (HIPCC_VERBOSE).
+Plan ask_driver(Driver driver, const std::string& compiler, const std::vector<std::string>& args,
+                const util::Environment& env) {
   util::Environment verbose = env;
-  util::env_set(verbose, "HIPCC_VERBOSE", "1");
-  std::vector<std::string> argv = {hipcc};
+  if (driver == Driver::hipcc) util::env_set(verbose, "HIPCC_VERBOSE", "1");
+  std::vector<std::string> argv = {compiler};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("-###");
-  const util::ProcessResult r = util::run_capture(hipcc, argv, verbose);
-  if (r.exit_code != 0) throw std::runtime_error("hipcc -### failed: " + r.err.substr(0, 200));
+  const util::ProcessResult r = util::run_capture(compiler, argv, verbose);
+  if (r.exit_code != 0) throw std::runtime_error(compiler + " -### failed: " + r.err.substr(0, 200));
   Plan p;
   std::istringstream out(r.out);
   for (std::string line; std::getline(out, line);) {
@@ -108,7 +111,9 @@ Plan ask_hipcc(const std::string& hipcc, const std::vector<std::string>& args, c
   for (std::string line; std::getline(err, line);) {
     if (auto w = job_words(line); !w.empty()) p.jobs.push_back(std::move(w));
   }
-  if (p.clang_line.empty() || p.jobs.empty()) throw std::runtime_error("hipcc printed no clang line or plan");
+  if ((driver == Driver::hipcc && p.clang_line.empty()) || p.jobs.empty()) {
+    throw std::runtime_error(compiler + " printed no clang line or plan");
+  }
   return p;
 }
 
@@ -137,47 +142,57 @@ std::vector<std::string> job_words(const std::string& line) {
 
 namespace {
 
-Memo probe(const std::string& hipcc, const std::vector<std::string>& args, const util::Environment& env,
-           const std::string& cwd, const std::string& memo_dir) {
-  const Plan plan = ask_hipcc(hipcc, args, env);
+// hipcc's own files and the programs it runs itself (seen by test_hip_input_audit.py).
+void add_hipcc_files(ProbeFiles& pf, const std::string& hipcc, const std::string& clang) {
+  // The script it is, and the Perl beside it (hipcc -> hipcc.pl, hipvars.pm).
+  const std::string script = real_path(hipcc);
+  pf.add("hipcc", script);
+  for (const char* f : {"hipcc.pl", "hipvars.pm", ".hipVersion", ".hipInfo"}) {
+    if (const std::string p = util::join_path(util::dirname(script), f); util::exists(p)) pf.add(f, p);
+  }
+  // Its interpreter (#!), the shell it runs the clang line through, and the clang++ hipvars.pm asks
+  // whether it can run.
+  if (const std::string head = util::read_file(script).substr(0, 256); head.starts_with("#!")) {
+    const std::string interpreter = head.substr(2, head.find_first_of(" \n") - 2);
+    if (util::exists(interpreter)) pf.add("interpreter", real_path(interpreter));
+  }
+  pf.add("shell", real_path("/bin/sh"));
+  if (const std::string cxx = util::join_path(util::dirname(clang), "clang++"); util::exists(cxx)) {
+    pf.add("clang++", real_path(cxx));
+  }
+}
+
+Memo probe(Driver driver, const std::string& compiler, const std::vector<std::string>& args,
+           const util::Environment& env, const std::string& cwd, const std::string& memo_dir) {
+  const Plan plan = ask_driver(driver, compiler, args, env);
   Memo m;
   HipccToolchain& tc = m.tc;
   tc.clang_line = plan.clang_line;
-  tc.clang = plan.clang_line.substr(0, plan.clang_line.find(' '));
+  tc.clang = driver == Driver::hipcc ? plan.clang_line.substr(0, plan.clang_line.find(' ')) : compiler;
   const gcc::Toolchain clang = gcc::probe_toolchain(tc.clang, env, memo_dir);
   tc.include_dirs = clang.include_dirs;
   tc.config_include = clang.config_include;
   tc.clang_id = clang.id;
   m.tools = clang.files;
   ProbeFiles pf(m.tools, cwd, memo_dir);
-  // hipcc's own files: the script it is, and the Perl beside it (hipcc -> hipcc.pl, hipvars.pm).
-  const std::string script = real_path(hipcc);
-  pf.add("hipcc", script);
-  for (const char* f : {"hipcc.pl", "hipvars.pm", ".hipVersion", ".hipInfo"}) {
-    if (const std::string p = util::join_path(util::dirname(script), f); util::exists(p)) pf.add(f, p);
-  }
+  if (driver == Driver::hipcc) add_hipcc_files(pf, compiler, tc.clang);
   if (util::exists("/usr/share/hip/version")) pf.add("hip-version", "/usr/share/hip/version");
-  // The programs hipcc itself runs (seen by test_hip_input_audit.py): its interpreter (#!), the shell
-  // it runs the clang line through, and the clang++ hipvars.pm asks whether it can run.
-  if (const std::string head = util::read_file(script).substr(0, 256); head.starts_with("#!")) {
-    const std::string interpreter = head.substr(2, head.find_first_of(" \n") - 2);
-    if (util::exists(interpreter)) pf.add("interpreter", real_path(interpreter));
-  }
-  pf.add("shell", real_path("/bin/sh"));
-  if (const std::string cxx = util::join_path(util::dirname(tc.clang), "clang++"); util::exists(cxx)) {
-    pf.add("clang++", real_path(cxx));
-  }
   // Every program the plan runs, and every bitcode file a device compile links.
+  std::set<std::string> bitcode_dirs;
   for (const auto& job : plan.jobs) {
     pf.add("job", real_path(job[0]));
     for (std::size_t i = 1; i + 1 < job.size(); ++i) {
-      if (job[i] == "-mlink-builtin-bitcode") pf.add("bitcode", job[i + 1]);
+      if (job[i] == "-mlink-builtin-bitcode") {
+        pf.add("bitcode", job[i + 1]);
+        bitcode_dirs.insert(util::dirname(job[i + 1]));
+      }
     }
   }
-  // The whole bitcode directory hipcc points clang at.
+  // The whole bitcode directory hipcc points clang at, and every directory a linked library is in.
   const std::string bitcode_dir = line_value(plan.clang_line, "--hip-device-lib-path");
-  if (!bitcode_dir.empty()) {
-    for (const auto& f : files_below(bitcode_dir)) pf.add("bitcode-dir", f);
+  if (!bitcode_dir.empty()) bitcode_dirs.insert(bitcode_dir);
+  for (const auto& dir : bitcode_dirs) {
+    for (const auto& f : files_below(dir)) pf.add("bitcode-dir", f);
   }
   util::Hasher h;
   h.add_field("clang", clang.id);
@@ -185,7 +200,7 @@ Memo probe(const std::string& hipcc, const std::vector<std::string>& args, const
   h.add_field("bitcode-dir", bitcode_dir);
   pf.hash_into(h);
   tc.id = h.finish().hex();
-  tc.description = "hipcc -> " + clang.description;
+  tc.description = (driver == Driver::hipcc ? "hipcc -> " : "") + clang.description;
   return m;
 }
 
@@ -201,10 +216,11 @@ const std::vector<std::string>& hipcc_variables() {
   return vars;
 }
 
-HipccToolchain probe_hipcc(const std::string& hipcc, const std::vector<std::string>& args,
-                           const util::Environment& env, const std::string& cwd, const std::string& memo_dir) {
+HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std::vector<std::string>& args,
+                             const util::Environment& env, const std::string& cwd, const std::string& memo_dir) {
   util::Hasher mk;
   mk.add_field("memo", "hipcc-" + std::to_string(kMemoVersion));
+  mk.add_field("driver", driver == Driver::hipcc ? "hipcc" : "clang");
   mk.add_field("hipcc", hipcc);
   add_identity(mk, "hipcc-id", hipcc);
   // Where hipvars.pm looks for installations (-e tests): a directory appearing there changes the
@@ -227,7 +243,7 @@ HipccToolchain probe_hipcc(const std::string& hipcc, const std::vector<std::stri
   };
   Memo m = memoized_probe<Memo>(
       memo_dir, memo_key, hipcc, [](const std::string& bytes) { return deserialize(bytes); }, valid,
-      [&] { return probe(hipcc, args, env, cwd, memo_dir); }, [](const Memo& memo) { return serialize(memo); });
+      [&] { return probe(driver, hipcc, args, env, cwd, memo_dir); }, [](const Memo& memo) { return serialize(memo); });
   return m.tc;
 }
 

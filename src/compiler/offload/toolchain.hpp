@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/offload/plan.hpp"
 #include "compiler/tool_files.hpp"
 #include "util/process.hpp"
 
@@ -37,10 +38,11 @@ struct HipccToolchain {
 // and bitcode paths, the flags added, the targets and the language of .cpp files.
 const std::vector<std::string>& hipcc_variables();
 
-// hipcc: the resolved hipcc; args: the user's arguments. Throws std::runtime_error when hipcc cannot
-// say what it runs.
-HipccToolchain probe_hipcc(const std::string& hipcc, const std::vector<std::string>& args,
-                           const util::Environment& env, const std::string& cwd, const std::string& memo_dir);
+// compiler: the resolved hipcc (Driver::hipcc) or clang (Driver::clang, then there is no hipcc line
+// and no hipcc files); args: the user's arguments. Throws std::runtime_error when the driver cannot say
+// what it runs.
+HipccToolchain probe_offload(Driver driver, const std::string& compiler, const std::vector<std::string>& args,
+                             const util::Environment& env, const std::string& cwd, const std::string& memo_dir);
 
 // The quoted words of one job line of clang's -### output (` "exe" "arg" ...`); empty for other lines.
 std::vector<std::string> job_words(const std::string& line);
