@@ -190,6 +190,30 @@ class HipTest(KacheTestCase):
         self.assertNotEqual(before, after)
         self.assert_counts(hits=0, misses=2)
 
+    def test_clang_behind_hipcc_replaced_misses(self):
+        # A scratch HIP installation (HIP_PATH) whose bin/ holds the clang hipcc runs: hipvars.pm takes
+        # HIP_PATH/bin when HIP_PATH/bin/clang exists (it ignores HIP_CLANG_PATH then). Its clang++-15 is
+        # a wrapper script, replaced by one that compiles differently.
+        hp = self.path("hip")
+        os.makedirs(os.path.join(hp, "bin"))
+        os.makedirs(os.path.join(hp, "include"))
+        os.symlink("/usr/lib", os.path.join(hp, "lib"))  # clang finds its GCC installation beside itself
+        for name in ("clang", "clang++"):
+            os.symlink("/usr/bin/clang++-15", os.path.join(hp, "bin", name))
+        wrapper = os.path.join(hp, "bin", "clang++-15")
+        self.write(wrapper, '#!/bin/sh\nexec /usr/bin/clang++-15 "$@"\n')
+        os.chmod(wrapper, 0o755)
+        env = {"HIP_PATH": hp, "ROCM_PATH": "/usr",
+               "HIPCC_COMPILE_FLAGS_APPEND": "--rocm-path=/usr --rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"}
+        args = ["--genco", TARGET, "k.hip"]
+        before = self.plain_and_cached(args, "k.hsaco", env=env)
+        self.write(wrapper, '#!/bin/sh\nexec /usr/bin/clang++-15 -DSCALE=3 "$@"\n')
+        os.chmod(wrapper, 0o755)
+        time.sleep(0.05)
+        after = self.plain_and_cached(args, "k.hsaco", env=env)
+        self.assertNotEqual(before, after, "the new clang must compile differently, or the trap proves nothing")
+        self.assert_counts(hits=0, misses=2)
+
     def test_swapped_device_library_misses(self):
         # A scratch copy of the bitcode directory hipcc reads through DEVICE_LIB_PATH, two of its
         # files swapped: the kernel's sqrtf links the other one.
