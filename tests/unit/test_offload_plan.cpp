@@ -80,6 +80,13 @@ TEST(OffloadPlan, MachineTargetsPassThrough) {
   EXPECT_EQ(reason(Driver::hipcc, {"--genco", "--offload-arch=gfx90a", "--no-offload-arch=gfx90a", "k.hip", "-o",
                                    "k.hsaco"}),
             "offload-target-machine");
+  // hipcc asks rocm_agent_enumerator unless --offload-arch= (or --amdgpu-target=) names a target: its
+  // own scan does not know --cuda-gpu-arch=, which then reaches clang beside the machine's GPU.
+  EXPECT_EQ(reason(Driver::hipcc, {"--genco", "--cuda-gpu-arch=gfx90a", "k.hip", "-o", "k.hsaco"}),
+            "offload-target-machine");
+  EXPECT_EQ(reason(Driver::hipcc, {"-c", "--cuda-gpu-arch=gfx90a", "--offload-arch=gfx1030", "k.hip", "-o", "k.o"}),
+            "cached");
+  EXPECT_EQ(reason(Driver::clang, {"-x", "hip", "-c", "--cuda-gpu-arch=gfx90a", "k.hip", "-o", "k.o"}), "cached");
   using kache::core::ReasonCategory;
   EXPECT_NE(kache::core::find_reason(ReasonCategory::Passthrough, "offload-target-machine"), nullptr);
   EXPECT_NE(kache::core::find_reason(ReasonCategory::Passthrough, "offload-target"), nullptr);

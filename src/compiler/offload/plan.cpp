@@ -32,6 +32,7 @@ class OffloadRows final : public gcc::PlanExtension {
     if (m->form == kWhole || (!needs_value && m->value)) return std::nullopt;
     if (m->row->effect == Effect::Mllvm) return mllvm(args, i);
     if (m->row->effect == Effect::Xclang) return xclang(args, i);
+    if (m->row->name == "--offload-arch") offload_arch_given = true;
     apply(m->row->effect, std::string(m->value.value_or("")));
     return Consumed{i, std::nullopt};
   }
@@ -54,6 +55,9 @@ class OffloadRows final : public gcc::PlanExtension {
   // The targets as clang 15 builds them: a set (sorted, each once), --no-offload-arch taking out.
   std::set<std::string> targets;
   std::optional<Passthrough> target_refusal;
+  // hipcc's own scan (hipcc.pl) knows only --offload-arch= (and --amdgpu-target=, not in the table):
+  // without it hipcc adds rocm_agent_enumerator's GPUs to clang's line, whatever --cuda-gpu-arch= says.
+  bool offload_arch_given = false;
 
  private:
   void apply(Effect e, const std::string& value) {
@@ -161,6 +165,9 @@ Plan plan(Driver driver, const std::vector<std::string>& args, const std::vector
   if (rows.target_refusal) return *rows.target_refusal;
   // No target: the driver asks the machine's GPU (hipcc: rocm_agent_enumerator; clang: its default).
   if (rows.targets.empty()) return Passthrough{"offload-target-machine", "no --offload-arch"};
+  if (driver == Driver::hipcc && !rows.offload_arch_given) {
+    return Passthrough{"offload-target-machine", "hipcc without --offload-arch= adds the machine's GPU"};
+  }
   // A processor named twice with different features (gfx90a and gfx90a:xnack+): clang refuses the
   // combination; it says so itself, uncached.
   std::set<std::string> processors;
