@@ -110,6 +110,23 @@ TEST(OffloadPlan, OutputKinds) {
   EXPECT_EQ(kind(Driver::clang, {"-c", "--cuda-host-only"}), "host-object");
 }
 
+TEST(OffloadPlan, DeviceOnlyWithoutOutputPassesThrough) {
+  // clang names a device-only output after the source and the target (k.hip-hip-amdgcn-amd-amdhsa.hipfb,
+  // or k-hip-amdgcn-amd-amdhsa-gfx90a.out per target with --no-gpu-bundle-output), not k.o.
+  for (const char* device_only : {"--offload-device-only", "--cuda-device-only"}) {
+    EXPECT_EQ(reason(Driver::clang, {"-x", "hip", "--offload-arch=gfx90a", device_only, "-c", "k.hip"}), "no-output")
+        << device_only;
+    EXPECT_EQ(reason(Driver::hipcc, {"--offload-arch=gfx90a", device_only, "-c", "k.hip"}), "no-output")
+        << device_only;
+  }
+  EXPECT_EQ(reason(Driver::clang, {"-x", "hip", "--offload-arch=gfx90a", "--no-gpu-bundle-output", "-c", "k.hip"}),
+            "no-output");
+  EXPECT_EQ(reason(Driver::clang, {"-x", "hip", "--offload-arch=gfx90a", "--no-gpu-bundle-output",
+                                   "--gpu-bundle-output", "-c", "k.hip"}),
+            "cached");
+  EXPECT_EQ(reason(Driver::clang, {"-x", "hip", "--offload-arch=gfx90a", "-c", "k.hip"}), "cached");  // k.o
+}
+
 TEST(OffloadPlan, LanguageByDriver) {
   // hipcc compiles .cpp and .cu as HIP; clang only under -x hip or for .hip.
   EXPECT_EQ(cached(Driver::hipcc, {"-c", "--offload-arch=gfx90a", "k.cpp", "-o", "k.o"}).compile.language, "hip");

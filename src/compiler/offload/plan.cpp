@@ -33,6 +33,8 @@ class OffloadRows final : public gcc::PlanExtension {
     if (m->row->effect == Effect::Mllvm) return mllvm(args, i);
     if (m->row->effect == Effect::Xclang) return xclang(args, i);
     if (m->row->name == "--offload-arch") offload_arch_given = true;
+    if (m->row->name == "--no-gpu-bundle-output") no_bundle_output = true;
+    if (m->row->name == "--gpu-bundle-output") no_bundle_output = false;
     apply(m->row->effect, std::string(m->value.value_or("")));
     return Consumed{i, std::nullopt};
   }
@@ -58,6 +60,7 @@ class OffloadRows final : public gcc::PlanExtension {
   // hipcc's own scan (hipcc.pl) knows only --offload-arch= (and --amdgpu-target=, not in the table):
   // without it hipcc adds rocm_agent_enumerator's GPUs to clang's line, whatever --cuda-gpu-arch= says.
   bool offload_arch_given = false;
+  bool no_bundle_output = false;  // --no-gpu-bundle-output, the last of the pair winning
 
  private:
   void apply(Effect e, const std::string& value) {
@@ -177,6 +180,11 @@ Plan plan(Driver driver, const std::vector<std::string>& args, const std::vector
   out.targets.assign(rows.targets.begin(), rows.targets.end());
   // --genco writes the file -o names; without one hipcc's clang would name it after the source.
   if (out.genco && out.compile.output_implied) return Passthrough{"no-output", "--genco without -o"};
+  // Device-only: clang names the file after source and target (k.hip-hip-amdgcn-amd-amdhsa.hipfb, or
+  // one k-hip-amdgcn-amd-amdhsa-<gfx>.out per target unbundled), not the k.o the gcc plan implies.
+  if ((out.mode == DeviceMode::device_only || rows.no_bundle_output) && out.compile.output_implied) {
+    return Passthrough{"no-output", "device-only or --no-gpu-bundle-output without -o"};
+  }
   if (out.xclang_depfile && (out.xclang_depfile->empty() || *out.xclang_depfile == "-")) {
     return Passthrough{"output-kind", "-dependency-file " + *out.xclang_depfile};
   }
