@@ -183,12 +183,28 @@ class HipTest(KacheTestCase):
         self.assertEqual((self.read("out/k.d"), self.read("out/k.hsaco", "rb")), (plain_d, plain_o))
         self.assert_counts(hits=1, misses=1, passthrough=0)
 
-    def test_hipcc_compile_flags_append_is_keyed(self):
+    def test_hipcc_flags_append_passes_through(self):
+        # hipcc pastes HIPCC_COMPILE_FLAGS_APPEND (and, on a line that links device code, HIPCC_LINK_FLAGS_APPEND)
+        # into a /bin/sh command: the compile runs unchanged, never the entry cached without it.
         args = ["--genco", TARGET, "k.hip"]
         before = self.plain_and_cached(args, "k.hsaco")
         after = self.plain_and_cached(args, "k.hsaco", env={"HIPCC_COMPILE_FLAGS_APPEND": "-DSCALE=3"})
         self.assertNotEqual(before, after)
-        self.assert_counts(hits=0, misses=2)
+        self.plain_and_cached(["-c", TARGET, "k.hip"], "k.o", env={"HIPCC_LINK_FLAGS_APPEND": "-lm"})
+        self.assert_counts(hits=0, misses=1, passthrough=2)
+        s = self.stats()
+        self.assertEqual(s["passthrough_reasons"].get("env-flags-shell"), 2, s["passthrough_reasons"])
+
+    def test_hipcc_flags_append_shell_expansion_is_never_stale(self):
+        # The shell expands $KV in the variable: the text kache could key stays the same while the
+        # compile changes (review #1a).
+        env = {"HIPCC_COMPILE_FLAGS_APPEND": "-DSCALE=$KV", "KV": "1"}
+        args = ["--genco", TARGET, "k.hip"]
+        one = self.plain_and_cached(args, "k.hsaco", env=env)
+        env["KV"] = "2"
+        two = self.plain_and_cached(args, "k.hsaco", env=env)
+        self.assertNotEqual(one, two, "the expansion must change the code, or the trap proves nothing")
+        self.assert_counts(hits=0, misses=0, passthrough=2)
 
     def test_clang_behind_hipcc_replaced_misses(self):
         # A scratch HIP installation (HIP_PATH) whose bin/ holds the clang hipcc runs: hipvars.pm takes
@@ -203,9 +219,9 @@ class HipTest(KacheTestCase):
         wrapper = os.path.join(hp, "bin", "clang++-15")
         self.write(wrapper, '#!/bin/sh\nexec /usr/bin/clang++-15 "$@"\n')
         os.chmod(wrapper, 0o755)
-        env = {"HIP_PATH": hp, "ROCM_PATH": "/usr",
-               "HIPCC_COMPILE_FLAGS_APPEND": "--rocm-path=/usr --rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"}
-        args = ["--genco", TARGET, "k.hip"]
+        env = {"HIP_PATH": hp, "ROCM_PATH": "/usr"}
+        args = ["--genco", TARGET, "--rocm-path=/usr", "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+                "k.hip"]
         before = self.plain_and_cached(args, "k.hsaco", env=env)
         self.write(wrapper, '#!/bin/sh\nexec /usr/bin/clang++-15 -DSCALE=3 "$@"\n')
         os.chmod(wrapper, 0o755)

@@ -46,6 +46,14 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   if (auto r = env_refusal(inv.env, false)) return Passthrough{r->reason, r->variable + " is set"};
   // The targets would come from the environment, which the plan does not read yet.
   if (util::env_get(inv.env, "HCC_AMDGPU_TARGET")) return Passthrough{"offload-target-machine", "HCC_AMDGPU_TARGET"};
+  // hipcc pastes these into the command it hands /bin/sh: $VAR, $(...) and globs are expanded there,
+  // after any text kache could key, and the words never reach the planner.
+  if (driver_ == Driver::hipcc) {
+    for (const char* var : {"HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND"}) {
+      const auto v = util::env_get(inv.env, var);
+      if (v && !v->empty()) return Passthrough{"env-flags-shell", std::string(var) + " is set"};
+    }
+  }
   // Spec 003's form without -MT: cc1 would name a target of its own choosing.
   if (plan_.xclang_depfile && plan_.xclang_targets.empty()) {
     return Passthrough{"depfile-modifier", "-Xclang -dependency-file without -Xclang -MT"};
