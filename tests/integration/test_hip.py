@@ -246,6 +246,27 @@ class HipTest(KacheTestCase):
         self.assertNotEqual(before, after, "the swap must change the device code, or the trap proves nothing")
         self.assert_counts(hits=0, misses=2)
 
+    def test_device_library_appearing_where_hipcc_looks_misses(self):
+        # hipcc picks the bitcode directory by testing paths (hipcc.pl: $ROCM_PATH/amdgcn/bitcode before
+        # the glob $ROCM_PATH/lib/*/amdgcn/bitcode): one appearing there, its sqrt files swapped, must
+        # be seen by the memo of hipcc's probe (review #2).
+        rocm = self.path("rocm")
+        os.makedirs(rocm)
+        for d in ("include", "share", "lib"):
+            os.symlink("/usr/" + d, os.path.join(rocm, d))
+        env = {"ROCM_PATH": rocm}
+        args = ["--genco", TARGET, "k.hip"]
+        before = self.plain_and_cached(args, "k.hsaco", env=env)
+        bitcode = os.path.join(rocm, "amdgcn", "bitcode")
+        shutil.copytree("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode", bitcode)
+        on, off = os.path.join(bitcode, "oclc_correctly_rounded_sqrt_on.bc"), os.path.join(bitcode, "oclc_correctly_rounded_sqrt_off.bc")
+        os.rename(on, on + ".tmp")
+        os.rename(off, on)
+        os.rename(on + ".tmp", off)
+        after = self.plain_and_cached(args, "k.hsaco", env=env)
+        self.assertNotEqual(before, after, "the new directory must change the device code, or the trap proves nothing")
+        self.assert_counts(hits=0, misses=2)
+
     def test_md_depfile_restored_exactly(self):
         args = ["--genco", TARGET, "-MD", "k.hip"]
         self.hipcc(args + ["-MF", "plain.d", "-o", "k.hsaco"])

@@ -204,6 +204,53 @@ Memo probe(Driver driver, const std::string& compiler, const std::vector<std::st
   return m;
 }
 
+// A path hipvars.pm/hipcc.pl tests (-e, glob, a config file it reads): its identity when present, and
+// that of the directory whose entries decide its presence (its parent, or its deepest present ancestor
+// while absent: a directory created anywhere below changes that one's identity).
+void add_tested_path(util::Hasher& h, const std::string& path) {
+  add_identity(h, "tested:" + path, path);
+  std::string dir = util::dirname(path);
+  while (dir.size() > 1 && !util::exists(dir)) dir = util::dirname(dir);
+  add_identity(h, "tested-dir:" + dir, dir);
+}
+
+// Every path hipvars.pm (HIP_PATH, ROCM_PATH, HIP_CLANG_PATH, HIP_ROCCLR_HOME, .hipInfo, .hipVersion) and
+// hipcc.pl (the device library directory) test, for every value those variables may take: the env's,
+// else each default hipvars.pm chooses among. More paths than one run tests cost a re-probe only.
+void add_hipcc_tested_paths(util::Hasher& h, const std::string& hipcc, const util::Environment& env) {
+  const std::string script_dir = util::dirname(real_path(hipcc));
+  const auto env_or = [&](const char* var, std::vector<std::string> defaults) {
+    if (const auto v = util::env_get(env, var)) return std::vector<std::string>{*v};
+    return defaults;
+  };
+  const std::vector<std::string> hip_paths = env_or("HIP_PATH", {util::dirname(script_dir)});
+  std::vector<std::string> rocm_defaults = {"/usr", "/opt/rocm"};
+  std::vector<std::string> rocclr_defaults = {util::dirname(script_dir), script_dir};
+  for (const auto& hp : hip_paths) {
+    rocm_defaults.insert(rocm_defaults.end(), {util::dirname(hp), hp});
+    rocclr_defaults.push_back(hp);
+    for (const char* f : {"/../bin/rocm_agent_enumerator", "/bin/rocm_agent_enumerator", "/lib/.hipInfo",
+                          "/bin/.hipVersion"}) {
+      add_tested_path(h, hp + f);
+    }
+  }
+  for (const char* f : {"/../lib/bitcode", "/lib/bitcode"}) add_tested_path(h, script_dir + f);
+  for (const auto& home : env_or("HIP_ROCCLR_HOME", rocclr_defaults)) {
+    for (const char* f : {"/lib/bitcode", "/lib/.hipInfo", "/bin/clang", "/bin/clang.exe"}) add_tested_path(h, home + f);
+  }
+  for (const auto& rocm : env_or("ROCM_PATH", rocm_defaults)) {
+    for (const char* f : {"/llvm/bin", "/amdgcn/bitcode", "/lib"}) add_tested_path(h, rocm + f);
+    // glob $ROCM_PATH/lib/*/amdgcn/bitcode, the first match taken: every entry of lib/ (sorted).
+    std::set<std::string> subdirs;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator(rocm + "/lib", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      if (it->is_directory(ec)) subdirs.insert(it->path().string());
+    }
+    for (const auto& d : subdirs) add_tested_path(h, d + "/amdgcn/bitcode");
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& hipcc_variables() {
@@ -228,6 +275,7 @@ HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std:
   for (const std::string& dir : {util::dirname(real_path(hipcc)), std::string("/opt"), std::string("/opt/rocm")}) {
     add_identity(mk, "dir:" + dir, dir);
   }
+  if (driver == Driver::hipcc) add_hipcc_tested_paths(mk, hipcc, env);
   mk.add_field("cwd", cwd);
   for (const auto& a : args) mk.add_field("arg", a);
   for (const auto& var : hipcc_variables()) mk.add_field("env:" + var, env_value_field(env, var));
