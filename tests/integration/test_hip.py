@@ -267,6 +267,22 @@ class HipTest(KacheTestCase):
         self.assertNotEqual(before, after, "the new directory must change the device code, or the trap proves nothing")
         self.assert_counts(hits=0, misses=2)
 
+    def test_header_appearing_in_an_include_dir_hipcc_adds_misses(self):
+        # hipcc adds -isystem $HSA_PATH/include BEFORE the user's -isystem: a header appearing there
+        # shadows the user's, so the absent-path watch must cover the dirs of hipcc's clang jobs (review #5).
+        os.makedirs(self.path("hsa/include"))
+        self.write("sys2/myhdr.h", "#define KVAL 1\n")
+        self.write("m.hip", "#include <hip/hip_runtime.h>\n#include <myhdr.h>\n"
+                   "__global__ void k(int* x) { x[threadIdx.x] = KVAL; }\n")
+        time.sleep(0.05)
+        env = {"HSA_PATH": self.path("hsa")}
+        args = ["--genco", TARGET, "-isystem", "sys2", "m.hip"]
+        before = self.plain_and_cached(args, "k.hsaco", env=env)
+        self.write("hsa/include/myhdr.h", "#define KVAL 2\n")
+        after = self.plain_and_cached(args, "k.hsaco", env=env)
+        self.assertNotEqual(before, after, "the shadowing header must change the device code, or the trap proves nothing")
+        self.assert_counts(hits=0, misses=2)
+
     def test_md_depfile_restored_exactly(self):
         args = ["--genco", TARGET, "-MD", "k.hip"]
         self.hipcc(args + ["-MF", "plain.d", "-o", "k.hsaco"])

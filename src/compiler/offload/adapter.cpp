@@ -1,5 +1,7 @@
 #include "compiler/offload/adapter.hpp"
 
+#include <algorithm>
+
 #include "compiler/common.hpp"
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/plan.hpp"
@@ -100,14 +102,19 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   job.depfile_layouts = {core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed};
 
-  // Search dirs for the absent-path watch: the source's directory, -I dirs, the clang's own.
+  // Search dirs for the absent-path watch: the source's directory, then every cc1 job's include dirs in
+  // search order (the user's and those hipcc and the HIP driver add, e.g. -isystem $HSA_PATH/include
+  // before the user's -isystem), then the user's and the clang's own as a backstop.
   auto add_dir = [&](const std::string& d) {
     if (d.empty()) return;
     std::string abs = util::join_path(cwd, d);
     while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-    job.search_dirs.push_back(abs);
+    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
+      job.search_dirs.push_back(abs);
+    }
   };
   add_dir(util::dirname(cp.source));
+  for (const auto& d : tc.search_dirs) add_dir(d);
   for (const auto& d : cp.include_dirs) add_dir(d);
   for (const auto& d : tc.include_dirs) add_dir(d);
   job.literal_dirs = job.system_dirs;

@@ -17,7 +17,7 @@ namespace kache::compiler::offload {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 1;
+constexpr std::uint32_t kMemoVersion = 2;
 
 struct Memo {
   HipccToolchain tc;
@@ -33,6 +33,8 @@ std::string serialize(const Memo& m) {
   }
   w.u32(static_cast<std::uint32_t>(m.tc.include_dirs.size()));
   for (const auto& d : m.tc.include_dirs) w.str(d);
+  w.u32(static_cast<std::uint32_t>(m.tc.search_dirs.size()));
+  for (const auto& d : m.tc.search_dirs) w.str(d);
   m.tools.write(w);
   return w.take();
 }
@@ -46,6 +48,7 @@ Memo deserialize(const std::string& data) {
     *s = r.str();
   }
   for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.include_dirs.push_back(r.str());
+  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.search_dirs.push_back(r.str());
   m.tools = ToolFiles::read(r);
   return m;
 }
@@ -142,6 +145,32 @@ std::vector<std::string> job_words(const std::string& line) {
 
 namespace {
 
+// The include directories of the plan's cc1 jobs, each job's in its search order, first seen first.
+std::vector<std::string> cc1_search_dirs(const std::vector<std::vector<std::string>>& jobs) {
+  static const std::vector<std::string> kDirOptions = {"-internal-isystem", "-isystem", "-I", "-iquote",
+                                                       "-internal-externc-isystem", "-idirafter"};
+  std::vector<std::string> dirs;
+  auto add = [&](const std::string& d) {
+    if (!d.empty() && std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+  };
+  for (const auto& job : jobs) {
+    if (job.size() < 2 || job[1] != "-cc1") continue;
+    for (std::size_t i = 2; i < job.size(); ++i) {
+      for (const auto& opt : kDirOptions) {
+        if (job[i] == opt && i + 1 < job.size()) {
+          add(job[++i]);
+          break;
+        }
+        if (job[i].size() > opt.size() && job[i].starts_with(opt) && (opt == "-I" || opt == "-isystem")) {
+          add(job[i].substr(opt.size()));  // joined spelling
+          break;
+        }
+      }
+    }
+  }
+  return dirs;
+}
+
 // hipcc's own files and the programs it runs itself (seen by test_hip_input_audit.py).
 void add_hipcc_files(ProbeFiles& pf, const std::string& hipcc, const std::string& clang) {
   // The script it is, and the Perl beside it (hipcc -> hipcc.pl, hipvars.pm).
@@ -171,6 +200,7 @@ Memo probe(Driver driver, const std::string& compiler, const std::vector<std::st
   tc.clang = driver == Driver::hipcc ? plan.clang_line.substr(0, plan.clang_line.find(' ')) : compiler;
   const gcc::Toolchain clang = gcc::probe_toolchain(tc.clang, env, memo_dir);
   tc.include_dirs = clang.include_dirs;
+  tc.search_dirs = cc1_search_dirs(plan.jobs);
   tc.config_include = clang.config_include;
   tc.clang_id = clang.id;
   m.tools = clang.files;

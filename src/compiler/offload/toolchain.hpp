@@ -28,6 +28,11 @@ struct HipccToolchain {
   std::string clang;        // the clang hipcc runs
   std::string clang_line;   // hipcc's clang command line (HIPCC_VERBOSE's "hipcc-cmd:")
   std::vector<std::string> include_dirs;  // the clang's system include dirs
+  // Every include directory of every cc1 job of the plan (each target's and the host's), in search
+  // order, as the jobs spell them: hipcc's and the HIP driver's additions (-isystem $HSA_PATH/include,
+  // <resource>/include/cuda_wrappers, <rocm>/include...) come before or among the user's, so the
+  // absent-path watch needs them all.
+  std::vector<std::string> search_dirs;
   std::string config_include;             // gcc::Toolchain::config_include of that clang
   std::string clang_id;                   // that clang's toolchain id (its memo's answer)
   bool from_memo = false;
