@@ -26,7 +26,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/completions/_kache DESTINATION ${CMAKE_INSTA
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/kache RENAME copyright)
 
 # The masquerade links, relative so the tree can move (a package unpacked anywhere, DESTDIR).
-set(KACHE_MASQUERADE_NAMES nvcc gcc g++ cc c++ clang clang++)
+set(KACHE_MASQUERADE_NAMES nvcc gcc g++ cc c++ clang clang++ hipcc)
 # lib/kache whatever the multiarch library directory: it holds programs, not libraries (as ccache's
 # /usr/lib/ccache).
 set(kache_masquerade_dir lib/kache)

@@ -302,6 +302,21 @@ class HipTest(KacheTestCase):
         s = self.assert_counts(hits=0, misses=0, passthrough=2)
         self.assertEqual(s["passthrough_reasons"].get("offload-target-machine"), 2, s)
 
+    def test_masquerade_link_named_hipcc_caches(self):
+        # PATH=/usr/lib/kache:$PATH: a build that runs plain `hipcc` reaches kache, which runs the real
+        # hipcc further along PATH (never itself).
+        links = os.path.join(self.ws, "links")
+        os.makedirs(links)
+        os.symlink(os.path.abspath(kachetest.KACHE), os.path.join(links, "hipcc"))
+        env = dict(self.env, PATH=links + os.pathsep + self.env["PATH"])
+        args = ["hipcc", "--genco", TARGET, "k.hip", "-o", "k.hsaco"]
+        for _ in range(2):
+            r = subprocess.run(args, cwd=self.ws, env=env, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.hipcc(["--genco", TARGET, "k.hip", "-o", "plain.hsaco"])
+        self.assertEqual(self.read("k.hsaco", "rb"), self.read("plain.hsaco", "rb"))
+        self.assert_counts(hits=1, misses=1, passthrough=0)
+
 
 if __name__ == "__main__":
     if HIPCC is None:

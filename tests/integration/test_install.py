@@ -20,7 +20,7 @@ import servers
 from kachetest import KacheTestCase
 
 BUILD_DIR = os.path.abspath(os.environ.get("KACHE_BUILD_DIR") or os.path.dirname(kachetest.KACHE))
-COMPILERS = ["nvcc", "gcc", "g++", "cc", "c++", "clang", "clang++"]
+COMPILERS = ["nvcc", "gcc", "g++", "cc", "c++", "clang", "clang++", "hipcc"]
 SOURCE = "int twice(int x) { return 2 * x; }\n"
 
 
