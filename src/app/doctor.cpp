@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -19,6 +22,7 @@
 
 #include "compiler/env_table.hpp"
 #include "compiler/nvcc/plan.hpp"
+#include "compiler/offload/toolchain.hpp"
 #include "core/config.hpp"
 #include "storage/local/local_storage.hpp"
 #include "storage/remote/remote_factory.hpp"
@@ -27,6 +31,7 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
+#include "util/process_bounded.hpp"
 #include "util/text.hpp"
 
 namespace kache::app {
@@ -99,7 +104,7 @@ const char* status_name(Status s) {
 }
 
 struct Row {
-  std::string section;  // "toolchain", "driver", "cache", "config"
+  std::string section;  // "toolchain", "rocm", "driver", "cache", "config", "remote"
   std::string name;     // stable id, e.g. "host-compiler-bound"
   Status status = Status::ok;
   std::string value;    // the fact
@@ -202,15 +207,16 @@ std::vector<std::string> c_compilers_on_path(const std::string& path_var) {
   return found;
 }
 
-// The nvcc that `kache nvcc` would run: a path as given, else found on PATH (never kache itself).
-std::optional<std::string> find_nvcc(const std::string& nvcc_arg, const std::string& path_var) {
-  std::optional<std::string> nvcc;
-  if (nvcc_arg.find('/') != std::string::npos) {
-    if (::access(nvcc_arg.c_str(), X_OK) == 0) nvcc = util::absolute_path(nvcc_arg, util::current_dir());
+// The compiler that `kache nvcc` (`kache hipcc`) would run: a path as given, else found on PATH (never
+// kache itself).
+std::optional<std::string> find_compiler(const std::string& arg, const std::string& path_var) {
+  std::optional<std::string> found;
+  if (arg.find('/') != std::string::npos) {
+    if (::access(arg.c_str(), X_OK) == 0) found = util::absolute_path(arg, util::current_dir());
   } else {
-    nvcc = util::find_executable(nvcc_arg, path_var, util::self_executable());
+    found = util::find_executable(arg, path_var, util::self_executable());
   }
-  return nvcc;
+  return found;
 }
 
 // The host compiler nvcc would run, as its dry run names it; "" (with a failed row) when there is none.
@@ -311,7 +317,7 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, bool nvcc_named, c
                      const util::Environment& env, const std::string& scratch,
                      std::optional<std::pair<int, int>>& release) {
   const std::string path_var = util::env_get(env, "PATH").value_or("");
-  const std::optional<std::string> nvcc = find_nvcc(nvcc_arg, path_var);
+  const std::optional<std::string> nvcc = find_compiler(nvcc_arg, path_var);
   const std::vector<std::string> c_compilers = c_compilers_on_path(path_var);
   if (!c_compilers.empty()) {
     std::string names;
@@ -367,6 +373,137 @@ void check_toolchain(Rows& rows, const std::string& nvcc_arg, bool nvcc_named, c
            major < 0 ? "check that it runs: " + host + " -E -dM -x c++ /dev/null" : "");
   check_host_bound(rows, facts, clang, major);
   check_glibc(rows, facts, macros, *release);
+}
+
+// --- ROCm: what `kache hipcc` runs ----------------------------------------------------------------------
+
+// What one `HIPCC_VERBOSE=1 hipcc --genco --offload-arch=gfx90a -### probe.hip` says (no compile): hipcc's
+// clang line (the clang it runs, --hip-version, --rocm-path, the bitcode dir it names) on stdout, and
+// clang's version and plan (the bitcode files the device compile links) on stderr.
+struct HipccFacts {
+  std::string clang_line;  // after "hipcc-cmd: "
+  std::string clang;
+  std::string clang_version;  // "Debian clang version 15.0.6"
+  std::string hip_version;
+  std::string rocm_path;
+  std::string named_bitcode_dir;        // --hip-device-lib-path= of the clang line
+  std::vector<std::string> bitcode;     // -mlink-builtin-bitcode files of the gfx90a device job
+  std::string error;                    // the first "error:" line of stderr
+};
+
+// The value of `--name=value` or `--name="value"` in hipcc's clang line ("" when absent).
+std::string clang_line_value(const std::string& line, std::string_view name) {
+  for (const auto& w : util::split_quoted_words(line)) {
+    if (w.starts_with(std::string(name) + "=")) return w.substr(name.size() + 1);
+  }
+  return "";
+}
+
+HipccFacts read_hipcc_probe(const util::ProcessResult& r) {
+  HipccFacts f;
+  std::istringstream out(r.out);
+  for (std::string line; std::getline(out, line);) {
+    if (line.starts_with("hipcc-cmd: ")) f.clang_line = line.substr(11);
+  }
+  const auto words = util::split_quoted_words(f.clang_line);
+  if (!words.empty()) f.clang = words[0];
+  f.hip_version = clang_line_value(f.clang_line, "--hip-version");
+  f.rocm_path = clang_line_value(f.clang_line, "--rocm-path");
+  f.named_bitcode_dir = clang_line_value(f.clang_line, "--hip-device-lib-path");
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);) {
+    if (f.clang_version.empty() && line.find("clang version ") != std::string::npos) f.clang_version = line;
+    if (f.error.empty() && line.find("error: ") != std::string::npos) f.error = line;
+    const auto job = compiler::offload::job_words(line);
+    for (std::size_t i = 1; i + 1 < job.size(); ++i) {
+      if (job[i] == "-mlink-builtin-bitcode") f.bitcode.push_back(job[i + 1]);
+    }
+  }
+  return f;
+}
+
+// The device bitcode library directory the probe's device compile links from.
+void rocm_device_libs_row(Rows& rows, const HipccFacts& f) {
+  std::set<std::string> dirs;
+  for (const auto& b : f.bitcode) dirs.insert(util::dirname(b));
+  if (dirs.empty()) {
+    rows.add("rocm", "device-libs", Status::warn, f.named_bitcode_dir.empty() ? "none" : f.named_bitcode_dir,
+             fmt::format("a gfx90a compile through hipcc links no device bitcode library ({}), so HIP compiles "
+                         "fail with 'cannot find ROCm device library'.",
+                         f.error.empty() ? "clang's plan names none" : f.error),
+             "install the device libraries (Debian: rocm-device-libs), or point DEVICE_LIB_PATH at them");
+    return;
+  }
+  std::string value;
+  for (const auto& d : dirs) value += (value.empty() ? "" : ", ") + d;
+  rows.add("rocm", "device-libs", Status::ok,
+           fmt::format("{} (a gfx90a compile links {} bitcode libraries from it)", value, f.bitcode.size()));
+}
+
+// CMake's HIP language (enable_language(HIP)) reads <rocm>/lib/cmake/hip-lang/hip-lang-config.cmake.
+void rocm_cmake_hip_lang_row(Rows& rows, const std::string& rocm) {
+  const std::string expected = util::join_path(rocm, "lib/cmake/hip-lang/hip-lang-config.cmake");
+  if (util::exists(expected)) {
+    rows.add("rocm", "cmake-hip-lang", Status::ok, expected + " (CMake's HIP language finds it)");
+    return;
+  }
+  // Debian installs it under the multiarch library directory: <rocm>/lib/<triple>/cmake/hip-lang.
+  std::string elsewhere;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(util::join_path(rocm, "lib"), ec)) {
+    const std::string candidate = util::join_path(e.path().string(), "cmake/hip-lang/hip-lang-config.cmake");
+    if (util::exists(candidate)) elsewhere = candidate;
+  }
+  rows.add("rocm", "cmake-hip-lang", Status::warn,
+           fmt::format("no {}{}", util::dirname(expected),
+                       elsewhere.empty() ? "" : fmt::format(" (this ROCm has {})", util::dirname(elsewhere))),
+           fmt::format("CMake's HIP language (enable_language(HIP)) will not configure with this ROCm: CMake looks "
+                       "for {}. Build HIP with hipcc from Make, Meson custom_targets or CMake custom commands "
+                       "(kache hipcc caches those).",
+                       expected),
+           "CMake's HIP language needs a ROCm in AMD's layout (<rocm>/lib/cmake/hip-lang and the ROCm clang, as "
+           "AMD's /opt/rocm packages install it); a root of links to Debian's directories passes the lookup but "
+           "fails CMake's compiler check");
+}
+
+// hipcc's version and path, the clang it runs, the device libraries and CMake's HIP-language layout.
+// Absent hipcc is one row and no error: HIP is optional. Every probe is bounded by timeout_ms.
+void check_rocm(Rows& rows, const std::string& hipcc_arg, const util::Environment& env, const std::string& scratch,
+                int timeout_ms) {
+  const auto hipcc = find_compiler(hipcc_arg, util::env_get(env, "PATH").value_or(""));
+  if (!hipcc) {
+    rows.add("rocm", "hipcc", Status::ok, "not found",
+             fmt::format("there is no executable '{}'{}, so kache hipcc does not apply (C, C++ and CUDA "
+                         "compiles are unaffected).",
+                         hipcc_arg, hipcc_arg.find('/') == std::string::npos ? " on PATH" : ""));
+    return;
+  }
+  const std::string source = util::join_path(scratch, "probe.hip");
+  util::write_file(source, "");
+  util::Environment probe_env = env;
+  util::env_set(probe_env, "HIPCC_VERBOSE", "1");  // hipcc prints its clang line ("hipcc-cmd: ")
+  const std::vector<std::string> argv = {*hipcc, "--genco", "--offload-arch=gfx90a", "-###", source,
+                                         "-o", util::join_path(scratch, "probe.hsaco")};
+  const auto r = util::run_capture_bounded(*hipcc, argv, probe_env, timeout_ms);
+  const HipccFacts f = read_hipcc_probe(r);
+  if (r.timed_out || f.clang_line.empty()) {
+    rows.add("rocm", "hipcc", Status::warn, *hipcc,
+             r.timed_out ? fmt::format("hipcc did not answer within {} s, so what it runs is unknown.",
+                                       timeout_ms / 1000.0)
+                         : fmt::format("hipcc did not say which compiler it runs ({}).",
+                                       f.error.empty() ? first_line(r.err + r.out) : f.error),
+             fmt::format("run HIPCC_VERBOSE=1 {} --genco --offload-arch=gfx90a -### x.hip by hand to see why", *hipcc));
+    return;
+  }
+  rows.add("rocm", "hipcc", Status::ok,
+           fmt::format("HIP {} at {} (ROCm root {})", f.hip_version.empty() ? "version unknown" : f.hip_version,
+                       *hipcc, f.rocm_path.empty() ? "unknown" : f.rocm_path));
+  rows.add("rocm", "clang", f.clang_version.empty() ? Status::warn : Status::ok,
+           fmt::format("{} at {}", f.clang_version.empty() ? "version unknown" : f.clang_version, f.clang),
+           f.clang_version.empty() ? "the clang hipcc runs did not state its version." : "",
+           f.clang_version.empty() ? "check that it runs: " + f.clang + " --version" : "");
+  rocm_device_libs_row(rows, f);
+  if (!f.rocm_path.empty()) rocm_cmake_hip_lang_row(rows, f.rocm_path);
 }
 
 // cuDriverGetVersion's answer: > 0, 0 when libcuda.so.1 cannot be loaded, -1 when it does not answer.
@@ -659,11 +796,42 @@ void print_text(const Rows& rows) {
   }
 }
 
-constexpr const char* kUsage = R"(usage: kache doctor [--json] [--nvcc PATH] [-ccbin COMPILER]
+void print_json(const Rows& rows, std::size_t fails, std::size_t warns) {
+  json j;
+  j["schema"] = "kache-doctor-1";
+  j["status"] = fails ? "fail" : warns ? "warn" : "ok";
+  j["fails"] = fails;
+  j["warns"] = warns;
+  j["rows"] = json::array();
+  for (const auto& r : rows.rows) {
+    j["rows"].push_back({{"section", r.section},
+                         {"name", r.name},
+                         {"status", status_name(r.status)},
+                         {"value", r.value},
+                         {"message", r.message},
+                         {"fix", r.fix}});
+  }
+  fmt::print("{}\n", j.dump(2));
+}
+
+constexpr const char* kUsage = R"(usage: kache doctor [--json] [--nvcc PATH] [-ccbin COMPILER] [--hipcc PATH]
+                    [--probe-timeout SECONDS]
 States the facts kache nvcc depends on (nvcc, its host compiler and the bound nvcc's
-crt/host_config.h states, the C library, the driver, the cache directory, the configuration) as
-ok/warn/fail rows. Exit status 1 when any row fails.
+crt/host_config.h states, the C library, the driver, the cache directory, the configuration) and
+those of kache hipcc (hipcc, the clang it runs, the device libraries, the layout CMake's HIP
+language expects) as ok/warn/fail rows. Exit status 1 when any row fails.
+--probe-timeout bounds each ROCm probe (default 20 s).
 )";
+
+constexpr int kDefaultRocmProbeTimeoutMs = 20'000;
+
+// "2.5" -> 2500; nullopt unless 0 < seconds <= 3600.
+std::optional<int> probe_timeout_ms_of(const std::string& text) {
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !(seconds > 0) || seconds > 3600) return std::nullopt;
+  return static_cast<int>(seconds * 1000);
+}
 
 }  // namespace
 
@@ -672,6 +840,8 @@ int run_doctor(const std::vector<std::string>& args) {
   std::string nvcc_arg = "nvcc";
   bool nvcc_named = false;
   std::optional<std::string> ccbin;
+  std::string hipcc_arg = "hipcc";
+  int probe_timeout_ms = kDefaultRocmProbeTimeoutMs;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string_view name) -> std::optional<std::string> {
@@ -693,6 +863,15 @@ int run_doctor(const std::vector<std::string>& args) {
       nvcc_named = true;
     } else if (auto c = value("-ccbin"); c || (c = value("--compiler-bindir")) || (c = value("--ccbin"))) {
       ccbin = *c;
+    } else if (auto h = value("--hipcc")) {
+      hipcc_arg = *h;
+    } else if (auto t = value("--probe-timeout")) {
+      const auto ms = probe_timeout_ms_of(*t);
+      if (!ms) {
+        fmt::print(stderr, "kache doctor: --probe-timeout takes seconds (0 < S <= 3600), not '{}'.\n", *t);
+        return 1;
+      }
+      probe_timeout_ms = *ms;
     } else {
       fmt::print(stderr, "kache doctor: unknown argument '{}'.\n{}", a, kUsage);
       return 1;
@@ -712,6 +891,13 @@ int run_doctor(const std::vector<std::string>& args) {
     rows.add("toolchain", "probe", Status::fail, "", fmt::format("probing the toolchain failed: {}.", e.what()),
              "run nvcc --version and nvcc --dryrun -c x.cu by hand to see why");
   }
+  try {
+    util::TempDir scratch("/tmp", ".kache-doctor-");
+    check_rocm(rows, hipcc_arg, env, scratch.path(), probe_timeout_ms);
+  } catch (const std::exception& e) {
+    rows.add("rocm", "probe", Status::warn, "", fmt::format("probing hipcc failed: {}.", e.what()),
+             "run HIPCC_VERBOSE=1 hipcc --genco --offload-arch=gfx90a -### x.hip by hand to see why");
+  }
   check_driver(rows, release);
   check_cache(rows, cfg);
   check_config(rows, cfg, env);
@@ -723,21 +909,7 @@ int run_doctor(const std::vector<std::string>& args) {
     warns += r.status == Status::warn;
   }
   if (as_json) {
-    json j;
-    j["schema"] = "kache-doctor-1";
-    j["status"] = fails ? "fail" : warns ? "warn" : "ok";
-    j["fails"] = fails;
-    j["warns"] = warns;
-    j["rows"] = json::array();
-    for (const auto& r : rows.rows) {
-      j["rows"].push_back({{"section", r.section},
-                           {"name", r.name},
-                           {"status", status_name(r.status)},
-                           {"value", r.value},
-                           {"message", r.message},
-                           {"fix", r.fix}});
-    }
-    fmt::print("{}\n", j.dump(2));
+    print_json(rows, fails, warns);
   } else {
     print_text(rows);
     fmt::print("{} fail, {} warn\n", fails, warns);

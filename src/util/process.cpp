@@ -1,5 +1,7 @@
 #include "util/process.hpp"
 
+#include "util/process_bounded.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -7,7 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -117,60 +122,98 @@ void env_set(Environment& env, std::string_view name, std::string_view value) {
   if (!replaced) env.push_back(std::move(entry));
 }
 
-ProcessResult run_capture(const std::string& exe, const std::vector<std::string>& argv, const Environment& env) {
-  Fd out_rd, out_wr, err_rd, err_wr;
-  make_pipe(out_rd, out_wr);
-  make_pipe(err_rd, err_wr);
+namespace {
 
+// Spawns exe with its stdout and stderr on out_wr and err_wr; own_group: the child leads a process group
+// of its own (a bounded run kills the group at its limit: a driver script's compiler holds the pipes as
+// long as the script does). Returns the child's pid.
+pid_t spawn_piped(const std::string& exe, const std::vector<std::string>& argv, const Environment& env, int out_wr,
+                  int err_wr, bool own_group) {
   posix_spawn_file_actions_t actions;
   if (int rc = posix_spawn_file_actions_init(&actions); rc != 0) throw_errno(rc, "posix_spawn_file_actions_init");
-  int rc = posix_spawn_file_actions_adddup2(&actions, out_wr.get(), STDOUT_FILENO);
-  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, err_wr.get(), STDERR_FILENO);
+  int rc = posix_spawn_file_actions_adddup2(&actions, out_wr, STDOUT_FILENO);
+  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, err_wr, STDERR_FILENO);
   if (rc != 0) {
     posix_spawn_file_actions_destroy(&actions);
     throw_errno(rc, "posix_spawn_file_actions_adddup2");
   }
+  posix_spawnattr_t attr;
+  if (rc = posix_spawnattr_init(&attr); rc != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    throw_errno(rc, "posix_spawnattr_init");
+  }
+  if (own_group) {
+    rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    if (rc == 0) rc = posix_spawnattr_setpgroup(&attr, 0);
+  }
   std::vector<char*> cargv = c_array(argv);
   std::vector<char*> cenv = c_array(env);
   pid_t pid = -1;
-  rc = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, cargv.data(), cenv.data());
+  if (rc == 0) rc = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) throw_errno(rc, "posix_spawn " + exe);
+  return pid;
+}
+
+// Reads both pipes until EOF on each, or until timeout_ms passed (< 0: no limit). Drains them together:
+// a child blocked on a full stderr pipe while we wait on stdout would otherwise deadlock. Returns false
+// when the time limit came first.
+bool drain_pipes(Fd& out_rd, Fd& err_rd, std::string& out, std::string& err, int timeout_ms) {
+  std::string buf(64 * 1024, '\0');
+  struct pollfd fds[2] = {{out_rd.get(), POLLIN, 0}, {err_rd.get(), POLLIN, 0}};
+  std::string* sinks[2] = {&out, &err};
+  Fd* owners[2] = {&out_rd, &err_rd};
+  int open_count = 2;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, timeout_ms));
+  while (open_count > 0) {
+    int wait_ms = -1;
+    if (timeout_ms >= 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      wait_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
+    }
+    int n = ::poll(fds, 2, wait_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(errno, "poll");
+    }
+    if (n == 0) return false;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      ssize_t got = ::read(fds[i].fd, buf.data(), buf.size());
+      if (got < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        throw_errno(errno, "read from child");
+      }
+      if (got == 0) {  // EOF (POLLHUP with nothing left to read ends up here too)
+        owners[i]->reset();
+        fds[i].fd = -1;
+        --open_count;
+      } else {
+        sinks[i]->append(buf.data(), static_cast<std::size_t>(got));
+      }
+    }
+  }
+  return true;
+}
+
+// run_capture's and run_capture_bounded's spawn, drain and reap; timeout_ms < 0: no limit.
+BoundedProcessResult spawn_and_capture(const std::string& exe, const std::vector<std::string>& argv,
+                                       const Environment& env, int timeout_ms) {
+  Fd out_rd, out_wr, err_rd, err_wr;
+  make_pipe(out_rd, out_wr);
+  make_pipe(err_rd, err_wr);
+  const pid_t pid = spawn_piped(exe, argv, env, out_wr.get(), err_wr.get(), timeout_ms >= 0);
   // Our copies of the write ends must go, or we would never see EOF.
   out_wr.reset();
   err_wr.reset();
 
-  ProcessResult result;
+  BoundedProcessResult result;
   std::string out, err;
   try {
-    // Drain both pipes together: a child blocked on a full stderr pipe while we wait on stdout
-    // would otherwise deadlock.
-    std::string buf(64 * 1024, '\0');
-    struct pollfd fds[2] = {{out_rd.get(), POLLIN, 0}, {err_rd.get(), POLLIN, 0}};
-    std::string* sinks[2] = {&out, &err};
-    Fd* owners[2] = {&out_rd, &err_rd};
-    int open_count = 2;
-    while (open_count > 0) {
-      int n = ::poll(fds, 2, -1);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw_errno(errno, "poll");
-      }
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-        ssize_t got = ::read(fds[i].fd, buf.data(), buf.size());
-        if (got < 0) {
-          if (errno == EINTR || errno == EAGAIN) continue;
-          throw_errno(errno, "read from child");
-        }
-        if (got == 0) {  // EOF (POLLHUP with nothing left to read ends up here too)
-          owners[i]->reset();
-          fds[i].fd = -1;
-          --open_count;
-        } else {
-          sinks[i]->append(buf.data(), static_cast<std::size_t>(got));
-        }
-      }
+    if (!drain_pipes(out_rd, err_rd, out, err, timeout_ms)) {  // the time limit: end the whole group
+      ::kill(-pid, SIGKILL);
+      result.timed_out = true;
     }
   } catch (...) {
     // Never leave a zombie behind: close our ends (the child gets SIGPIPE/EOF) and reap it.
@@ -182,10 +225,23 @@ ProcessResult run_capture(const std::string& exe, const std::vector<std::string>
     }
     throw;
   }
-  result = wait_child(pid);
+  out_rd.reset();
+  err_rd.reset();
+  static_cast<ProcessResult&>(result) = wait_child(pid);
   result.out = std::move(out);
   result.err = std::move(err);
   return result;
+}
+
+}  // namespace
+
+ProcessResult run_capture(const std::string& exe, const std::vector<std::string>& argv, const Environment& env) {
+  return spawn_and_capture(exe, argv, env, -1);
+}
+
+BoundedProcessResult run_capture_bounded(const std::string& exe, const std::vector<std::string>& argv,
+                                         const Environment& env, int timeout_ms) {
+  return spawn_and_capture(exe, argv, env, std::max(0, timeout_ms));
 }
 
 void exec_replace(const std::string& exe, const std::vector<std::string>& argv, const Environment& env) {

@@ -73,7 +73,7 @@ def main(argv):
         return 0
     compiler, args = argv[1], argv[2:]
     out = option_value(args, "-o")
-    device_output = any(a in args for a in ("-fatbin", "--fatbin", "-cubin", "--cubin", "-ptx", "--ptx"))
+    device_output = any(a in args for a in ("-fatbin", "--fatbin", "-cubin", "--cubin", "-ptx", "--ptx", "--genco"))
     compiling = ("-c" in args or "-dc" in args or device_output) and "-dlink" not in args and out is not None
     if not compiling:
         count("passthrough", "device-link" if "-dlink" in args else "not-a-compile")
@@ -81,6 +81,8 @@ def main(argv):
     key = hashlib.sha256(out.encode()).hexdigest()
     entry = os.path.join(CACHE, "entries", key)
     depfile = option_value(args, "-MF")
+    if "-dependency-file" in args:  # hipcc's spec 003 form: -Xclang -dependency-file -Xclang FILE
+        depfile = args[args.index("-dependency-file") + 2]
     if os.path.exists(entry + ".o"):
         shutil.copyfile(entry + ".o", out)
         if depfile and os.path.exists(entry + ".d"):

@@ -2,7 +2,9 @@
 
 On this machine (CUDA 13, gcc 12, no driver) every row is ok or warn and the exit status is 0; a fake
 toolkit directory (a copy of the real nvcc with its own nvcc.profile and a crt/host_config.h whose bound
-is below the host gcc) gives a fail row naming -ccbin, and exit status 1."""
+is below the host gcc) gives a fail row naming -ccbin, and exit status 1. The rocm.* rows state what
+kache hipcc runs (hipcc, its clang, the device libraries, CMake's hip-lang layout); without hipcc they
+are one ok row, and a hipcc that hangs is a warn row after --probe-timeout."""
 import json
 import os
 import re
@@ -11,6 +13,9 @@ import subprocess
 
 import kachetest
 from kachetest import KacheTestCase, nvcc_home
+
+
+HIPCC = shutil.which("hipcc")
 
 
 def host_gcc_major():
@@ -143,6 +148,102 @@ class Doctor(KacheTestCase):
         rows, out = self.doctor(env={"PATH": bin_dir})
         self.assertEqual(rows["toolchain.nvcc"]["status"], "warn", rows["toolchain.nvcc"])
         self.assertEqual(rows["toolchain.c-compilers"]["value"], "gcc")
+        self.assertEqual(out["fails"], 0)
+
+    def test_rocm_rows_this_machine(self):
+        if HIPCC is None:
+            self.skipTest("hipcc is not on PATH")
+        rows, out = self.doctor()
+        self.assertEqual(out["fails"], 0, json.dumps(out, indent=1))
+        # hipcc's own answers: its version, and the clang its clang line names.
+        version = re.search(r"HIP version: (\d+\.\d+\.\d+)",
+                            subprocess.run([HIPCC, "--version"], capture_output=True, text=True).stdout).group(1)
+        hipcc = rows["rocm.hipcc"]
+        self.assertEqual(hipcc["status"], "ok", hipcc)
+        self.assertRegex(hipcc["value"], rf"^HIP {re.escape(version)} at {re.escape(HIPCC)} \(ROCm root /\S*\)$")
+        verbose = subprocess.run([HIPCC, "--version"], capture_output=True, text=True,
+                                 env=dict(os.environ, HIPCC_VERBOSE="1")).stdout
+        clang_path = re.search(r"^hipcc-cmd: (\S+)", verbose, re.M).group(1)
+        clang_version = subprocess.run([clang_path, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        self.assertEqual(rows["rocm.clang"], {"section": "rocm", "name": "clang", "status": "ok",
+                                              "value": f"{clang_version} at {clang_path}", "message": "", "fix": ""})
+        libs = rows["rocm.device-libs"]
+        self.assertEqual(libs["status"], "ok", libs)
+        bitcode_dir = libs["value"].split(" (")[0]
+        for lib in ("ocml.bc", "ockl.bc", "oclc_isa_version_90a.bc"):
+            self.assertTrue(os.path.exists(os.path.join(bitcode_dir, lib)), libs)
+        rocm = re.search(r"ROCm root (\S+)\)", hipcc["value"]).group(1)
+        layout = rows["rocm.cmake-hip-lang"]
+        expected = os.path.join(rocm, "lib", "cmake", "hip-lang", "hip-lang-config.cmake")
+        if os.path.exists(expected):
+            self.assertEqual(layout["status"], "ok", layout)
+        else:  # Debian: under the multiarch library directory
+            self.assertEqual(layout["status"], "warn", layout)
+            self.assertIn("CMake's HIP language (enable_language(HIP)) will not configure", layout["message"])
+            self.assertIn(expected, layout["message"])
+            self.assertIn("AMD's layout", layout["fix"])
+        r = self.kache(["doctor"])
+        self.assertRegex(r.stdout, rf"ok\s+rocm\.hipcc\s+HIP {re.escape(version)} at ")
+
+    def test_without_hipcc_one_ok_row(self):
+        bin_dir = self.path("bin")
+        os.makedirs(bin_dir)
+        os.symlink(shutil.which("gcc"), os.path.join(bin_dir, "gcc"))
+        for args, env in (([], {"PATH": bin_dir}), (["--hipcc", self.path("no-such-hipcc")], None)):
+            rows, out = self.doctor(args, env=env)
+            rocm = {name: row for name, row in rows.items() if name.startswith("rocm.")}
+            self.assertEqual(list(rocm), ["rocm.hipcc"], rocm)
+            self.assertEqual((rocm["rocm.hipcc"]["status"], rocm["rocm.hipcc"]["value"]), ("ok", "not found"))
+            self.assertIn("kache hipcc does not apply", rocm["rocm.hipcc"]["message"])
+            self.assertEqual(out["fails"], 0)
+
+    def fake_hipcc(self, name, body):
+        p = self.path(name)
+        with open(p, "w") as f:
+            f.write("#!/bin/sh\n" + body)
+        os.chmod(p, 0o755)
+        return p
+
+    def test_rocm_probe_is_bounded(self):
+        # A hipcc that never answers, and one that leaves a child holding its output: each probe ends at
+        # --probe-timeout with a warn row (without the bound doctor would wait for ever).
+        for body in ("exec sleep 600\n", "sleep 600 &\nexit 0\n"):
+            hipcc = self.fake_hipcc("hanging-hipcc", body)
+            rows, out = self.doctor(["--hipcc", hipcc, "--probe-timeout", "0.5"])
+            row = rows["rocm.hipcc"]
+            self.assertEqual((row["status"], row["value"]), ("warn", hipcc), row)
+            self.assertIn("did not answer within 0.5 s", row["message"])
+            self.assertIn("HIPCC_VERBOSE=1", row["fix"])
+            self.assertEqual(out["fails"], 0)
+        r = self.kache(["doctor", "--probe-timeout", "never"], check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--probe-timeout takes seconds", r.stderr)
+
+    def test_cmake_hip_lang_layouts(self):
+        # A hipcc whose clang line names a ROCm root laid out as AMD installs it, then as Debian does.
+        root = self.path("rocm")
+        hipcc = self.fake_hipcc("hipcc", f"""echo 'hipcc-cmd: /opt/x/clang++ --hip-version=9.9.1 --rocm-path={root} --offload-arch=gfx90a --hip-device-lib-path="{root}/bc" -x hip'
+echo 'Fake clang version 99.0.0' >&2
+echo ' "/opt/x/clang" "-cc1" "-mlink-builtin-bitcode" "{root}/bc/ocml.bc" "-mlink-builtin-bitcode" "{root}/bc/ockl.bc"' >&2
+""")
+        upstream = os.path.join(root, "lib", "cmake", "hip-lang")
+        os.makedirs(upstream)
+        open(os.path.join(upstream, "hip-lang-config.cmake"), "w").close()
+        rows, _ = self.doctor(["--hipcc", hipcc])
+        self.assertEqual(rows["rocm.hipcc"]["value"], f"HIP 9.9.1 at {hipcc} (ROCm root {root})")
+        self.assertEqual(rows["rocm.clang"]["value"], "Fake clang version 99.0.0 at /opt/x/clang++")
+        self.assertEqual(rows["rocm.device-libs"]["value"],
+                         f"{root}/bc (a gfx90a compile links 2 bitcode libraries from it)")
+        self.assertEqual(rows["rocm.cmake-hip-lang"]["status"], "ok")
+        self.assertIn(upstream, rows["rocm.cmake-hip-lang"]["value"])
+        multiarch = os.path.join(root, "lib", "x86_64-linux-gnu", "cmake", "hip-lang")
+        os.makedirs(os.path.dirname(multiarch))
+        os.rename(upstream, multiarch)
+        rows, out = self.doctor(["--hipcc", hipcc])
+        layout = rows["rocm.cmake-hip-lang"]
+        self.assertEqual(layout["status"], "warn", layout)
+        self.assertEqual(layout["value"], f"no {upstream} (this ROCm has {multiarch})")
+        self.assertIn("will not configure", layout["message"])
         self.assertEqual(out["fails"], 0)
 
     def test_cache_dir_and_remote_rows(self):

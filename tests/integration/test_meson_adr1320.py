@@ -44,7 +44,7 @@ class Adr1320Case(KacheTestCase):
     def setup_build(self, name):
         build = self.path(name)
         buildsys.run(["meson", "setup", build, self.src, "--native-file", self.native,
-                      "-Ddep_tracking=" + self.VARIANT], cwd=self.ws, env=self.env)
+                      "-Ddep_tracking=" + self.VARIANT, "-Dhip=disabled"], cwd=self.ws, env=self.env)
         return build
 
     def build(self, build):
@@ -165,7 +165,8 @@ class FatbinTargets(KacheTestCase):
 
     def setup_build(self, name):
         build = self.path(name)
-        buildsys.run(["meson", "setup", build, self.src, "--native-file", self.native, "-Dkernel_output=fatbin"],
+        buildsys.run(["meson", "setup", build, self.src, "--native-file", self.native, "-Dkernel_output=fatbin",
+                      "-Dhip=disabled"],
                      cwd=self.ws, env=self.env)
         return build
 

@@ -27,6 +27,7 @@
 #include "util/hash.hpp"
 #include "util/parallel.hpp"
 #include "util/process.hpp"
+#include "util/process_bounded.hpp"
 
 namespace kache::util {
 namespace {
@@ -410,6 +411,28 @@ TEST(UtilProcess, LargeOutputOnBothPipesDoesNotDeadlock) {
   EXPECT_EQ(r.err.size(), 6'000'000u);
   EXPECT_EQ(r.out.find_first_not_of('o'), std::string::npos);
   EXPECT_EQ(r.err.find_first_not_of('e'), std::string::npos);
+}
+
+TEST(UtilProcess, BoundedRunWithinItsLimitIsARun) {
+  auto r = run_capture_bounded("/bin/sh", {"sh", "-c", "echo out; echo err >&2; exit 3"}, current_environment(), 60'000);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_EQ(r.exit_code, 3);
+}
+
+TEST(UtilProcess, BoundedRunKillsTheGroupAtItsLimit) {
+  // The shell starts a child that holds the pipes and waits for it: without the limit this never ends.
+  auto r = run_capture_bounded("/bin/sh", {"sh", "-c", "echo started; sleep 600 & wait"}, current_environment(), 200);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.term_signal, SIGKILL);
+  EXPECT_EQ(r.out, "started\n");
+  EXPECT_FALSE(r.ok());
+  // The driver exits at once, its child keeps the pipes: still bounded, and not ok.
+  r = run_capture_bounded("/bin/sh", {"sh", "-c", "sleep 600 & exit 0"}, current_environment(), 200);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(r.ok());
 }
 
 TEST(UtilProcess, SpawnFailureThrows) {
