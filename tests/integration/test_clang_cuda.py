@@ -77,6 +77,19 @@ class ClangCudaTest(KacheTestCase):
         self.assertEqual(self.read("k.cubin", "rb"), plain)
         s = self.assert_counts(hits=1, misses=1, passthrough=0)
         self.assertEqual(s["output_kinds"]["cubin"], {"hits": 1, "misses": 1})
+        # A direct hit runs no process: the -### probe is memoized (only kache itself is executed).
+        strace = shutil.which("strace")
+        if strace:
+            os.remove(self.path("k.cubin"))
+            trace = self.path("execs.txt")
+            r = subprocess.run([strace, "-f", "-qq", "-e", "trace=execve", "-o", trace, kachetest.KACHE, CLANG]
+                               + CUBIN + ["-o", "k.cubin"], cwd=self.ws, env=self.env, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(trace) as f:
+                execs = [line for line in f if "execve(" in line]
+            self.assertEqual(len(execs), 1, "".join(execs))
+            self.assertEqual(self.read("k.cubin", "rb"), plain)
+            self.assert_counts(hits=2, misses=1)
 
     def test_header_edit_keeping_size_and_mtime_misses(self):
         for args, out in ((PTX, "k.ptx"), (CUBIN, "k.cubin")):
