@@ -71,6 +71,10 @@ void add_cuda_installation_files(ProbeFiles& pf, const std::vector<std::vector<s
   }
 }
 
+bool is_unsupported_cuda_warning(const std::string& line) {
+  return line.find("CUDA version is newer than the latest supported version") != std::string::npos;
+}
+
 std::optional<std::string> missing_cuda_wrapper_header(const std::vector<std::string>& args,
                                                        const std::vector<std::string>& search_dirs,
                                                        const std::string& cwd) {

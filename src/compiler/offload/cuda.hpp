@@ -9,7 +9,8 @@
 // - the driver reads <cuda>/include/cuda.h for the CUDA version (older clangs: version.txt/json);
 // - the device compile links <cuda>/nvvm/libdevice/libdevice.10.bc (-mlink-builtin-bitcode: the probe
 //   keys it and its directory) and includes <cuda>/include (the closure lists those headers);
-// - a device-only -c runs <cuda>/bin/ptxas (a program of the -### plan: keyed as every job's program).
+// - a device-only -c runs <cuda>/bin/ptxas (a program of the -### plan: keyed as every job's program);
+//   clang 19 also finds the installation through the ptxas on PATH, so bin/ptxas is keyed for -S too.
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ void add_cuda_detection(util::Hasher& memo_key, const std::vector<std::string>& 
 // version files), for every installation root the -### plan uses (ptxas's, libdevice's, the cc1 jobs'
 // <root>/include that holds cuda.h). jobs: the plan's job lines as words.
 void add_cuda_installation_files(ProbeFiles& pf, const std::vector<std::vector<std::string>>& jobs);
+
+// clang's warning that the toolkit is newer than any CUDA it supports even partly ("CUDA version is
+// newer than the latest supported version 11.5", clang 14/15 with CUDA 13, whose wrapper then fails
+// on the texture<> template CUDA 12 removed). clang 19 says "latest partially supported" and compiles.
+bool is_unsupported_cuda_warning(const std::string& line);
 
 // clang's CUDA wrapper (__clang_cuda_runtime_wrapper.h, included unless -nocudainc) includes
 // texture_fetch_functions.h, which CUDA 13 dropped: without one in the compile's search dirs the

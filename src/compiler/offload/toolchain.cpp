@@ -96,11 +96,13 @@ struct Plan {
   std::vector<std::vector<std::string>> jobs;
 };
 
-// The driver's first diagnostic line saying "error: " (not a job line, whose words may say anything).
+// The driver's first diagnostic line saying "error: ", or that it does not support the CUDA toolkit (not
+// a job line, whose words may say anything).
 std::string driver_error(const std::string& err) {
   std::istringstream in(err);
   for (std::string line; std::getline(in, line);) {
-    if (!line.starts_with(" \"") && line.find("error: ") != std::string::npos) return line;
+    if (line.starts_with(" \"")) continue;
+    if (line.find("error: ") != std::string::npos || is_unsupported_cuda_warning(line)) return line;
   }
   return "";
 }
