@@ -75,7 +75,11 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "clang-config-include",
      "A clang configuration file beside the driver may include another file (@path) whose content kache does not hash."},
     {C::Passthrough, "clang-cuda",
-     "clang compiles CUDA (-x cuda, --cuda-*); not cached yet: clang cannot build against this CUDA 13."},
+     "clang compiles CUDA other than device-only -c or -S (a full -c runs fatbinary, which clang 19 cannot run with "
+     "CUDA 13), or a CUDA option (--cuda-*) is given to a compile kache does not plan as CUDA."},
+    {C::Passthrough, "clang-cuda-toolkit",
+     "clang cannot use this CUDA toolkit (clang's own error, or a header its CUDA wrapper needs is missing), so "
+     "the compile runs unchanged and fails as plain clang does."},
     // The clang offload route (compiler/offload/plan.cpp)
     {C::Passthrough, "offload-target-machine",
      "No offload target is named, or --offload-arch=native: the target would come from the machine's GPU."},

@@ -132,6 +132,27 @@ class HipTest(KacheTestCase):
             self.assertEqual(self.stats()["output_kinds"][kind], {"hits": 1, "misses": 1}, extra)
         self.assert_counts(hits=3, misses=3, passthrough=0)
 
+    def test_device_only_assembly(self):
+        # -S device-only, one target: that target's AMDGPU assembly, as plain hipcc and clang write it.
+        clang = shutil.which("clang++-15")
+        rocm = ["--rocm-path=/usr", "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode", "-x", "hip"]
+        runs = [("hipcc", [HIPCC], ["--offload-device-only"]), ("hipcc", [HIPCC], ["--cuda-device-only"])]
+        if clang:
+            runs.append(("clang++-15", [clang], rocm + ["--offload-device-only"]))
+        for name, compiler, extra in runs:
+            args = extra + ["-S", TARGET, "k.hip"]
+            r = subprocess.run(compiler + args + ["-o", "plain-k.s"], cwd=self.ws, env=self.env,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            plain = self.read("plain-k.s", "rb")
+            self.assertIn(b'.amdgcn_target "amdgcn-amd-amdhsa--gfx90a"', plain)
+            for _ in range(2):
+                self.kache([name] + args + ["-o", "k.s"])
+                self.assertEqual(self.read("k.s", "rb"), plain, extra)
+                os.remove(self.path("k.s"))
+        s = self.assert_counts(hits=len(runs), misses=len(runs), passthrough=0)
+        self.assertEqual(s["output_kinds"]["device-assembly"], {"hits": len(runs), "misses": len(runs)})
+
     def test_header_edit_keeping_size_and_mtime_misses(self):
         args = ["--genco", TARGET, "k.hip"]
         before = self.plain_and_cached(args, "k.hsaco")

@@ -3,6 +3,7 @@
 // -Xclang depfile form. Command lines follow hipcc 5.2's own clang line and spec 003's custom targets.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,31 @@ TEST(OffloadPlan, OutputKinds) {
   EXPECT_EQ(kind(Driver::clang, {"-c", "--cuda-host-only"}), "host-object");
 }
 
+TEST(OffloadPlan, DeviceOnlyAssembly) {
+  // -S device-only, one target: that target's assembly where -o says (the gcc table refuses -S).
+  for (const char* device_only : {"--offload-device-only", "--cuda-device-only"}) {
+    const OffloadPlan p = cached(Driver::clang, {"-x", "hip", "--offload-arch=gfx90a", device_only, "-S", "k.hip",
+                                                 "-o", "k.s"});
+    EXPECT_TRUE(p.assemble);
+    EXPECT_EQ(p.output_kind, "device-assembly") << device_only;
+    EXPECT_EQ(cached(Driver::hipcc, {"--offload-arch=gfx90a", device_only, "-S", "k.hip", "-o", "k.s"}).output_kind,
+              "device-assembly");
+  }
+  // -S wins over -c in either order, as clang's earliest phase does.
+  EXPECT_EQ(cached(Driver::clang, {"-x", "hip", "--offload-arch=gfx90a", "--offload-device-only", "-c", "-S", "k.hip",
+                                   "-o", "k.s"})
+                .output_kind,
+            "device-assembly");
+  // Host assembly, --genco -S, several targets (clang refuses -o), no -o: the compiler decides.
+  EXPECT_EQ(reason(Driver::clang, {"-x", "hip", "--offload-arch=gfx90a", "-S", "k.hip", "-o", "k.s"}), "output-kind");
+  EXPECT_EQ(reason(Driver::hipcc, {"--genco", "--offload-arch=gfx90a", "-S", "k.hip", "-o", "k.s"}), "output-kind");
+  EXPECT_EQ(reason(Driver::clang, {"-x", "hip", "--offload-arch=gfx90a", "--offload-arch=gfx1030",
+                                   "--offload-device-only", "-S", "k.hip", "-o", "k.s"}),
+            "multiple-outputs");
+  EXPECT_EQ(reason(Driver::clang, {"-x", "hip", "--offload-arch=gfx90a", "--offload-device-only", "-S", "k.hip"}),
+            "no-output");
+}
+
 TEST(OffloadPlan, DeviceOnlyWithoutOutputPassesThrough) {
   // clang names a device-only output after the source and the target (k.hip-hip-amdgcn-amd-amdhsa.hipfb,
   // or k-hip-amdgcn-amd-amdhsa-gfx90a.out per target with --no-gpu-bundle-output), not k.o.
@@ -133,7 +159,7 @@ TEST(OffloadPlan, LanguageByDriver) {
   EXPECT_EQ(cached(Driver::hipcc, {"-c", "--offload-arch=gfx90a", "k.cu", "-o", "k.o"}).compile.language, "hip");
   EXPECT_EQ(cached(Driver::clang, {"-c", "--offload-arch=gfx90a", "k.hip", "-o", "k.o"}).compile.language, "hip");
   EXPECT_EQ(reason(Driver::clang, {"-c", "--offload-arch=gfx90a", "k.cpp", "-o", "k.o"}), "language");
-  EXPECT_EQ(reason(Driver::clang, {"-c", "--offload-arch=gfx90a", "-x", "cuda", "k.cu", "-o", "k.o"}), "clang-cuda");
+  EXPECT_EQ(reason(Driver::clang, {"-c", "--offload-arch=gfx90a", "-x", "cuda", "k.cu", "-o", "k.o"}), "offload-target");
   EXPECT_EQ(reason(Driver::hipcc, {"-c", "--offload-arch=gfx90a", "-x", "c", "k.c", "-o", "k.o"}), "language");
 }
 
@@ -203,6 +229,8 @@ TEST(OffloadPlan, GccRowsStillRefuse) {
 #include "compiler/offload/adapter.hpp"
 #include "compiler/offload/toolchain.hpp"
 #include "compiler/registry.hpp"
+#include "compiler/offload/toolchain.hpp"
+#include "util/fs.hpp"
 
 namespace {
 
@@ -221,8 +249,116 @@ TEST(Hipcc, RegisteredForItsNames) {
                         Args{"--offload-arch=gfx90a", "-c", "k.cpp"}}) {
     EXPECT_EQ(kache::compiler::find_adapter("clang++-15", a)->name(), "clang-hip") << a[0];
   }
-  EXPECT_EQ(kache::compiler::find_adapter("clang-19", {"-x", "cuda", "-c", "k.cu"})->name(), "gcc");
   EXPECT_EQ(kache::compiler::find_adapter("g++", {"-c", "k.hip"})->name(), "gcc");
+}
+
+TEST(ClangCuda, RoutedToTheOffloadPlanner) {
+  // clang's CUDA mode (-x cuda, a .cu source without -x) goes through the offload planner, named clang-cuda;
+  // gcc has none (its .cu stays with the gcc adapter, which passes it through), nor a -x c++ .cu.
+  using Args = std::vector<std::string>;
+  for (const Args& a : {Args{"-x", "cuda", "-c", "k.cpp"}, Args{"-xcuda", "-c", "k.cpp"}, Args{"-c", "k.cu"},
+                        Args{"-x", "cuda", "--offload-arch=sm_90", "-c", "k.cu"}}) {
+    EXPECT_EQ(kache::compiler::find_adapter("clang++-19", a)->name(), "clang-cuda") << a[0];
+    EXPECT_EQ(kache::compiler::find_adapter("/usr/bin/clang-19", a)->name(), "clang-cuda") << a[0];
+  }
+  EXPECT_EQ(kache::compiler::find_adapter("clang++-19", {"-x", "c++", "-c", "k.cu"})->name(), "gcc");
+  EXPECT_EQ(kache::compiler::find_adapter("g++", {"-c", "k.cu"})->name(), "gcc");
+  EXPECT_EQ(kache::compiler::find_adapter("clang++-15", {"-x", "hip", "-c", "k.cu"})->name(), "clang-hip");
+}
+
+// clang-19's -### for `clang++-19 -x cuda -c --cuda-gpu-arch=sm_90 --cuda-gpu-arch=sm_80 -isystem stub k.cu
+// -o k.o` with CUDA 13 (recorded here; each job's options this test does not read left out): per target a
+// device cc1 (PTX) and ptxas (cubin), then fatbinary bundles them, then the host cc1 embeds the bundle.
+constexpr const char* kClang19FullCudaCompile = R"( "/usr/lib/llvm-19/bin/clang" "-cc1" "-triple" "nvptx64-nvidia-cuda" "-aux-triple" "x86_64-pc-linux-gnu" "-S" "-fcuda-is-device" "-mlink-builtin-bitcode" "/usr/local/cuda-13.0/nvvm/libdevice/libdevice.10.bc" "-target-sdk-version=12.5" "-target-cpu" "sm_80" "-target-feature" "+ptx85" "-internal-isystem" "/usr/local/cuda-13.0/include" "-o" "/tmp/k-sm_80-982e78.s" "-x" "cuda" "k.cu"
+ "/usr/local/cuda-13.0/bin/ptxas" "-m64" "-O0" "--gpu-name" "sm_80" "--output-file" "/tmp/k-sm_80-f9af2d.o" "/tmp/k-sm_80-982e78.s"
+ "/usr/lib/llvm-19/bin/clang" "-cc1" "-triple" "nvptx64-nvidia-cuda" "-aux-triple" "x86_64-pc-linux-gnu" "-S" "-fcuda-is-device" "-mlink-builtin-bitcode" "/usr/local/cuda-13.0/nvvm/libdevice/libdevice.10.bc" "-target-sdk-version=12.5" "-target-cpu" "sm_90" "-target-feature" "+ptx85" "-internal-isystem" "/usr/local/cuda-13.0/include" "-o" "/tmp/k-sm_90-512175.s" "-x" "cuda" "k.cu"
+ "/usr/local/cuda-13.0/bin/ptxas" "-m64" "-O0" "--gpu-name" "sm_90" "--output-file" "/tmp/k-sm_90-c42462.o" "/tmp/k-sm_90-512175.s"
+ "/usr/local/cuda-13.0/bin/fatbinary" "-64" "--create" "/tmp/k-ff6a8e.fatbin" "--image=profile=sm_80,file=/tmp/k-sm_80-f9af2d.o" "--image=profile=compute_80,file=/tmp/k-sm_80-982e78.s" "--image=profile=sm_90,file=/tmp/k-sm_90-c42462.o" "--image=profile=compute_90,file=/tmp/k-sm_90-512175.s"
+ "/usr/lib/llvm-19/bin/clang" "-cc1" "-triple" "x86_64-pc-linux-gnu" "-target-sdk-version=12.5" "-fcuda-include-gpubinary" "/tmp/k-ff6a8e.fatbin" "-emit-obj" "-target-cpu" "x86-64" "-o" "k.o" "-x" "cuda" "k.cu"
+)";
+
+std::string value_after(const std::vector<std::string>& job, const std::string& option) {
+  for (std::size_t i = 0; i + 1 < job.size(); ++i) {
+    if (job[i] == option) return job[i + 1];
+  }
+  return "";
+}
+
+TEST(ClangCuda, FullCompilePlanAgreesWithClangsPlan) {
+  using kache::compiler::offload::job_words;
+  std::vector<std::vector<std::string>> jobs;
+  std::istringstream in(kClang19FullCudaCompile);
+  for (std::string line; std::getline(in, line);) {
+    if (auto w = job_words(line); !w.empty()) jobs.push_back(w);
+  }
+  ASSERT_EQ(jobs.size(), 6u);
+  // What clang plans: one device compile per target (in the planner's order), the host object at -o.
+  std::vector<std::string> device_targets;
+  std::string host_output, fatbinary;
+  for (const auto& j : jobs) {
+    if (value_after(j, "-triple") == "nvptx64-nvidia-cuda") device_targets.push_back(value_after(j, "-target-cpu"));
+    if (value_after(j, "-triple") == "x86_64-pc-linux-gnu") host_output = value_after(j, "-o");
+    if (kache::util::basename(j[0]) == "fatbinary") fatbinary = j[0];
+  }
+  const Args args = {"-x", "cuda", "-c", "--cuda-gpu-arch=sm_90", "--cuda-gpu-arch=sm_80", "-isystem", "stub",
+                     "k.cu", "-o", "k.o"};
+  const OffloadPlan p = cached(Driver::clang, args);
+  EXPECT_EQ(p.compile.language, "cuda");
+  EXPECT_EQ(p.targets, device_targets);  // sorted and each once, as clang does
+  EXPECT_EQ(p.compile.output, host_output);
+  EXPECT_EQ(p.output_kind, "object");
+  EXPECT_EQ(p.mode, DeviceMode::both);
+  // The plan bundles with fatbinary --image, which CUDA 13 dropped: the compile is left to clang.
+  EXPECT_FALSE(fatbinary.empty());
+  const auto refusal = cuda_not_cached(p);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->reason, "clang-cuda");
+  EXPECT_NE(kache::core::find_reason(kache::core::ReasonCategory::Passthrough, "clang-cuda"), nullptr);
+  EXPECT_NE(kache::core::find_reason(kache::core::ReasonCategory::Passthrough, "clang-cuda-toolkit"), nullptr);
+}
+
+TEST(ClangCuda, DeviceOnlyCompilesAreCached) {
+  const Args t = {"-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "k.cu"};
+  auto plan_of = [&](Args extra) {
+    extra.insert(extra.begin(), t.begin(), t.end());
+    return cached(Driver::clang, extra);
+  };
+  EXPECT_EQ(plan_of({"-S", "-o", "k.ptx"}).output_kind, "ptx");
+  EXPECT_EQ(plan_of({"-c", "-o", "k.cubin"}).output_kind, "cubin");
+  EXPECT_EQ(plan_of({"-c", "-S", "-o", "k.ptx"}).output_kind, "ptx");
+  EXPECT_FALSE(cuda_not_cached(plan_of({"-c", "-o", "k.cubin"})).has_value());
+  // --offload-arch= is the same option; a .cu without -x is CUDA; the CUDA installation options are keyed.
+  EXPECT_EQ(cached(Driver::clang, {"--offload-device-only", "--offload-arch=sm_80a", "-S", "k.cu", "-o", "k.ptx"})
+                .targets,
+            (std::vector<std::string>{"sm_80a"}));
+  EXPECT_EQ(reason(Driver::clang, {"--cuda-device-only", "--cuda-gpu-arch=sm_90", "--cuda-path=/opt/cuda", "-nocudalib",
+                                   "-c", "k.cu", "-o", "k.cubin"}),
+            "cached");
+  // clang's default target (a fixed sm_XX of that clang, keyed with it), not the machine's GPU.
+  EXPECT_EQ(reason(Driver::clang, {"--cuda-device-only", "-S", "k.cu", "-o", "k.ptx"}), "cached");
+}
+
+TEST(ClangCuda, WhatPassesThrough) {
+  auto r = [](Args a) { return reason(Driver::clang, a); };
+  // Several targets (clang refuses -o), no -o (clang names the file), no -c/-S (a fatbinary link).
+  EXPECT_EQ(r({"--cuda-device-only", "--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90", "-c", "k.cu", "-o", "k.cubin"}),
+            "multiple-outputs");
+  EXPECT_EQ(r({"--cuda-device-only", "--cuda-gpu-arch=sm_90", "-S", "k.cu"}), "no-output");
+  EXPECT_EQ(r({"--cuda-device-only", "--cuda-gpu-arch=sm_90", "k.cu", "-o", "k.fatbin"}), "clang-cuda");
+  // Targets of the other kind, or the machine's.
+  EXPECT_EQ(r({"--cuda-device-only", "--cuda-gpu-arch=gfx90a", "-S", "k.cu", "-o", "k.ptx"}), "offload-target");
+  EXPECT_EQ(r({"--cuda-device-only", "--cuda-gpu-arch=compute_90", "-S", "k.cu", "-o", "k.ptx"}), "offload-target");
+  EXPECT_EQ(r({"--cuda-device-only", "--offload-arch=native", "-S", "k.cu", "-o", "k.ptx"}), "offload-target-machine");
+  EXPECT_EQ(reason(Driver::clang, {"-c", "-x", "hip", "--offload-arch=sm_90", "k.hip", "-o", "k.o"}), "offload-target");
+  // Host-only is planned, not cached.
+  const OffloadPlan host = cached(Driver::clang, {"--cuda-host-only", "-c", "k.cu", "-o", "k.o"});
+  EXPECT_EQ(host.output_kind, "host-object");
+  EXPECT_EQ(cuda_not_cached(host)->reason, "clang-cuda");
+  // Other --cuda- options stay refused by the gcc table.
+  EXPECT_EQ(r({"--cuda-device-only", "--cuda-gpu-arch=sm_90", "--cuda-include-ptx=sm_90", "-c", "k.cu", "-o", "k.o"}),
+            "clang-cuda");
+  // hipcc takes a .cu as HIP, never as CUDA.
+  EXPECT_EQ(cached(Driver::hipcc, {"-c", "--offload-arch=gfx90a", "k.cu", "-o", "k.o"}).compile.language, "hip");
 }
 
 TEST(Hipcc, JobWordsOfClangsPlan) {

@@ -177,13 +177,15 @@ class Planner {
     const Input& in = inputs_[0];
     const std::string& source = args_[in.index];
     std::string language = in.language.empty() ? language_of(source) : in.language;
+    // The extending driver's own language (hip, clang's cuda); the output and depfile rules below are
+    // GCC's for it too.
+    bool extension_language = false;
     if (extension_) {
       if (std::string own = extension_->language(source, in.language, language_of(source)); !own.empty()) {
         language = own;
+        extension_language = true;
       }
     }
-    // The extending driver's own language; the output and depfile rules below are GCC's for it too.
-    const bool extension_language = extension_ && language == "hip";
     if (!extension_language && (language == "cuda" || (in.language.empty() && suffix_of(source) == "cu"))) {
       return Passthrough{"clang-cuda", source};
     }

@@ -6,6 +6,7 @@
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/plan.hpp"
 #include "compiler/job_paths.hpp"
+#include "compiler/offload/cuda.hpp"
 #include "compiler/offload/toolchain.hpp"
 #include "util/fs.hpp"
 
@@ -21,6 +22,25 @@ void replace_value(std::vector<std::string>& args, const gcc::CompilePlan::ArgRe
   } else {
     args[ref.index + 1] = value;
   }
+}
+
+// Throws when hipcc cannot say what it runs: the pipeline then runs the compile unchanged. In clang's
+// CUDA mode a toolkit clang cannot use (its -### error, or the wrapper's header missing) is a
+// passthrough instead: the compile then fails as plain clang's, with clang's own words.
+std::variant<Passthrough, HipccToolchain> probe_toolchain(Driver driver, bool cuda, const core::Invocation& inv,
+                                                          const std::string& cwd, const core::Config& cfg) {
+  std::optional<HipccToolchain> tc;
+  try {
+    tc = probe_offload(driver, inv.compiler_path, inv.args, inv.env, cwd,
+                       cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
+  } catch (const DriverError& e) {
+    if (cuda) return Passthrough{"clang-cuda-toolkit", e.what()};
+    throw;
+  }
+  if (auto missing = cuda ? missing_cuda_wrapper_header(inv.args, tc->search_dirs, cwd) : std::nullopt) {
+    return Passthrough{"clang-cuda-toolkit", *missing};
+  }
+  return std::move(*tc);
 }
 
 }  // namespace
@@ -44,6 +64,7 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   Plan planned = plan(driver_, inv.args, cfg.extra_allowlist_flags);
   if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
   plan_ = std::get<OffloadPlan>(planned);
+  if (auto p = cuda_not_cached(plan_)) return *p;
   const gcc::CompilePlan& cp = plan_.compile;
   if (auto r = env_refusal(inv.env, false)) return Passthrough{r->reason, r->variable + " is set"};
   // The targets would come from the environment, which the plan does not read yet.
@@ -60,7 +81,6 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   if (plan_.xclang_depfile && plan_.xclang_targets.empty()) {
     return Passthrough{"depfile-modifier", "-Xclang -dependency-file without -Xclang -MT"};
   }
-
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
   std::string depfile = cp.depfile != gcc::Depfile::None ? cp.depfile_path : "";
@@ -73,9 +93,9 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   job.depfile_partial = true;
   job.source_identity = job.source;  // paths keyed literally: no roots yet
 
-  // Throws when hipcc cannot say what it runs: the pipeline then runs the compile unchanged.
-  HipccToolchain tc = probe_offload(driver_, inv.compiler_path, inv.args, inv.env, cwd,
-                                    cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
+  auto probed = probe_toolchain(driver_, cp.language == "cuda", inv, cwd, cfg);
+  if (auto* p = std::get_if<Passthrough>(&probed)) return *p;
+  HipccToolchain& tc = std::get<HipccToolchain>(probed);
   if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
   job.description = tc.description;
   job.system_dirs = tc.include_dirs;

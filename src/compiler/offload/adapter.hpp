@@ -15,8 +15,10 @@ bool is_clang_hip(const std::string& argv0, const std::vector<std::string>& args
 // hipcc (Driver::hipcc) and clang's HIP route (Driver::clang): one adapter, one planner.
 class HipccAdapter final : public Adapter {
  public:
-  explicit HipccAdapter(Driver driver = Driver::hipcc) : driver_(driver) {}
-  std::string name() const override { return driver_ == Driver::hipcc ? "hipcc" : "clang-hip"; }
+  // clang_name: "clang-hip", or "clang-cuda" for clang's CUDA mode (registry.cpp routes it here).
+  explicit HipccAdapter(Driver driver = Driver::hipcc, std::string clang_name = "clang-hip")
+      : driver_(driver), clang_name_(std::move(clang_name)) {}
+  std::string name() const override { return driver_ == Driver::hipcc ? "hipcc" : clang_name_; }
   std::variant<Passthrough, CompileJob> prepare(const core::Invocation& inv, const core::Config& cfg) override;
   std::vector<std::string> miss_command(const core::Invocation& inv, const CompileJob& job,
                                         const MissPaths& paths) const override;
@@ -26,6 +28,7 @@ class HipccAdapter final : public Adapter {
 
  private:
   Driver driver_;
+  std::string clang_name_;
   OffloadPlan plan_;
 };
 

@@ -18,6 +18,8 @@ std::vector<OffloadFlag> rows(bool with_genco) {
       {"--cuda-device-only", 0, E::DeviceOnly},
       {"--offload-host-only", 0, E::HostOnly},
       {"--cuda-host-only", 0, E::HostOnly},
+      // The gcc table refuses -S (output-kind); device-only, it is the device compile's assembly.
+      {"-S", 0, E::Assemble},
       {"-fgpu-rdc", 0, E::Rdc},
       {"-fno-gpu-rdc", 0, E::NoRdc},
       // Where clang finds the HIP headers and the device bitcode: the adapter keys what is read there.
@@ -25,6 +27,12 @@ std::vector<OffloadFlag> rows(bool with_genco) {
       {"--hip-path", kEquals, E::HipPath},
       {"--hip-device-lib-path", kEquals, E::DeviceLibPath},
       {"--rocm-device-lib-path", kEquals, E::DeviceLibPath},
+      // The CUDA installation clang's CUDA mode reads (the probe keys what it finds there), and the
+      // switches that leave out its headers or libdevice, or its version check: fewer inputs, keyed.
+      {"--cuda-path", kEquals, E::Keyed},
+      {"-nocudainc", 0, E::Keyed},
+      {"-nocudalib", 0, E::Keyed},
+      {"--no-cuda-version-check", 0, E::Keyed},
       // The HIP version clang defines (__HIP_VERSION_*__, hipcc passes it on Debian): code only.
       {"--hip-version", kEquals, E::Keyed},
       // Code generation and language switches of the device compile: they choose the code and which

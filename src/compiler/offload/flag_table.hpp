@@ -18,6 +18,7 @@ enum class Effect {
   DeviceOnly,     // --offload-device-only / --cuda-device-only
   HostOnly,       // --offload-host-only / --cuda-host-only
   Genco,          // hipcc --genco: device code only, bundled
+  Assemble,       // -S: device assembly (AMDGPU text, PTX), cached only device-only for one target
   Rdc,            // -fgpu-rdc
   NoRdc,          // -fno-gpu-rdc
   RocmPath,       // --rocm-path=: the ROCm installation clang reads the HIP headers and bitcode from

@@ -11,7 +11,8 @@ namespace kache::compiler::offload {
 
 namespace {
 
-constexpr std::string_view kHip = "hip";  // the language the offload route compiles
+constexpr std::string_view kHip = "hip";    // the languages the offload route compiles
+constexpr std::string_view kCuda = "cuda";  // clang's CUDA mode (Driver::clang only)
 
 std::string suffix_of(const std::string& path) {
   const std::string base = util::basename(path);
@@ -25,6 +26,7 @@ class OffloadRows final : public gcc::PlanExtension {
   OffloadRows(Driver driver, OffloadPlan& out) : driver_(driver), out_(out) {}
 
   std::optional<Consumed> scan(const std::vector<std::string>& args, std::size_t i) override {
+    if (args[i] == "-c") compile_given = true;  // and left to the gcc table
     const auto m = match_row(offload_rows(driver_ == Driver::hipcc), args[i]);
     if (!m) return std::nullopt;
     const bool needs_value = (m->row->forms & (kEquals | kSeparate)) != 0;
@@ -40,12 +42,16 @@ class OffloadRows final : public gcc::PlanExtension {
   }
 
   // --genco, and device-only without -c: clang links the device code into the same offload bundle as
-  // with -c (measured with clang 15: byte-identical), not a host link.
-  bool compiles() const override { return out_.genco || out_.mode == DeviceMode::device_only; }
+  // with -c (measured with clang 15: byte-identical), not a host link. -S stops before any link.
+  bool compiles() const override { return out_.genco || out_.assemble || out_.mode == DeviceMode::device_only; }
 
   std::string language(const std::string& source, const std::string& x_language,
                        const std::string& suffix_language) const override {
     if (x_language == "hip") return "hip";
+    // clang's CUDA mode: -x cuda, or a .cu source without -x (hipcc takes both as HIP, below).
+    if (driver_ == Driver::clang && (x_language == "cuda" || (x_language.empty() && suffix_language == "cuda"))) {
+      return std::string(kCuda);
+    }
     if (!x_language.empty()) return "";
     if (suffix_of(source) == "hip") return "hip";
     // hipcc: .cpp/.cxx/.cc/.cu/.cuh compile as HIP (hipcc.pl, HIP_COMPILE_CXX_AS_HIP unset or 1; the
@@ -61,6 +67,7 @@ class OffloadRows final : public gcc::PlanExtension {
   // without it hipcc adds rocm_agent_enumerator's GPUs to clang's line, whatever --cuda-gpu-arch= says.
   bool offload_arch_given = false;
   bool no_bundle_output = false;  // --no-gpu-bundle-output, the last of the pair winning
+  bool compile_given = false;     // -c
 
  private:
   void apply(Effect e, const std::string& value) {
@@ -69,7 +76,7 @@ class OffloadRows final : public gcc::PlanExtension {
         // The machine's GPU (rocm_agent_enumerator, amdgpu-arch): one key, code for whatever GPU is in.
         if (value == "native") {
           target_refusal = Passthrough{"offload-target-machine", "--offload-arch=native"};
-        } else if (!target_processor(value)) {
+        } else if (!target_processor(value) && !cuda_target(value)) {
           target_refusal = Passthrough{"offload-target", value};
         }
         targets.insert(value);
@@ -84,6 +91,7 @@ class OffloadRows final : public gcc::PlanExtension {
       case Effect::DeviceOnly: out_.mode = DeviceMode::device_only; break;
       case Effect::HostOnly: out_.mode = DeviceMode::host_only; break;
       case Effect::Genco: out_.genco = true; break;
+      case Effect::Assemble: out_.assemble = true; break;
       case Effect::Rdc: out_.rdc = true; break;
       case Effect::NoRdc: out_.rdc = false; break;
       case Effect::RocmPath: out_.rocm_path = value; break;
@@ -127,14 +135,55 @@ class OffloadRows final : public gcc::PlanExtension {
 };
 
 // What the output is, from the mode (measured with hipcc 5.2 / clang 15: device code comes as a clang
-// offload bundle even for one target). -S is refused by the gcc table (output-kind) for now.
+// offload bundle even for one target; -S device-only writes one target's assembly, never bundled).
 std::string output_kind(const OffloadPlan& p) {
+  // clang's CUDA device-only: -S is the target's PTX, -c the cubin ptxas assembles from it.
+  if (p.compile.language == kCuda && p.mode == DeviceMode::device_only) return p.assemble ? "ptx" : "cubin";
+  if (p.assemble) return "device-assembly";
   if (p.mode == DeviceMode::host_only) return "host-object";
   if (p.genco || p.mode == DeviceMode::device_only) return "offload-bundle";
   return p.rdc ? "object-rdc" : "object";
 }
 
+// -S is cached device-only, for one target: clang then writes that target's assembly where -o says
+// (with several it refuses -o itself: "cannot specify -o when generating multiple output files").
+// -S wins over -c in either order (clang's last phase is the earliest one asked for).
+std::optional<Passthrough> assembly_refusal(const OffloadPlan& p) {
+  if (!p.assemble) return std::nullopt;
+  if (p.genco) return Passthrough{"output-kind", "-S with --genco"};
+  if (p.mode != DeviceMode::device_only) return Passthrough{"output-kind", "-S (host assembly)"};
+  if (p.targets.size() > 1) return Passthrough{"multiple-outputs", "-S device-only with several targets"};
+  return std::nullopt;
+}
+
+// clang's CUDA device-only compile writes one file: -c (a cubin: ptxas behind the device compile) or
+// -S (PTX), for one target (with several clang refuses -o). Without -c or -S it bundles the device code
+// with fatbinary, as a full -c does (cuda_runs_fatbinary).
+std::optional<Passthrough> cuda_device_only_refusal(const OffloadPlan& p, bool compile_given) {
+  if (p.mode != DeviceMode::device_only) return std::nullopt;
+  if (!p.assemble && !compile_given) return Passthrough{"clang-cuda", "device-only without -c or -S runs fatbinary"};
+  if (p.targets.size() > 1) return Passthrough{"multiple-outputs", "device-only with several targets"};
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<Passthrough> cuda_not_cached(const OffloadPlan& p) {
+  if (p.compile.language != kCuda) return std::nullopt;
+  if (p.mode == DeviceMode::host_only) return Passthrough{"clang-cuda", "--cuda-host-only (not cached yet)"};
+  if (p.mode == DeviceMode::both) {
+    return Passthrough{"clang-cuda", "a full -c runs fatbinary -image, which CUDA 13's fatbinary does not take"};
+  }
+  return std::nullopt;
+}
+
+bool cuda_target(std::string_view target) {
+  if (!target.starts_with("sm_") || target.size() < 5) return false;
+  std::string_view digits = target.substr(3);
+  if (digits.back() == 'a' || digits.back() == 'f') digits.remove_suffix(1);
+  return !digits.empty() &&
+         std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
 
 std::optional<std::string> target_processor(std::string_view target_id) {
   const std::size_t colon = target_id.find(':');
@@ -164,10 +213,16 @@ Plan plan(Driver driver, const std::vector<std::string>& args, const std::vector
   gcc::Plan planned = gcc::plan(args, extra_allowlist, &rows);
   if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
   out.compile = std::get<gcc::CompilePlan>(planned);
-  if (out.compile.language != kHip) return Passthrough{"language", out.compile.source + " (not HIP)"};
+  const bool cuda = out.compile.language == kCuda;
+  if (out.compile.language != kHip && !cuda) return Passthrough{"language", out.compile.source + " (not HIP)"};
   if (rows.target_refusal) return *rows.target_refusal;
+  // Each target of the language's kind: an AMDGPU target ID for HIP, an sm_XX for CUDA.
+  for (const auto& t : rows.targets) {
+    if (cuda ? !cuda_target(t) : !target_processor(t)) return Passthrough{"offload-target", t};
+  }
   // No target: the driver asks the machine's GPU (hipcc: rocm_agent_enumerator; clang: its default).
-  if (rows.targets.empty()) return Passthrough{"offload-target-machine", "no --offload-arch"};
+  // clang's CUDA default is a fixed sm_XX of that clang (keyed with it), not the machine's.
+  if (rows.targets.empty() && !cuda) return Passthrough{"offload-target-machine", "no --offload-arch"};
   if (driver == Driver::hipcc && !rows.offload_arch_given) {
     return Passthrough{"offload-target-machine", "hipcc without --offload-arch= adds the machine's GPU"};
   }
@@ -175,7 +230,7 @@ Plan plan(Driver driver, const std::vector<std::string>& args, const std::vector
   // combination; it says so itself, uncached.
   std::set<std::string> processors;
   for (const auto& t : rows.targets) {
-    if (!processors.insert(*target_processor(t)).second) return Passthrough{"offload-target", t};
+    if (!cuda && !processors.insert(*target_processor(t)).second) return Passthrough{"offload-target", t};
   }
   out.targets.assign(rows.targets.begin(), rows.targets.end());
   // --genco writes the file -o names; without one hipcc's clang would name it after the source.
@@ -184,6 +239,10 @@ Plan plan(Driver driver, const std::vector<std::string>& args, const std::vector
   // one k-hip-amdgcn-amd-amdhsa-<gfx>.out per target unbundled), not the k.o the gcc plan implies.
   if ((out.mode == DeviceMode::device_only || rows.no_bundle_output) && out.compile.output_implied) {
     return Passthrough{"no-output", "device-only or --no-gpu-bundle-output without -o"};
+  }
+  if (auto refusal = assembly_refusal(out)) return *refusal;
+  if (cuda) {
+    if (auto refusal = cuda_device_only_refusal(out, rows.compile_given)) return *refusal;
   }
   if (out.xclang_depfile && (out.xclang_depfile->empty() || *out.xclang_depfile == "-")) {
     return Passthrough{"output-kind", "-dependency-file " + *out.xclang_depfile};

@@ -1,5 +1,5 @@
 #pragma once
-// clang's offload route (HIP through hipcc or clang -x hip): a command line read through the gcc
+// clang's offload route (HIP through hipcc or clang -x hip, CUDA through clang -x cuda): a command line read through the gcc
 // table extended by the offload rows (flag_table.cpp here), into an OffloadPlan or a Passthrough. The
 // GCC-compatible part of the line (-c, -o, -I, -D, -MD/-MF...) is gcc's CompilePlan, planned by gcc's
 // planner with these rows matched first (gcc::PlanExtension); what is the offload route's own (targets,
@@ -28,9 +28,11 @@ struct OffloadPlan {
   DeviceMode mode = DeviceMode::both;
   bool genco = false;  // hipcc --genco: device code only (hipcc adds --cuda-device-only)
   bool rdc = false;    // -fgpu-rdc: relocatable device code
+  bool assemble = false;  // -S (device-only, one target): the device compile's assembly
   // What the output is: "offload-bundle" (device code only: hipcc 5.2's clang 15 bundles even one
-  // target's HSACO), "host-object", "object" (a host
-  // object with the device code embedded), "object-rdc". Counted per kind in the stats.
+  // target's HSACO), "device-assembly" (-S device-only: one target's AMDGPU assembly), "ptx" and "cubin"
+  // (clang's CUDA device-only -S and -c), "host-object",
+  // "object" (a host object with the device code embedded), "object-rdc". Counted per kind in the stats.
   std::string output_kind;
   // ROCm locations given on the line, as written (last wins, as in clang): the device bitcode and the
   // HIP headers a compile reads come from there.
@@ -47,6 +49,15 @@ using Plan = std::variant<Passthrough, OffloadPlan>;
 
 // args: the arguments after the driver's name. extra_allowlist: [cc] extra_allowlist_flags.
 Plan plan(Driver driver, const std::vector<std::string>& args, const std::vector<std::string>& extra_allowlist);
+
+// clang's CUDA mode other than device-only -c/-S: planned (targets, output, kind), but not cached. A full
+// -c bundles the cubins with fatbinary (clang 19: `fatbinary --create ... --image=profile=...`, an option
+// CUDA 13's fatbinary dropped), so it cannot succeed with this toolkit and is left to clang; host-only
+// is untested here. The passthrough, or nullopt (HIP, or CUDA device-only).
+std::optional<Passthrough> cuda_not_cached(const OffloadPlan& p);
+
+// A CUDA target clang's CUDA mode takes: sm_<digits>[a|f] (sm_90, sm_90a).
+bool cuda_target(std::string_view target);
 
 // A target ID as clang accepts it for AMDGPU: gfx<version>[:feature(+|-)]..., feature sramecc or xnack,
 // each at most once. The processor part, or nullopt when it is not one.

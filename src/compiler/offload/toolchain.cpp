@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "compiler/env_table.hpp"
+#include "compiler/offload/cuda.hpp"
 #include "compiler/gcc/toolchain.hpp"
 #include "core/log.hpp"
 #include "util/fs.hpp"
@@ -95,6 +96,17 @@ struct Plan {
   std::vector<std::vector<std::string>> jobs;
 };
 
+// The driver's first diagnostic line saying "error: ", or that it does not support the CUDA toolkit (not
+// a job line, whose words may say anything).
+std::string driver_error(const std::string& err) {
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(" \"")) continue;
+    if (line.find("error: ") != std::string::npos || is_unsupported_cuda_warning(line)) return line;
+  }
+  return "";
+}
+
 // The driver's plan (-###, nothing compiled); hipcc's also names the clang line it runs (HIPCC_VERBOSE).
 Plan ask_driver(Driver driver, const std::string& compiler, const std::vector<std::string>& args,
                 const util::Environment& env) {
@@ -104,7 +116,10 @@ Plan ask_driver(Driver driver, const std::string& compiler, const std::vector<st
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("-###");
   const util::ProcessResult r = util::run_capture(compiler, argv, verbose);
-  if (r.exit_code != 0) throw std::runtime_error(compiler + " -### failed: " + r.err.substr(0, 200));
+  // clang's -### may exit 0 with an error (clang 15: "unsupported CUDA gpu architecture: sm_90").
+  if (std::string error = driver_error(r.err); r.exit_code != 0 || !error.empty()) {
+    throw DriverError(error.empty() ? compiler + " -### failed" : error);
+  }
   Plan p;
   std::istringstream out(r.out);
   for (std::string line; std::getline(out, line);) {
@@ -207,6 +222,7 @@ Memo probe(Driver driver, const std::string& compiler, const std::vector<std::st
   ProbeFiles pf(m.tools, cwd, memo_dir);
   if (driver == Driver::hipcc) add_hipcc_files(pf, compiler, tc.clang);
   if (util::exists("/usr/share/hip/version")) pf.add("hip-version", "/usr/share/hip/version");
+  add_cuda_installation_files(pf, plan.jobs);
   // Every program the plan runs, and every bitcode file a device compile links.
   std::set<std::string> bitcode_dirs;
   for (const auto& job : plan.jobs) {
@@ -306,6 +322,7 @@ HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std:
     add_identity(mk, "dir:" + dir, dir);
   }
   if (driver == Driver::hipcc) add_hipcc_tested_paths(mk, hipcc, env);
+  if (driver == Driver::clang) add_cuda_detection(mk, args, env);
   mk.add_field("cwd", cwd);
   for (const auto& a : args) mk.add_field("arg", a);
   for (const auto& var : hipcc_variables()) mk.add_field("env:" + var, env_value_field(env, var));

@@ -13,6 +13,7 @@
 // the variables hipcc and clang read and the directories hipcc looks for installations in; kept while
 // every recorded file keeps its identity and the clang's own memo gives the same id. A hit then runs
 // no process.
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ struct HipccToolchain {
 // What hipcc.pl and hipvars.pm read from the environment (hipcc 5.2): they choose the clang, the ROCm
 // and bitcode paths, the flags added, the targets and the language of .cpp files.
 const std::vector<std::string>& hipcc_variables();
+
+// The driver's -### failed or printed an error (clang's own sentence, e.g. "cannot find libdevice for
+// sm_90" or "unsupported CUDA gpu architecture: sm_90"): the compile cannot succeed as planned.
+struct DriverError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // compiler: the resolved hipcc (Driver::hipcc) or clang (Driver::clang, then there is no hipcc line
 // and no hipcc files); args: the user's arguments. Throws std::runtime_error when the driver cannot say
