@@ -81,6 +81,8 @@ constexpr Reason kReasons[] = {
      "No offload target is named, or --offload-arch=native: the target would come from the machine's GPU."},
     {C::Passthrough, "env-flags-shell",
      "hipcc pastes HIPCC_COMPILE_FLAGS_APPEND or HIPCC_LINK_FLAGS_APPEND into a shell command, expanded after kache."},
+    {C::Passthrough, "hipcc-rewrite",
+     "hipcc replaces an argument containing --genco (a -D value, a file name) with --cuda-device-only."},
     {C::Passthrough, "env-verbose",
      "HIPCC_VERBOSE makes hipcc print its commands, paths or arguments, which would name kache's scratch files."},
     {C::Passthrough, "offload-target",

@@ -118,6 +118,28 @@ class HipEnvTest(KacheTestCase):
         s = self.assert_counts(hits=0, misses=1, passthrough=5)
         self.assertEqual(s["passthrough_reasons"].get("env_unmodeled"), 5, s["passthrough_reasons"])
 
+    def test_hipcc_rewritten_argument_and_cxx_suffixes_are_not_labeled_hip(self):
+        # hipcc.pl replaces any argument matching /--genco/ (-o's value aside) with --cuda-device-only: the
+        # define disappears and the compile turns device-only, which the planner never saw.
+        args = ["-c", "--offload-arch=gfx90a", "-DX=--genco", "k.hip", "-o", "k.o"]
+        self.plain(args)
+        plain = self.read("k.o", "rb")
+        os.remove(self.path("k.o"))
+        self.kache(["hipcc"] + args)
+        self.assertEqual(self.read("k.o", "rb"), plain)
+        # hipcc adds -x hip for .cpp/.cxx/.cc/.C/.cu/.cuh only: a .c++ file is compiled as C++.
+        self.write("h.c++", "int host_only() { return 1; }\n")
+        args = ["-c", "--offload-arch=gfx90a", "h.c++", "-o", "h.o"]
+        self.plain(args)
+        plain = self.read("h.o", "rb")
+        os.remove(self.path("h.o"))
+        self.kache(["hipcc"] + args)
+        self.assertEqual(self.read("h.o", "rb"), plain)
+        s = self.assert_counts(hits=0, misses=0, passthrough=2)
+        self.assertEqual(s["passthrough_reasons"].get("hipcc-rewrite"), 1, s["passthrough_reasons"])
+        self.assertEqual(s["passthrough_reasons"].get("language"), 1, s["passthrough_reasons"])
+
+
 if __name__ == "__main__":
     if HIPCC is None:
         print("hipcc is not on PATH: skipped")
