@@ -87,25 +87,29 @@ __global__ void k(float* x) { x[threadIdx.x] = sqrtf(x[threadIdx.x + 1]) * Q; }
 """
 
 
+def hip_workspace(test):
+    """KacheTestCase's workspace without its nvcc requirement, and the kernel."""
+    test.ws = tempfile.mkdtemp(prefix="kache-hip-audit-")
+    test.cache = os.path.join(test.ws, ".cache")
+    test.env = {k: v for k, v in os.environ.items()
+                if not k.startswith("KACHE_") and not k.startswith("HIP") and k not in ("DEVICE_LIB_PATH", "CPATH")}
+    test.env["KACHE_DIR"] = test.cache
+    test.env["KACHE_CONFIG"] = os.path.join(test.ws, ".kache.toml")
+    test.env["XDG_CONFIG_HOME"] = os.path.join(test.ws, ".config")
+    test.write("inc/q.h", "#define Q 1.0f\n")
+    test.write("inc/only1030.h", "#define ONLY1030 1\n")
+    test.write("k.hip", KERNEL)
+    time.sleep(0.05)
+
+
 class HipInputAudit(KacheTestCase):
     traced_miss = gcc_audit.GccInputAudit.traced_miss
     uncovered = gcc_audit.GccInputAudit.uncovered
 
     def setUp(self):
-        # KacheTestCase's workspace without its nvcc requirement.
-        self.ws = tempfile.mkdtemp(prefix="kache-hip-audit-")
-        self.cache = os.path.join(self.ws, ".cache")
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("KACHE_") and not k.startswith("HIP") and k not in ("DEVICE_LIB_PATH", "CPATH")}
-        self.env["KACHE_DIR"] = self.cache
-        self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
-        self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
         if gcc_audit.STRACE is None:
             self.skipTest("strace is not installed")
-        self.write("inc/q.h", "#define Q 1.0f\n")
-        self.write("inc/only1030.h", "#define ONLY1030 1\n")
-        self.write("k.hip", KERNEL)
-        time.sleep(0.05)
+        hip_workspace(self)
 
     def assert_audited(self, args, compiler="hipcc"):
         reads, found, progs = self.uncovered(compiler, args, self.ws)
@@ -141,12 +145,13 @@ ROW_VALUES = {
     # Keyed while empty (set and not empty they pass through: checked apart).
     "HIPCC_COMPILE_FLAGS_APPEND": "", "HIPCC_LINK_FLAGS_APPEND": "",
 }
-CLANG_HIP = ["clang++-15", "--rocm-path=/usr", "--offload-arch=gfx90a", "-x", "hip", "-c", "e.hip", "-o", "e.o"]
+CLANG_HIP = ["clang++-15", "--rocm-path=/usr", "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+             "--offload-arch=gfx90a", "-x", "hip", "-c", "e.hip", "-o", "e.o"]
 
 
 class HipEnvironmentAudit(KacheTestCase):
     def setUp(self):
-        HipInputAudit.setUp(self)
+        hip_workspace(self)
         for name in ("PERL5LIB", "PERLLIB", "PERL5OPT", "ROCM_PATH", "LD_PRELOAD"):
             self.env.pop(name, None)
 
