@@ -12,6 +12,7 @@ to that route, or be allowed below with a reason; and every hip/hipcc row does w
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
