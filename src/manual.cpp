@@ -21,6 +21,8 @@ const char* effect_text(compiler::EnvEffect effect) {
       return "part of the cache key (through the toolchain it selects)";
     case compiler::EnvEffect::Refused:
       return "when set, the compile runs uncached";
+    case compiler::EnvEffect::RefusedNonEmpty:
+      return "when set and not empty, the compile runs uncached; otherwise part of the cache key";
     case compiler::EnvEffect::Modeled:
       return "read by kache, which keys what it changes";
     case compiler::EnvEffect::Inert:
@@ -40,7 +42,7 @@ int print_manual_table(std::string_view option) {
     return 0;
   }
   for (const auto& rule : compiler::env_rules()) {
-    fmt::print("{}\t{}\t{}\n", rule.name, rule.nvcc_only ? "nvcc" : "all", effect_text(rule.effect));
+    fmt::print("{}\t{}\t{}\n", rule.name, compiler::reader_name(rule.reader), effect_text(rule.effect));
   }
   return 0;
 }

@@ -775,7 +775,7 @@ void check_config(Rows& rows, const Config& cfg, const util::Environment& env) {
           fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}' (keyed)", opts.prepend_flags, opts.append_flags));
     }
   }
-  if (auto refusal = compiler::env_refusal(env, true)) {
+  if (auto refusal = compiler::env_refusal(env, compiler::EnvRoute::nvcc)) {
     rows.add(
         "config", "environment", Status::warn, refusal->variable + " is set",
         fmt::format("{} is set, so every compile passes through (passthrough.{}).", refusal->variable, refusal->reason),

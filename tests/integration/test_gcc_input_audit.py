@@ -300,11 +300,12 @@ TOOLCHAIN_MEMO_VARIABLES = {
 
 
 def host_env_table():
-    """The rows of src/compiler/env_table.cpp: {name: (effect, reason, nvcc_only)}."""
+    """The host and nvcc rows of src/compiler/env_table.cpp: {name: (effect, reason, nvcc_only)} (the hip and
+    hipcc rows apply to the HIP routes only: test_hip_input_audit.py audits them)."""
     with open(os.path.join(kachetest.SOURCE_DIR, "src", "compiler", "env_table.cpp")) as f:
         text = f.read()
-    rows = re.findall(r'\{"([^"]+)", E::(\w+), "([^"]*)", (true|false)\}', text)
-    return {name: (effect, reason, nvcc_only == "true") for name, effect, reason, nvcc_only in rows}
+    rows = re.findall(r'\{"([^"]+)", E::(\w+), "([^"]*)", R::(host|nvcc)\}', text)
+    return {name: (effect, reason, reader == "nvcc") for name, effect, reason, reader in rows}
 
 
 class GccEnvironmentAudit(KacheTestCase):

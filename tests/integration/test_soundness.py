@@ -253,7 +253,8 @@ def env_table():
     """The rows of src/compiler/env_table.cpp: {name: (effect, reason)}."""
     with open(os.path.join(kachetest.SOURCE_DIR, "src", "compiler", "env_table.cpp")) as f:
         text = f.read()
-    rows = re.findall(r'\{"([^"]+)", E::(\w+), "([^"]*)", (?:true|false)\}', text)
+    # The host and nvcc rows: those an nvcc compile reads (the hip and hipcc rows are the HIP routes').
+    rows = re.findall(r'\{"([^"]+)", E::(\w+), "([^"]*)", R::(?:host|nvcc)\}', text)
     return {name: (effect, reason) for name, effect, reason in rows}
 
 

@@ -110,7 +110,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   plan_ = std::get<CompilePlan>(planned);
   const CompilePlan& plan = plan_;
   // Environment the compiler reads that kache cannot model (env_table.cpp says which and why).
-  if (auto r = env_refusal(inv.env, false)) return Passthrough{r->reason, r->variable + " is set"};
+  if (auto r = env_refusal(inv.env, EnvRoute::host)) return Passthrough{r->reason, r->variable + " is set"};
 
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
@@ -161,7 +161,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   for (const auto& a : keyed_args(plan, job.roots)) k.emplace_back("arg", a);
   // Every variable the table keys (CPATH, C_INCLUDE_PATH, GCC_EXEC_PREFIX, LC_ALL...), unset apart
   // from empty.
-  add_env_key_fields(inv.env, false, k);
+  add_env_key_fields(inv.env, EnvRoute::host, k);
   // Each root a keyed value names (-I/w/one/inc, CPATH) is keyed with its path (see job_paths.hpp).
   job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");

@@ -301,7 +301,7 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   add_gcc_installation_dirs(mk, driver_real_dir(driver));
   for (const char* f : kDistroFiles) add_identity(mk, std::string("distro:") + f, f);
   add_hip_search(mk, driver, env);
-  for (std::string_view var : probe_variables(false)) {
+  for (std::string_view var : probe_variables(EnvRoute::host)) {
     mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
   }
   const std::string memo_key = mk.finish().hex();

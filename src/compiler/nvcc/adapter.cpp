@@ -212,7 +212,7 @@ void key_arguments(CompileJob& job, const CompilePlan& plan, const core::Invocat
   k.emplace_back("NVCC_PREPEND_FLAGS", plan.prepend_flags);
   k.emplace_back("NVCC_APPEND_FLAGS", plan.append_flags);
   // Every variable the table keys, an unset one apart from an empty one.
-  add_env_key_fields(inv.env, true, k);
+  add_env_key_fields(inv.env, EnvRoute::nvcc, k);
   // A keyed value that still names a root's real path (-DWHERE=/w/build, CPATH, the lineinfo source)
   // ties the key to that root: the same text in another checkout may lie outside its roots and mean
   // something else. So each root a keyed value names is keyed with its path. Checked before the source
@@ -269,7 +269,7 @@ std::variant<Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocatio
   if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
   plan_ = std::get<CompilePlan>(std::move(planned));
   // Environment the tools read that kache cannot model (env_table.cpp says which and why).
-  if (auto r = env_refusal(inv.env, true)) return Passthrough{r->reason, r->variable + " is set"};
+  if (auto r = env_refusal(inv.env, EnvRoute::nvcc)) return Passthrough{r->reason, r->variable + " is set"};
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
   place_job(job, plan_, inv, cfg, cwd);

@@ -216,7 +216,7 @@ void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std:
   // The table's variables are either in the memo key or kept from the probe; any other name an
   // (edited) profile pulls in must keep its value for the memo to hold.
   for (const auto& name : profile_references(profile_text)) {
-    if (!find_env_rule(name)) m.profile_env.emplace_back(name, env_value_field(env, name));
+    if (!find_env_rule(name, EnvRoute::nvcc)) m.profile_env.emplace_back(name, env_value_field(env, name));
   }
 
 }
@@ -340,7 +340,7 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
   add_identity(mk, "nvcc-profile-id", util::join_path(util::dirname(nvcc_path), "nvcc.profile"));
   mk.add_field("ccbin", ccbin.value_or(""));
   // Everything the environment table says changes the probe's answer (PATH, NVCC_CCBIN, INCLUDES, ...).
-  for (std::string_view var : probe_variables(true))
+  for (std::string_view var : probe_variables(EnvRoute::nvcc))
     mk.add_field(std::string("env:") + std::string(var), env_value_field(env, var));
   const std::string memo_key = mk.finish().hex();
   core::log().trace("toolchain memo key = {}", memo_key);

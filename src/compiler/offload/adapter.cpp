@@ -43,6 +43,17 @@ std::variant<Passthrough, HipccToolchain> probe_toolchain(Driver driver, bool cu
   return std::move(*tc);
 }
 
+// Whether hipcc.pl prints to stdout under this HIPCC_VERBOSE ($verbose & 0x1 commands, 0x2 paths, 0x4
+// arguments; a miss's would name kache's scratch files and break the dependency listing). Perl's
+// numeric reading of other spellings (" 1", "1e0", "-1", huge numbers) is not modeled: only plain
+// decimal digits whose value has none of those bits are taken as silent.
+bool hipcc_verbose_prints(const util::Environment& env) {
+  const auto v = util::env_get(env, "HIPCC_VERBOSE");
+  if (!v || v->empty()) return false;  // unset: 0; empty: 0 (with a warning on stderr, keyed)
+  if (v->size() > 9 || !std::all_of(v->begin(), v->end(), [](char c) { return c >= '0' && c <= '9'; })) return true;
+  return (std::stoul(*v) & 0x7) != 0;
+}
+
 }  // namespace
 
 bool is_hipcc(const std::string& argv0) {
@@ -66,17 +77,9 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   plan_ = std::get<OffloadPlan>(planned);
   if (auto p = cuda_not_cached(plan_)) return *p;
   const gcc::CompilePlan& cp = plan_.compile;
-  if (auto r = env_refusal(inv.env, false)) return Passthrough{r->reason, r->variable + " is set"};
-  // The targets would come from the environment, which the plan does not read yet.
-  if (util::env_get(inv.env, "HCC_AMDGPU_TARGET")) return Passthrough{"offload-target-machine", "HCC_AMDGPU_TARGET"};
-  // hipcc pastes these into the command it hands /bin/sh: $VAR, $(...) and globs are expanded there,
-  // after any text kache could key, and the words never reach the planner.
-  if (driver_ == Driver::hipcc) {
-    for (const char* var : {"HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND"}) {
-      const auto v = util::env_get(inv.env, var);
-      if (v && !v->empty()) return Passthrough{"env-flags-shell", std::string(var) + " is set"};
-    }
-  }
+  // env_table.cpp's rows say which and why (HCC_AMDGPU_TARGET, HIPCC_COMPILE_FLAGS_APPEND, PERL5LIB...).
+  if (auto r = env_refusal(inv.env, env_route(driver_))) return Passthrough{r->reason, r->variable + " is set"};
+  if (driver_ == Driver::hipcc && hipcc_verbose_prints(inv.env)) return Passthrough{"env-verbose", "HIPCC_VERBOSE"};
   // Spec 003's form without -MT: cc1 would name a target of its own choosing.
   if (plan_.xclang_depfile && plan_.xclang_targets.empty()) {
     return Passthrough{"depfile-modifier", "-Xclang -dependency-file without -Xclang -MT"};
@@ -114,11 +117,10 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   k.emplace_back("source", cp.source);
   k.emplace_back("output", job.output);
   for (const auto& a : cp.keyed_args) k.emplace_back("arg", a);
-  for (const auto& var : hipcc_variables()) {
-    const auto v = util::env_get(inv.env, var);
-    k.emplace_back("env:" + var, v ? "=" + *v : "unset");
-  }
-  add_env_key_fields(inv.env, false, k);
+  add_env_key_fields(inv.env, env_route(driver_), k);
+  // Modeled (env_table.cpp): a value that prints passed through above.
+  const auto verbose = util::env_get(inv.env, "HIPCC_VERBOSE");
+  k.emplace_back("env:HIPCC_VERBOSE", verbose ? "=" + *verbose : "unset");
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   job.depfile_layouts = {core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed};
 

@@ -53,10 +53,15 @@ class OffloadRows final : public gcc::PlanExtension {
       return std::string(kCuda);
     }
     if (!x_language.empty()) return "";
-    if (suffix_of(source) == "hip") return "hip";
-    // hipcc: .cpp/.cxx/.cc/.cu/.cuh compile as HIP (hipcc.pl, HIP_COMPILE_CXX_AS_HIP unset or 1; the
-    // adapter keys that variable).
-    if (driver_ == Driver::hipcc && (suffix_language == "c++" || suffix_language == "cuda")) return "hip";
+    const std::string suffix = suffix_of(source);
+    if (suffix == "hip") return "hip";
+    // hipcc: .cpp/.cxx/.cc/.C/.cu/.cuh compile as HIP (hipcc.pl, HIP_COMPILE_CXX_AS_HIP unset or 1; the
+    // adapter keys that variable); its other C++ suffixes (.c++, .cp, .CPP) reach clang as C++.
+    static const std::set<std::string> kHipccHipSuffixes = {"cpp", "cxx", "cc", "C", "cu", "cuh"};
+    if (driver_ == Driver::hipcc && (suffix_language == "c++" || suffix_language == "cuda") &&
+        kHipccHipSuffixes.contains(suffix)) {
+      return "hip";
+    }
     return "";
   }
 
@@ -207,7 +212,23 @@ std::optional<std::string> target_processor(std::string_view target_id) {
   return std::string(processor);
 }
 
+// hipcc.pl replaces every argument matching /--genco/ (but -o's value) with --cuda-device-only: `-DX=--genco`
+// or a file named a--genco.hip would be a compile the planner never saw.
+std::optional<Passthrough> hipcc_rewrite(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-o") {
+      ++i;
+    } else if (args[i] != "--genco" && args[i].find("--genco") != std::string::npos) {
+      return Passthrough{"hipcc-rewrite", args[i]};
+    }
+  }
+  return std::nullopt;
+}
+
 Plan plan(Driver driver, const std::vector<std::string>& args, const std::vector<std::string>& extra_allowlist) {
+  if (driver == Driver::hipcc) {
+    if (auto p = hipcc_rewrite(args)) return *p;
+  }
   OffloadPlan out;
   OffloadRows rows(driver, out);
   gcc::Plan planned = gcc::plan(args, extra_allowlist, &rows);

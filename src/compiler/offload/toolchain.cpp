@@ -299,15 +299,7 @@ void add_hipcc_tested_paths(util::Hasher& h, const std::string& hipcc, const uti
 
 }  // namespace
 
-const std::vector<std::string>& hipcc_variables() {
-  static const std::vector<std::string> vars = {
-      "HIP_PATH", "ROCM_PATH", "HIP_CLANG_PATH", "HIP_PLATFORM", "HIP_COMPILER", "HIP_RUNTIME",
-      "HIP_ROCCLR_HOME", "HSA_PATH", "CUDA_PATH", "HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND",
-      "HIP_LIB_PATH", "DEVICE_LIB_PATH", "HIP_DEVICE_LIB_PATH", "HIP_CLANG_HCC_COMPAT_MODE",
-      "HIP_COMPILE_CXX_AS_HIP", "HCC_AMDGPU_TARGET", "HIPCC_VERBOSE", "HIP_CLANG_LAUNCHER", "PATH",
-  };
-  return vars;
-}
+EnvRoute env_route(Driver driver) { return driver == Driver::hipcc ? EnvRoute::hipcc : EnvRoute::clang_hip; }
 
 HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std::vector<std::string>& args,
                              const util::Environment& env, const std::string& cwd, const std::string& memo_dir) {
@@ -325,8 +317,8 @@ HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std:
   if (driver == Driver::clang) add_cuda_detection(mk, args, env);
   mk.add_field("cwd", cwd);
   for (const auto& a : args) mk.add_field("arg", a);
-  for (const auto& var : hipcc_variables()) mk.add_field("env:" + var, env_value_field(env, var));
-  for (std::string_view var : probe_variables(false)) {
+  // What the table says changes the driver's answer (hipcc's and clang's HIP variables, PATH...).
+  for (std::string_view var : probe_variables(env_route(driver))) {
     mk.add_field("env:" + std::string(var), env_value_field(env, var));
   }
   const std::string memo_key = mk.finish().hex();

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/env_table.hpp"
 #include "compiler/offload/plan.hpp"
 #include "compiler/tool_files.hpp"
 #include "util/process.hpp"
@@ -40,9 +41,9 @@ struct HipccToolchain {
   ToolFiles files;
 };
 
-// What hipcc.pl and hipvars.pm read from the environment (hipcc 5.2): they choose the clang, the ROCm
-// and bitcode paths, the flags added, the targets and the language of .cpp files.
-const std::vector<std::string>& hipcc_variables();
+// The environment table's route of a driver: hipcc reads env_table.cpp's hipcc rows (hipcc.pl,
+// hipvars.pm, Perl) besides clang's HIP rows; clang -x hip only the latter.
+EnvRoute env_route(Driver driver);
 
 // The driver's -### failed or printed an error (clang's own sentence, e.g. "cannot find libdevice for
 // sm_90" or "unsupported CUDA gpu architecture: sm_90"): the compile cannot succeed as planned.
