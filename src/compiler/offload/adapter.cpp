@@ -1,6 +1,7 @@
 #include "compiler/offload/adapter.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "compiler/common.hpp"
 #include "compiler/env_table.hpp"
@@ -21,6 +22,15 @@ void replace_value(std::vector<std::string>& args, const gcc::CompilePlan::ArgRe
   } else {
     args[ref.index + 1] = value;
   }
+}
+
+// The path values of the keyed line: gcc's (-I, -MF, -MT...) and spec 003's -Xclang -dependency-file
+// and -Xclang -MT values, keyed like -MF and -MT.
+std::vector<PathValue> path_values(const OffloadPlan& plan) {
+  std::vector<PathValue> values = plan.compile.path_values;
+  if (plan.xclang_depfile) values.push_back({plan.xclang_depfile_index, 0});
+  for (std::size_t i : plan.xclang_target_indexes) values.push_back({i, 0});
+  return values;
 }
 
 }  // namespace
@@ -71,7 +81,14 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   // host compile write the same file, the last one wins (measured with two targets). The closure is
   // closure_command's listing, one rule per compile.
   job.depfile_partial = true;
-  job.source_identity = job.source;  // paths keyed literally: no roots yet
+  // The build, source and output directories and the base dirs are roots, as for gcc (job_paths.hpp).
+  set_job_roots(job, cwd, cfg, inv.env, inv.args);
+  // hipcc pastes kache's debug maps into its /bin/sh line: a root spelling one of its patterns would
+  // change what it runs. No placeholders then: the object names the roots and is stored per checkout.
+  if (driver_ == Driver::hipcc && !std::all_of(job.roots.roots().begin(), job.roots.roots().end(),
+                                               [](const auto& r) { return hipcc_inert(r.path); })) {
+    job.debug_placeholders = false;
+  }
 
   // Throws when hipcc cannot say what it runs: the pipeline then runs the compile unchanged.
   HipccToolchain tc = probe_offload(driver_, inv.compiler_path, inv.args, inv.env, cwd,
@@ -90,15 +107,15 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   k.emplace_back("toolchain", tc.id);
   k.emplace_back("language", cp.language);
   k.emplace_back("output-kind", plan_.output_kind);
-  k.emplace_back("cwd", cwd);
-  k.emplace_back("source", cp.source);
-  k.emplace_back("output", job.output);
-  for (const auto& a : cp.keyed_args) k.emplace_back("arg", a);
+  add_path_key_fields(k, job, cwd, cp.source);
+  for (const auto& a : keyed_args(cp.keyed_args, path_values(plan_), job.roots)) k.emplace_back("arg", a);
   for (const auto& var : hipcc_variables()) {
     const auto v = util::env_get(inv.env, var);
     k.emplace_back("env:" + var, v ? "=" + *v : "unset");
   }
   add_env_key_fields(inv.env, false, k);
+  // Each root a keyed value names (-DWHERE=\"$PWD\", --rocm-path=<checkout>/rocm) is keyed with its path.
+  job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   job.depfile_layouts = {core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed};
 
@@ -117,7 +134,18 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   for (const auto& d : tc.search_dirs) add_dir(d);
   for (const auto& d : cp.include_dirs) add_dir(d);
   for (const auto& d : tc.include_dirs) add_dir(d);
+  // Keyed as written: the clang's own dirs, those hipcc and the HIP driver add (the toolchain id holds
+  // hipcc's additions; the driver's follow from the clang and the keyed args) and the user's absolute
+  // ones (keyed literally when outside every root). A header below one is the same file in any checkout.
   job.literal_dirs = job.system_dirs;
+  for (const auto& dirs : {std::cref(tc.search_dirs), std::cref(cp.include_dirs)}) {
+    for (const auto& d : dirs.get()) {
+      if (!d.starts_with('/')) continue;
+      // As the driver spells it (a header found there is named so) and as it resolves.
+      job.literal_dirs.push_back(d);
+      job.literal_dirs.push_back(util::lexically_normal(d));
+    }
+  }
   job.assembler_inputs = CompileJob::AssemblerInputs::scanned;
   return job;
 }
@@ -126,20 +154,27 @@ std::vector<std::string> HipccAdapter::miss_command(const core::Invocation& inv,
                                                     const MissPaths& paths) const {
   const gcc::CompilePlan& cp = plan_.compile;
   std::vector<std::string> argv = {inv.compiler_arg};
+  // Debug names through placeholders, as for gcc (every cc1 job, device ones included, takes them).
+  if (job.debug_placeholders) {
+    for (const auto& f : job.roots.debug_map_flags()) argv.push_back(f);
+  }
   std::vector<std::string> args = inv.args;
   if (cp.output_arg) replace_value(args, *cp.output_arg, "-o", paths.object);
   if (cp.depfile_arg) replace_value(args, *cp.depfile_arg, "-MF", paths.depfile);
   if (plan_.xclang_depfile) args[plan_.xclang_depfile_index] = paths.depfile;
   argv.insert(argv.end(), args.begin(), args.end());
   if (!cp.output_arg) argv.insert(argv.end(), {"-o", paths.object});
-  if (plan_.xclang_depfile) return argv;  // its -MT names the target
-  // A dependency file the pipeline reads even when the user asked for none (the closure is the listing).
-  if (job.depfile.empty()) {
-    argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
-  } else if (!cp.depfile_arg) {
-    argv.insert(argv.end(), {"-MF", paths.depfile});
+  // The 003 form's -MT names the target; otherwise a dependency file the pipeline reads even when the
+  // user asked for none (the closure is the listing).
+  if (!plan_.xclang_depfile) {
+    if (job.depfile.empty()) {
+      argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
+    } else if (!cp.depfile_arg) {
+      argv.insert(argv.end(), {"-MF", paths.depfile});
+    }
+    if (!cp.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
   }
-  if (!cp.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
+  argv.push_back(scratch_prefix_map(job, paths.scratch_dir));
   return argv;
 }
 

@@ -283,6 +283,13 @@ void add_hipcc_tested_paths(util::Hasher& h, const std::string& hipcc, const uti
 
 }  // namespace
 
+bool hipcc_inert(std::string_view text) {
+  for (std::string_view pattern : {"--genco", "--amdhsa-code-object-version=", "-Wl,", "-fopenmp-targets="}) {
+    if (text.find(pattern) != std::string_view::npos) return false;
+  }
+  return true;
+}
+
 const std::vector<std::string>& hipcc_variables() {
   static const std::vector<std::string> vars = {
       "HIP_PATH", "ROCM_PATH", "HIP_CLANG_PATH", "HIP_PLATFORM", "HIP_COMPILER", "HIP_RUNTIME",

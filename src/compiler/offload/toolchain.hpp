@@ -14,6 +14,7 @@
 // every recorded file keeps its identity and the clang's own memo gives the same id. A hit then runs
 // no process.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/offload/plan.hpp"
@@ -42,6 +43,10 @@ struct HipccToolchain {
 // What hipcc.pl and hipvars.pm read from the environment (hipcc 5.2): they choose the clang, the ROCm
 // and bitcode paths, the flags added, the targets and the language of .cpp files.
 const std::vector<std::string>& hipcc_variables();
+
+// Whether hipcc.pl passes a text inside an argument through without acting on it: none of the patterns
+// it matches anywhere in an argument (--genco, --amdhsa-code-object-version=, -Wl,, -fopenmp-targets=).
+bool hipcc_inert(std::string_view text);
 
 // compiler: the resolved hipcc (Driver::hipcc) or clang (Driver::clang, then there is no hipcc line
 // and no hipcc files); args: the user's arguments. Throws std::runtime_error when the driver cannot say
