@@ -15,6 +15,7 @@ enum class Depfile { None, MD, MMD };
 
 struct CompilePlan {
   std::string source;    // as written
+  std::size_t source_index = 0;  // its index in the arguments
   std::string language;  // c, c++ or assembler-with-cpp
   std::string output;    // as written, or the implied <source basename>.o
   bool output_implied = false;

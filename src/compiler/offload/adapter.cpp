@@ -33,6 +33,53 @@ std::vector<PathValue> path_values(const OffloadPlan& plan) {
   return values;
 }
 
+// The values that only name this compile's files, for the probe's stand-ins (toolchain.hpp).
+ProbeStandIns stand_ins(const OffloadPlan& plan) {
+  const gcc::CompilePlan& cp = plan.compile;
+  ProbeStandIns s;
+  s.source = cp.source_index;
+  auto add = [&](const gcc::CompilePlan::ArgRef& ref, std::size_t option_length) {
+    s.values.push_back(ref.attached ? PathValue{ref.index, option_length} : PathValue{ref.index + 1, 0});
+  };
+  if (cp.output_arg) add(*cp.output_arg, 2);     // -o
+  if (cp.depfile_arg) add(*cp.depfile_arg, 3);   // -MF
+  for (const auto& ref : cp.dep_target_args) add(ref, 3);  // -MT, -MQ
+  if (plan.xclang_depfile) s.values.push_back({plan.xclang_depfile_index, 0});
+  for (std::size_t i : plan.xclang_target_indexes) s.values.push_back({i, 0});
+  return s;
+}
+
+// Search dirs for the absent-path watch, and the literal dirs among them.
+void add_search_dirs(CompileJob& job, const gcc::CompilePlan& cp, const HipccToolchain& tc, const std::string& cwd) {
+  // Search dirs for the absent-path watch: the source's directory, then every cc1 job's include dirs in
+  // search order (the user's and those hipcc and the HIP driver add, e.g. -isystem $HSA_PATH/include
+  // before the user's -isystem), then the user's and the clang's own as a backstop.
+  auto add_dir = [&](const std::string& d) {
+    if (d.empty()) return;
+    std::string abs = util::join_path(cwd, d);
+    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
+      job.search_dirs.push_back(abs);
+    }
+  };
+  add_dir(util::dirname(cp.source));
+  for (const auto& d : tc.search_dirs) add_dir(d);
+  for (const auto& d : cp.include_dirs) add_dir(d);
+  for (const auto& d : tc.include_dirs) add_dir(d);
+  // Keyed as written: the clang's own dirs, those hipcc and the HIP driver add (the toolchain id holds
+  // hipcc's additions; the driver's follow from the clang and the keyed args) and the user's absolute
+  // ones (keyed literally when outside every root). A header below one is the same file in any checkout.
+  job.literal_dirs = job.system_dirs;
+  for (const auto& dirs : {std::cref(tc.search_dirs), std::cref(cp.include_dirs)}) {
+    for (const auto& d : dirs.get()) {
+      if (!d.starts_with('/')) continue;
+      // As the driver spells it (a header found there is named so) and as it resolves.
+      job.literal_dirs.push_back(d);
+      job.literal_dirs.push_back(util::lexically_normal(d));
+    }
+  }
+}
+
 }  // namespace
 
 bool is_hipcc(const std::string& argv0) {
@@ -91,7 +138,7 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   }
 
   // Throws when hipcc cannot say what it runs: the pipeline then runs the compile unchanged.
-  HipccToolchain tc = probe_offload(driver_, inv.compiler_path, inv.args, inv.env, cwd,
+  HipccToolchain tc = probe_offload(driver_, inv.compiler_path, inv.args, stand_ins(plan_), inv.env, cwd,
                                     cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
   if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
   job.description = tc.description;
@@ -119,33 +166,7 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   job.depfile_layouts = {core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed};
 
-  // Search dirs for the absent-path watch: the source's directory, then every cc1 job's include dirs in
-  // search order (the user's and those hipcc and the HIP driver add, e.g. -isystem $HSA_PATH/include
-  // before the user's -isystem), then the user's and the clang's own as a backstop.
-  auto add_dir = [&](const std::string& d) {
-    if (d.empty()) return;
-    std::string abs = util::join_path(cwd, d);
-    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
-      job.search_dirs.push_back(abs);
-    }
-  };
-  add_dir(util::dirname(cp.source));
-  for (const auto& d : tc.search_dirs) add_dir(d);
-  for (const auto& d : cp.include_dirs) add_dir(d);
-  for (const auto& d : tc.include_dirs) add_dir(d);
-  // Keyed as written: the clang's own dirs, those hipcc and the HIP driver add (the toolchain id holds
-  // hipcc's additions; the driver's follow from the clang and the keyed args) and the user's absolute
-  // ones (keyed literally when outside every root). A header below one is the same file in any checkout.
-  job.literal_dirs = job.system_dirs;
-  for (const auto& dirs : {std::cref(tc.search_dirs), std::cref(cp.include_dirs)}) {
-    for (const auto& d : dirs.get()) {
-      if (!d.starts_with('/')) continue;
-      // As the driver spells it (a header found there is named so) and as it resolves.
-      job.literal_dirs.push_back(d);
-      job.literal_dirs.push_back(util::lexically_normal(d));
-    }
-  }
+  add_search_dirs(job, cp, tc, cwd);
   job.assembler_inputs = CompileJob::AssemblerInputs::scanned;
   return job;
 }
