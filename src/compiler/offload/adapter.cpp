@@ -154,6 +154,11 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   k.emplace_back("toolchain", tc.id);
   k.emplace_back("language", cp.language);
   k.emplace_back("output-kind", plan_.output_kind);
+  // -fgpu-rdc externalizes static device variables under names hashed from the cuid, which clang hashes
+  // from the source's real path and the whole line: two files of one build that key alike (libA/x.hip,
+  // libB/x.hip, each compiled in its own directory) must not get one object, whose names would clash in
+  // the device link. Stored per source identity, as nvcc's -rdc objects.
+  job.path_specific = plan_.rdc;
   add_path_key_fields(k, job, cwd, cp.source);
   for (const auto& a : keyed_args(cp.keyed_args, path_values(plan_), job.roots)) k.emplace_back("arg", a);
   for (const auto& var : hipcc_variables()) {

@@ -193,6 +193,14 @@ void add_hipcc_files(ProbeFiles& pf, const std::string& hipcc, const std::string
   }
 }
 
+// text with each run of spaces as one, none at the ends (hipcc's line has runs where a part is empty).
+std::string squeezed(const std::string& text) {
+  std::istringstream in(text);
+  std::string out, word;
+  while (in >> word) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
 // hipcc's clang line without what it appends for the user's arguments (hipcc_tool_args): its own flags,
 // the clang it chose, HIPCC_COMPILE_FLAGS_APPEND. The whole line when that tail is not found.
 std::string hipcc_additions(const std::string& clang_line, std::vector<std::string> args,
@@ -243,11 +251,13 @@ Memo probe(Driver driver, const std::string& compiler, const std::vector<std::st
   h.add_field("clang", clang.id);
   // hipcc's additions only (the user's arguments are the key's own fields), so the id names no path of
   // theirs and two build directories or checkouts get the same one.
-  h.add_field("hipcc-additions", driver == Driver::hipcc ? hipcc_additions(plan.clang_line, args, env) : "");
+  const std::string additions = driver == Driver::hipcc ? hipcc_additions(plan.clang_line, args, env) : "";
+  h.add_field("hipcc-additions", additions);
   h.add_field("bitcode-dir", bitcode_dir);
   pf.hash_into(h);
   tc.id = h.finish().hex();
-  tc.description = (driver == Driver::hipcc ? "hipcc -> " : "") + clang.description;
+  // hipcc's additions in the description: `kache explain` then shows which flag hipcc added differently.
+  tc.description = (driver == Driver::hipcc ? "hipcc -> " + squeezed(additions) + "; " : "") + clang.description;
   return m;
 }
 
