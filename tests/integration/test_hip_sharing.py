@@ -27,6 +27,14 @@ KERNEL = r"""
 __global__ void k(float* x) { x[threadIdx.x] = sqrtf(x[threadIdx.x + 1]) * Q; }
 int host_entry(int y) { return y * 3 + 1; }
 """
+# A static device variable the host names: under -fgpu-rdc clang externalizes it under a name hashed from
+# the compile's cuid (the source's real path and every argument, -o included).
+RDC_KERNEL = r"""
+#include <hip/hip_runtime.h>
+static __device__ int sv[4];
+__global__ void k(int* x) { x[threadIdx.x] = sv[threadIdx.x]; }
+void host_set(int* h) { hipMemcpyToSymbol(HIP_SYMBOL(sv), h, sizeof(sv)); }
+"""
 
 
 class HipSharing(KacheTestCase):
@@ -43,6 +51,7 @@ class HipSharing(KacheTestCase):
             self.write(f"{checkout}/include/q.h", "#define Q 3.0f\n")
             self.write(f"{checkout}/src/k.hip", KERNEL)
             self.write(f"{checkout}/src/k2.hip", KERNEL.replace("* Q", "* Q * 2.0f"))
+            self.write(f"{checkout}/src/rdc.hip", RDC_KERNEL)
             for build in ("build-a", "build-b"):
                 os.makedirs(self.path(checkout, build), exist_ok=True)
         # Files older than the clock tick a compile starts in (see KacheTestCase.write).
@@ -163,6 +172,40 @@ class HipSharing(KacheTestCase):
             s = self.stats(env=two)
             self.assertEqual((s["hits"], s["misses"], s["remote_hits"]), (3, 0, 3), s)
         self.assert_plain("elsewhere/two", "build-a", two_out, files=["k.o.d"])
+
+    def test_rdc_objects_are_stored_per_source_path(self):
+        static = re.compile(rb"_ZL2sv\.static\.([0-9a-f]+)")
+        # Two files of one build that key alike by their roots (same name, content and flags, each
+        # compiled in its own directory): each gets an object of its own, or their externalized static
+        # device variables would clash in the device link.
+        names = []
+        for lib in ("liba", "libb"):
+            self.write(f"one/src/{lib}/x.hip", RDC_KERNEL)
+            time.sleep(0.05)
+            self.run_tool([kachetest.KACHE, "hipcc"], ["-c", "-fgpu-rdc", TARGET, "x.hip", "-o", "x.o"],
+                          self.path("one", "src", lib))
+            names.append(static.search(self.read(f"one/src/{lib}/x.o", "rb")).group(1))
+        self.assertEqual(self.counts(), {"hits": 0, "misses": 2, "passthrough": 0})
+        self.assertNotEqual(names[0], names[1])
+        # A rebuild in place hits each.
+        for lib in ("liba", "libb"):
+            self.run_tool([kachetest.KACHE, "hipcc"], ["-c", "-fgpu-rdc", TARGET, "x.hip", "-o", "x.o"],
+                          self.path("one", "src", lib))
+        self.assertEqual(self.counts(), {"hits": 2, "misses": 2, "passthrough": 0})
+
+    def test_explain_names_the_flag_hipcc_added_differently(self):
+        cwd = self.path("one", "build-a")
+        args = self.commands("one")["k.hsaco"]
+        self.run_tool([kachetest.KACHE, "hipcc"], args, cwd)
+        # With -O2 given hipcc adds no -O3: explain shows the toolchain differing and why.
+        r = subprocess.run([kachetest.KACHE, "explain", "--", "hipcc", "-O2"] + args, cwd=cwd, env=self.env,
+                           capture_output=True, text=True, check=True)
+        entry = re.search(r"^\s+entry: (.*)$", r.stdout, re.M)
+        now = re.search(r"^\s+now: (.*)$", r.stdout, re.M)
+        self.assertTrue(entry and now, r.stdout)
+        self.assertIn(" -O3 ", entry.group(1))
+        self.assertNotIn(" -O3 ", now.group(1))
+        self.assertRegex(r.stdout, r"arg\s+\(absent\) -> -O2")
 
     def executed(self, args, cwd):
         """The argv of every program one kache compile runs (strace -f), kache itself excluded."""
