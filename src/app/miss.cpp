@@ -523,7 +523,7 @@ bool Pipeline::record_direct_lookup(ManifestEntry& entry, const std::vector<std:
     a.listing = g.listing;
     for (auto& name : g.names) {
       if (!entry.checkout_specific) {
-        if (auto why = outside_roots(g.dir + "/" + name)) {
+        if (auto why = outside_roots(util::join_path(g.dir, name))) {  // g.dir may be "/"
           entry.checkout_specific = true;
           log.debug("{}/{} (watched absent): {}; the entry is specific to this checkout", g.dir, name, *why);
         }

@@ -130,6 +130,49 @@ std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, 
   return keyed_roots;
 }
 
+std::vector<std::string> keyed_args(std::vector<std::string> args, const std::vector<PathValue>& values,
+                                    const core::PathRoots& roots) {
+  if (!roots.enabled()) return args;
+  for (const auto& pv : values) {
+    std::string& a = args[pv.index];
+    const auto keyed = roots.key_value(a.substr(pv.offset));
+    if (core::log().should_log(spdlog::level::trace) && keyed.form != a.substr(pv.offset)) {
+      core::log().trace("path {} keyed as {} ({})", a, keyed.form, keyed.why);
+    }
+    a = a.substr(0, pv.offset) + keyed.form;
+  }
+  return args;
+}
+
+void set_job_roots(CompileJob& job, const std::string& cwd, const core::Config& cfg, const util::Environment& env,
+                   const std::vector<std::string>& args) {
+  if (cfg.nvcc_path_normalize) {
+    job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity,
+                               compiler_pwd(cwd, env));
+  } else {
+    job.source_identity = job.source;
+  }
+  // Issue 27: debug names through placeholders replaced by this checkout's roots (none with the user's
+  // own debug maps or compressed debug sections).
+  job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(args) && !asks_compressed_debug(args);
+}
+
+void add_path_key_fields(std::vector<std::pair<std::string, std::string>>& fields, const CompileJob& job,
+                         const std::string& cwd, const std::string& source_written) {
+  fields.emplace_back("normalize", job.roots.enabled() ? "roots" : "literal");
+  // Keyed so no entry of another scheme (the fixed /kache/src names of earlier versions) is ever served.
+  fields.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
+  fields.emplace_back("cwd", job.roots.key_form(cwd));
+  fields.emplace_back("source", source_written.starts_with("/") ? job.roots.key_form(source_written) : source_written);
+  fields.emplace_back("output", job.roots.key_form(job.output));
+}
+
+std::string scratch_prefix_map(const CompileJob& job, const std::string& scratch_dir) {
+  const std::string out_dir = util::dirname(job.output);
+  const std::string scratch_as = job.debug_placeholders ? job.roots.debug_form(out_dir) : out_dir;
+  return "-ffile-prefix-map=" + scratch_dir + "=" + scratch_as;
+}
+
 std::vector<std::string> include_path_dirs(const util::Environment& env, const char* variable) {
   std::vector<std::string> dirs;
   const std::string v = util::env_get(env, variable).value_or("");

@@ -48,6 +48,36 @@ bool names_path(const std::string& value, const std::string& root);
 std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, std::string>>& fields,
                                              std::size_t keyed, const core::PathRoots& roots);
 
+// A path-valued option's value inside the keyed command line: args[index].substr(offset) (-I<dir>, the
+// argument after -MF, spec 003's -Xclang -dependency-file value).
+struct PathValue {
+  std::size_t index;
+  std::size_t offset;
+};
+
+// The command line as keyed: each path value that is absolute and below a root by the root's name
+// (-I/w/one/build/gen -> -I/kache/build/gen), so another build directory or checkout keys alike; the
+// miss's prefix maps and the depfile's templating give the same outputs there. Paths outside every
+// root, and relative ones, stay as written.
+std::vector<std::string> keyed_args(std::vector<std::string> args, const std::vector<PathValue>& values,
+                                    const core::PathRoots& roots);
+
+// The job's path roots (standard_roots, unless KACHE_NVCC_PATH_NORMALIZE=0 keys paths literally), its
+// source_identity and whether the miss writes debug placeholders (not with the user's own debug maps
+// or compressed debug sections). job.source and job.output must be placed (place_files).
+void set_job_roots(CompileJob& job, const std::string& cwd, const core::Config& cfg, const util::Environment& env,
+                   const std::vector<std::string>& args);
+
+// The key fields saying how the job's paths are keyed: "normalize", "debug-names", then the working
+// directory, the source (a relative one as spelled: it reaches __FILE__ and the depfile so) and the
+// output by their roots' names.
+void add_path_key_fields(std::vector<std::pair<std::string, std::string>>& fields, const CompileJob& job,
+                         const std::string& cwd, const std::string& source_written);
+
+// The -ffile-prefix-map a miss adds last so the scratch directory it writes into names the output's
+// directory (through its placeholder when the job has them), as a plain compile names it.
+std::string scratch_prefix_map(const CompileJob& job, const std::string& scratch_dir);
+
 // The directories an include-path variable (CPATH, C_INCLUDE_PATH, ...) adds, as GCC reads it: unset
 // or empty adds nothing; an empty element (":x", "x:", "a::b") is the cwd (".").
 std::vector<std::string> include_path_dirs(const util::Environment& env, const char* variable);

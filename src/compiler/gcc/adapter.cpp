@@ -42,24 +42,6 @@ bool assembler_listing_possible(const std::vector<std::string>& args, bool clang
   return !lto;
 }
 
-// The command line as keyed: each path-valued option's absolute value under a root by the root's
-// name (-I/w/one/build/gen -> -I/kache/build/gen), so another build directory or checkout keys alike;
-// the miss's prefix maps and the depfile's templating give the same outputs there. Paths outside
-// every root, and relative ones, stay as written.
-std::vector<std::string> keyed_args(const CompilePlan& plan, const core::PathRoots& roots) {
-  std::vector<std::string> args = plan.keyed_args;
-  if (!roots.enabled()) return args;
-  for (const auto& pv : plan.path_values) {
-    std::string& a = args[pv.index];
-    const auto keyed = roots.key_value(a.substr(pv.offset));
-    if (core::log().should_log(spdlog::level::trace) && keyed.form != a.substr(pv.offset)) {
-      core::log().trace("path {} keyed as {} ({})", a, keyed.form, keyed.why);
-    }
-    a = a.substr(0, pv.offset) + keyed.form;
-  }
-  return args;
-}
-
 // A precompiled header next to a forced include is read instead of it (GCC tries <file>.gch first,
 // clang <file>.pch/.gch): a binary input the dependency file does not describe.
 std::optional<Passthrough> precompiled_header_beside_forced_include(const CompilePlan& plan, const std::string& cwd,
@@ -122,12 +104,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
 
   if (auto pch = precompiled_header_beside_forced_include(plan, cwd, job.source)) return *pch;
 
-  if (cfg.nvcc_path_normalize) {
-    job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity,
-                               compiler_pwd(cwd, inv.env));
-  } else {
-    job.source_identity = job.source;
-  }
+  set_job_roots(job, cwd, cfg, inv.env, inv.args);
 
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env,
                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
@@ -147,18 +124,8 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   k.emplace_back("driver-name", util::basename(inv.compiler_arg));
   k.emplace_back("mode", "c");
   k.emplace_back("language", plan.language);
-  k.emplace_back("normalize", job.roots.enabled() ? "roots" : "literal");
-  // Issue 27: debug names through placeholders replaced by this checkout's roots (none with the user's
-  // own debug maps or compressed debug sections). Keyed so no entry of another scheme (the fixed
-  // /kache/src names of earlier versions) is ever served.
-  job.debug_placeholders =
-      job.roots.enabled() && !has_user_debug_maps(inv.args) && !asks_compressed_debug(inv.args);
-  k.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
-  k.emplace_back("cwd", job.roots.key_form(cwd));
-  // A relative source path reaches __FILE__ and the dependency file as spelled: keyed as spelled.
-  k.emplace_back("source", plan.source.starts_with("/") ? job.roots.key_form(plan.source) : plan.source);
-  k.emplace_back("output", job.roots.key_form(job.output));
-  for (const auto& a : keyed_args(plan, job.roots)) k.emplace_back("arg", a);
+  add_path_key_fields(k, job, cwd, plan.source);
+  for (const auto& a : keyed_args(plan.keyed_args, plan.path_values, job.roots)) k.emplace_back("arg", a);
   // Every variable the table keys (CPATH, C_INCLUDE_PATH, GCC_EXEC_PREFIX, LC_ALL...), unset apart
   // from empty.
   add_env_key_fields(inv.env, EnvRoute::host, k);
@@ -208,9 +175,7 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
   // The object is written elsewhere first; name the target the driver would have named.
   if (!plan_.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
   // The scratch directory stands in for the output directory (its rule last: GCC tries it first).
-  const std::string out_dir = util::dirname(job.output);
-  const std::string scratch_as = job.debug_placeholders ? job.roots.debug_form(out_dir) : out_dir;
-  argv.push_back("-ffile-prefix-map=" + paths.scratch_dir + "=" + scratch_as);
+  argv.push_back(scratch_prefix_map(job, paths.scratch_dir));
   // Last, so it overrides a user's -fdiagnostics-color=auto (which would see kache's pipe).
   if (!colour_flag_.empty()) argv.push_back(colour_flag_);
   return argv;

@@ -206,6 +206,7 @@ class Planner {
 
     CompilePlan p;
     p.source = source;
+    p.source_index = in.index;
     p.language = language;
     p.output_implied = !output_;
     // The driver's %b.o: the source's base name, suffix replaced, in the working directory.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/adapter.hpp"
+#include "compiler/job_paths.hpp"
 
 namespace kache::compiler::gcc {
 
@@ -14,6 +15,7 @@ enum class Depfile { None, MD, MMD };
 
 struct CompilePlan {
   std::string source;    // as written
+  std::size_t source_index = 0;  // its index in the arguments
   std::string language;  // c, c++ or assembler-with-cpp
   std::string output;    // as written, or the implied <source basename>.o
   bool output_implied = false;
@@ -36,10 +38,7 @@ struct CompilePlan {
   // Path-valued options in keyed_args (-I, -isystem, -iquote, -idirafter, -include, -imacros, -MF,
   // -MT, -MQ): the index of the argument holding the value and where the value starts in it, so the
   // adapter keys an absolute path under a root by the root's name (README "Checkouts at other paths").
-  struct PathValue {
-    std::size_t index;
-    std::size_t offset;
-  };
+  using PathValue = compiler::PathValue;
   std::vector<PathValue> path_values;
   std::vector<std::string> include_dirs;     // -I/-iquote/-isystem/-idirafter values, in order
   std::vector<std::string> forced_includes;  // -include/-imacros values

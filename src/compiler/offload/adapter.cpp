@@ -1,6 +1,7 @@
 #include "compiler/offload/adapter.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "compiler/common.hpp"
 #include "compiler/env_table.hpp"
@@ -28,10 +29,11 @@ void replace_value(std::vector<std::string>& args, const gcc::CompilePlan::ArgRe
 // CUDA mode a toolkit clang cannot use (its -### error, or the wrapper's header missing) is a
 // passthrough instead: the compile then fails as plain clang's, with clang's own words.
 std::variant<Passthrough, HipccToolchain> probe_toolchain(Driver driver, bool cuda, const core::Invocation& inv,
-                                                          const std::string& cwd, const core::Config& cfg) {
+                                                          const ProbeStandIns& stand_ins, const std::string& cwd,
+                                                          const core::Config& cfg) {
   std::optional<HipccToolchain> tc;
   try {
-    tc = probe_offload(driver, inv.compiler_path, inv.args, inv.env, cwd,
+    tc = probe_offload(driver, inv.compiler_path, inv.args, stand_ins, inv.env, cwd,
                        cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
   } catch (const DriverError& e) {
     if (cuda) return Passthrough{"clang-cuda-toolkit", e.what()};
@@ -52,6 +54,62 @@ bool hipcc_verbose_prints(const util::Environment& env) {
   if (!v || v->empty()) return false;  // unset: 0; empty: 0 (with a warning on stderr, keyed)
   if (v->size() > 9 || !std::all_of(v->begin(), v->end(), [](char c) { return c >= '0' && c <= '9'; })) return true;
   return (std::stoul(*v) & 0x7) != 0;
+}
+
+// The path values of the keyed line: gcc's (-I, -MF, -MT...) and spec 003's -Xclang -dependency-file
+// and -Xclang -MT values, keyed like -MF and -MT.
+std::vector<PathValue> path_values(const OffloadPlan& plan) {
+  std::vector<PathValue> values = plan.compile.path_values;
+  if (plan.xclang_depfile) values.push_back({plan.xclang_depfile_index, 0});
+  for (std::size_t i : plan.xclang_target_indexes) values.push_back({i, 0});
+  return values;
+}
+
+// The values that only name this compile's files, for the probe's stand-ins (toolchain.hpp).
+ProbeStandIns stand_ins(const OffloadPlan& plan) {
+  const gcc::CompilePlan& cp = plan.compile;
+  ProbeStandIns s;
+  s.source = cp.source_index;
+  auto add = [&](const gcc::CompilePlan::ArgRef& ref, std::size_t option_length) {
+    s.values.push_back(ref.attached ? PathValue{ref.index, option_length} : PathValue{ref.index + 1, 0});
+  };
+  if (cp.output_arg) add(*cp.output_arg, 2);     // -o
+  if (cp.depfile_arg) add(*cp.depfile_arg, 3);   // -MF
+  for (const auto& ref : cp.dep_target_args) add(ref, 3);  // -MT, -MQ
+  if (plan.xclang_depfile) s.values.push_back({plan.xclang_depfile_index, 0});
+  for (std::size_t i : plan.xclang_target_indexes) s.values.push_back({i, 0});
+  return s;
+}
+
+// Search dirs for the absent-path watch, and the literal dirs among them.
+void add_search_dirs(CompileJob& job, const gcc::CompilePlan& cp, const HipccToolchain& tc, const std::string& cwd) {
+  // Search dirs for the absent-path watch: the source's directory, then every cc1 job's include dirs in
+  // search order (the user's and those hipcc and the HIP driver add, e.g. -isystem $HSA_PATH/include
+  // before the user's -isystem), then the user's and the clang's own as a backstop.
+  auto add_dir = [&](const std::string& d) {
+    if (d.empty()) return;
+    std::string abs = util::join_path(cwd, d);
+    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
+      job.search_dirs.push_back(abs);
+    }
+  };
+  add_dir(util::dirname(cp.source));
+  for (const auto& d : tc.search_dirs) add_dir(d);
+  for (const auto& d : cp.include_dirs) add_dir(d);
+  for (const auto& d : tc.include_dirs) add_dir(d);
+  // Keyed as written: the clang's own dirs, those hipcc and the HIP driver add (the toolchain id holds
+  // hipcc's additions; the driver's follow from the clang and the keyed args) and the user's absolute
+  // ones (keyed literally when outside every root). A header below one is the same file in any checkout.
+  job.literal_dirs = job.system_dirs;
+  for (const auto& dirs : {std::cref(tc.search_dirs), std::cref(cp.include_dirs)}) {
+    for (const auto& d : dirs.get()) {
+      if (!d.starts_with('/')) continue;
+      // As the driver spells it (a header found there is named so) and as it resolves.
+      job.literal_dirs.push_back(d);
+      job.literal_dirs.push_back(util::lexically_normal(d));
+    }
+  }
 }
 
 }  // namespace
@@ -94,9 +152,16 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   // host compile write the same file, the last one wins (measured with two targets). The closure is
   // closure_command's listing, one rule per compile.
   job.depfile_partial = true;
-  job.source_identity = job.source;  // paths keyed literally: no roots yet
+  // The build, source and output directories and the base dirs are roots, as for gcc (job_paths.hpp).
+  set_job_roots(job, cwd, cfg, inv.env, inv.args);
+  // hipcc pastes kache's debug maps into its /bin/sh line: a root spelling one of its patterns would
+  // change what it runs. No placeholders then: the object names the roots and is stored per checkout.
+  if (driver_ == Driver::hipcc && !std::all_of(job.roots.roots().begin(), job.roots.roots().end(),
+                                               [](const auto& r) { return hipcc_inert(r.path); })) {
+    job.debug_placeholders = false;
+  }
 
-  auto probed = probe_toolchain(driver_, cp.language == "cuda", inv, cwd, cfg);
+  auto probed = probe_toolchain(driver_, cp.language == "cuda", inv, stand_ins(plan_), cwd, cfg);
   if (auto* p = std::get_if<Passthrough>(&probed)) return *p;
   HipccToolchain& tc = std::get<HipccToolchain>(probed);
   if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
@@ -113,33 +178,23 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   k.emplace_back("toolchain", tc.id);
   k.emplace_back("language", cp.language);
   k.emplace_back("output-kind", plan_.output_kind);
-  k.emplace_back("cwd", cwd);
-  k.emplace_back("source", cp.source);
-  k.emplace_back("output", job.output);
-  for (const auto& a : cp.keyed_args) k.emplace_back("arg", a);
+  // -fgpu-rdc externalizes static device variables under names hashed from the cuid, which clang hashes
+  // from the source's real path and the whole line: two files of one build that key alike (libA/x.hip,
+  // libB/x.hip, each compiled in its own directory) must not get one object, whose names would clash in
+  // the device link. Stored per source identity, as nvcc's -rdc objects.
+  job.path_specific = plan_.rdc;
+  add_path_key_fields(k, job, cwd, cp.source);
+  for (const auto& a : keyed_args(cp.keyed_args, path_values(plan_), job.roots)) k.emplace_back("arg", a);
   add_env_key_fields(inv.env, env_route(driver_), k);
   // Modeled (env_table.cpp): a value that prints passed through above.
   const auto verbose = util::env_get(inv.env, "HIPCC_VERBOSE");
   k.emplace_back("env:HIPCC_VERBOSE", verbose ? "=" + *verbose : "unset");
+  // Each root a keyed value names (-DWHERE=\"$PWD\", --rocm-path=<checkout>/rocm) is keyed with its path.
+  job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   job.depfile_layouts = {core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed};
 
-  // Search dirs for the absent-path watch: the source's directory, then every cc1 job's include dirs in
-  // search order (the user's and those hipcc and the HIP driver add, e.g. -isystem $HSA_PATH/include
-  // before the user's -isystem), then the user's and the clang's own as a backstop.
-  auto add_dir = [&](const std::string& d) {
-    if (d.empty()) return;
-    std::string abs = util::join_path(cwd, d);
-    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
-      job.search_dirs.push_back(abs);
-    }
-  };
-  add_dir(util::dirname(cp.source));
-  for (const auto& d : tc.search_dirs) add_dir(d);
-  for (const auto& d : cp.include_dirs) add_dir(d);
-  for (const auto& d : tc.include_dirs) add_dir(d);
-  job.literal_dirs = job.system_dirs;
+  add_search_dirs(job, cp, tc, cwd);
   job.assembler_inputs = CompileJob::AssemblerInputs::scanned;
   return job;
 }
@@ -148,20 +203,27 @@ std::vector<std::string> HipccAdapter::miss_command(const core::Invocation& inv,
                                                     const MissPaths& paths) const {
   const gcc::CompilePlan& cp = plan_.compile;
   std::vector<std::string> argv = {inv.compiler_arg};
+  // Debug names through placeholders, as for gcc (every cc1 job, device ones included, takes them).
+  if (job.debug_placeholders) {
+    for (const auto& f : job.roots.debug_map_flags()) argv.push_back(f);
+  }
   std::vector<std::string> args = inv.args;
   if (cp.output_arg) replace_value(args, *cp.output_arg, "-o", paths.object);
   if (cp.depfile_arg) replace_value(args, *cp.depfile_arg, "-MF", paths.depfile);
   if (plan_.xclang_depfile) args[plan_.xclang_depfile_index] = paths.depfile;
   argv.insert(argv.end(), args.begin(), args.end());
   if (!cp.output_arg) argv.insert(argv.end(), {"-o", paths.object});
-  if (plan_.xclang_depfile) return argv;  // its -MT names the target
-  // A dependency file the pipeline reads even when the user asked for none (the closure is the listing).
-  if (job.depfile.empty()) {
-    argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
-  } else if (!cp.depfile_arg) {
-    argv.insert(argv.end(), {"-MF", paths.depfile});
+  // The 003 form's -MT names the target; otherwise a dependency file the pipeline reads even when the
+  // user asked for none (the closure is the listing).
+  if (!plan_.xclang_depfile) {
+    if (job.depfile.empty()) {
+      argv.insert(argv.end(), {"-MD", "-MF", paths.depfile});
+    } else if (!cp.depfile_arg) {
+      argv.insert(argv.end(), {"-MF", paths.depfile});
+    }
+    if (!cp.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
   }
-  if (!cp.has_dep_target) argv.insert(argv.end(), {"-MQ", job.output_written});
+  argv.push_back(scratch_prefix_map(job, paths.scratch_dir));
   return argv;
 }
 

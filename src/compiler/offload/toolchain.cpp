@@ -1,6 +1,7 @@
 #include "compiler/offload/toolchain.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "compiler/offload/cuda.hpp"
 #include "compiler/gcc/toolchain.hpp"
 #include "core/log.hpp"
+#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/serial.hpp"
@@ -18,7 +20,7 @@ namespace kache::compiler::offload {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 2;
+constexpr std::uint32_t kMemoVersion = 3;
 
 struct Memo {
   HipccToolchain tc;
@@ -206,6 +208,27 @@ void add_hipcc_files(ProbeFiles& pf, const std::string& hipcc, const std::string
   }
 }
 
+// text with each run of spaces as one, none at the ends (hipcc's line has runs where a part is empty).
+std::string squeezed(const std::string& text) {
+  std::istringstream in(text);
+  std::string out, word;
+  while (in >> word) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+// hipcc's clang line without what it appends for the user's arguments (hipcc_tool_args): its own flags,
+// the clang it chose, HIPCC_COMPILE_FLAGS_APPEND. The whole line when that tail is not found.
+std::string hipcc_additions(const std::string& clang_line, std::vector<std::string> args,
+                            const util::Environment& env) {
+  args.push_back("-###");  // the probe's own last argument
+  const auto tail = hipcc_tool_args(args, util::env_get(env, "HIP_COMPILE_CXX_AS_HIP").value_or("1") != "0");
+  if (!tail || !clang_line.ends_with(*tail)) {
+    core::log().debug("hipcc's clang line does not end in the arguments as expected: keyed whole");
+    return clang_line;
+  }
+  return clang_line.substr(0, clang_line.size() - tail->size());
+}
+
 Memo probe(Driver driver, const std::string& compiler, const std::vector<std::string>& args,
            const util::Environment& env, const std::string& cwd, const std::string& memo_dir) {
   const Plan plan = ask_driver(driver, compiler, args, env);
@@ -242,11 +265,15 @@ Memo probe(Driver driver, const std::string& compiler, const std::vector<std::st
   }
   util::Hasher h;
   h.add_field("clang", clang.id);
-  h.add_field("clang-line", plan.clang_line);
+  // hipcc's additions only (the user's arguments are the key's own fields), so the id names no path of
+  // theirs and two build directories or checkouts get the same one.
+  const std::string additions = driver == Driver::hipcc ? hipcc_additions(plan.clang_line, args, env) : "";
+  h.add_field("hipcc-additions", additions);
   h.add_field("bitcode-dir", bitcode_dir);
   pf.hash_into(h);
   tc.id = h.finish().hex();
-  tc.description = (driver == Driver::hipcc ? "hipcc -> " : "") + clang.description;
+  // hipcc's additions in the description: `kache explain` then shows which flag hipcc added differently.
+  tc.description = (driver == Driver::hipcc ? "hipcc -> " + squeezed(additions) + "; " : "") + clang.description;
   return m;
 }
 
@@ -301,8 +328,117 @@ void add_hipcc_tested_paths(util::Hasher& h, const std::string& hipcc, const uti
 
 EnvRoute env_route(Driver driver) { return driver == Driver::hipcc ? EnvRoute::hipcc : EnvRoute::clang_hip; }
 
-HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std::vector<std::string>& args,
-                             const util::Environment& env, const std::string& cwd, const std::string& memo_dir) {
+namespace {
+
+// hipcc.pl's shell escaping: a backslash before every character outside [-a-zA-Z0-9_=+,./].
+bool hipcc_plain_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_=+,./").find(c) != std::string_view::npos;
+}
+
+std::string hipcc_escaped(const std::string& arg) {
+  std::string out;
+  for (char c : arg) {
+    if (!hipcc_plain_char(c)) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The suffix hipcc.pl and clang look at: from the base name's last '.', "" without one.
+std::string name_suffix(const std::string& value) {
+  const std::string base = util::basename(value);
+  const std::size_t dot = base.rfind('.');
+  return dot == std::string::npos || dot == 0 ? "" : base.substr(dot);
+}
+
+// A value hipcc.pl passes through as it passes any other of that suffix.
+bool plain_value(const std::string& value) {
+  return !value.empty() && value[0] != '-' && value[0] != '@' && hipcc_inert(value) &&
+         std::all_of(value.begin(), value.end(), hipcc_plain_char);
+}
+
+// " -x hip" or " -x c" where hipcc.pl puts one before an input without a -x in force.
+std::string hipcc_input_language(const std::string& input, bool cxx_as_hip) {
+  const auto ends = [&](const char* s) { return input.ends_with(s); };
+  if (ends(".c")) return " -x c";
+  if (ends(".cpp") || ends(".cxx") || ends(".cc") || ends(".C")) return cxx_as_hip ? " -x hip" : "";
+  if (((ends(".cu") || ends(".cuh")) && cxx_as_hip) || ends(".hip")) return " -x hip";
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> probe_line(const std::vector<std::string>& args, const ProbeStandIns& stand_ins,
+                                                   const std::string& memo_dir) {
+  if (memo_dir.empty() || !stand_ins.source) return std::nullopt;
+  std::vector<std::string> line = args;
+  const std::string& source = args[*stand_ins.source];
+  if (!plain_value(source)) return std::nullopt;
+  // clang's -### wants the source to exist; it reads nothing of it.
+  const std::string stand_in_source = util::join_path(memo_dir, "probe/kache-probe" + name_suffix(source));
+  if (!util::exists(stand_in_source)) {
+    util::CacheUmaskScope cache_umask;
+    util::create_directories(util::dirname(stand_in_source));
+    util::write_file_replacing(stand_in_source, "");
+  }
+  line[*stand_ins.source] = stand_in_source;
+  for (std::size_t n = 0; n < stand_ins.values.size(); ++n) {
+    const auto& pv = stand_ins.values[n];
+    const std::string value = args[pv.index].substr(pv.offset);
+    if (!plain_value(value)) return std::nullopt;
+    line[pv.index] = args[pv.index].substr(0, pv.offset) + "kache-probe-" + std::to_string(n) + name_suffix(value);
+  }
+  return line;
+}
+
+std::optional<std::string> hipcc_tool_args(const std::vector<std::string>& args, bool cxx_as_hip) {
+  std::string tail, prev;
+  bool output_next = false, language_given = false;
+  for (std::string a : args) {
+    if (output_next) {  // the -o value: quoted, never looked at
+      tail += " \"" + a + "\"";
+      prev = a;
+      output_next = false;
+      continue;
+    }
+    output_next = a == "-o";
+    bool swallowed = a.starts_with("--offload-arch=") || a.starts_with("--amdgpu-target=") ||
+                     a.find("--amdhsa-code-object-version=") != std::string::npos;
+    if (a.find("--genco") != std::string::npos) a = "--cuda-device-only";
+    if (a.starts_with('@') || a.starts_with("-Wl,@") || a.ends_with(".a") || a.ends_with(".lo") ||
+        a.find("-use-staticlib") != std::string::npos || a.find("-use-sharedlib") != std::string::npos ||
+        a.find("-fopenmp-targets=") != std::string::npos) {
+      return std::nullopt;
+    }
+    if (a == "-x" || a == "-xc" || a == "-xc++" || a == "-xhip" || (prev == "-x" && (a == "c" || a == "c++" || a == "hip"))) {
+      language_given = true;
+    } else if (a.starts_with('-')) {
+      swallowed = swallowed || a.starts_with("--hipcc");
+    } else if (!language_given) {
+      tail += hipcc_input_language(a, cxx_as_hip);
+    }
+    a = hipcc_escaped(a);
+    if (!swallowed) tail += " " + a;
+    prev = a;
+  }
+  return tail;
+}
+
+bool hipcc_inert(std::string_view text) {
+  for (std::string_view pattern : {"--genco", "--amdhsa-code-object-version=", "-Wl,", "-fopenmp-targets="}) {
+    if (text.find(pattern) != std::string_view::npos) return false;
+  }
+  return true;
+}
+
+
+HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std::vector<std::string>& user_args,
+                             const ProbeStandIns& stand_ins, const util::Environment& env, const std::string& cwd,
+                             const std::string& memo_dir) {
+  // The line asked about: stand-ins for the compile's own file names where they are plain, so the memo
+  // serves every file compiled with these flags here.
+  const auto stand_in_line = probe_line(user_args, stand_ins, memo_dir);
+  const std::vector<std::string>& args = stand_in_line ? *stand_in_line : user_args;
   util::Hasher mk;
   mk.add_field("memo", "hipcc-" + std::to_string(kMemoVersion));
   mk.add_field("driver", driver == Driver::hipcc ? "hipcc" : "clang");
@@ -316,6 +452,7 @@ HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std:
   if (driver == Driver::hipcc) add_hipcc_tested_paths(mk, hipcc, env);
   if (driver == Driver::clang) add_cuda_detection(mk, args, env);
   mk.add_field("cwd", cwd);
+  mk.add_field("line", stand_in_line ? "stand-ins" : "as-given");
   for (const auto& a : args) mk.add_field("arg", a);
   // What the table says changes the driver's answer (hipcc's and clang's HIP variables, PATH...).
   for (std::string_view var : probe_variables(env_route(driver))) {
