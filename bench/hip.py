@@ -102,7 +102,14 @@ def probe_sccache(work: str, proj: str, tu: genproject.TU) -> dict:
     d = os.path.join(work, "sccache-probe")
     os.makedirs(d, exist_ok=True)
     sc = bench.Sccache(d, base_env())
-    sc.setup()
+    for attempt in range(3):  # its server start times out after 10 s on a loaded machine
+        try:
+            sc.setup()
+            break
+        except RuntimeError as e:
+            bench.log(f"sccache probe: {e}")
+            if attempt == 2:
+                return {"version": sc.version(), "caches": False, "error": str(e)}
     result = {"version": sc.version()}
     try:
         for label, compiler in (("clang++-15 -x hip", CLANG_HIP), ("clang++-15, .hip source", f"{CLANG} {hipproject.ROCM_FLAGS}")):
@@ -282,16 +289,26 @@ class HipBench:
             try:
                 rec = {"targets": targets, "tus": {"tiny": a.tiny, "heavy": a.heavy}}
                 rec["builds"] = self.run_builds(proj, tus, tools)
+                self.results["runs"][str(n)] = rec
                 rec["hit"] = self.run_hits(proj, tus, tools)
             finally:
                 for t in tools:
                     t.cache.teardown()
-            self.results["runs"][str(n)] = rec
+            self.checkpoint()
         self.results["duration_s"] = round(time.monotonic() - t0, 1)
         self.results["machine"]["loadavg_end"] = bench.loadavg()
+        partial = os.path.join(a.out, f"{a.name}.partial.md")
+        if os.path.exists(partial):
+            os.remove(partial)
         if not a.keep:
             shutil.rmtree(self.work, ignore_errors=True)
         return self.results
+
+    def checkpoint(self) -> None:
+        """The report so far (each finished target count), in case the run is cut short."""
+        r = dict(self.results, duration_s=0.0, machine=dict(self.results["machine"], loadavg_end=bench.loadavg()))
+        with open(os.path.join(self.args.out, f"{self.args.name}.partial.md"), "w") as f:
+            f.write(report_md(r))
 
     def machine(self) -> dict:
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -363,6 +380,8 @@ def sccache_line(s: dict) -> str:
         if isinstance(v, dict):
             reasons = ", ".join(f"{k}: {json.dumps(r)}" for k, r in (v.get("not_cached") or {}).items())
             parts.append(f"`{label}`: {v['hits']} hits, {v['misses']} misses, not cached ({reasons})")
+    if "error" in s:
+        return f"{s.get('version')} not measured in this run: {s['error']}."
     verdict = "caches HIP" if s.get("caches") else "refuses HIP (it runs the compiler, caches nothing)"
     return f"{s.get('version')} {verdict}: " + "; ".join(parts) + "."
 
@@ -381,7 +400,9 @@ def report_md(r: dict) -> str:
          "|---:|---|---:|---:|---:|---|---:|"]
     for n, rec in r["runs"].items():
         L += build_rows(n, rec)
-    if not r["sccache"].get("caches"):
+    if "error" in r["sccache"]:
+        L.append("| any | sccache clang | not measured: its server did not start (see below) | | | | |")
+    elif not r["sccache"].get("caches"):
         L.append("| any | sccache clang | refused: not cacheable (`-x hip`: reason `-x`; a bare `.hip` source: "
                  "`unknown source language`); it runs the compiler | | | | |")
     L += ["", f"sccache: {sccache_line(r['sccache'])}", "",

@@ -22,7 +22,7 @@ import os
 import genproject
 
 # The targets the benchmark cycles through: 1 target = the first, 4 targets = all of them.
-ALL_TARGETS = ["gfx90a", "gfx906", "gfx1030", "gfx1100"]
+ALL_TARGETS = ["gfx90a", "gfx906", "gfx908", "gfx1030"]  # Debian ROCm 5.2 has no gfx11 device library
 # Flags of a typical HIP build (minus the per-TU --offload-arch list). hipcc adds its own (-std=c++11 first,
 # so the user's -std wins; -isystem, --rocm-path, the bitcode dir, -mllvm -amdgpu-*).
 CFLAGS = "-std=c++17 -O2"
