@@ -445,7 +445,7 @@ def draw_png(r: dict, path: str) -> None:
     hit_names = list(next(iter(runs.values()))["hit"]["tools"].keys())
     ax2.set_xticks(range(len(hit_names)), hit_names, rotation=20)
     ax2.set_ylabel("hit, ms (median)")
-    ax2.set_title("hit latency, tiny TU")
+    ax2.set_title("hit latency, tiny TU (compare tools within one colour)")
     ax2.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
