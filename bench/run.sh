@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Build kache (Release) if needed, then run the benchmark: bash bench/run.sh [--quick] [run.py options]
+# bash bench/run.sh --hip [--quick] [hip.py options] runs the HIP benchmark (bench/hip.py) instead.
 # KACHE_BENCH_BUILD selects the build directory (default build/); --kache PATH overrides the binary.
 set -euo pipefail
+script=run.py
+if [ "${1:-}" = "--hip" ]; then
+  script=hip.py
+  shift
+fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${KACHE_BENCH_BUILD:-$repo/build}"
 case " $* " in
@@ -21,4 +27,4 @@ case " $* " in
     ;;
 esac
 # Debian's python3 has matplotlib (python3-matplotlib); a pyenv python3 earlier on PATH may not.
-exec /usr/bin/python3 "$repo/bench/run.py" "$@"
+exec /usr/bin/python3 "$repo/bench/$script" "$@"
