@@ -89,6 +89,8 @@ constexpr Reason kReasons[] = {
      "hipcc replaces an argument containing --genco (a -D value, a file name) with --cuda-device-only."},
     {C::Passthrough, "env-verbose",
      "HIPCC_VERBOSE makes hipcc print its commands, paths or arguments, which would name kache's scratch files."},
+    {C::Passthrough, "offload-cuid",
+     "clang names device symbols after a hash of the whole command line, output path included (-fgpu-rdc, or any HIP compile by clang 18+): give -cuid=ID to cache it."},
     {C::Passthrough, "offload-target",
      "An offload target clang would refuse (not a gfx target ID, or one GPU named with two feature sets)."},
     {C::Passthrough, "coverage", "Coverage data (--coverage, -fprofile-arcs) is written beside the object."},

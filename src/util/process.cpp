@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -197,6 +199,34 @@ bool drain_pipes(Fd& out_rd, Fd& err_rd, std::string& out, std::string& err, int
   return true;
 }
 
+// Whether the child exits (it is left to reap) within timeout_ms. A child that closed its output and
+// keeps running would otherwise hold the caller past its limit. Waits on a pidfd; where the kernel has
+// none, polls its state every 10 ms up to the limit.
+bool exits_within(pid_t pid, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, timeout_ms));
+  const auto left_ms = [&] {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<std::int64_t>(0, left.count()));
+  };
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd >= 0) {
+    struct pollfd fd = {pidfd, POLLIN, 0};
+    int n;
+    while ((n = ::poll(&fd, 1, left_ms())) < 0 && errno == EINTR) {
+    }
+    ::close(pidfd);
+    return n > 0;
+  }
+  siginfo_t info{};
+  while (true) {
+    info.si_pid = 0;
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) return true;
+    if (left_ms() == 0) return false;
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    ::nanosleep(&tick, nullptr);
+  }
+}
+
 // run_capture's and run_capture_bounded's spawn, drain and reap; timeout_ms < 0: no limit.
 BoundedProcessResult spawn_and_capture(const std::string& exe, const std::vector<std::string>& argv,
                                        const Environment& env, int timeout_ms) {
@@ -210,8 +240,14 @@ BoundedProcessResult spawn_and_capture(const std::string& exe, const std::vector
 
   BoundedProcessResult result;
   std::string out, err;
+  const auto start = std::chrono::steady_clock::now();
   try {
-    if (!drain_pipes(out_rd, err_rd, out, err, timeout_ms)) {  // the time limit: end the whole group
+    bool in_time = drain_pipes(out_rd, err_rd, out, err, timeout_ms);
+    if (in_time && timeout_ms >= 0) {  // its output closed: the exit is bounded by what is left
+      const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      in_time = exits_within(pid, timeout_ms - static_cast<int>(spent.count()));
+    }
+    if (!in_time) {  // the time limit: end the whole group
       ::kill(-pid, SIGKILL);
       result.timed_out = true;
     }

@@ -104,9 +104,9 @@ class ClangCudaTest(KacheTestCase):
             time.sleep(0.05)
         self.assert_counts(hits=0, misses=4, passthrough=0)
 
-    def toolkit_of_links(self):
-        """A CUDA toolkit at ws/cuda made of links to the installed one, nvvm/libdevice a copy."""
-        root = self.path("cuda")
+    def toolkit_of_links(self, name="cuda"):
+        """A CUDA toolkit at ws/<name> made of links to the installed one, nvvm/libdevice a copy."""
+        root = self.path(name)
         os.makedirs(os.path.join(root, "nvvm", "libdevice"))
         for e in os.listdir(CUDA):
             if e != "nvvm":
@@ -136,6 +136,35 @@ class ClangCudaTest(KacheTestCase):
             os.replace(saved, libdevice)
             time.sleep(0.05)
         self.assert_counts(hits=0, misses=4, passthrough=0)
+
+    def test_toolkit_behind_a_retargeted_link_misses(self):
+        # clang takes the installation above the real path of the ptxas PATH finds: PATH's ptxas is a link
+        # through ws/cur, which first names toolkit a, then b (another libdevice). No directory on PATH or
+        # under /usr/local changes: only where the links lead.
+        self.write("fake.c", "float __nv_sqrtf(float x) { return x * 3.0f; }\n")
+        self.clang(["-x", "c", "--target=nvptx64-nvidia-cuda", "-emit-llvm", "-c", "fake.c", "-o", "fake.bc"])
+        for name in ("cuda-a", "cuda-b"):
+            root, libdevice = self.toolkit_of_links(name)
+            # A bin of its own whose ptxas resolves there (a wrapper), so the real path stays in it.
+            os.remove(os.path.join(root, "bin"))
+            os.makedirs(os.path.join(root, "bin"))
+            for e in os.listdir(os.path.join(CUDA, "bin")):
+                if e != "ptxas":
+                    os.symlink(os.path.join(CUDA, "bin", e), os.path.join(root, "bin", e))
+            self.write(f"{name}/bin/ptxas", '#!/bin/sh\nexec %s "$@"\n' % os.path.join(CUDA, "bin", "ptxas"))
+            os.chmod(os.path.join(root, "bin", "ptxas"), 0o755)
+        shutil.copy(self.path("fake.bc"), libdevice)  # toolkit b's
+        os.symlink("cuda-a", self.path("cur"))
+        os.makedirs(self.path("pbin"))
+        os.symlink(self.path("cur", "bin", "ptxas"), self.path("pbin", "ptxas"))
+        self.env["PATH"] = self.path("pbin") + os.pathsep + self.env["PATH"]
+        time.sleep(0.05)
+        before = self.plain_and_cached(PTX, "k.ptx")
+        os.remove(self.path("cur"))
+        os.symlink("cuda-b", self.path("cur"))
+        after = self.plain_and_cached(PTX, "k.ptx")
+        self.assertNotEqual(before, after, "toolkit b must change the device code, or the trap proves nothing")
+        self.assert_counts(hits=0, misses=2, passthrough=0)
 
     def assert_passes_through_as_clang_fails(self, args, clang=None):
         """kache's exit status and stderr are plain clang's (which fails), counted as clang-cuda-toolkit."""

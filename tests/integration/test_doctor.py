@@ -207,7 +207,8 @@ class Doctor(KacheTestCase):
     def test_rocm_probe_is_bounded(self):
         # A hipcc that never answers, and one that leaves a child holding its output: each probe ends at
         # --probe-timeout with a warn row (without the bound doctor would wait for ever).
-        for body in ("exec sleep 600\n", "sleep 600 &\nexit 0\n"):
+        # And one that closes its output, then hangs: the bound holds past the end of its output.
+        for body in ("exec sleep 600\n", "sleep 600 &\nexit 0\n", "exec >/dev/null 2>&1\nexec sleep 600\n"):
             hipcc = self.fake_hipcc("hanging-hipcc", body)
             rows, out = self.doctor(["--hipcc", hipcc, "--probe-timeout", "0.5"])
             row = rows["rocm.hipcc"]

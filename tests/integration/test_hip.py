@@ -122,15 +122,18 @@ class HipTest(KacheTestCase):
         self.assertEqual(s["output_kinds"]["offload-bundle"], {"hits": 1, "misses": 1})
 
     def test_output_kinds_host_only_rdc_device_only(self):
-        for extra, kind in (("--offload-host-only", "host-object"), ("-fgpu-rdc", "object-rdc"),
-                            ("--offload-device-only", "offload-bundle")):
-            args = ["-c", TARGET, extra, "k.hip"]
+        for extra, kind in ((["--offload-host-only"], "host-object"), (["-fgpu-rdc", "-cuid=k1"], "object-rdc"),
+                            (["--offload-device-only"], "offload-bundle")):
+            args = ["-c", TARGET] + extra + ["k.hip"]
             plain = self.plain_and_cached(args, "k.o")
             os.remove(self.path("k.o"))
             self.kache(["hipcc"] + args + ["-o", "k.o"])
             self.assertEqual(self.read("k.o", "rb"), plain, extra)
             self.assertEqual(self.stats()["output_kinds"][kind], {"hits": 1, "misses": 1}, extra)
-        self.assert_counts(hits=3, misses=3, passthrough=0)
+        # -fgpu-rdc without -cuid=: clang's names would follow kache's scratch -o (offload-cuid).
+        self.kache(["hipcc", "-c", TARGET, "-fgpu-rdc", "k.hip", "-o", "r.o"])
+        s = self.assert_counts(hits=3, misses=3, passthrough=1)
+        self.assertEqual(s["passthrough_reasons"].get("offload-cuid"), 1, s)
 
     def test_device_only_assembly(self):
         # -S device-only, one target: that target's AMDGPU assembly, as plain hipcc and clang write it.
@@ -322,6 +325,38 @@ class HipTest(KacheTestCase):
         self.kache(["hipcc", "--genco", "--offload-arch=native", "k.hip", "-o", "k.hsaco"], check=False)
         s = self.assert_counts(hits=0, misses=0, passthrough=2)
         self.assertEqual(s["passthrough_reasons"].get("offload-target-machine"), 2, s)
+
+    def test_hipcc_pl_beside_a_link_to_hipcc_is_keyed(self):
+        # hipcc 5.2's wrapper runs the hipcc.pl beside the path it was invoked by, links not followed: a
+        # link to hipcc in a directory with its own hipcc.pl runs that one (and its hipvars.pm).
+        real = os.path.realpath(HIPCC)
+        bindir = self.path("hl")
+        os.makedirs(bindir)
+        os.symlink(real, os.path.join(bindir, "hipcc"))
+        for f in ("hipcc.pl", "hipvars.pm"):
+            shutil.copy(os.path.join(os.path.dirname(real), f), os.path.join(bindir, f))
+        args = ["--genco", TARGET, "k.hip"]
+        env = {"HIP_PATH": "/usr"}
+
+        def plain_and_cached(out):
+            r = subprocess.run([os.path.join(bindir, "hipcc")] + args + ["-o", "plain-" + out], cwd=self.ws,
+                               env=dict(self.env, **env), capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.kache([os.path.join(bindir, "hipcc")] + args + ["-o", out], env=env)
+            self.assertEqual(self.read(out, "rb"), self.read("plain-" + out, "rb"), f"kache's {out} differs from plain's")
+            return self.read(out, "rb")
+
+        before = plain_and_cached("k.hsaco")
+        script = os.path.join(bindir, "hipcc.pl")
+        with open(script) as f:
+            text = f.read()
+        self.assertIn('$CMD .= " $toolArgs";', text)
+        with open(script, "w") as f:
+            f.write(text.replace('$CMD .= " $toolArgs";', '$CMD .= " $toolArgs -O0";'))
+        time.sleep(0.05)
+        after = plain_and_cached("k.hsaco")
+        self.assertNotEqual(before, after, "the edited hipcc.pl must change the code, or the trap proves nothing")
+        self.assert_counts(hits=0, misses=2, passthrough=0)
 
     def test_masquerade_link_named_hipcc_caches(self):
         # PATH=/usr/lib/kache:$PATH: a build that runs plain `hipcc` reaches kache, which runs the real

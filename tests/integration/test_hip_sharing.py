@@ -173,25 +173,30 @@ class HipSharing(KacheTestCase):
             self.assertEqual((s["hits"], s["misses"], s["remote_hits"]), (3, 0, 3), s)
         self.assert_plain("elsewhere/two", "build-a", two_out, files=["k.o.d"])
 
-    def test_rdc_objects_are_stored_per_source_path(self):
+    def test_rdc_passes_through_without_a_cuid_and_equals_plain_with_one(self):
         static = re.compile(rb"_ZL2sv\.static\.([0-9a-f]+)")
-        # Two files of one build that key alike by their roots (same name, content and flags, each
-        # compiled in its own directory): each gets an object of its own, or their externalized static
-        # device variables would clash in the device link.
-        names = []
-        for lib in ("liba", "libb"):
-            self.write(f"one/src/{lib}/x.hip", RDC_KERNEL)
-            time.sleep(0.05)
-            self.run_tool([kachetest.KACHE, "hipcc"], ["-c", "-fgpu-rdc", TARGET, "x.hip", "-o", "x.o"],
-                          self.path("one", "src", lib))
-            names.append(static.search(self.read(f"one/src/{lib}/x.o", "rb")).group(1))
-        self.assertEqual(self.counts(), {"hits": 0, "misses": 2, "passthrough": 0})
-        self.assertNotEqual(names[0], names[1])
-        # A rebuild in place hits each.
-        for lib in ("liba", "libb"):
-            self.run_tool([kachetest.KACHE, "hipcc"], ["-c", "-fgpu-rdc", TARGET, "x.hip", "-o", "x.o"],
-                          self.path("one", "src", lib))
-        self.assertEqual(self.counts(), {"hits": 2, "misses": 2, "passthrough": 0})
+        cwd = self.path("one", "src", "liba")
+        self.write("one/src/liba/x.hip", RDC_KERNEL)
+        time.sleep(0.05)
+        # Without -cuid= clang names sv after a hash of the whole line, -o included: plain hipcc's own
+        # objects differ between two -o values, so no cache can give this -o's bytes.
+        for out in ("p1.o", "p2.o"):
+            self.run_tool([HIPCC], ["-c", "-fgpu-rdc", TARGET, "x.hip", "-o", out], cwd)
+        self.assertNotEqual(static.search(self.read("one/src/liba/p1.o", "rb")).group(1),
+                            static.search(self.read("one/src/liba/p2.o", "rb")).group(1))
+        self.run_tool([kachetest.KACHE, "hipcc"], ["-c", "-fgpu-rdc", TARGET, "x.hip", "-o", "x.o"], cwd)
+        self.assertEqual(self.counts(), {"hits": 0, "misses": 0, "passthrough": 1})
+        self.assertEqual(self.stats()["passthrough_reasons"].get("offload-cuid"), 1)
+        # With -cuid= the names follow it alone: cached, and a hit in another build dir is plain's bytes.
+        args = ["-c", "-fgpu-rdc", "-cuid=liba-x", TARGET, "../src/liba/x.hip"]
+        for build in ("build-a", "build-b"):
+            bdir = self.path("one", build)
+            os.makedirs(bdir, exist_ok=True)
+            self.run_tool([HIPCC], args + ["-o", "plain.o"], bdir)
+            self.run_tool([kachetest.KACHE, "hipcc"], args + ["-o", "x.o"], bdir)
+            self.assertEqual(self.read(f"one/{build}/x.o", "rb"), self.read(f"one/{build}/plain.o", "rb"), build)
+            self.assertIsNotNone(static.search(self.read(f"one/{build}/x.o", "rb")))
+        self.assertEqual(self.counts(), {"hits": 1, "misses": 1, "passthrough": 1})
 
     def test_explain_names_the_flag_hipcc_added_differently(self):
         cwd = self.path("one", "build-a")

@@ -371,3 +371,42 @@ TEST(Hipcc, JobWordsOfClangsPlan) {
 }
 
 }  // namespace
+
+namespace {
+
+// The compilation unit ID: clang hashes the whole line (the output's path included) unless -cuid= names
+// one, and that hash reaches -fgpu-rdc objects (externalized statics) and, from clang 18, every HIP
+// object. Measured with clang 15: without -fgpu-rdc two -o values give the same bytes.
+std::string cuid_reason(const Args& args, int clang_major) {
+  auto r = cuid_refusal(cached(Driver::clang, args), clang_major);
+  return r ? r->reason : "cached";
+}
+
+TEST(OffloadPlan, CuidHashedFromTheLinePassesThroughWhereItReachesTheObject) {
+  const Args hip = {"-x", "hip", "--offload-arch=gfx90a", "-c", "k.hip", "-o", "k.o"};
+  auto with = [&](Args extra) {
+    Args a = hip;
+    a.insert(a.begin(), extra.begin(), extra.end());
+    return a;
+  };
+  EXPECT_EQ(cuid_reason(hip, 15), "cached");
+  EXPECT_EQ(cuid_reason(with({"-fgpu-rdc"}), 15), "offload-cuid");
+  EXPECT_EQ(cuid_reason(with({"-fgpu-rdc", "-cuid=k1"}), 15), "cached");
+  EXPECT_EQ(cuid_reason(with({"-fuse-cuid=none"}), 15), "offload-cuid");    // the source's inode
+  EXPECT_EQ(cuid_reason(with({"-fuse-cuid=random"}), 15), "offload-cuid");
+  EXPECT_EQ(cuid_reason(with({"-fuse-cuid=none", "-fuse-cuid=hash"}), 15), "cached");
+  EXPECT_EQ(cuid_reason(hip, 18), "offload-cuid");                         // __hip_cuid_<cuid> in every object
+  EXPECT_EQ(cuid_reason(hip, 0), "offload-cuid");                          // a clang of unknown version
+  EXPECT_EQ(cuid_reason(with({"-cuid=k1"}), 19), "cached");
+  // clang's CUDA mode: only relocatable device code names the ID.
+  EXPECT_EQ(cuid_reason({"-x", "cuda", "--cuda-gpu-arch=sm_90", "--cuda-device-only", "-c", "k.cu", "-o", "k.cubin"}, 19),
+            "cached");
+}
+
+TEST(OffloadPlan, ClangMajorVersionFromItsDescription) {
+  EXPECT_EQ(clang_major_version("hipcc -> x; clang++-15 (Debian clang version 15.0.6)"), 15);
+  EXPECT_EQ(clang_major_version("clang++-19 (Ubuntu clang version 19.1.7 (++20250114))"), 19);
+  EXPECT_EQ(clang_major_version("g++ (gcc 12)"), 0);
+}
+
+}  // namespace

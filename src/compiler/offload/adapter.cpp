@@ -164,6 +164,7 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   auto probed = probe_toolchain(driver_, cp.language == "cuda", inv, stand_ins(plan_), cwd, cfg);
   if (auto* p = std::get_if<Passthrough>(&probed)) return *p;
   HipccToolchain& tc = std::get<HipccToolchain>(probed);
+  if (auto p = cuid_refusal(plan_, clang_major_version(tc.description))) return *p;
   if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
   job.description = tc.description;
   job.system_dirs = tc.include_dirs;

@@ -1,9 +1,11 @@
 #include "compiler/offload/cuda.hpp"
 
+#include <filesystem>
 #include <set>
 
 #include "compiler/gcc/plan.hpp"
 #include "util/fs.hpp"
+#include "util/process.hpp"
 
 namespace kache::compiler::offload {
 
@@ -35,11 +37,21 @@ bool is_cuda_compile(const std::vector<std::string>& args) {
 
 void add_cuda_detection(util::Hasher& memo_key, const std::vector<std::string>& args, const util::Environment& env) {
   if (!is_cuda_compile(args)) return;
-  std::vector<std::string> dirs = {"/usr/local", "/usr/local/cuda"};
+  std::vector<std::string> dirs = {"/usr/local", "/usr/local/cuda", "/usr/lib/cuda"};
   for (const auto& a : args) {
     if (a.starts_with("--cuda-path=")) dirs.push_back(a.substr(12));
   }
   const std::string path = util::env_get(env, "PATH").value_or("");
+  // clang takes the installation above the real path of the ptxas PATH finds, and follows the links of
+  // each candidate: a link retargeted anywhere along them changes no directory's identity, so each is
+  // also keyed as it resolves now.
+  std::vector<std::string> resolved = dirs;
+  if (auto ptxas = util::find_executable("ptxas", path)) resolved.push_back(*ptxas);
+  for (const auto& p : resolved) {
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(p, ec);
+    memo_key.add_field("cuda-resolved:" + p, ec ? "absent" : real.string());
+  }
   for (std::size_t start = 0; start <= path.size();) {
     const std::size_t colon = std::min(path.find(':', start), path.size());
     if (colon > start) dirs.push_back(path.substr(start, colon - start));

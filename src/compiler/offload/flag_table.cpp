@@ -63,6 +63,10 @@ std::vector<OffloadFlag> rows(bool with_genco) {
       // other value is refused as the gcc table refuses these options.
       {"-mllvm", kSeparate, E::Mllvm},
       {"-Xclang", kSeparate, E::Xclang},
+      // The compilation unit ID (plan.cpp: without -cuid=, clang hashes the whole command line, the
+      // output's path included, so a cache cannot give plain clang's bytes where the ID reaches them).
+      {"-cuid", kEquals, E::Cuid},
+      {"-fuse-cuid", kEquals, E::UseCuid},
   };
   if (with_genco) t.push_back({"--genco", 0, E::Genco});
   return t;

@@ -26,6 +26,8 @@ enum class Effect {
   DeviceLibPath,  // --hip-device-lib-path= / --rocm-device-lib-path=: the bitcode libraries' directory
   Mllvm,          // -mllvm V: an LLVM option, kept only for the AMDGPU backend's (-amdgpu-...)
   Xclang,         // -Xclang V: kept only for spec 003's -dependency-file / -MT pairs
+  Cuid,           // -cuid=X: the compilation unit ID, which names externalized device symbols
+  UseCuid,        // -fuse-cuid=hash|none|random: how clang makes one when -cuid= is not given
 };
 
 struct OffloadFlag {

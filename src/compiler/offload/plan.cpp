@@ -102,6 +102,8 @@ class OffloadRows final : public gcc::PlanExtension {
       case Effect::RocmPath: out_.rocm_path = value; break;
       case Effect::HipPath: out_.hip_path = value; break;
       case Effect::DeviceLibPath: out_.device_lib_path = value; break;
+      case Effect::Cuid: out_.explicit_cuid = true; break;
+      case Effect::UseCuid: out_.use_cuid = value; break;
       case Effect::Keyed:
       case Effect::Mllvm:
       case Effect::Xclang: break;
@@ -172,6 +174,28 @@ std::optional<Passthrough> cuda_device_only_refusal(const OffloadPlan& p, bool c
 }
 
 }  // namespace
+
+std::optional<Passthrough> cuid_refusal(const OffloadPlan& p, int clang_major) {
+  if (p.explicit_cuid) return std::nullopt;
+  if (p.use_cuid != "hash" || p.rdc) {
+    return Passthrough{"offload-cuid", (p.rdc ? "-fgpu-rdc" : "-fuse-cuid=" + p.use_cuid) + " without -cuid="};
+  }
+  if (p.compile.language == kHip && (clang_major == 0 || clang_major >= 18)) {
+    return Passthrough{"offload-cuid", "clang " + std::to_string(clang_major) + " names the HIP object's cuid"};
+  }
+  return std::nullopt;
+}
+
+int clang_major_version(std::string_view description) {
+  const std::size_t at = description.rfind("clang version ");
+  if (at == std::string_view::npos) return 0;
+  int major = 0;
+  for (std::size_t i = at + 14; i < description.size() && std::isdigit(static_cast<unsigned char>(description[i])); ++i) {
+    major = major * 10 + (description[i] - '0');
+    if (major > 1000) return 0;
+  }
+  return major;
+}
 
 std::optional<Passthrough> cuda_not_cached(const OffloadPlan& p) {
   if (p.compile.language != kCuda) return std::nullopt;

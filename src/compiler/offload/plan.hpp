@@ -28,6 +28,8 @@ struct OffloadPlan {
   DeviceMode mode = DeviceMode::both;
   bool genco = false;  // hipcc --genco: device code only (hipcc adds --cuda-device-only)
   bool rdc = false;    // -fgpu-rdc: relocatable device code
+  bool explicit_cuid = false;  // -cuid=X given: the compilation unit ID does not depend on the line
+  std::string use_cuid = "hash";  // -fuse-cuid=, the last one winning
   bool assemble = false;  // -S (device-only, one target): the device compile's assembly
   // What the output is: "offload-bundle" (device code only: hipcc 5.2's clang 15 bundles even one
   // target's HSACO), "device-assembly" (-S device-only: one target's AMDGPU assembly), "ptx" and "cubin"
@@ -55,6 +57,19 @@ Plan plan(Driver driver, const std::vector<std::string>& args, const std::vector
 // CUDA 13's fatbinary dropped), so it cannot succeed with this toolkit and is left to clang; host-only
 // is untested here. The passthrough, or nullopt (HIP, or CUDA device-only).
 std::optional<Passthrough> cuda_not_cached(const OffloadPlan& p);
+
+// The compilation unit ID: without -cuid=X clang makes one by hashing the source's real path and every
+// argument, the output's path included (-fuse-cuid=hash), or from the source file's inode (none), or at
+// random. It names the device symbols -fgpu-rdc externalizes (static __device__ variables the host
+// refers to: `v.static.<cuid hash>`), and clang 18 and later put it in every HIP object
+// (`__hip_cuid_<cuid>`). A cache's miss runs with its own output path, so such bytes can never be plain
+// clang's for this -o: those compiles pass through (offload-cuid) unless -cuid=X is given. Measured with
+// clang 15: -c without -fgpu-rdc gives the same bytes for any -o. clang_major: the clang's major version
+// (0 when unknown).
+std::optional<Passthrough> cuid_refusal(const OffloadPlan& p, int clang_major);
+
+// The major version in a clang description ("... clang version 15.0.6 ..."), 0 when none is found.
+int clang_major_version(std::string_view description);
 
 // A CUDA target clang's CUDA mode takes: sm_<digits>[a|f] (sm_90, sm_90a).
 bool cuda_target(std::string_view target);

@@ -188,13 +188,26 @@ std::vector<std::string> cc1_search_dirs(const std::vector<std::vector<std::stri
   return dirs;
 }
 
+// The Perl that does the work. The hipcc wrapper (5.2) execs the hipcc.pl beside the path it was invoked
+// by, links not followed (dirname(__FILE__)): a link to /usr/bin/hipcc in another directory runs that
+// directory's hipcc.pl. hipcc.pl itself, invoked directly or through a link, is the file it resolves to.
+std::string hipcc_script(const std::string& hipcc) {
+  const std::string resolved = real_path(hipcc);
+  if (util::basename(resolved) == "hipcc.pl") return resolved;
+  const std::string beside = util::join_path(util::dirname(hipcc), "hipcc.pl");
+  return util::exists(beside) ? real_path(beside) : resolved;
+}
+
 // hipcc's own files and the programs it runs itself (seen by test_hip_input_audit.py).
 void add_hipcc_files(ProbeFiles& pf, const std::string& hipcc, const std::string& clang) {
-  // The script it is, and the Perl beside it (hipcc -> hipcc.pl, hipvars.pm).
   const std::string script = real_path(hipcc);
   pf.add("hipcc", script);
-  for (const char* f : {"hipcc.pl", "hipvars.pm", ".hipVersion", ".hipInfo"}) {
-    if (const std::string p = util::join_path(util::dirname(script), f); util::exists(p)) pf.add(f, p);
+  // hipcc.pl loads hipvars.pm from its own real directory (Cwd::realpath(__FILE__)), and hipvars.pm reads
+  // .hipVersion and .hipInfo there (dirname(abs_path($0))).
+  const std::string perl = hipcc_script(hipcc);
+  pf.add("hipcc.pl", perl);
+  for (const char* f : {"hipvars.pm", ".hipVersion", ".hipInfo"}) {
+    if (const std::string p = util::join_path(util::dirname(perl), f); util::exists(p)) pf.add(f, p);
   }
   // Its interpreter (#!), the shell it runs the clang line through, and the clang++ hipvars.pm asks
   // whether it can run.
@@ -291,7 +304,7 @@ void add_tested_path(util::Hasher& h, const std::string& path) {
 // hipcc.pl (the device library directory) test, for every value those variables may take: the env's,
 // else each default hipvars.pm chooses among. More paths than one run tests cost a re-probe only.
 void add_hipcc_tested_paths(util::Hasher& h, const std::string& hipcc, const util::Environment& env) {
-  const std::string script_dir = util::dirname(real_path(hipcc));
+  const std::string script_dir = util::dirname(hipcc_script(hipcc));
   const auto env_or = [&](const char* var, std::vector<std::string> defaults) {
     if (const auto v = util::env_get(env, var)) return std::vector<std::string>{*v};
     return defaults;
@@ -376,6 +389,9 @@ std::optional<std::vector<std::string>> probe_line(const std::vector<std::string
   if (!plain_value(source)) return std::nullopt;
   // clang's -### wants the source to exist; it reads nothing of it.
   const std::string stand_in_source = util::join_path(memo_dir, "probe/kache-probe" + name_suffix(source));
+  // The cache directory's own path reaches hipcc too: one it would act on (a pattern, a character it
+  // escapes) is no stand-in.
+  if (!plain_value(stand_in_source)) return std::nullopt;
   if (!util::exists(stand_in_source)) {
     util::CacheUmaskScope cache_umask;
     util::create_directories(util::dirname(stand_in_source));
@@ -446,7 +462,9 @@ HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std:
   add_identity(mk, "hipcc-id", hipcc);
   // Where hipvars.pm looks for installations (-e tests): a directory appearing there changes the
   // identity of the one it appears in.
-  for (const std::string& dir : {util::dirname(real_path(hipcc)), std::string("/opt"), std::string("/opt/rocm")}) {
+  // The directory hipcc was invoked from decides which hipcc.pl runs (a link to hipcc elsewhere).
+  for (const std::string& dir : {util::dirname(hipcc), util::dirname(hipcc_script(hipcc)), util::dirname(real_path(hipcc)),
+                                 std::string("/opt"), std::string("/opt/rocm")}) {
     add_identity(mk, "dir:" + dir, dir);
   }
   if (driver == Driver::hipcc) add_hipcc_tested_paths(mk, hipcc, env);
