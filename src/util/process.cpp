@@ -220,7 +220,8 @@ bool exits_within(pid_t pid, int timeout_ms) {
   siginfo_t info{};
   while (true) {
     info.si_pid = 0;
-    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) return true;
+    const int rc = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if ((rc == 0 && info.si_pid == pid) || (rc < 0 && errno == ECHILD)) return true;  // ECHILD: reaped already
     if (left_ms() == 0) return false;
     struct timespec tick = {0, 10 * 1000 * 1000};
     ::nanosleep(&tick, nullptr);
@@ -252,7 +253,9 @@ BoundedProcessResult spawn_and_capture(const std::string& exe, const std::vector
       result.timed_out = true;
     }
   } catch (...) {
-    // Never leave a zombie behind: close our ends (the child gets SIGPIPE/EOF) and reap it.
+    // Never leave a zombie behind: close our ends (the child gets SIGPIPE/EOF) and reap it; a bounded
+    // run ends the group first, or a child that ignores both would hold us.
+    if (timeout_ms >= 0) ::kill(-pid, SIGKILL);
     out_rd.reset();
     err_rd.reset();
     try {

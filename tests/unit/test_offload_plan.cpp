@@ -392,6 +392,8 @@ TEST(OffloadPlan, CuidHashedFromTheLinePassesThroughWhereItReachesTheObject) {
   EXPECT_EQ(cuid_reason(hip, 15), "cached");
   EXPECT_EQ(cuid_reason(with({"-fgpu-rdc"}), 15), "offload-cuid");
   EXPECT_EQ(cuid_reason(with({"-fgpu-rdc", "-cuid=k1"}), 15), "cached");
+  EXPECT_EQ(cuid_reason(with({"-fgpu-rdc", "-cuid="}), 15), "offload-cuid");          // empty: none given
+  EXPECT_EQ(cuid_reason(with({"-fgpu-rdc", "-cuid=k1", "-cuid="}), 15), "offload-cuid");  // the last one decides
   EXPECT_EQ(cuid_reason(with({"-fuse-cuid=none"}), 15), "offload-cuid");    // the source's inode
   EXPECT_EQ(cuid_reason(with({"-fuse-cuid=random"}), 15), "offload-cuid");
   EXPECT_EQ(cuid_reason(with({"-fuse-cuid=none", "-fuse-cuid=hash"}), 15), "cached");

@@ -102,7 +102,8 @@ class OffloadRows final : public gcc::PlanExtension {
       case Effect::RocmPath: out_.rocm_path = value; break;
       case Effect::HipPath: out_.hip_path = value; break;
       case Effect::DeviceLibPath: out_.device_lib_path = value; break;
-      case Effect::Cuid: out_.explicit_cuid = true; break;
+      // The last one decides; an empty one is none (clang then hashes the line).
+      case Effect::Cuid: out_.explicit_cuid = !value.empty(); break;
       case Effect::UseCuid: out_.use_cuid = value; break;
       case Effect::Keyed:
       case Effect::Mllvm:
