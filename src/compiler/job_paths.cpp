@@ -173,6 +173,15 @@ std::string scratch_prefix_map(const CompileJob& job, const std::string& scratch
   return "-ffile-prefix-map=" + scratch_dir + "=" + scratch_as;
 }
 
+void add_search_dir(CompileJob& job, const std::string& cwd, const std::string& dir) {
+  if (dir.empty()) return;
+  std::string abs = util::join_path(cwd, dir);
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
+    job.search_dirs.push_back(abs);
+  }
+}
+
 std::vector<std::string> include_path_dirs(const util::Environment& env, const char* variable) {
   std::vector<std::string> dirs;
   const std::string v = util::env_get(env, variable).value_or("");

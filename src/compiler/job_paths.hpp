@@ -82,4 +82,9 @@ std::string scratch_prefix_map(const CompileJob& job, const std::string& scratch
 // or empty adds nothing; an empty element (":x", "x:", "a::b") is the cwd (".").
 std::vector<std::string> include_path_dirs(const util::Environment& env, const char* variable);
 
+// Appends dir to job.search_dirs (the absent-path watch) once: joined to cwd and spelled as given, not
+// normalized (the compiler names a header found there dir + "/" + name, and the path roots must see the
+// same spelling), trailing slashes dropped. An empty dir adds nothing.
+void add_search_dir(CompileJob& job, const std::string& cwd, const std::string& dir);
+
 }  // namespace kache::compiler

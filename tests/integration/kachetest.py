@@ -14,6 +14,8 @@ import unittest
 KACHE = os.environ.get("KACHE_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "kache")
 KACHE = os.path.abspath(KACHE)
 SOURCE_DIR = os.path.abspath(os.environ.get("KACHE_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", ".."))
+# What the HIP tests leave out of the caller's environment: hipcc's variables and its device libraries.
+HIP_VARIABLES = ("HIP", "DEVICE_LIB_PATH")
 NVCC = shutil.which("nvcc")
 
 
@@ -46,6 +48,17 @@ class KacheTestCase(unittest.TestCase):
         for k in list(self.env):
             if k.startswith("KACHE_") or k in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CPATH"):
                 del self.env[k]
+        self.env["KACHE_DIR"] = self.cache
+        self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
+
+    def private_workspace(self, prefix, drop=()):
+        """setUp's workspace without its nvcc requirement (the hipcc and clang offload tests): a private
+        cache and config, the caller's environment without KACHE_*, CPATH and any name starting with one
+        of drop."""
+        self.ws = tempfile.mkdtemp(prefix=prefix)
+        self.cache = os.path.join(self.ws, ".cache")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("KACHE_",) + tuple(drop)) and k != "CPATH"}
         self.env["KACHE_DIR"] = self.cache
         self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
         self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")

@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import kachetest
@@ -34,12 +33,7 @@ CUBIN = ["--offload-device-only", "-c", "--offload-arch=sm_80"] + STUB + ["k.cu"
 class ClangCudaTest(KacheTestCase):
     def setUp(self):
         # KacheTestCase's workspace without its nvcc-only environment.
-        self.ws = tempfile.mkdtemp(prefix="kache-clang-cuda-")
-        self.cache = os.path.join(self.ws, ".cache")
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("KACHE_") and k != "CPATH"}
-        self.env["KACHE_DIR"] = self.cache
-        self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
-        self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
+        self.private_workspace("kache-clang-cuda-")
         self.write("stub/texture_fetch_functions.h", "")
         self.write("inc/q.h", "#define Q 1.0f\n")
         self.write("k.cu", KERNEL)

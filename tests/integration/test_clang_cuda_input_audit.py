@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 
 import kachetest
@@ -43,12 +42,7 @@ class ClangCudaInputAudit(KacheTestCase):
 
     def setUp(self):
         # KacheTestCase's workspace without its nvcc-only environment.
-        self.ws = tempfile.mkdtemp(prefix="kache-clang-cuda-audit-")
-        self.cache = os.path.join(self.ws, ".cache")
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("KACHE_") and k != "CPATH"}
-        self.env["KACHE_DIR"] = self.cache
-        self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
-        self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
+        self.private_workspace("kache-clang-cuda-audit-")
         if gcc_audit.STRACE is None:
             self.skipTest("strace is not installed")
         self.write("stub/texture_fetch_functions.h", "")

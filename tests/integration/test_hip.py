@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -42,13 +41,7 @@ TARGET = "--offload-arch=gfx90a"
 class HipTest(KacheTestCase):
     def setUp(self):
         # KacheTestCase's workspace without its nvcc requirement.
-        self.ws = tempfile.mkdtemp(prefix="kache-hip-")
-        self.cache = os.path.join(self.ws, ".cache")
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("KACHE_") and not k.startswith("HIP") and k not in ("DEVICE_LIB_PATH", "CPATH")}
-        self.env["KACHE_DIR"] = self.cache
-        self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
-        self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
+        self.private_workspace("kache-hip-", kachetest.HIP_VARIABLES)
         self.write("inc/q.h", "#define Q 1.0f\n")
         self.write("inc/only90a.h", "#define ONLY90A 2.0f\n")
         self.write("inc/only1030.h", "#define ONLY1030 4.0f\n")

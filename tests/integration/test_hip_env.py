@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import kachetest
@@ -48,13 +47,7 @@ $ENV{HIPCC_COMPILE_FLAGS_APPEND} = "-DSCALE=$scale";
 class HipEnvTest(KacheTestCase):
     def setUp(self):
         # KacheTestCase's workspace without its nvcc requirement.
-        self.ws = tempfile.mkdtemp(prefix="kache-hip-env-")
-        self.cache = os.path.join(self.ws, ".cache")
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("KACHE_", "HIP", "PERL")) and k not in ("DEVICE_LIB_PATH", "CPATH")}
-        self.env["KACHE_DIR"] = self.cache
-        self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
-        self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
+        self.private_workspace("kache-hip-env-", kachetest.HIP_VARIABLES + ("PERL",))
         self.write("k.hip", KERNEL)
         time.sleep(0.05)
 

@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import kachetest
@@ -90,13 +89,7 @@ __global__ void k(float* x) { x[threadIdx.x] = sqrtf(x[threadIdx.x + 1]) * Q; }
 
 def hip_workspace(test):
     """KacheTestCase's workspace without its nvcc requirement, and the kernel."""
-    test.ws = tempfile.mkdtemp(prefix="kache-hip-audit-")
-    test.cache = os.path.join(test.ws, ".cache")
-    test.env = {k: v for k, v in os.environ.items()
-                if not k.startswith("KACHE_") and not k.startswith("HIP") and k not in ("DEVICE_LIB_PATH", "CPATH")}
-    test.env["KACHE_DIR"] = test.cache
-    test.env["KACHE_CONFIG"] = os.path.join(test.ws, ".kache.toml")
-    test.env["XDG_CONFIG_HOME"] = os.path.join(test.ws, ".config")
+    test.private_workspace("kache-hip-audit-", kachetest.HIP_VARIABLES)
     test.write("inc/q.h", "#define Q 1.0f\n")
     test.write("inc/only1030.h", "#define ONLY1030 1\n")
     test.write("k.hip", KERNEL)

@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import kachetest
@@ -40,13 +39,7 @@ void host_set(int* h) { hipMemcpyToSymbol(HIP_SYMBOL(sv), h, sizeof(sv)); }
 class HipSharing(KacheTestCase):
     def setUp(self):
         # KacheTestCase's workspace without its nvcc requirement.
-        self.ws = tempfile.mkdtemp(prefix="kache-hipshare-")
-        self.cache = os.path.join(self.ws, ".cache")
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("KACHE_") and not k.startswith("HIP") and k not in ("DEVICE_LIB_PATH", "CPATH")}
-        self.env["KACHE_DIR"] = self.cache
-        self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
-        self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
+        self.private_workspace("kache-hipshare-", kachetest.HIP_VARIABLES)
         for checkout in ("one", "elsewhere/two"):
             self.write(f"{checkout}/include/q.h", "#define Q 3.0f\n")
             self.write(f"{checkout}/src/k.hip", KERNEL)

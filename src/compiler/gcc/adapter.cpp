@@ -64,11 +64,7 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
   // headers found there as dir + "/" + name, and the path roots must see the same spelling.
   auto add_dir = [&](const std::string& d, bool literal_if_absolute) {
     if (d.empty()) return;
-    std::string abs = util::join_path(cwd, d);
-    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
-      job.search_dirs.push_back(abs);
-    }
+    add_search_dir(job, cwd, d);
     if (literal_if_absolute && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
   };
   add_dir(util::dirname(plan.source), false);  // quoted includes: the source's directory, as spelled

@@ -233,14 +233,7 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
                      const std::string& cwd) {
   // Spelled as given (joined to the cwd, not normalized): the compiler names headers found there as
   // dir + "/" + name, and the path roots must see the same spelling.
-  auto add_dir = [&](const std::string& d) {
-    if (d.empty()) return;
-    std::string abs = util::join_path(cwd, d);
-    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
-      job.search_dirs.push_back(abs);
-    }
-  };
+  auto add_dir = [&](const std::string& d) { add_search_dir(job, cwd, d); };
   add_dir(util::dirname(plan.source));  // quoted includes: the source's directory, as nvcc spells it
   add_dir(util::dirname(job.source));
   for (const auto& d : plan.include_dirs) {

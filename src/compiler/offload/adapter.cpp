@@ -86,14 +86,7 @@ void add_search_dirs(CompileJob& job, const gcc::CompilePlan& cp, const HipccToo
   // Search dirs for the absent-path watch: the source's directory, then every cc1 job's include dirs in
   // search order (the user's and those hipcc and the HIP driver add, e.g. -isystem $HSA_PATH/include
   // before the user's -isystem), then the user's and the clang's own as a backstop.
-  auto add_dir = [&](const std::string& d) {
-    if (d.empty()) return;
-    std::string abs = util::join_path(cwd, d);
-    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-    if (std::find(job.search_dirs.begin(), job.search_dirs.end(), abs) == job.search_dirs.end()) {
-      job.search_dirs.push_back(abs);
-    }
-  };
+  auto add_dir = [&](const std::string& d) { add_search_dir(job, cwd, d); };
   add_dir(util::dirname(cp.source));
   for (const auto& d : tc.search_dirs) add_dir(d);
   for (const auto& d : cp.include_dirs) add_dir(d);
