@@ -19,7 +19,8 @@ from kachetest import KacheTestCase
 
 CLANG = shutil.which("clang++-19")
 NVCC = shutil.which("nvcc")
-CUDA = os.path.dirname(os.path.dirname(os.path.realpath(NVCC))) if NVCC else None
+# The toolkit above the nvcc that really runs: `nvcc` on PATH may be a wrapper script (CI's is).
+CUDA = os.path.dirname(kachetest.nvcc_home()) if NVCC else None
 
 KERNEL = r"""
 #include "inc/q.h"
