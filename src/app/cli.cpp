@@ -187,6 +187,25 @@ std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> by_output_kind(co
   return out;
 }
 
+// nvcc's stages (nvcc.stages) per kind ("ptx": cicc, "cubin": ptxas): reused, run, milliseconds saved.
+struct StageFigures {
+  std::uint64_t hits = 0, misses = 0, ms_saved = 0;
+};
+std::map<std::string, StageFigures> by_stage_kind(const StatsSnapshot& stats) {
+  std::map<std::string, StageFigures> out;
+  auto take = [&](std::string_view prefix, std::uint64_t StageFigures::*field) {
+    for (const auto& [name, value] : stats.counters) {
+      if (value > 0 && name.size() > prefix.size() && name.starts_with(prefix)) {
+        out[name.substr(prefix.size())].*field += value;
+      }
+    }
+  };
+  take(counter::kStageHitsPrefix, &StageFigures::hits);
+  take(counter::kStageMissesPrefix, &StageFigures::misses);
+  take(counter::kStageMsSavedPrefix, &StageFigures::ms_saved);
+  return out;
+}
+
 std::uint64_t sum(const std::vector<std::pair<std::string, std::uint64_t>>& items) {
   std::uint64_t total = 0;
   for (const auto& item : items) total += item.second;
@@ -220,6 +239,8 @@ struct StatsFigures {
   std::vector<std::pair<std::string, std::uint64_t>> passthrough, errors, not_stored, per_checkout;
   std::uint64_t hits = 0, misses = 0;
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> kinds;
+  std::map<std::string, StageFigures> stages;
+  std::vector<std::pair<std::string, std::uint64_t>> stages_whole;  // misses nvcc ran whole, by why
 };
 
 StatsFigures gather_stats(const Config& config) {
@@ -241,11 +262,14 @@ StatsFigures gather_stats(const Config& config) {
   f.hits = f.stats.get(counter::kHits);
   f.misses = f.stats.get(counter::kMisses);
   f.kinds = by_output_kind(f.stats);
+  f.stages = by_stage_kind(f.stats);
+  f.stages_whole = reasons(f.stats, counter::kStagesWholePrefix);
   return f;
 }
 
 void print_stats_json(const Config& config, const StatsFigures& f) {
-  const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds] = f;
+  const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds, stages,
+               stages_whole] = f;
   auto reason_map = [](const std::vector<std::pair<std::string, std::uint64_t>>& items, std::size_t prefix) {
     nlohmann::ordered_json object = nlohmann::ordered_json::object();
     for (const auto& [name, value] : items) object[name.substr(prefix)] = value;
@@ -270,6 +294,12 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
   out["stored_per_checkout"] =
       reason_map(per_checkout, std::string_view(counter::kStoredPerCheckoutPrefix).size());
   out["corrupt_entries"] = stats.get(counter::kCorrupt);
+  // nvcc.stages: cicc ("ptx") and ptxas ("cubin") runs a miss reused or ran, and misses run whole.
+  out["stages"] = nlohmann::ordered_json::object();
+  for (const auto& [kind, figures] : stages) {
+    out["stages"][kind] = {{"hits", figures.hits}, {"misses", figures.misses}, {"ms_saved", figures.ms_saved}};
+  }
+  out["stages_whole"] = reason_map(stages_whole, std::string_view(counter::kStagesWholePrefix).size());
   for (std::string_view name : kRemoteCounters) out[std::string(name)] = stats.get(std::string(name));
   out["cache_size"] = size;
   out["max_size"] = config.max_size;
@@ -282,7 +312,8 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
 }
 
 void print_stats_text(const Config& config, const StatsFigures& f, std::size_t verbose) {
-  const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds] = f;
+  const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds, stages,
+               stages_whole] = f;
   std::size_t width = 20;
   for (const auto* list : {&passthrough, &errors, &not_stored}) {
     for (const auto& item : *list) width = std::max(width, item.first.size() + 4);
@@ -313,6 +344,20 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
   line("not stored", std::to_string(sum(not_stored)));
   details(not_stored);
   line("corrupt entries", std::to_string(stats.get(counter::kCorrupt)));
+  if (!stages.empty() || !stages_whole.empty()) {
+    // nvcc.stages: what misses reused of nvcc's device stages, per kind.
+    line("nvcc stages", "(of misses: device code reused per architecture)");
+    for (const auto& [kind, figures] : stages) {
+      line("  " + kind, fmt::format("{} reused, {} run, {:.1f} s saved", figures.hits, figures.misses,
+                                    static_cast<double>(figures.ms_saved) / 1000.0));
+    }
+    if (!stages_whole.empty()) {
+      line("  run whole", std::to_string(sum(stages_whole)));
+      for (const auto& [name, value] : stages_whole) {
+        line("    " + name.substr(std::string_view(counter::kStagesWholePrefix).size()), std::to_string(value));
+      }
+    }
+  }
   if (verbose > 0) {
     // What each figure counts, for a reader who has not read the README.
     text +=

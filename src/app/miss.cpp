@@ -24,6 +24,7 @@
 #include "compiler/adapter.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
+#include "core/entry_format.hpp"
 #include "core/log.hpp"
 #include "core/manifest.hpp"
 #include "core/outcome.hpp"
@@ -44,6 +45,33 @@ using namespace kache::core;
 
 // Threads hashing a miss's closure.
 constexpr std::size_t kHashThreads = 4;
+
+namespace {
+// The pipeline's stores and counters as an adapter's stage store (compiler/stage_store.hpp): stage
+// values are records (local store, then the remotes), zstd-compressed inside.
+class StagesInStore final : public compiler::StageStore {
+ public:
+  StagesInStore(PipelineStore& store, Counts& counts, std::vector<std::string>& notes)
+      : store_(store), counts_(counts), notes_(notes) {}
+  std::optional<std::string> load(std::string_view key) override {
+    storage::StorageLookup got = store_.get_record(key);
+    if (!got || !*got) return std::nullopt;
+    Decoded<std::string> value = decode_value(std::move(**got));
+    if (!value) return std::nullopt;
+    return std::move(*value);
+  }
+  void save(std::string_view key, std::string_view value) override {
+    if (!store_.put_record(key, encode_zstd(value, 3))) counts_["stage_not_stored"]++;
+  }
+  void count(const std::string& counter, std::uint64_t n) override { counts_[counter] += n; }
+  void note(std::string line) override { notes_.push_back(std::move(line)); }
+
+ private:
+  PipelineStore& store_;
+  Counts& counts_;
+  std::vector<std::string>& notes_;
+};
+}  // namespace
 
 int Pipeline::compile_failed(const Failure& failure) {
   // Let the compiler speak for itself: rerun the user's own command unchanged, so exit status,
@@ -152,10 +180,28 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
     out.assembler_unchecked = !pre.ok() || may_read_assembler_inputs(pre.out);
     out.preprocessed = std::move(pre.out);
   }
-  out.result = util::run_capture(inv_.compiler_path, argv, env);
+  out.result = run_miss(paths, argv, env);
   out.wall_end = std::time(nullptr);
   if (!out.result.ok()) return failed(out.result, "the compile");
   return out;
+}
+
+// The miss's command, stage by stage where the configuration asks for it (nvcc.stages) and the adapter
+// can; else as one process.
+util::ProcessResult Pipeline::run_miss(const compiler::MissPaths& paths, const std::vector<std::string>& argv,
+                                       const util::Environment& env) {
+  if (cfg_.nvcc_stages) {
+    StagesInStore stages(store_, counts_, stage_notes_);
+    auto staged = adapter_.run_stages(inv_, job_, paths, argv, env, stages);
+    if (auto* result = std::get_if<util::ProcessResult>(&staged)) return std::move(*result);
+    const std::string& why = std::get<std::string>(staged);
+    if (why != "unsupported") {
+      counts_[counter::kStagesWholePrefix + why]++;
+      stage_notes_.push_back("ran whole: " + why);
+      core::log().debug("miss: nvcc runs whole ({})", why);
+    }
+  }
+  return util::run_capture(inv_.compiler_path, argv, env);
 }
 
 // The files GNU as opened on its own (.incbin, .include), from the list it wrote (-Wa,--MD), join the

@@ -140,6 +140,8 @@ class Pipeline {
   int miss();
   compiler::MissPaths miss_paths(const std::string& scratch_dir) const;
   Outcome<Compiled> compile(const compiler::MissPaths& paths);
+  util::ProcessResult run_miss(const compiler::MissPaths& paths, const std::vector<std::string>& argv,
+                               const util::Environment& env);
   int compile_failed(const Failure& failure);
   std::vector<std::string> closure_files(const std::string& closure_text, const std::string& dep_text);
   Outcome<std::string_view> hash_input(const std::string& path, util::ReadBuffer& buffer, ManifestFile& f,
@@ -180,6 +182,8 @@ class Pipeline {
   util::Digest direct_;
   std::string manifest_key_;
   Margins margins_;
+  // What the miss's stages did (reused, ran, ran whole), for `kache explain`.
+  std::vector<std::string> stage_notes_;
   VerifiedIdentities verified_;  // shared across this cache dir's compiles; flushed when the pipeline ends
 };
 

@@ -9,11 +9,13 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/stage_store.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/config.hpp"
 #include "core/depfile.hpp"
 #include "core/invocation.hpp"
 #include "core/path_roots.hpp"
+#include "util/process.hpp"
 
 namespace kache::compiler {
 
@@ -107,6 +109,14 @@ class Adapter {
   // The compile's command with its outputs dropped and -E: the preprocessed source on stdout, for
   // CompileJob::AssemblerInputs::checked. Empty when the adapter has none.
   virtual std::vector<std::string> preprocess_command(const core::Invocation&, const CompileJob&) const { return {}; }
+  // Runs the miss's command (argv, in env) as the compiler's own stages, some served from and the others
+  // kept in `stages` (nvcc: cicc and ptxas, one per architecture). A string says why it cannot, and
+  // the pipeline runs argv whole: "unsupported" where the adapter has no stages.
+  virtual std::variant<std::string, util::ProcessResult> run_stages(const core::Invocation&, const CompileJob&,
+                                                                    const MissPaths&, const std::vector<std::string>&,
+                                                                    const util::Environment&, StageStore&) const {
+    return std::string("unsupported");
+  }
   // Substrings of an object that reveal it depends on the literal source path.
   virtual std::vector<std::string> path_specific_markers() const = 0;
 };

@@ -399,6 +399,8 @@ const KeySpec kKeys[] = {
     // Last, so the fuzzer's corpus (variables in this order) keeps its meaning.
     {"nvcc", "cache_device_outputs", "KACHE_NVCC_CACHE_DEVICE_OUTPUTS", set_bool<&Config::nvcc_cache_device_outputs>,
      set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean"},
+    {"nvcc", "stages", "KACHE_NVCC_STAGES", set_bool<&Config::nvcc_stages>, set_bool_node<&Config::nvcc_stages>,
+     show_bool<&Config::nvcc_stages>, "a boolean"},
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 //   paths.base_dirs              KACHE_PATHS_BASE_DIRS     (list; env: ':' separated)
 //   nvcc.path_normalize          KACHE_NVCC_PATH_NORMALIZE (bool)
 //   nvcc.cache_device_outputs    KACHE_NVCC_CACHE_DEVICE_OUTPUTS (bool: false passes -fatbin/-cubin/-ptx through)
+//   nvcc.stages                  KACHE_NVCC_STAGES (bool: a miss runs nvcc's stages, cicc and ptxas cached)
 //   nvcc.source_date_epoch       KACHE_NVCC_SOURCE_DATE_EPOCH ("0" default, or "passthrough")
 //   remote.storage               KACHE_REMOTE_STORAGE      (URLs, space separated; see README "Remote storage")
 //   remote.read_only             KACHE_REMOTE_READ_ONLY    (bool: never write to a remote)
@@ -51,6 +52,7 @@ struct Config {
   std::vector<std::string> base_dirs;
   bool nvcc_path_normalize = true;
   bool nvcc_cache_device_outputs = true;
+  bool nvcc_stages = false;
   std::string nvcc_source_date_epoch = "0";
   std::string remote_storage;  // as configured, secrets included: never printed (--show-config redacts it)
   // remote_storage parsed once, when the layer that sets it is read, with the environment's secrets

@@ -47,6 +47,12 @@ inline constexpr const char* kKindMissesPrefix = "misses.";
 // prefix maps, a root too long for a placeholder), "stored_per_checkout.compressed-debug" (compressed
 // debug sections, which no scan can see into).
 inline constexpr const char* kStoredPerCheckoutPrefix = "stored_per_checkout.";
+// nvcc.stages (issue 24), per kind ("ptx": cicc, "cubin": ptxas): stages a miss reused, ran, and the
+// milliseconds the reused ones took when they ran; misses nvcc ran whole, by why.
+inline constexpr const char* kStageHitsPrefix = "stage_hits.";
+inline constexpr const char* kStageMissesPrefix = "stage_misses.";
+inline constexpr const char* kStageMsSavedPrefix = "stage_ms_saved.";
+inline constexpr const char* kStagesWholePrefix = "stages_whole.";
 }  // namespace counter
 
 // Counts one reason (reasons.hpp) in increments: "passthrough" and "passthrough.<name>", "errors" and

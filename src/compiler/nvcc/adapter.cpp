@@ -8,6 +8,7 @@
 #include "compiler/env_table.hpp"
 #include "compiler/job_paths.hpp"
 #include "compiler/nvcc/plan.hpp"
+#include "compiler/nvcc/stages.hpp"
 #include "compiler/nvcc/toolchain.hpp"
 #include "core/log.hpp"
 #include "util/fs.hpp"
@@ -349,6 +350,29 @@ std::vector<std::string> NvccAdapter::closure_command(const core::Invocation& in
   }
   argv.push_back("-M");
   return argv;
+}
+
+std::variant<std::string, util::ProcessResult> NvccAdapter::run_stages(const core::Invocation& inv,
+                                                                       const CompileJob& job, const MissPaths& paths,
+                                                                       const std::vector<std::string>& argv,
+                                                                       const util::Environment& env,
+                                                                       StageStore& stages) const {
+  // nvcc filters -MMD's list by a rule of its own, and writes several -MT targets in a way not measured.
+  if (plan_.depfile == Depfile::MMD) return std::string("depfile-mmd");
+  if (plan_.dep_target_args.size() > 1) return std::string("depfile-targets");
+  StageRun run;
+  run.nvcc_path = inv.compiler_path;
+  run.argv = argv;
+  run.env = env;
+  run.cwd = util::lexically_normal(inv.cwd);
+  run.scratch_dir = paths.scratch_dir;
+  // The miss names the target with -MT: the user's, or the -o value as written (miss_command).
+  run.depfile_target = plan_.depfile_targets.empty() ? job.output_written : plan_.depfile_targets[0];
+  for (const auto& field : job.key_fields) {
+    if (field.first == "toolchain") run.key_fields.push_back(field);
+  }
+  add_env_key_fields(inv.env, EnvRoute::nvcc, run.key_fields);
+  return nvcc::run_stages(run, stages);
 }
 
 std::vector<std::string> NvccAdapter::path_specific_markers() const {

@@ -1,0 +1,534 @@
+#include "compiler/nvcc/stages.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <regex>
+#include <span>
+#include <sstream>
+#include <unordered_set>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/log.hpp"
+#include "core/stats.hpp"
+#include "util/clock.hpp"
+#include "util/fs.hpp"
+#include "util/hash.hpp"
+#include "util/serial.hpp"
+#include "util/text.hpp"
+
+namespace kache::compiler::nvcc {
+
+namespace {
+
+// 1: files, stdout, stderr, milliseconds
+constexpr std::uint32_t kStageFormat = 1;
+
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+std::optional<std::pair<std::string, std::string>> variable_line(std::string_view body) {
+  const auto eq = body.find('=');
+  if (eq == std::string_view::npos || eq == 0 || std::isdigit(static_cast<unsigned char>(body[0]))) return std::nullopt;
+  const std::string_view name = body.substr(0, eq);
+  if (!std::all_of(name.begin(), name.end(), is_name_char)) return std::nullopt;
+  return std::make_pair(std::string(name), std::string(body.substr(eq + 1)));
+}
+
+std::string lookup(const std::vector<std::pair<std::string, std::string>>& vars, const util::Environment& env,
+                   const std::string& name) {
+  for (auto it = vars.rbegin(); it != vars.rend(); ++it) {
+    if (it->first == name) return it->second;
+  }
+  return util::env_get(env, name).value_or("");
+}
+
+// Splits a command as /bin/sh would (nvcc runs some of them through it): blanks separate words, double
+// and single quotes and backslashes quote, $NAME and ${NAME} expand. nullopt for anything else the
+// shell gives meaning to (redirections, pipes, globs, command substitution, an unquoted expansion that
+// would be split): the trajectory then runs whole.
+std::optional<std::vector<std::string>> shell_words(std::string_view line,
+                                                    const std::vector<std::pair<std::string, std::string>>& vars,
+                                                    const util::Environment& env) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool any = false;
+  std::size_t i = 0;
+  auto expand = [&](bool quoted) -> bool {
+    // line[i] == '$'
+    std::size_t j = i + 1;
+    const bool braced = j < line.size() && line[j] == '{';
+    if (braced) ++j;
+    std::size_t k = j;
+    while (k < line.size() && is_name_char(line[k])) ++k;
+    if (k == j || (braced && (k >= line.size() || line[k] != '}'))) return false;
+    const std::string value = lookup(vars, env, std::string(line.substr(j, k - j)));
+    if (!quoted && value.find_first_of(" \t\n*?[") != std::string::npos) return false;
+    cur += value;
+    any = true;
+    i = k + (braced ? 1 : 0);
+    return true;
+  };
+  while (i < line.size()) {
+    const char c = line[i];
+    if (c == ' ' || c == '\t') {
+      if (any) words.push_back(cur);
+      cur.clear();
+      any = false;
+      ++i;
+    } else if (c == '"') {
+      any = true;
+      ++i;
+      while (i < line.size() && line[i] != '"') {
+        if (line[i] == '\\' && i + 1 < line.size() && std::string_view("$`\"\\").find(line[i + 1]) != std::string_view::npos) {
+          cur += line[i + 1];
+          i += 2;
+        } else if (line[i] == '$') {
+          if (!expand(true)) return std::nullopt;
+        } else if (line[i] == '`') {
+          return std::nullopt;
+        } else {
+          cur += line[i++];
+        }
+      }
+      if (i >= line.size()) return std::nullopt;
+      ++i;
+    } else if (c == '\'') {
+      const std::size_t close = line.find('\'', i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      cur += line.substr(i + 1, close - i - 1);
+      any = true;
+      i = close + 1;
+    } else if (c == '\\') {
+      if (i + 1 >= line.size()) return std::nullopt;
+      cur += line[i + 1];
+      any = true;
+      i += 2;
+    } else if (c == '$') {
+      if (!expand(false)) return std::nullopt;
+    } else if (std::string_view("|&;<>()`*?[~#{}").find(c) != std::string_view::npos) {
+      // '#' and '~' only mean something at a word's start, '{' '}' in some positions: refused anywhere.
+      if ((c == '#' || c == '~') && any) {
+        cur += c;
+        ++i;
+        continue;
+      }
+      return std::nullopt;
+    } else {
+      cur += c;
+      any = true;
+      ++i;
+    }
+  }
+  if (any) words.push_back(cur);
+  return words;
+}
+
+std::string program_name(const std::string& word) { return util::basename(word); }
+
+constexpr std::string_view kOutputOption[] = {"-o"};
+
+// The value of an option given as "-o X" or "-o=X" among words, for every spelling in names.
+std::vector<std::string> option_values(const std::vector<std::string>& words, std::span<const std::string_view> names) {
+  std::vector<std::string> out;
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    for (std::string_view n : names) {
+      if (words[i] == n && i + 1 < words.size()) out.push_back(words[i + 1]);
+      if (words[i].size() > n.size() && words[i].starts_with(n) && words[i][n.size()] == '=') {
+        out.push_back(words[i].substr(n.size() + 1));
+      }
+    }
+  }
+  return out;
+}
+
+// The architecture a cicc or ptxas command is for ("compute_80", "sm_90"), for counters and explain.
+std::string stage_arch(const Stage& s) {
+  for (std::size_t i = 1; i < s.words.size(); ++i) {
+    const std::string& w = s.words[i];
+    if ((w == "-arch" || w == "--gpu-name") && i + 1 < s.words.size()) return s.words[i + 1];
+    if (w.starts_with("-arch=")) return w.substr(6);
+    if (w.starts_with("--gpu-name=")) return w.substr(11);
+  }
+  return "?";
+}
+
+// The options by which cicc and ptxas name the files they write.
+constexpr std::string_view kOutputOptions[] = {"-o", "--output-file", "--gen_c_file_name", "--stub_file_name",
+                                               "--gen_device_file_name"};
+
+// An architecture in a temporary's name (".compute_80", ".sm_90a", ".sm_100f").
+const std::regex kArchInName(R"(\.(compute|sm|lto)_[0-9]+[a-z]?)");
+
+const char* kind_name(Stage::Kind k) { return k == Stage::Kind::cicc ? "ptx" : "cubin"; }
+
+struct Snapshot {
+  std::map<std::string, util::FileIdentity> files;  // name in the scratch directory -> identity
+};
+
+Snapshot snapshot(const std::string& dir) {
+  Snapshot s;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string path = e.path().string();
+    if (auto id = util::stat_identity(path); id && !id->is_dir) s.files.emplace(e.path().filename().string(), *id);
+  }
+  return s;
+}
+
+struct StageValue {
+  std::vector<std::pair<std::string, std::string>> files;  // role (the output option), bytes
+  std::string out, err;
+  std::uint64_t ms = 0;  // what the stage took when it ran
+};
+
+std::string serialize(const StageValue& v) {
+  util::Writer w;
+  w.u32(kStageFormat);
+  w.u32(static_cast<std::uint32_t>(v.files.size()));
+  for (const auto& [name, bytes] : v.files) {
+    w.str(name);
+    w.str(bytes);
+  }
+  w.str(v.out);
+  w.str(v.err);
+  w.u64(v.ms);
+  return w.take();
+}
+
+std::optional<StageValue> deserialize(const std::string& data) {
+  try {
+    util::Reader r(data);
+    if (r.u32() != kStageFormat) return std::nullopt;
+    StageValue v;
+    for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) {
+      std::string name = r.str();
+      v.files.emplace_back(std::move(name), r.str());
+    }
+    v.out = r.str();
+    v.err = r.str();
+    v.ms = r.u64();
+    // Each file is an output option's.
+    for (const auto& f : v.files) {
+      if (std::find(std::begin(kOutputOptions), std::end(kOutputOptions), f.first) == std::end(kOutputOptions)) {
+        return std::nullopt;
+      }
+    }
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+class Runner {
+ public:
+  Runner(const StageRun& run, const StagePlan& plan, StageStore& store) : run_(run), plan_(plan), store_(store) {
+    child_env_ = run.env;
+    for (const auto& [name, value] : plan.variables) util::env_set(child_env_, name, value);
+    search_path_ = lookup(plan.variables, run.env, "PATH");
+  }
+
+  std::variant<std::string, util::ProcessResult> go() {
+    std::vector<std::string> preprocessed;  // outputs of the -E steps, in order (the dependency file's sources)
+    for (const Stage& s : plan_.stages) {
+      switch (s.kind) {
+        case Stage::Kind::remove:
+          for (std::size_t i = 1; i < s.words.size(); ++i) ::unlink(util::absolute_path(s.words[i], run_.cwd).c_str());
+          break;
+        case Stage::Kind::filter_dependencies: {
+          std::vector<std::string> paths;
+          for (const auto& p : preprocessed) paths.push_back(util::absolute_path(p, run_.cwd));
+          auto text = filter_dependencies(run_.depfile_target, paths);
+          if (!text) return std::string("dependency-names");
+          try {
+            util::write_file(util::absolute_path(s.path, run_.cwd), *text);
+          } catch (const std::exception&) {
+            return std::string("dependency-file");
+          }
+          break;
+        }
+        case Stage::Kind::run:
+        case Stage::Kind::cicc:
+        case Stage::Kind::ptxas: {
+          if (std::find(s.words.begin(), s.words.end(), "-E") != s.words.end()) {
+            for (const auto& o : option_values(s.words, kOutputOption)) preprocessed.push_back(o);
+          }
+          if (auto why = step(s)) return *why;
+          break;
+        }
+      }
+    }
+    return std::move(result_);
+  }
+
+ private:
+  std::optional<std::string> resolve(const std::string& word, std::string& exe) const {
+    if (word.find('/') != std::string::npos) {
+      exe = util::absolute_path(word, run_.cwd);
+      return std::nullopt;
+    }
+    auto found = util::find_executable(word, search_path_);
+    if (!found) return std::string("program-not-found");
+    exe = *found;
+    return std::nullopt;
+  }
+
+  // The stage's key, or nullopt when it is not to be cached (an output outside the scratch directory).
+  std::optional<std::string> stage_key(const Stage& s, const std::string& exe) const {
+    for (const auto& o : option_values(s.words, kOutputOptions)) {
+      const std::string path = util::absolute_path(o, run_.cwd);
+      if (path != "/dev/null" && !util::path_starts_with(path, run_.scratch_dir)) return std::nullopt;
+    }
+    util::Hasher h;
+    h.add_field("kache-stage", std::to_string(kStageFormat));
+    h.add_field("kind", kind_name(s.kind));
+    h.add_field("program", exe);
+    for (const auto& [name, value] : run_.key_fields) h.add_field(name, value);
+    // nvcc's variables as the tools see them in their environment (PTXAS_FLAGS, NVVMIR_LIBRARY_DIR...);
+    // PATH only chose the programs, keyed above by path and by the toolchain id's content.
+    for (const auto& [name, value] : plan_.variables) {
+      if (name != "PATH") h.add_field("variable:" + name, value);
+    }
+    for (std::size_t i = 1; i < s.words.size(); ++i) {
+      std::string keyed = s.words[i];
+      // The scratch directory is new for every miss: a role ("<scratch>/k.o.compute_80.ptx"), not a path.
+      util::replace_all(keyed, run_.scratch_dir, "<scratch>");
+      // Named by role, not by architecture: one architecture's files are "k.o.ptx", several's
+      // "k.o.compute_80.ptx" (the architecture is an argument of its own, keyed as such).
+      if (keyed.find("<scratch>") != std::string::npos) keyed = std::regex_replace(keyed, kArchInName, "");
+      h.add_field("arg", keyed);
+      // Every existing file a word names (or an option's value after '='), read or not: its content.
+      for (std::string candidate : {s.words[i], s.words[i].substr(s.words[i].find('=') + 1)}) {
+        if (candidate.empty()) continue;
+        const std::string path = util::absolute_path(candidate, run_.cwd);
+        auto id = util::stat_identity(path);
+        if (!id || id->is_dir || path.starts_with("/dev/")) continue;
+        try {
+          h.add_field("input:" + keyed, util::hash_file(path).hex());
+        } catch (const std::exception&) {
+          return std::nullopt;
+        }
+      }
+    }
+    return h.finish().hex();
+  }
+
+  // The files the command names by an output option, by role: option -> the path as spelled there.
+  static std::map<std::string, std::string> output_roles(const Stage& s) {
+    std::map<std::string, std::string> roles;
+    for (std::string_view option : kOutputOptions) {
+      const std::string_view one[] = {option};
+      auto values = option_values(s.words, one);
+      if (!values.empty()) roles.emplace(std::string(option), values.back());
+    }
+    return roles;
+  }
+
+  static std::string role_token(const std::string& option) { return "\x01kache-role" + option + "\x01"; }
+
+  std::optional<std::string> step(const Stage& s) {
+    auto& log = core::log();
+    std::string exe;
+    if (auto why = resolve(s.words[0], exe)) return why;
+    std::optional<std::string> key;
+    if (s.kind != Stage::Kind::run) key = stage_key(s, exe);
+    const std::string what = fmt::format("{} {}", kind_name(s.kind), stage_arch(s));
+    const std::map<std::string, std::string> roles = output_roles(s);
+    if (key && reuse(*key, roles, what, s.kind)) return std::nullopt;
+    const Snapshot before = key ? snapshot(run_.scratch_dir) : Snapshot{};
+    const std::int64_t t0 = util::now_ns();
+    util::ProcessResult r;
+    try {
+      r = util::run_capture(exe, s.words, child_env_);
+    } catch (const std::exception&) {
+      return std::string("program-not-started");
+    }
+    if (!r.ok()) return std::string("stage-failed");
+    result_.out += r.out;
+    result_.err += r.err;
+    if (!key) return std::nullopt;
+    StageValue value;
+    value.ms = static_cast<std::uint64_t>(std::max<std::int64_t>(0, (util::now_ns() - t0) / 1000000));
+    value.out = r.out;
+    value.err = r.err;
+    std::string unstorable = keep_outputs(roles, before, value);
+    store_.count(std::string(core::counter::kStageMissesPrefix) + kind_name(s.kind));
+    store_.note("ran " + what);
+    if (unstorable.empty()) store_.save(*key, serialize(value));
+    log.debug("stage: ran {} in {} ms{}", what, value.ms, unstorable.empty() ? "" : " (not stored: " + unstorable + ")");
+    return std::nullopt;
+  }
+
+  // The stage's outputs by role, each spelled output path in them replaced by its role's token (cicc's stub
+  // names itself in a line marker: "k.o.cudafe1.stub.c" alone, "k.o.compute_80.cudafe1.stub.c" among
+  // several architectures). Returns why they cannot be stored, or "".
+  std::string keep_outputs(const std::map<std::string, std::string>& roles, const Snapshot& before,
+                           StageValue& value) const {
+    std::map<std::string, std::string> role_of;  // file name in the scratch directory -> role
+    for (const auto& [option, path] : roles) {
+      const std::string abs = util::absolute_path(path, run_.cwd);
+      if (abs == "/dev/null") continue;
+      role_of[util::basename(abs)] = option;
+    }
+    for (const auto& [name, id] : snapshot(run_.scratch_dir).files) {
+      auto it = before.files.find(name);
+      const bool changed = it == before.files.end() || !(it->second == id);
+      auto role = role_of.find(name);
+      if (role == role_of.end()) {
+        if (changed) return name + " is written by no output option";
+        continue;
+      }
+      std::string bytes = util::read_file(util::join_path(run_.scratch_dir, name));
+      std::vector<std::pair<std::string, std::string>> by_length(roles.begin(), roles.end());
+      std::sort(by_length.begin(), by_length.end(),
+                [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+      if (bytes.find("\x01kache-role") != std::string::npos) return name + " holds kache's role marker";
+      for (const auto& [option, path] : by_length) util::replace_all(bytes, path, role_token(option));
+      // Anything else naming this miss's scratch directory or a temporary would carry it into another.
+      if (bytes.find(run_.scratch_dir) != std::string::npos || bytes.find("tmpxft") != std::string::npos) {
+        return name + " names a temporary";
+      }
+      value.files.emplace_back(role->second, std::move(bytes));
+    }
+    return "";
+  }
+
+  // Writes a stored stage's outputs where this command names them; false when there is none to use.
+  bool reuse(const std::string& key, const std::map<std::string, std::string>& roles, const std::string& what,
+             Stage::Kind kind) {
+    auto stored = store_.load(key);
+    if (!stored) return false;
+    auto value = deserialize(*stored);
+    if (!value) return false;
+    std::vector<std::pair<std::string, std::string>> writes;
+    for (auto& [role, bytes] : value->files) {
+      auto here = roles.find(role);
+      if (here == roles.end()) return false;
+      for (const auto& [option, path] : roles) util::replace_all(bytes, role_token(option), path);
+      if (bytes.find("\x01kache-role") != std::string::npos) return false;
+      writes.emplace_back(util::absolute_path(here->second, run_.cwd), std::move(bytes));
+    }
+    for (const auto& [path, bytes] : writes) {
+      if (!util::path_starts_with(path, run_.scratch_dir)) return false;
+      try {
+        util::write_file(path, bytes);
+      } catch (const std::exception&) {
+        return false;
+      }
+    }
+    result_.out += value->out;
+    result_.err += value->err;
+    store_.count(std::string(core::counter::kStageHitsPrefix) + kind_name(kind));
+    store_.count(std::string(core::counter::kStageMsSavedPrefix) + kind_name(kind), value->ms);
+    store_.note("reused " + what);
+    core::log().debug("stage: reused {} ({} ms saved)", what, value->ms);
+    return true;
+  }
+
+  const StageRun& run_;
+  const StagePlan& plan_;
+  StageStore& store_;
+  util::Environment child_env_;
+  std::string search_path_;
+  util::ProcessResult result_{0, 0, {}, {}};
+};
+
+}  // namespace
+
+std::variant<std::string, StagePlan> parse_dry_run(const std::string& text, const util::Environment& env) {
+  StagePlan plan;
+  std::istringstream lines(text);
+  std::string line;
+  constexpr std::string_view kFilter = "-- Filter Dependencies -- > ";
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    // nvcc's own messages (a warning) come between its commands: the replay could not place them.
+    if (!line.starts_with("#$ ")) return std::string("nvcc-message");
+    const std::string body = line.substr(3);
+    if (auto var = variable_line(body)) {
+      plan.variables.push_back(std::move(*var));
+      continue;
+    }
+    Stage s;
+    if (body.starts_with(kFilter)) {
+      s.kind = Stage::Kind::filter_dependencies;
+      auto words = shell_words(std::string_view(body).substr(kFilter.size()), plan.variables, env);
+      if (!words || words->size() != 1) return std::string("shell-syntax");
+      s.path = (*words)[0];
+      plan.stages.push_back(std::move(s));
+      continue;
+    }
+    auto words = shell_words(body, plan.variables, env);
+    if (!words) return std::string("shell-syntax");
+    if (words->empty()) continue;
+    s.words = std::move(*words);
+    const std::string name = program_name(s.words[0]);
+    if (name == "rm") {
+      s.kind = Stage::Kind::remove;
+    } else if (name == "cicc") {
+      s.kind = Stage::Kind::cicc;
+    } else if (name == "ptxas") {
+      s.kind = Stage::Kind::ptxas;
+    }
+    plan.stages.push_back(std::move(s));
+  }
+  if (plan.stages.empty()) return std::string("no-stages");
+  return plan;
+}
+
+std::optional<std::string> filter_dependencies(const std::string& target, const std::vector<std::string>& preprocessed) {
+  // Names as make reads them without escaping (nvcc's escaping of the others is not known here).
+  auto plain = [](std::string_view name) { return name.find_first_of(" \t\\#$\"'") == std::string_view::npos; };
+  if (!plain(target)) return std::nullopt;
+  std::vector<std::string> names;
+  std::unordered_set<std::string> seen;
+  for (const auto& path : preprocessed) {
+    std::string text;
+    try {
+      text = util::read_file(path);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    // GCC's line markers: `# 12 "name" flags` at a line's start.
+    for (std::size_t pos = 0; pos < text.size();) {
+      std::size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      const std::string_view l(text.data() + pos, end - pos);
+      pos = end + 1;
+      if (l.size() < 4 || l[0] != '#' || l[1] != ' ' || !std::isdigit(static_cast<unsigned char>(l[2]))) continue;
+      const std::size_t open = l.find('"');
+      if (open == std::string_view::npos) continue;
+      const std::size_t close = l.find('"', open + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      const std::string_view name = l.substr(open + 1, close - open - 1);
+      if (name.starts_with('<')) continue;  // <built-in>, <command-line>
+      if (!plain(name)) return std::nullopt;
+      if (seen.insert(std::string(name)).second) names.emplace_back(name);
+    }
+  }
+  std::string out = target + " :";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? " " : " \\\n    ") + names[i];
+  out += "\n";
+  return out;
+}
+
+std::variant<std::string, util::ProcessResult> run_stages(const StageRun& run, StageStore& store) {
+  std::vector<std::string> dry = run.argv;
+  dry.insert(dry.begin() + 1, "--dryrun");
+  util::ProcessResult listed;
+  try {
+    listed = util::run_capture(run.nvcc_path, dry, run.env);
+  } catch (const std::exception&) {
+    return std::string("dry-run");
+  }
+  if (!listed.ok()) return std::string("dry-run");
+  auto plan = parse_dry_run(listed.out + listed.err, run.env);
+  if (auto* why = std::get_if<std::string>(&plan)) return *why;
+  Runner runner(run, std::get<StagePlan>(plan), store);
+  return runner.go();
+}
+
+}  // namespace kache::compiler::nvcc
