@@ -60,6 +60,9 @@ struct Record {
   // The closure inside them (the toolkit's and the host compiler's headers, hundreds of files that
   // change with the toolchain): one digest, so a record stays a few KiB. "" when unknown.
   std::string system_headers;
+  // What the miss did with nvcc's stages (nvcc.stages): "reused ptx compute_80", "ran cubin sm_90",
+  // "ran whole: depfile-mmd". Empty without the stage cache.
+  std::vector<std::string> stages;
   std::string file;  // where it was read from
 };
 
@@ -111,6 +114,7 @@ json to_json(const Record& r) {
   j["files"] = json::array();
   for (const auto& f : r.files) j["files"].push_back(json::array({f.key_path, f.path, f.digest}));
   j["system_headers"] = r.system_headers;
+  if (!r.stages.empty()) j["stages"] = r.stages;
   return j;
 }
 
@@ -130,6 +134,7 @@ std::optional<Record> read_record(const std::string& path) {
       r.files.push_back({f.at(0).get<std::string>(), f.at(1).get<std::string>(), f.at(2).get<std::string>()});
     }
     r.system_headers = j.value("system_headers", "");
+    if (j.contains("stages")) r.stages = j.at("stages").get<std::vector<std::string>>();
     r.file = path;
     return r;
   } catch (const std::exception&) {
@@ -272,6 +277,7 @@ struct Verdict {
   std::size_t records = 0;
   std::vector<Difference> differences;
   std::string toolchain_now;
+  std::vector<std::string> stages;  // --last: what the miss did with nvcc's stages
 };
 
 int print(const Verdict& v, bool as_json) {
@@ -292,6 +298,7 @@ int print(const Verdict& v, bool as_json) {
                       {"toolchain", v.closest->toolchain}};
     }
     j["toolchain_now"] = v.toolchain_now;
+    if (!v.stages.empty()) j["stages"] = v.stages;
     j["differences"] = json::array();
     for (const auto& d : v.differences) {
       json e = {{"field", d.field}};
@@ -311,6 +318,10 @@ int print(const Verdict& v, bool as_json) {
                v.closest->output == v.output ? "" : " (for the output " + v.closest->output + ")");
   }
   fmt::print("{}\n", v.message);
+  if (!v.stages.empty()) {
+    // Which of nvcc's device stages the miss reused from the cache and which it ran (nvcc.stages).
+    fmt::print("stages   {}\n", fmt::join(v.stages, ", "));
+  }
   std::size_t width = 12;
   for (const auto& d : v.differences)
     width = std::max(width, d.field.size() + (d.path.empty() ? 0 : d.path.size() + 1));
@@ -400,6 +411,7 @@ Verdict explain_last(const Config& cfg) {
   v.source = last->source;
   v.output = last->output;
   v.toolchain_now = last->toolchain;
+  v.stages = last->stages;
   std::vector<Record> others;
   for (auto& r : records_for(cfg.cache_dir, last->source)) {
     if (r.key != last->key) others.push_back(std::move(r));
@@ -564,7 +576,7 @@ void prune_links(const std::string& dir) {
 
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
             const std::string& storage_key, const std::vector<ManifestFile>& files,
-            const StoreRecord& store_record) noexcept {
+            const std::vector<std::string>& stages, const StoreRecord& store_record) noexcept {
   if (cache_dir.empty()) return;
   try {
     Record r;
@@ -582,6 +594,7 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
       if (!split.add(rf)) r.files.push_back(std::move(rf));
     }
     r.system_headers = split.finish();
+    r.stages = stages;
     const std::string stored = store_record(to_json(r).dump());
     if (!stored.starts_with(cache_dir + "/")) return;
     const std::string root = explain_root(cache_dir);

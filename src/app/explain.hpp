@@ -3,7 +3,7 @@
 //
 // A miss that stores an entry also writes a small record of that entry's key fields (the same named
 // fields KACHE_LOG=kache=trace prints: flags, keyed environment variables, the toolchain id, paths),
-// the source's digest and the closure as (path, digest) pairs, never file contents; the headers
+// what the miss did with nvcc's stages (reused, ran), the source's digest and the closure as (path, digest) pairs, never file contents; the headers
 // inside the toolchain's include directories (hundreds for a thrust TU) as one digest and a count,
 // so a record stays a few KiB:
 //
@@ -42,7 +42,7 @@ constexpr std::size_t kRecordsPerSource = 8;
 using StoreRecord = std::function<std::string(std::string_view text)>;
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
             const std::string& storage_key, const std::vector<ManifestFile>& files,
-            const StoreRecord& store_record) noexcept;
+            const std::vector<std::string>& stages, const StoreRecord& store_record) noexcept;
 
 // The `kache explain` command; args are the words after "explain". Returns the exit status.
 int run(const std::vector<std::string>& args);

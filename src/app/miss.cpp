@@ -636,7 +636,7 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool reco
     const std::string key = storage_key(entry).hex();
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
-      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files,
+      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_,
                       [&](std::string_view text) { return store_.put_explain_record(key, text); });
       if (recorded) stored = add_to_manifest(std::move(entry));
     }

@@ -11,6 +11,7 @@ Every object equals the one kache builds with the stage cache off (byte for byte
 nvcc's, test_differential.py) and plain nvcc's by section; dependency files equal plain nvcc's. Skipped
 (77) without strace.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -102,6 +103,8 @@ class NvccStagesTest(KacheTestCase):
         self.assertEqual(self.build(gencodes(90), "one.o", compare=True), {"cicc": 0, "ptxas": 0})
         s = self.stages()
         self.assertEqual((s["ptx"]["hits"], s["cubin"]["hits"]), (1, 1), s)
+        last = json.loads(self.kache(["explain", "--last", "--json"]).stdout)
+        self.assertEqual(last["stages"], ["reused ptx compute_90", "reused cubin sm_90"], last)
         self.assert_counts(hits=0, misses=2)
 
     def test_added_architecture_runs_its_stages_alone(self):
