@@ -372,7 +372,13 @@ std::variant<std::string, util::ProcessResult> NvccAdapter::run_stages(const cor
     if (field.first == "toolchain") run.key_fields.push_back(field);
   }
   add_env_key_fields(inv.env, EnvRoute::nvcc, run.key_fields);
-  return nvcc::run_stages(run, stages);
+  try {
+    return nvcc::run_stages(run, stages);
+  } catch (const std::exception& e) {
+    // Whatever failed inside (a temporary that cannot be read, a full disk): nvcc runs whole.
+    core::log().debug("stages: {}", e.what());
+    return std::string("stage-error");
+  }
 }
 
 std::vector<std::string> NvccAdapter::path_specific_markers() const {
