@@ -367,6 +367,11 @@ class Runner {
   // several architectures). Returns why they cannot be stored, or "".
   std::string keep_outputs(const std::map<std::string, std::string>& roles, const Snapshot& before,
                            StageValue& value) const {
+    // A message naming this miss's scratch directory (a ptxas warning names its input) would print
+    // another miss's path when replayed.
+    for (const std::string* text : {&value.out, &value.err}) {
+      if (text->find(run_.scratch_dir) != std::string::npos) return "its messages name a temporary";
+    }
     std::map<std::string, std::string> role_of;  // file name in the scratch directory -> role
     for (const auto& [option, path] : roles) {
       const std::string abs = util::absolute_path(path, run_.cwd);
