@@ -377,7 +377,7 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
                          ? fmt::format("{} (no limit)", format_size(size))
                          : fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
                                        100.0 * static_cast<double>(size) / static_cast<double>(config.max_size)));
-  line("entries", fmt::format("{} (entry files: objects and manifests)", entries));
+  line("entries", fmt::format("{} (entry files: objects, manifests and nvcc stages)", entries));
   if (verbose > 1) {
     text += "every counter:\n";
     for (const auto& [name, value] : stats.counters) line("  " + name, std::to_string(value));
@@ -472,14 +472,14 @@ void show_compression(const Config& config) {
     }
   });
   const double ratio = stored ? static_cast<double>(held) / static_cast<double>(stored) : 0.0;
-  fmt::print("entries (objects and manifests)   {}\n", entries);
-  fmt::print("stored size                       {}\n", format_size(stored));
-  fmt::print("data size (uncompressed)          {}\n", format_size(held));
-  fmt::print("compression ratio                 {:.2f} x\n", ratio);
-  fmt::print("space savings                     {:.1f} %\n", held ? 100.0 * (1.0 - 1.0 / ratio) : 0.0);
-  fmt::print("new entries compressed            {}\n",
+  fmt::print("entries (objects, manifests, stages) {}\n", entries);
+  fmt::print("stored size                         {}\n", format_size(stored));
+  fmt::print("data size (uncompressed)            {}\n", format_size(held));
+  fmt::print("compression ratio                   {:.2f} x\n", ratio);
+  fmt::print("space savings                       {:.1f} %\n", held ? 100.0 * (1.0 - 1.0 / ratio) : 0.0);
+  fmt::print("new entries compressed              {}\n",
              config.compression ? fmt::format("yes (zstd level {})", config.compression_level) : std::string("no"));
-  if (unreadable) fmt::print("unreadable entries                {}\n", unreadable);
+  if (unreadable) fmt::print("unreadable entries                  {}\n", unreadable);
 }
 
 // ccache -X: every entry rewritten with zstd at LEVEL (0: uncompressed), as cache.compression_level
