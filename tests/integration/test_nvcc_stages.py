@@ -146,12 +146,23 @@ class NvccStagesTest(KacheTestCase):
             self.assertIn("inc/k.h", got)
         self.assertEqual(self.stats()["stages_whole"], {})
 
-    def test_mmd_runs_whole_with_its_reason(self):
-        self.build(gencodes(80, 90), "m.o", ["-MMD", "-MF", "m.d"], compare=True)
+    def test_mmd_dependency_file_is_nvccs(self):
+        # -MMD leaves out system headers and what they include, even a -I header (GCC flags both).
+        self.write("sys/s.h", '#include "u.h"\n')
+        self.write("usr/u.h", "#define U 1\n")
+        self.write("m.cu", '#include <s.h>\n#include "inc/k.h"\n__global__ void k(float* x) { x[0] = U * FACTOR; }\n')
+        time.sleep(0.05)
+        args = ["-c", "m.cu", "-o", "m.o"] + gencodes(80, 90) + ["-isystem", "sys", "-Iusr", "-MMD", "-MF", "m.d"]
+        self.counted_build(args)
+        got = self.read("m.d")
+        os.unlink(self.path("m.d"))
+        self.nvcc(args)
+        self.assertEqual(got, self.read("m.d"))
+        self.assertIn("inc/k.h", got)
+        self.assertNotIn("u.h", got)
         s = self.stats()
-        self.assertEqual(s["stages_whole"], {"depfile-mmd": 1}, s)
-        self.assertEqual(s["stages"], {}, s)
-
+        self.assertEqual(s["stages_whole"], {}, s)
+        self.assertEqual(s["stages"]["ptx"]["misses"], 2, s)
 
 if __name__ == "__main__":
     kachetest.main()

@@ -104,6 +104,17 @@ TEST(NvccStages, DependencyFileListsEveryMarkedFileOnceInOrder) {
             "out/k.o : k.cu \\\n    /usr/include/stdc-predef.h \\\n    inc/only80.h \\\n    inc/host.h\n");
 }
 
+TEST(NvccStages, DependencyFileWithoutSystemHeadersLeavesOutWhatGccFlagsSystem) {
+  kache::util::TempDir dir(test_root());
+  const std::string a = kache::util::join_path(dir.path(), "a.ii");
+  kache::util::write_file(a,
+                          "# 1 \"k.cu\"\n# 1 \"/usr/include/stdc-predef.h\" 1 3 4\n# 1 \"sys/s.h\" 1 3\n"
+                          "# 1 \"usr/u.h\" 1 3 4\n# 2 \"sys/s.h\" 2 3\n# 2 \"k.cu\" 2\n# 1 \"inc/h.h\" 1\n");
+  EXPECT_EQ(filter_dependencies("k.o", {a}, true), "k.o : k.cu \\\n    inc/h.h\n");
+  EXPECT_EQ(filter_dependencies("k.o", {a}, false),
+            "k.o : k.cu \\\n    /usr/include/stdc-predef.h \\\n    sys/s.h \\\n    usr/u.h \\\n    inc/h.h\n");
+}
+
 TEST(NvccStages, DependencyFileRefusesNamesWhoseSpellingIsNotMeasured) {
   kache::util::TempDir dir(test_root());
   const std::string a = kache::util::join_path(dir.path(), "a.ii");

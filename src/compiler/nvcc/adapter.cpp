@@ -357,8 +357,7 @@ std::variant<std::string, util::ProcessResult> NvccAdapter::run_stages(const cor
                                                                        const std::vector<std::string>& argv,
                                                                        const util::Environment& env,
                                                                        StageStore& stages) const {
-  // nvcc filters -MMD's list by a rule of its own, and writes several -MT targets in a way not measured.
-  if (plan_.depfile == Depfile::MMD) return std::string("depfile-mmd");
+  // nvcc writes several -MT targets in a way not measured here.
   if (plan_.dep_target_args.size() > 1) return std::string("depfile-targets");
   StageRun run;
   run.nvcc_path = inv.compiler_path;
@@ -368,6 +367,7 @@ std::variant<std::string, util::ProcessResult> NvccAdapter::run_stages(const cor
   run.scratch_dir = paths.scratch_dir;
   // The miss names the target with -MT: the user's, or the -o value as written (miss_command).
   run.depfile_target = plan_.depfile_targets.empty() ? job.output_written : plan_.depfile_targets[0];
+  run.depfile_without_system_headers = plan_.depfile == Depfile::MMD;
   for (const auto& field : job.key_fields) {
     if (field.first == "toolchain") run.key_fields.push_back(field);
   }

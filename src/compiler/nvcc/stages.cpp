@@ -241,7 +241,7 @@ class Runner {
         case Stage::Kind::filter_dependencies: {
           std::vector<std::string> paths;
           for (const auto& p : preprocessed) paths.push_back(util::absolute_path(p, run_.cwd));
-          auto text = filter_dependencies(run_.depfile_target, paths);
+          auto text = filter_dependencies(run_.depfile_target, paths, run_.depfile_without_system_headers);
           if (!text) return std::string("dependency-names");
           try {
             util::write_file(util::absolute_path(s.path, run_.cwd), *text);
@@ -484,7 +484,8 @@ std::variant<std::string, StagePlan> parse_dry_run(const std::string& text, cons
   return plan;
 }
 
-std::optional<std::string> filter_dependencies(const std::string& target, const std::vector<std::string>& preprocessed) {
+std::optional<std::string> filter_dependencies(const std::string& target, const std::vector<std::string>& preprocessed,
+                                               bool without_system_headers) {
   // Names as make reads them without escaping (nvcc's escaping of the others is not known here).
   auto plain = [](std::string_view name) { return name.find_first_of(" \t\\#$\"'") == std::string_view::npos; };
   if (!plain(target)) return std::nullopt;
@@ -510,6 +511,21 @@ std::optional<std::string> filter_dependencies(const std::string& target, const 
       if (close == std::string_view::npos) return std::nullopt;
       const std::string_view name = l.substr(open + 1, close - open - 1);
       if (name.starts_with('<')) continue;  // <built-in>, <command-line>
+      // -MMD: nvcc leaves out what GCC marks as a system header (flag 3), which GCC also gives every
+      // header such a header includes (measured: a -I header included from an -isystem one).
+      if (without_system_headers) {
+        std::string_view flags = l.substr(close + 1);
+        bool system = false;
+        while (!flags.empty()) {
+          const std::size_t b = flags.find_first_not_of(' ');
+          if (b == std::string_view::npos) break;
+          flags.remove_prefix(b);
+          const std::size_t e = std::min(flags.find(' '), flags.size());
+          if (flags.substr(0, e) == "3") system = true;
+          flags.remove_prefix(e);
+        }
+        if (system) continue;
+      }
       if (!plain(name)) return std::nullopt;
       if (seen.insert(std::string(name)).second) names.emplace_back(name);
     }

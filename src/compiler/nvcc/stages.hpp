@@ -34,9 +34,11 @@ struct StagePlan {
 std::variant<std::string, StagePlan> parse_dry_run(const std::string& text, const util::Environment& env);
 
 // The dependency file nvcc writes from its preprocessed files (the "-- Filter Dependencies --" step):
-// `target : ` and every file their line markers name, in order of first appearance, one per line.
-// nullopt when a name holds a character whose spelling nvcc's rule is not known for.
-std::optional<std::string> filter_dependencies(const std::string& target, const std::vector<std::string>& preprocessed);
+// `target : ` and every file their line markers name, in order of first appearance, one per line; with
+// without_system_headers (-MMD), none that a marker flags as a system header. nullopt when a name holds
+// a character whose spelling nvcc's rule is not known for.
+std::optional<std::string> filter_dependencies(const std::string& target, const std::vector<std::string>& preprocessed,
+                                               bool without_system_headers = false);
 
 struct StageRun {
   std::string nvcc_path;                // the nvcc to ask for the dry run
@@ -45,6 +47,7 @@ struct StageRun {
   std::string cwd;                      // absolute
   std::string scratch_dir;              // absolute: where every temporary of the trajectory lies
   std::string depfile_target;           // the rule's target in the dependency file nvcc writes
+  bool depfile_without_system_headers = false;  // -MMD
   // What each stage key holds beyond the stage's own command and inputs: the toolchain id and the
   // environment the tools read (env_table's nvcc rows).
   std::vector<std::pair<std::string, std::string>> key_fields;
