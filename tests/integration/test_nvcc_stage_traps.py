@@ -13,7 +13,8 @@ What each trap guards in stage_key (src/compiler/nvcc/stages.cpp), shown by remo
   ("input:" fields); -Xptxas, NVVM_FLAGS, OCG_FLAGS: the arguments ("arg"); PTXAS_FLAGS: the arguments
   and the dry run's variables together; NVVM_IR_VER_CHK, CAN_FINALIZE_DEBUG (read by cicc and ptxas,
   shown on no command): the environment key fields; ptxas or cicc replaced in a toolkit of links: the
-  toolchain id.
+  toolchain id; __CUDA_ARCH_LIST__ used by device code, then a one-architecture build: the input content.
+A one-architecture build after the two-architecture one reuses sm_80's PTX and cubin (the issue's case c).
 """
 import os
 import re
@@ -163,6 +164,22 @@ class StageTraps(KacheTestCase):
                 st = self.stats()
                 self.assertEqual((st["hits"], st["misses"]), (0, 1))
                 self.assertEqual(self.stage_counts(), {"ptx": (0, 2), "cubin": (0, 2)}, name)
+
+    def test_one_architecture_after_two_reuses_its_stages(self):
+        # CI's two architectures, then a developer's one: sm_80's PTX and cubin are reused.
+        obj1, obj2, counts, _ = self.first_then_second(COMPILE, ["-c", "k.cu"] + ARCHS[:2])
+        self.assert_device_code_changed(obj1, obj2)
+        self.assertEqual(counts, {"ptx": (1, 0), "cubin": (1, 0)})
+
+    def test_architecture_list_in_device_code_reruns_cicc(self):
+        # nvcc defines __CUDA_ARCH_LIST__ (every architecture of the command) in each preprocessing:
+        # device code that uses it differs between lists, and sm_80's PTX may not be reused.
+        listed = "static constexpr int kArchs[] = {__CUDA_ARCH_LIST__};\n__global__"
+        self.write("k.cu", KERNEL.replace("__global__", listed).replace(" + H;", " + H * sizeof(kArchs);"))
+        time.sleep(0.05)
+        obj1, obj2, counts, _ = self.first_then_second(COMPILE, ["-c", "k.cu"] + ARCHS[:2])
+        self.assert_device_code_changed(obj1, obj2)
+        self.assertEqual(counts, {"ptx": (0, 1), "cubin": (0, 1)})
 
     # --- a toolkit of links, one of its tools replaced ---------------------------------------------
     def toolkit_of_links(self):
