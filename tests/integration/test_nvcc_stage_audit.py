@@ -64,7 +64,7 @@ class StageAudit(KacheTestCase):
 
     def traced_build(self, out):
         """kache nvcc -c k.cu (two architectures) under strace -ff; returns {pid: [(syscall, args,
-        result)]} in each process's order. The object must be plain nvcc's."""
+        result, path of the returned descriptor or None)]} in each process's order. The object must be plain nvcc's."""
         self.traces += 1
         prefix = self.path(f"trace{self.traces}", "t")
         os.makedirs(os.path.dirname(prefix))
