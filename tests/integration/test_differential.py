@@ -199,5 +199,22 @@ class Differential(KacheTestCase):
         self.assertEqual(s["errors"], 0, s["error_reasons"])  # a failing compile is the user's, not kache's
 
 
+class DifferentialOverStages(Differential):
+    """The same cases with nvcc's stage cache on (KACHE_NVCC_STAGES=1, issue 24): every miss replays
+    nvcc's dry run stage by stage, reusing cicc's PTX and ptxas's cubins of earlier cases where their
+    keys match; what a build sees must still be plain nvcc's. The stage path must have been taken."""
+
+    def setUp(self):
+        super().setUp()
+        self.env["KACHE_NVCC_STAGES"] = "1"
+
+    def test_random_command_lines_build_like_nvcc(self):
+        super().test_random_command_lines_build_like_nvcc()
+        s = self.stats()
+        ran = sum(k.get("hits", 0) + k.get("misses", 0) for k in (s.get("stages") or {}).values())
+        print(f"stages {s.get('stages')} run whole {s.get('stages_whole')}", flush=True)
+        self.assertGreater(ran, 0, f"no miss took the stage path: {s.get('stages_whole')}")
+
+
 if __name__ == "__main__":
     kachetest.main()

@@ -160,6 +160,9 @@ std::string stage_arch(const Stage& s) {
 constexpr std::string_view kOutputOptions[] = {"-o", "--output-file", "--gen_c_file_name", "--stub_file_name",
                                                "--gen_device_file_name"};
 
+// The options by which cicc is told the source's name (for messages, the module id), not to read it.
+constexpr std::string_view kSourceNameOptions[] = {"--orig_src_file_name", "--orig_src_path_name"};
+
 // An architecture in a temporary's name (".compute_80", ".sm_90a", ".sm_100f").
 const std::regex kArchInName(R"(\.(compute|sm|lto)_[0-9]+[a-z]?)");
 
@@ -301,6 +304,13 @@ class Runner {
       if (keyed.find("<scratch>") != std::string::npos) keyed = std::regex_replace(keyed, kArchInName, "");
       h.add_field("arg", keyed);
       // Every existing file a word names (or an option's value after '='), read or not: its content.
+      // Not the source cicc is told the name of: it reads the preprocessed input only (the strace audit,
+      // test_nvcc_stage_audit.py), which holds the source's and headers' content; keying the source
+      // again reran every architecture's cicc on any edit, host-only or another architecture's.
+      if (std::find(std::begin(kSourceNameOptions), std::end(kSourceNameOptions), s.words[i - 1]) !=
+          std::end(kSourceNameOptions)) {
+        continue;
+      }
       for (std::string candidate : {s.words[i], s.words[i].substr(s.words[i].find('=') + 1)}) {
         if (candidate.empty()) continue;
         const std::string path = util::absolute_path(candidate, run_.cwd);
