@@ -146,6 +146,63 @@ class NvccStagesTest(KacheTestCase):
             self.assertIn("inc/k.h", got)
         self.assertEqual(self.stats()["stages_whole"], {})
 
+    def test_line_directive_names_stay_out_of_the_dependency_file(self):
+        # A #line name is no file the compile entered (bison and flex output name their grammar so): nvcc
+        # leaves it out, and so must the rebuilt file, or make stops for want of a rule for it.
+        self.write("l.cu", '#include "inc/k.h"\n#line 100 "grammar.y"\n__global__ void k(float* x) { x[0] = FACTOR; }\n')
+        time.sleep(0.05)
+        args = ["-c", "l.cu", "-o", "l.o"] + gencodes(80) + ["-MD", "-MF", "l.d"]
+        self.counted_build(args)
+        got = self.read("l.d")
+        os.unlink(self.path("l.d"))
+        self.nvcc(args)
+        self.assertEqual(got, self.read("l.d"))
+        self.assertNotIn("grammar.y", got)
+
+    def test_lineinfo_in_another_build_directory_names_that_directory(self):
+        # cicc makes the line markers' relative names absolute against its working directory (-lineinfo
+        # writes them into the PTX): a second build directory with the same headers must not get the first's.
+        # The header holds device code, so the line table names it.
+        self.write("src/m.cu", '#include "h.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n')
+        for d in ("a", "b"):
+            self.write(f"{d}/inc/h.cuh", "__device__ float twice(float v) { return v * 2.0f; }\n")
+        time.sleep(0.05)
+        src = self.path("src", "m.cu")
+        args = ["-c", src, "-o", "m.o", "-lineinfo", "-Iinc", "--compress-mode=none"] + gencodes(80)
+        for d in ("a", "b"):
+            r = subprocess.run([KACHE, "nvcc"] + args, cwd=self.path(d), env=self.env, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        whole_env = dict(self.env, KACHE_NVCC_STAGES="0", KACHE_DIR=self.path("whole-cache"))
+        r = subprocess.run([KACHE, "nvcc"] + args[:3] + ["whole.o"] + args[4:], cwd=self.path("b"), env=whole_env,
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = self.read("b/m.o", "rb")
+        self.assertNotIn(self.path("a").encode(), got, "the object built in b names a's directory")
+        self.assertEqual(got, self.read("b/whole.o", "rb"))
+
+    def test_failing_stage_is_nvccs_failure_run_once_more_unchanged(self):
+        # ptxas fails for sm_75 only (more shared memory than sm_75 has), after sm_80 succeeded: the miss
+        # is a failed compile, nvcc's own messages and status; nvcc runs for the dry run and once more
+        # unchanged, not also a third time whole.
+        self.write("big.cu", "__global__ void k(float* x) { __shared__ float s[20000]; s[threadIdx.x] = x[0];"
+                             " __syncthreads(); x[threadIdx.x] = s[threadIdx.x + 1]; }\n")
+        time.sleep(0.05)
+        args = ["-c", "big.cu", "-o", "big.o"] + gencodes(80, 75)
+        plain = self.nvcc(args, check=False)
+        self.assertNotEqual(plain.returncode, 0, "the trap needs a compile that fails in a stage")
+        self.build(gencodes(80), "probe.o")  # the toolchain probe's nvcc run, memoized from here on
+        self.zero()
+        log = self.path("fail.strace")
+        r = subprocess.run([STRACE, "-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", log, KACHE, "nvcc"]
+                           + args, cwd=self.ws, env=self.env, capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (plain.returncode, plain.stdout, plain.stderr))
+        with open(log) as f:
+            nvcc_runs = sum(1 for line in f if "execve(" in line and line.rstrip().endswith("= 0")
+                            and os.path.basename(line.split('execve("', 1)[1].split('"', 1)[0]) == "nvcc")
+        self.assertEqual(nvcc_runs, 2, "nvcc ran for the dry run and the user's command, and no more")
+        s = self.stats()
+        self.assertEqual((s["compile_failed"], s["stages_whole"]), (1, {}), s)
+
     def test_mmd_dependency_file_is_nvccs(self):
         # -MMD leaves out system headers and what they include, even a -I header (GCC flags both).
         self.write("sys/s.h", '#include "u.h"\n')

@@ -115,6 +115,13 @@ TEST(NvccStages, DependencyFileWithoutSystemHeadersLeavesOutWhatGccFlagsSystem) 
             "k.o : k.cu \\\n    /usr/include/stdc-predef.h \\\n    sys/s.h \\\n    usr/u.h \\\n    inc/h.h\n");
 }
 
+TEST(NvccStages, DependencyFileLeavesOutTheNamesOfLineDirectives) {
+  kache::util::TempDir dir(test_root());
+  const std::string a = kache::util::join_path(dir.path(), "a.ii");
+  kache::util::write_file(a, "# 1 \"k.cu\"\n# 1 \"inc/h.h\" 1\n# 2 \"k.cu\" 2\n# 100 \"grammar.y\"\nint x;\n");
+  EXPECT_EQ(filter_dependencies("k.o", {a}), "k.o : k.cu \\\n    inc/h.h\n");
+}
+
 TEST(NvccStages, DependencyFileRefusesNamesWhoseSpellingIsNotMeasured) {
   kache::util::TempDir dir(test_root());
   const std::string a = kache::util::join_path(dir.path(), "a.ii");

@@ -129,7 +129,7 @@ std::optional<std::vector<std::string>> shell_words(std::string_view line,
 
 std::string program_name(const std::string& word) { return util::basename(word); }
 
-constexpr std::string_view kOutputOption[] = {"-o"};
+constexpr std::string_view kPreprocessedOutputOption[] = {"-o"};
 
 // The value of an option given as "-o X" or "-o=X" among words, for every spelling in names.
 std::vector<std::string> option_values(const std::vector<std::string>& words, std::span<const std::string_view> names) {
@@ -239,6 +239,8 @@ class Runner {
     for (const Stage& s : plan_.stages) {
       switch (s.kind) {
         case Stage::Kind::remove:
+          // nvcc removes its temporaries, which -objtemp keeps in the scratch directory (run_stages
+          // checks that before any command runs).
           for (std::size_t i = 1; i < s.words.size(); ++i) ::unlink(util::absolute_path(s.words[i], run_.cwd).c_str());
           break;
         case Stage::Kind::filter_dependencies: {
@@ -257,9 +259,10 @@ class Runner {
         case Stage::Kind::cicc:
         case Stage::Kind::ptxas: {
           if (std::find(s.words.begin(), s.words.end(), "-E") != s.words.end()) {
-            for (const auto& o : option_values(s.words, kOutputOption)) preprocessed.push_back(o);
+            for (const auto& o : option_values(s.words, kPreprocessedOutputOption)) preprocessed.push_back(o);
           }
           if (auto why = step(s)) return *why;
+          if (failed_) return std::move(result_);
           break;
         }
       }
@@ -290,6 +293,10 @@ class Runner {
     h.add_field("kind", kind_name(s.kind));
     h.add_field("program", exe);
     for (const auto& [name, value] : run_.key_fields) h.add_field(name, value);
+    // cicc makes the relative names of its input's line markers absolute against its working directory
+    // (-lineinfo's .file directives: "inc/h.cuh" becomes "<cwd>/inc/h.cuh"), which no argument and no
+    // input content shows: keyed, so two build directories never share a cicc result that names one.
+    if (s.kind == Stage::Kind::cicc) h.add_field("cwd", run_.cwd);
     // nvcc's variables as the tools see them in their environment (PTXAS_FLAGS, NVVMIR_LIBRARY_DIR...);
     // PATH only chose the programs, keyed above by path and by the toolchain id's content.
     for (const auto& [name, value] : plan_.variables) {
@@ -311,7 +318,10 @@ class Runner {
           std::end(kSourceNameOptions)) {
         continue;
       }
-      for (std::string candidate : {s.words[i], s.words[i].substr(s.words[i].find('=') + 1)}) {
+      const std::size_t eq = s.words[i].find('=');
+      std::vector<std::string> candidates = {s.words[i]};
+      if (eq != std::string::npos) candidates.push_back(s.words[i].substr(eq + 1));
+      for (const std::string& candidate : candidates) {
         if (candidate.empty()) continue;
         const std::string path = util::absolute_path(candidate, run_.cwd);
         auto id = util::stat_identity(path);
@@ -345,8 +355,10 @@ class Runner {
     if (auto why = resolve(s.words[0], exe)) return why;
     std::optional<std::string> key;
     if (s.kind != Stage::Kind::run) key = stage_key(s, exe);
-    const std::string what = fmt::format("{} {}", kind_name(s.kind), stage_arch(s));
     const std::map<std::string, std::string> roles = output_roles(s);
+    // ptxas without an output checks a PTX-only target's code.
+    const bool check = s.kind == Stage::Kind::ptxas && !roles.count("-o");
+    const std::string what = fmt::format("{} {}", check ? "ptxas check" : kind_name(s.kind), stage_arch(s));
     if (key && reuse(*key, roles, what, s.kind)) return std::nullopt;
     const Snapshot before = key ? snapshot(run_.scratch_dir) : Snapshot{};
     const std::int64_t t0 = util::now_ns();
@@ -356,9 +368,16 @@ class Runner {
     } catch (const std::exception&) {
       return std::string("program-not-started");
     }
-    if (!r.ok()) return std::string("stage-failed");
     result_.out += r.out;
     result_.err += r.err;
+    if (!r.ok()) {
+      // The compile fails here as nvcc's would: the miss ends as a failed compile, and the pipeline
+      // runs the user's command unchanged for nvcc's own messages and exit status.
+      result_.exit_code = r.exit_code;
+      result_.term_signal = r.term_signal;
+      failed_ = true;
+      return std::nullopt;
+    }
     if (!key) return std::nullopt;
     StageValue value;
     value.ms = static_cast<std::uint64_t>(std::max<std::int64_t>(0, (util::now_ns() - t0) / 1000000));
@@ -382,6 +401,10 @@ class Runner {
     for (const std::string* text : {&value.out, &value.err}) {
       if (text->find(run_.scratch_dir) != std::string::npos) return "its messages name a temporary";
     }
+    // Longest path first, so that no path is replaced inside a longer one.
+    std::vector<std::pair<std::string, std::string>> by_length(roles.begin(), roles.end());
+    std::sort(by_length.begin(), by_length.end(),
+              [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
     std::map<std::string, std::string> role_of;  // file name in the scratch directory -> role
     for (const auto& [option, path] : roles) {
       const std::string abs = util::absolute_path(path, run_.cwd);
@@ -397,9 +420,6 @@ class Runner {
         continue;
       }
       std::string bytes = util::read_file(util::join_path(run_.scratch_dir, name));
-      std::vector<std::pair<std::string, std::string>> by_length(roles.begin(), roles.end());
-      std::sort(by_length.begin(), by_length.end(),
-                [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
       if (bytes.find("\x01kache-role") != std::string::npos) return name + " holds kache's role marker";
       for (const auto& [option, path] : by_length) util::replace_all(bytes, path, role_token(option));
       // Anything else naming this miss's scratch directory or a temporary would carry it into another.
@@ -449,6 +469,7 @@ class Runner {
   util::Environment child_env_;
   std::string search_path_;
   util::ProcessResult result_{0, 0, {}, {}};
+  bool failed_ = false;  // a command failed: result_ holds its status
 };
 
 }  // namespace
@@ -509,6 +530,7 @@ std::optional<std::string> filter_dependencies(const std::string& target, const 
       return std::nullopt;
     }
     // GCC's line markers: `# 12 "name" flags` at a line's start.
+    bool saw_marker = false;
     for (std::size_t pos = 0; pos < text.size();) {
       std::size_t end = text.find('\n', pos);
       if (end == std::string::npos) end = text.size();
@@ -521,6 +543,19 @@ std::optional<std::string> filter_dependencies(const std::string& target, const 
       if (close == std::string_view::npos) return std::nullopt;
       const std::string_view name = l.substr(open + 1, close - open - 1);
       if (name.starts_with('<')) continue;  // <built-in>, <command-line>
+      // nvcc lists the main file (each file's first marker) and the files entered (flag 1), not the names
+      // of #line directives (a marker without flags; bison and flex output name their grammar so).
+      const bool first_marker = !saw_marker;
+      saw_marker = true;
+      std::string_view marker_flags = l.substr(close + 1);
+      bool enters = false;
+      for (std::size_t f = 0; f < marker_flags.size(); ++f) {
+        if (marker_flags[f] == '1' && (f == 0 || marker_flags[f - 1] == ' ') &&
+            (f + 1 == marker_flags.size() || marker_flags[f + 1] == ' ')) {
+          enters = true;
+        }
+      }
+      if (!first_marker && !enters) continue;
       // -MMD: nvcc leaves out what GCC marks as a system header (flag 3), which GCC also gives every
       // header such a header includes (measured: a -I header included from an -isystem one).
       if (without_system_headers) {
@@ -558,6 +593,16 @@ std::variant<std::string, util::ProcessResult> run_stages(const StageRun& run, S
   if (!listed.ok()) return std::string("dry-run");
   auto plan = parse_dry_run(listed.out + listed.err, run.env);
   if (auto* why = std::get_if<std::string>(&plan)) return *why;
+  // Removals outside the scratch directory belong to a trajectory not modelled here (--threads keeps
+  // the tools' messages in /tmp and removes them).
+  for (const Stage& s : std::get<StagePlan>(plan).stages) {
+    if (s.kind != Stage::Kind::remove) continue;
+    for (std::size_t i = 1; i < s.words.size(); ++i) {
+      if (!util::path_starts_with(util::absolute_path(s.words[i], run.cwd), run.scratch_dir)) {
+        return std::string("remove-outside");
+      }
+    }
+  }
   Runner runner(run, std::get<StagePlan>(plan), store);
   return runner.go();
 }
