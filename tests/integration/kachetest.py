@@ -51,6 +51,9 @@ class KacheTestCase(unittest.TestCase):
         self.env["KACHE_DIR"] = self.cache
         self.env["KACHE_CONFIG"] = os.path.join(self.ws, ".kache.toml")
         self.env["XDG_CONFIG_HOME"] = os.path.join(self.ws, ".config")
+        # tests/CMakeLists.txt runs some files again with nvcc's stage cache on.
+        if os.environ.get("KACHE_TEST_NVCC_STAGES") == "1":
+            self.env["KACHE_NVCC_STAGES"] = "1"
 
     def private_workspace(self, prefix, drop=()):
         """setUp's workspace without its nvcc requirement (the hipcc and clang offload tests): a private
