@@ -58,25 +58,32 @@ class NvccStagesTest(KacheTestCase):
         time.sleep(0.05)
         self.round = 0
 
-    def counted_build(self, args, env=None):
-        """kache nvcc ARGS under strace; returns {"cicc": n, "ptxas": n} processes started."""
+    def traced(self, args):
+        """kache nvcc ARGS under strace; returns (its result, the path of every program it started)."""
         self.round += 1
         log = self.path(f"strace-{self.round}.log")
-        e = dict(self.env)
-        e.update(env or {})
         r = subprocess.run([STRACE, "-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", log, KACHE, "nvcc"]
-                           + args, cwd=self.ws, env=e, capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        counts = {"cicc": 0, "ptxas": 0}
+                           + args, cwd=self.ws, env=self.env, capture_output=True, text=True)
         with open(log) as f:
-            for line in f:
-                if "execve(" not in line or not line.rstrip().endswith("= 0"):
-                    continue
-                program = line.split('execve("', 1)[1].split('"', 1)[0]
-                name = os.path.basename(program)
-                if name in counts:
-                    counts[name] += 1
-        return counts
+            programs = [line.split('execve("', 1)[1].split('"', 1)[0] for line in f
+                        if "execve(" in line and line.rstrip().endswith("= 0")]
+        return r, programs
+
+    def counted_build(self, args):
+        """kache nvcc ARGS under strace; returns {"cicc": n, "ptxas": n} processes started."""
+        r, programs = self.traced(args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        names = [os.path.basename(p) for p in programs]
+        return {"cicc": names.count("cicc"), "ptxas": names.count("ptxas")}
+
+    def assert_depfile_is_nvccs(self, args, depfile):
+        """A stage-path build writes DEPFILE as plain nvcc does; returns its text."""
+        self.counted_build(args)
+        got = self.read(depfile)
+        os.unlink(self.path(depfile))
+        self.nvcc(args)
+        self.assertEqual(got, self.read(depfile), f"{args}: the stage path's dependency file differs from nvcc's")
+        return got
 
     def build(self, archs, out, extra=(), compare=False):
         """A stage-path build of k.cu into OUT, with compare checked against stages off and plain nvcc;
@@ -138,11 +145,7 @@ class NvccStagesTest(KacheTestCase):
 
     def test_dependency_file_is_nvccs(self):
         for extra, name in ((["-MD", "-MF", "k.d"], "k.d"), (["-MD", "-MF", "t.d", "-MT", "custom"], "t.d")):
-            self.build(gencodes(80, 90), "d.o", extra)
-            got = self.read(name)
-            os.unlink(self.path(name))
-            self.nvcc(["-c", "k.cu", "-o", "d.o"] + gencodes(80, 90) + extra)
-            self.assertEqual(got, self.read(name), f"{extra}: the stage path's dependency file differs from nvcc's")
+            got = self.assert_depfile_is_nvccs(["-c", "k.cu", "-o", "d.o"] + gencodes(80, 90) + extra, name)
             self.assertIn("inc/k.h", got)
         self.assertEqual(self.stats()["stages_whole"], {})
 
@@ -151,12 +154,7 @@ class NvccStagesTest(KacheTestCase):
         # leaves it out, and so must the rebuilt file, or make stops for want of a rule for it.
         self.write("l.cu", '#include "inc/k.h"\n#line 100 "grammar.y"\n__global__ void k(float* x) { x[0] = FACTOR; }\n')
         time.sleep(0.05)
-        args = ["-c", "l.cu", "-o", "l.o"] + gencodes(80) + ["-MD", "-MF", "l.d"]
-        self.counted_build(args)
-        got = self.read("l.d")
-        os.unlink(self.path("l.d"))
-        self.nvcc(args)
-        self.assertEqual(got, self.read("l.d"))
+        got = self.assert_depfile_is_nvccs(["-c", "l.cu", "-o", "l.o"] + gencodes(80) + ["-MD", "-MF", "l.d"], "l.d")
         self.assertNotIn("grammar.y", got)
 
     def test_lineinfo_in_another_build_directory_names_that_directory(self):
@@ -192,15 +190,11 @@ class NvccStagesTest(KacheTestCase):
         self.assertNotEqual(plain.returncode, 0, "the trap needs a compile that fails in a stage")
         self.build(gencodes(80), "probe.o")  # the toolchain probe's nvcc run, memoized from here on
         self.zero()
-        log = self.path("fail.strace")
-        r = subprocess.run([STRACE, "-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", log, KACHE, "nvcc"]
-                           + args, cwd=self.ws, env=self.env, capture_output=True, text=True)
+        r, programs = self.traced(args)
         self.assertEqual((r.returncode, r.stdout, r.stderr), (plain.returncode, plain.stdout, plain.stderr))
         # The real nvcc's runs: `nvcc` on PATH may be a wrapper script that execs it (CI's is).
         real_nvcc = os.path.realpath(os.path.join(kachetest.nvcc_home(), "nvcc"))
-        with open(log) as f:
-            nvcc_runs = sum(1 for line in f if "execve(" in line and line.rstrip().endswith("= 0")
-                            and os.path.realpath(line.split('execve("', 1)[1].split('"', 1)[0]) == real_nvcc)
+        nvcc_runs = sum(1 for p in programs if os.path.realpath(p) == real_nvcc)
         self.assertEqual(nvcc_runs, 2, "nvcc ran for the dry run and the user's command, and no more")
         s = self.stats()
         self.assertEqual((s["compile_failed"], s["stages_whole"]), (1, {}), s)
@@ -212,11 +206,7 @@ class NvccStagesTest(KacheTestCase):
         self.write("m.cu", '#include <s.h>\n#include "inc/k.h"\n__global__ void k(float* x) { x[0] = U * FACTOR; }\n')
         time.sleep(0.05)
         args = ["-c", "m.cu", "-o", "m.o"] + gencodes(80, 90) + ["-isystem", "sys", "-Iusr", "-MMD", "-MF", "m.d"]
-        self.counted_build(args)
-        got = self.read("m.d")
-        os.unlink(self.path("m.d"))
-        self.nvcc(args)
-        self.assertEqual(got, self.read("m.d"))
+        got = self.assert_depfile_is_nvccs(args, "m.d")
         self.assertIn("inc/k.h", got)
         self.assertNotIn("u.h", got)
         s = self.stats()

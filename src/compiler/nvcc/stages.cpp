@@ -30,14 +30,6 @@ constexpr std::uint32_t kStageFormat = 1;
 
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-std::optional<std::pair<std::string, std::string>> variable_line(std::string_view body) {
-  const auto eq = body.find('=');
-  if (eq == std::string_view::npos || eq == 0 || std::isdigit(static_cast<unsigned char>(body[0]))) return std::nullopt;
-  const std::string_view name = body.substr(0, eq);
-  if (!std::all_of(name.begin(), name.end(), is_name_char)) return std::nullopt;
-  return std::make_pair(std::string(name), std::string(body.substr(eq + 1)));
-}
-
 std::string lookup(const std::vector<std::pair<std::string, std::string>>& vars, const util::Environment& env,
                    const std::string& name) {
   for (auto it = vars.rbegin(); it != vars.rend(); ++it) {
@@ -474,6 +466,15 @@ class Runner {
 
 }  // namespace
 
+std::optional<std::pair<std::string, std::string>> dry_run_variable(std::string_view body) {
+  const auto eq = body.find('=');
+  if (eq == std::string_view::npos || eq == 0 || std::isdigit(static_cast<unsigned char>(body[0]))) return std::nullopt;
+  const std::string_view name = body.substr(0, eq);
+  // nvcc.profile's names: letters, digits, '_' (and '-', which a profile may use).
+  if (!std::all_of(name.begin(), name.end(), [](char c) { return is_name_char(c) || c == '-'; })) return std::nullopt;
+  return std::make_pair(std::string(name), std::string(body.substr(eq + 1)));
+}
+
 std::variant<std::string, StagePlan> parse_dry_run(const std::string& text, const util::Environment& env) {
   StagePlan plan;
   std::istringstream lines(text);
@@ -484,7 +485,7 @@ std::variant<std::string, StagePlan> parse_dry_run(const std::string& text, cons
     // nvcc's own messages (a warning) come between its commands: the replay could not place them.
     if (!line.starts_with("#$ ")) return std::string("nvcc-message");
     const std::string body = line.substr(3);
-    if (auto var = variable_line(body)) {
+    if (auto var = dry_run_variable(body)) {
       plan.variables.push_back(std::move(*var));
       continue;
     }

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -28,6 +29,10 @@ struct StagePlan {
   std::vector<std::pair<std::string, std::string>> variables;  // "#$ NAME=value", in nvcc's order
   std::vector<Stage> stages;
 };
+
+// A "#$ NAME=value" line of a dry run (the text after "#$ "): nvcc.profile's variables as nvcc expanded
+// them, the value as printed. nullopt for a command.
+std::optional<std::pair<std::string, std::string>> dry_run_variable(std::string_view body);
 
 // Why a trajectory runs whole (a stable name, counted as stages_whole.<why>), or its plan. `env` is the
 // environment nvcc runs in: an unquoted or quoted $NAME takes the dry run's variable, else env's.

@@ -9,6 +9,7 @@
 
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/driver_probe.hpp"
+#include "compiler/nvcc/stages.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/log.hpp"
 #include "util/fs.hpp"
@@ -70,19 +71,6 @@ std::string env_value_field(const util::Environment& env, std::string_view name)
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-bool is_variable_name(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
-}
-
-// "#$ NAME=value" lines of a dry run: nvcc.profile's variables as nvcc expanded them.
-std::optional<std::pair<std::string, std::string>> dryrun_variable(std::string_view body) {
-  const auto eq = body.find('=');
-  if (eq == std::string_view::npos || !is_variable_name(body.substr(0, eq))) return std::nullopt;
-  return std::make_pair(std::string(body.substr(0, eq)), std::string(body.substr(eq + 1)));
-}
 
 // Replaces $NAME and ${NAME} with the dry run's variables (nvcc runs "$CICC_PATH/cicc").
 std::string expand_variables(const std::string& word, const std::map<std::string, std::string>& vars) {
@@ -152,7 +140,7 @@ DryRun read_dry_run(const std::string& text, Memo& m) {
   while (std::getline(lines, line)) {
     if (!line.starts_with("#$ ")) continue;
     std::string body = line.substr(3);
-    if (auto var = dryrun_variable(body)) {
+    if (auto var = dry_run_variable(body)) {
       vars[var->first] = var->second;
       if (var->first == "PATH") m.tools.search_path = var->second;
       // PATH and LD_LIBRARY_PATH carry the caller's values; what they select is covered by the
