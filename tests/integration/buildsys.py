@@ -11,8 +11,8 @@ import shlex
 import shutil
 import struct
 import subprocess
-import tempfile
 
+import elfsections
 import kachetest
 
 LAUNCHER = os.path.abspath(os.environ["KACHE_UNDER_TEST"]) if os.environ.get("KACHE_UNDER_TEST") else kachetest.KACHE
@@ -21,12 +21,22 @@ NVCC = kachetest.NVCC
 EXAMPLES = os.path.join(kachetest.SOURCE_DIR, "examples")
 JOBS = os.environ.get("KACHE_TEST_JOBS", "2")
 
-# What decides what an object or a program does. .nv_fatbin holds whole-program device code,
-# __nv_relfatbin the relocatable (-dc / -rdc) device code, __nv_module_id the name nvcc derives from
-# the source's absolute path for -rdc objects (so it differs between two checkouts even for plain
-# nvcc, and is compared only where the source path is the same).
-SECTIONS = (".text", ".data", ".rodata", ".nv_fatbin", "__nv_relfatbin", "__nv_module_id")
-PATH_FREE_SECTIONS = tuple(s for s in SECTIONS if s != "__nv_module_id")
+class AllAllocated:
+    """Every allocated section of an object or a program (elfsections.allocated_sections: code, data,
+    the string sections .rodata.str1.*, .nv_fatbin, __nv_relfatbin, __nv_module_id, ...), but those
+    named in `but`."""
+
+    def __init__(self, but=()):
+        # A program's build id hashes the whole file, the symbol table included, where nvcc names its
+        # tmpxft_<pid> temporary: two plain builds of one program differ there and nowhere else.
+        self.but = tuple(but) + (".note.gnu.build-id",)
+
+
+# What decides what an object or a program does: everything a linker or a loader reads.
+SECTIONS = AllAllocated()
+# __nv_module_id is the name nvcc derives from the source's absolute path for -rdc objects (so it
+# differs between two checkouts even for plain nvcc): compared only where the source path is the same.
+PATH_FREE_SECTIONS = AllAllocated(but=("__nv_module_id",))
 
 
 def clean_env(cache, home):
@@ -65,21 +75,18 @@ def copy_example(name, dst):
 
 
 def sections(path, names=SECTIONS):
-    out = {}
-    with tempfile.TemporaryDirectory(prefix="kache-sec-") as tmp:
-        for sec in names:
-            dst = os.path.join(tmp, sec.strip(".") + ".bin")
-            subprocess.run(["objcopy", "-O", "binary", "--only-section=" + sec, path, dst], check=True,
-                           capture_output=True)
-            with open(dst, "rb") as f:
-                out[sec] = f.read()
-    return out
+    """{name: bytes} of the sections `names` (a tuple of names, absent ones as b"", or AllAllocated)."""
+    present = elfsections.allocated_sections(path)
+    if isinstance(names, AllAllocated):
+        return {name: data for name, data in present.items() if name.split("#")[0] not in names.but}
+    return {name: present.get(name, b"") for name in names}
 
 
 def section_diff(a, b, names=SECTIONS):
-    """The names of the sections that differ between two objects or programs."""
+    """The names of the sections that differ between two objects or programs (one present in only one
+    of them counts as differing)."""
     sa, sb = sections(a, names), sections(b, names)
-    return [s for s in names if sa[s] != sb[s]]
+    return sorted(s for s in set(sa) | set(sb) if sa.get(s) != sb.get(s))
 
 
 def module_id(path):

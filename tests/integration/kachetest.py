@@ -11,6 +11,8 @@ import tempfile
 import time
 import unittest
 
+import elfsections
+
 KACHE = os.environ.get("KACHE_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "kache")
 KACHE = os.path.abspath(KACHE)
 SOURCE_DIR = os.path.abspath(os.environ.get("KACHE_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -137,19 +139,17 @@ class KacheTestCase(unittest.TestCase):
 
     # --- objects ---------------------------------------------------------------------------------
     def sections(self, obj):
-        """The sections that decide what an object does: .text .data .rodata .nv_fatbin."""
-        out = {}
-        for sec in (".text", ".data", ".rodata", ".nv_fatbin"):
-            dst = obj + sec.replace(".", "_") + ".bin"
-            subprocess.run(["objcopy", "-O", "binary", "--only-section=" + sec, obj, dst], check=True,
-                           capture_output=True)
-            with open(dst, "rb") as f:
-                out[sec] = f.read()
-            os.unlink(dst)
-        return out
+        """Every allocated section of an ELF object (elfsections.allocated_sections: code, data, the
+        string sections, .nv_fatbin, __nv_module_id, ...); a file that is not ELF as a whole."""
+        try:
+            return elfsections.allocated_sections(obj)
+        except ValueError:
+            with open(obj, "rb") as f:
+                return {"<whole file>": f.read()}
 
     def assert_same_object(self, a, b):
         sa, sb = self.sections(a), self.sections(b)
+        self.assertEqual(sorted(sa), sorted(sb), f"{a} and {b} have different allocated sections")
         for sec in sa:
             self.assertEqual(sa[sec], sb[sec], f"section {sec} differs between {a} and {b}")
 

@@ -153,6 +153,12 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
                                                [](const auto& r) { return hipcc_inert(r.path); })) {
     job.debug_placeholders = false;
   }
+  // Device code built with debug information carries its DWARF inside the offload bundle, an allocated
+  // section the linker copies and the runtime loads. A placeholder there can only be replaced at its own
+  // length, so the restored device image would differ from plain clang's (measured: .hip_fatbin of a -g
+  // object, 101798 bytes through placeholders, 101356 to 101453 plain, by path length). No placeholders
+  // then: the object names the roots as plain clang writes them and is stored per checkout.
+  if (plan_.compile.has_debug && plan_.mode != DeviceMode::host_only) job.debug_placeholders = false;
 
   auto probed = probe_toolchain(driver_, cp.language == "cuda", inv, stand_ins(plan_), cwd, cfg);
   if (auto* p = std::get_if<Passthrough>(&probed)) return *p;
