@@ -415,6 +415,13 @@ Outcome<std::string> Pipeline::shareable_object(const std::string& object, const
       per_checkout = std::string(reason::kPathInObject);
     }
   }
+  // A root in a string literal of an execution character set the scan cannot read (EBCDIC, say).
+  if (per_checkout.empty() && job_.roots.enabled() && job_.foreign_charset) {
+    core::log().debug(
+        "the command names an execution character set the scan cannot read: the entry is "
+        "specific to this checkout");
+    per_checkout = std::string(reason::kPathInObject);
+  }
   // A root inside compressed debug sections is invisible to the scan above.
   if (per_checkout.empty() && has_compressed_sections(object)) {
     core::log().debug("the object has compressed sections: the entry is specific to this checkout");

@@ -65,6 +65,9 @@ struct CompileJob {
   // root that appears makes the entry specific to this checkout (all roots keyed) instead of unstored.
   bool object_names_roots = false;
   std::vector<std::string> keyed_roots;  // root paths the key names literally
+  // The command names an execution character set the object scan cannot read (names_foreign_charset in
+  // job_paths.hpp): no scan can prove the object free of roots, so it is stored per checkout.
+  bool foreign_charset = false;
   // The object's file name in the miss's scratch directory (empty: the output's). nvcc -objtemp
   // names intermediates after it, and they reach the symbol table and -g debug info, so a name that
   // does not depend on -o keeps the object independent of the output path.

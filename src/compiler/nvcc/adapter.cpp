@@ -126,6 +126,7 @@ void key_compile_shape(CompileJob& job, const CompilePlan& plan, const Toolchain
   // root is stored per checkout). None with the user's own host debug maps or compressed debug.
   job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(inv.args, plan.append_flags) &&
                            !asks_compressed_debug(inv.args, plan.append_flags);
+  job.foreign_charset = names_foreign_charset(inv.args, plan.append_flags);
   k.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
   // The working directory is the build root: with roots it is keyed by its fixed name only (the prefix
   // maps rewrite it wherever the host compiler writes it, -g's DW_AT_comp_dir included).
