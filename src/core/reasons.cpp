@@ -55,6 +55,9 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "device-debug", "Device debug information (-G) embeds the absolute source path and changes code."},
     {C::Passthrough, "machine-native",
      "A value resolved from the build machine (-arch=native, -march=native) is used."},
+    {C::Passthrough, "shell-expansion",
+     "An nvcc argument (or the working directory or TMPDIR) holds $ or a backquote, which nvcc's /bin/sh steps "
+     "expand from the environment or by running a command: pass the expanded value from the build system instead."},
     {C::Passthrough, "hidden-input",
      "A flag makes the compiler read inputs no dependency list names (host -I/-D/-include, -ldir, -target-dir)."},
     {C::Passthrough, "keep-temps",

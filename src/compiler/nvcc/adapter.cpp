@@ -267,6 +267,13 @@ std::variant<Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocatio
   if (auto r = env_refusal(inv.env, EnvRoute::nvcc)) return Passthrough{r->reason, r->variable + " is set"};
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
+  // A miss names files by absolute paths below the working directory (its scratch directory), which
+  // nvcc's shell would expand (see plan.cpp), where the plain command's relative names need not.
+  if (cwd.find_first_of("$`") != std::string::npos) return Passthrough{"shell-expansion", "working directory " + cwd};
+  // nvcc's intermediates are named below TMPDIR in the same quoted commands.
+  if (auto tmp = util::env_get(inv.env, "TMPDIR"); tmp && tmp->find_first_of("$`") != std::string::npos) {
+    return Passthrough{"shell-expansion", "TMPDIR=" + *tmp};
+  }
   place_job(job, plan_, inv, cfg, cwd);
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, plan_.ccbin,
                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
