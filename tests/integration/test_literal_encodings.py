@@ -72,6 +72,27 @@ class LiteralEncodings(KacheTestCase):
                     self.assertGreaterEqual(s["stored_per_checkout"].get("path-in-object", 0), 2, s)
                     self.zero()
 
+    def test_nvcc_host_code_wide_file_names_each_checkout(self):
+        # nvcc's host compile goes through the same object scan.
+        source = SOURCE.format(type="wchar_t", prefix="L").replace("stdio.h", "cstdio").replace("stddef.h", "cstddef")
+        roots = [self.path("nvcc", "one"), self.path("nvcc", "clone-two")]
+        for root in roots:
+            self.write(os.path.join(root, "src", "w.cu"), source, mtime_ns=OLD)
+            os.makedirs(os.path.join(root, "build"), exist_ok=True)
+        for root in roots:
+            build = os.path.join(root, "build")
+            args = ["-c", os.path.join(root, "src", "w.cu")]
+            self.kache(["nvcc"] + args + ["-o", "k.o"], cwd=build)
+            self.nvcc(args + ["-o", "p.o"], cwd=build)
+            outputs = []
+            for obj in ("k.o", "p.o"):
+                self.nvcc([obj, "-o", obj + ".exe"], cwd=build)
+                outputs.append(subprocess.run([os.path.join(build, obj + ".exe")], check=True,
+                                              capture_output=True).stdout)
+            self.assertEqual(outputs[0], outputs[1], f"{root}: the program built through kache")
+            self.assertIn(root.encode(), outputs[0])
+        self.assertEqual(self.stats()["stored_per_checkout"].get("path-in-object"), 2)
+
 
 if __name__ == "__main__":
     kachetest.main()
