@@ -255,17 +255,47 @@ std::optional<std::string> PathRoots::patch_text(const std::string& root_name) c
   return std::nullopt;
 }
 
+// One pass over the object whatever the number of forms: every root spelling is absolute, so each of
+// its forms holds a '/' (at offset 0, or 1 and 3 in the big-endian ones); each '/' of the object is
+// tried as that byte of every form not yet found. Five memmem passes per spelling took 1.0 s on 64 MiB
+// with four roots; objects hold few '/' bytes.
 std::vector<std::size_t> PathRoots::roots_in(std::string_view bytes) const {
-  std::vector<std::size_t> found;
-  auto holds = [&](const std::string& needle) {
-    return !needle.empty() && ::memmem(bytes.data(), bytes.size(), needle.data(), needle.size()) != nullptr;
+  struct Form {
+    std::string text;
+    std::size_t slash;  // offset of the first '/' in text
+    std::size_t root;
   };
+  std::vector<Form> forms;
+  std::vector<std::size_t> found;
   for (const auto& s : spellings_) {
-    if (std::find(found.begin(), found.end(), s.root) != found.end()) continue;
-    const std::vector<std::string> forms = string_literal_encodings(s.path);
-    if (std::any_of(forms.begin(), forms.end(), holds)) found.push_back(s.root);
+    for (std::string& f : string_literal_encodings(s.path)) {
+      const std::size_t slash = f.find('/');
+      if (slash != std::string::npos) {
+        forms.push_back({std::move(f), slash, s.root});
+      } else if (!f.empty() && ::memmem(bytes.data(), bytes.size(), f.data(), f.size()) != nullptr) {
+        found.push_back(s.root);  // no '/' (never seen: roots are absolute)
+      }
+    }
+  }
+  const char* data = bytes.data();
+  for (const void* hit = std::memchr(data, '/', bytes.size()); hit != nullptr && !forms.empty();) {
+    const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - data);
+    for (auto f = forms.begin(); f != forms.end();) {
+      const bool here = at >= f->slash && bytes.size() - (at - f->slash) >= f->text.size() &&
+                        std::memcmp(data + at - f->slash, f->text.data(), f->text.size()) == 0;
+      if (!here) {
+        ++f;
+        continue;
+      }
+      const std::size_t root = f->root;
+      found.push_back(root);
+      std::erase_if(forms, [&](const Form& other) { return other.root == root; });
+      f = forms.begin();
+    }
+    hit = at + 1 < bytes.size() ? std::memchr(data + at + 1, '/', bytes.size() - at - 1) : nullptr;
   }
   std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
   return found;
 }
 
