@@ -121,10 +121,12 @@ int Pipeline::miss() {
   Outcome<Done> toolchain = hashed ? toolchain_held() : hashed.error();
   Outcome<Done> depfile = toolchain ? templatable_depfile(dep_text) : toolchain.error();
   Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.error();
-  Outcome<Done> times = headers ? no_unpinned_time(installed, *compiled, hashed->files) : headers.error();
+  Outcome<bool> dated = headers ? keyable_time_macros(*compiled) : headers.error();
+  Outcome<Done> times = dated ? no_unpinned_time(*dated, installed, *compiled, hashed->files) : dated.error();
   Outcome<std::string> storable = times ? shareable_object(installed.object, scratch.path()) : times.error();
   if (storable) {
     ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, !storable->empty());
+    entry.date_keyed = *dated;
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
     store_result(std::move(entry), cache_entry(dep_text, installed), recorded, *storable);
   } else {
@@ -178,6 +180,7 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
     log.debug("miss: checking the assembler's inputs with {}", fmt::join(cmd, " "));
     util::ProcessResult pre = util::run_capture(inv_.compiler_path, cmd, env);
     out.assembler_unchecked = !pre.ok() || may_read_assembler_inputs(pre.out);
+    out.time_macros = adapter_.time_macros(pre);
     out.preprocessed = std::move(pre.out);
   }
   out.result = run_miss(paths, argv, env);
@@ -415,6 +418,13 @@ Outcome<std::string> Pipeline::shareable_object(const std::string& object, const
       per_checkout = std::string(reason::kPathInObject);
     }
   }
+  // A root in a string literal of an execution character set the scan cannot read (EBCDIC, say).
+  if (per_checkout.empty() && job_.roots.enabled() && job_.foreign_charset) {
+    core::log().debug(
+        "the command names an execution character set the scan cannot read: the entry is "
+        "specific to this checkout");
+    per_checkout = std::string(reason::kPathInObject);
+  }
   // A root inside compressed debug sections is invisible to the scan above.
   if (per_checkout.empty() && has_compressed_sections(object)) {
     core::log().debug("the object has compressed sections: the entry is specific to this checkout");
@@ -450,21 +460,45 @@ std::string local_time(std::time_t t, const char* format) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 }  // namespace
 
-// __DATE__ and __TIME__ are the compile's wall clock unless SOURCE_DATE_EPOCH pins them (kache pins it,
-// but clang 14 ignores it), and __TIMESTAMP__ is the mtime of the file using it (GCC 12 does not pin
-// it). However the macro was spelled (pasted, wrapped), its expansion is a string of a known shape:
-// the outputs are searched for "hh:mm:ss" within the compile's seconds (with the matching __DATE__ or
-// alone) and for a closure file's mtime as __TIMESTAMP__ prints it; so is the preprocessed source where
-// the miss made one (clang), which holds each expansion whatever the code does with it (`__TIME__[7]`). Found: a later hit would replay a
-// stale time, so not stored. A false match (the object holding such a string for another reason) only
-// costs the store.
-Outcome<Done> Pipeline::no_unpinned_time(const Installed& installed, const Compiled& compiled,
+// The time macros the compiler says the compile expanded (gcc and clang: -Wdate-time, which sees a
+// pasted or wrapped spelling too). __DATE__ alone is stored with the day keyed (storage_key; true
+// returned), as long as the compile did not cross midnight; __TIME__ and __TIMESTAMP__ (a second, a
+// file time) are not stored, nor is a compile whose compiler could not say.
+Outcome<bool> Pipeline::keyable_time_macros(const Compiled& compiled) const {
+  if (!compiled.time_macros) {
+    return Failure{ReasonCategory::NotStored, reason::kTimeMacro,
+                   "the compiler could not say which time macros the compile expanded"};
+  }
+  switch (*compiled.time_macros) {
+    case compiler::TimeMacros::none:
+      return false;
+    case compiler::TimeMacros::time:
+      return Failure{ReasonCategory::NotStored, reason::kTimeMacro, "__TIME__ or __TIMESTAMP__ is expanded"};
+    case compiler::TimeMacros::date:
+      break;
+  }
+  if (date_macro_text(compiled.wall_start) != date_macro_text(std::time(nullptr))) {
+    return Failure{ReasonCategory::NotStored, reason::kTimeMacro, "__DATE__ is expanded and the day changed"};
+  }
+  return true;
+}
+
+// A second net under keyable_time_macros (and the only one for nvcc, whose misses pin the times):
+// __DATE__ and __TIME__ are the compile's wall clock unless SOURCE_DATE_EPOCH pins them (clang 14
+// ignores it), and __TIMESTAMP__ is the mtime of the file using it (GCC 12 does not pin it). However
+// the macro was spelled (pasted, wrapped), its expansion is a string of a known shape: the outputs are
+// searched for "hh:mm:ss" within the compile's seconds, for the compile's __DATE__ (unless the key
+// holds the day: date_keyed) and for a closure file's mtime as __TIMESTAMP__ prints it; so is the
+// preprocessed source where the miss made one (gcc, clang), which holds each expansion whatever the
+// code does with it (`__TIME__[7]`). Found: a later hit would replay a stale time, so not stored. A
+// false match (the object holding such a string for another reason) only costs the store.
+Outcome<Done> Pipeline::no_unpinned_time(bool date_keyed, const Installed& installed, const Compiled& compiled,
                                          const std::vector<ManifestFile>& files) const {
   std::unordered_set<std::string> times;  // __TIME__ values the wall clock went through
-  std::unordered_set<std::string> dates;  // __DATE__ values
+  std::unordered_set<std::string> dates;  // __DATE__ values (none when the key holds the day)
   for (std::time_t t = compiled.wall_start - 1; t <= compiled.wall_end + 1; ++t) {
     times.insert(local_time(t, "%H:%M:%S"));
-    dates.insert(local_time(t, "%b %e %Y"));
+    if (!date_keyed) dates.insert(date_macro_text(t));
   }
   std::unordered_set<std::string> stamps;  // __TIMESTAMP__ values of the closure's files
   for (const auto& f : files) stamps.insert(local_time(f.identity.mtime_ns / 1000000000, "%a %b %e %H:%M:%S %Y"));

@@ -136,11 +136,20 @@ util::Digest Pipeline::result_key(const std::vector<ManifestFile>& files) const 
   return h.finish();
 }
 
+std::string date_macro_text(std::time_t t) {
+  std::tm tm{};
+  if (::localtime_r(&t, &tm) == nullptr) return "";
+  char buf[32];
+  return std::string(buf, std::strftime(buf, sizeof buf, "%b %e %Y", &tm));
+}
+
 util::Digest Pipeline::storage_key(const ManifestEntry& entry) const {
-  if (!entry.path_specific && !entry.checkout_specific) return entry.result_key;
+  if (!entry.path_specific && !entry.checkout_specific && !entry.date_keyed) return entry.result_key;
   util::Hasher h;
   h.add_field("kache-key", "specific-v1");
   h.add_field("result", entry.result_key.hex());
+  // __DATE__ as a plain compile would expand it now (keyable_time_macros): another day, another entry.
+  if (entry.date_keyed) h.add_field("date", date_macro_text(std::time(nullptr)));
   // Objects whose symbol names hash the source path (cudafe++'s _INTERNAL_ names, rdc module ids)
   // are stored per source identity.
   if (entry.path_specific) h.add_field("source-identity", job_.source_identity);

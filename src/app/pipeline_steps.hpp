@@ -60,6 +60,9 @@ class Margins {
   std::unordered_map<std::uint64_t, std::int64_t> by_dev_;
 };
 
+// __DATE__ as GCC and clang expand it at time t without SOURCE_DATE_EPOCH: "Dec  6 2026", local time.
+std::string date_macro_text(std::time_t t);
+
 class Pipeline {
  public:
   Pipeline(const Invocation& inv, const Config& cfg, compiler::Adapter& adapter, Counts& counts, PipelineStore& store)
@@ -121,6 +124,8 @@ class Pipeline {
     bool assembler_unchecked = false;
     // That check's preprocessed source: every time macro expanded, however its result is used.
     std::string preprocessed;
+    // The time macros the compile expanded, as the adapter read them from that run (nullopt: unknown).
+    std::optional<compiler::TimeMacros> time_macros = compiler::TimeMacros::none;
   };
   struct HashedClosure {
     std::vector<ManifestFile> files;
@@ -160,7 +165,8 @@ class Pipeline {
   Outcome<Done> no_precompiled_header(const std::vector<std::string>& closure) const;
   Outcome<Done> add_assembler_inputs(const compiler::MissPaths& paths, const Compiled& compiled,
                                      std::vector<std::string>& closure) const;
-  Outcome<Done> no_unpinned_time(const Installed& installed, const Compiled& compiled,
+  Outcome<bool> keyable_time_macros(const Compiled& compiled) const;
+  Outcome<Done> no_unpinned_time(bool date_keyed, const Installed& installed, const Compiled& compiled,
                                  const std::vector<ManifestFile>& files) const;
   ManifestEntry describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
                                const std::string& object, bool checkout_specific) const;

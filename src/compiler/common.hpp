@@ -27,9 +27,10 @@ struct Refusals {
 // The allow-list ([cc] extra_allowlist_flags) names arg: the flag itself, or the flag followed by "=value".
 bool allowlist_names(const std::vector<std::string>& allowlist, std::string_view arg);
 
-// A miss runs with SOURCE_DATE_EPOCH pinned (nvcc.source_date_epoch, "0" by default), so __DATE__ and
-// __TIME__ give identical rebuilds. A build's own value wins; the value is deliberately not keyed
-// (spec 000): a hit keeps the date it was built with.
+// An nvcc (and hipcc) miss runs with SOURCE_DATE_EPOCH pinned (nvcc.source_date_epoch, "0" by default),
+// so __DATE__ and __TIME__ give identical rebuilds. A build's own value wins; the value is deliberately
+// not keyed (spec 000): a hit keeps the date it was built with. gcc and clang misses are not pinned
+// (gcc/adapter.cpp: a plain build's date, the build's own value keyed).
 void pin_source_date_epoch(util::Environment& env, const core::Config& cfg);
 
 // Whether a compile with these arguments records its command line in the object: -frecord-gcc-switches

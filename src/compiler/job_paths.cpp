@@ -93,6 +93,35 @@ bool asks_compressed_debug(const std::vector<std::string>& args, const std::stri
   return any_holds(args, flag_variables, {"-gz", "--compress-debug-sections", "-compress-debug-sections"}, true);
 }
 
+namespace {
+bool scannable_charset(std::string_view option, std::string value) {
+  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (option == "-fexec-charset=") return value == "UTF-8" || value == "UTF8";
+  for (std::string_view family : {"UTF-16", "UTF-32", "UCS-2", "UCS-4", "UTF16", "UTF32", "UCS2", "UCS4"}) {
+    for (std::string_view order : {"", "LE", "BE"}) {
+      if (value == std::string(family) + std::string(order)) return true;
+    }
+  }
+  return false;
+}
+
+bool text_names_foreign_charset(const std::string& text) {
+  for (std::string_view option : {"-fexec-charset=", "-fwide-exec-charset="}) {
+    for (std::size_t hit = text.find(option); hit != std::string::npos; hit = text.find(option, hit + 1)) {
+      const std::size_t begin = hit + option.size();
+      const std::size_t end = text.find_first_of(", ", begin);
+      if (!scannable_charset(option, text.substr(begin, end == std::string::npos ? end : end - begin))) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool names_foreign_charset(const std::vector<std::string>& args, const std::string& flag_variables) {
+  return text_names_foreign_charset(flag_variables) ||
+         std::any_of(args.begin(), args.end(), [](const std::string& a) { return text_names_foreign_charset(a); });
+}
+
 void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,
                  const std::string& output_written, const std::string& depfile_written) {
   job.source = util::absolute_path(source_written, cwd);
@@ -155,6 +184,7 @@ void set_job_roots(CompileJob& job, const std::string& cwd, const core::Config& 
   // Issue 27: debug names through placeholders replaced by this checkout's roots (none with the user's
   // own debug maps or compressed debug sections).
   job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(args) && !asks_compressed_debug(args);
+  job.foreign_charset = names_foreign_charset(args);
 }
 
 void add_path_key_fields(std::vector<std::pair<std::string, std::string>>& fields, const CompileJob& job,

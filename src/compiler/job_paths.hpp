@@ -33,6 +33,11 @@ bool has_user_debug_maps(const std::vector<std::string>& args, const std::string
 // Whether the command asks for compressed debug sections (-gz, -gz=zlib, --compress-debug-sections
 // passed to the assembler): placeholders there could not be replaced in place.
 bool asks_compressed_debug(const std::vector<std::string>& args, const std::string& flag_variables = "");
+// Whether the command names an execution character set whose string literals the object scan cannot
+// read (PathRoots::roots_in searches UTF-8, UTF-16 and UTF-32): -fexec-charset other than UTF-8, or
+// -fwide-exec-charset other than UTF-16/UTF-32/UCS-2/UCS-4 in either byte order (EBCDIC, say). A root
+// in such a literal is invisible, so the object is stored per checkout (CompileJob::foreign_charset).
+bool names_foreign_charset(const std::vector<std::string>& args, const std::string& flag_variables = "");
 
 // Sets the job's source, output and (when depfile_written is not empty) depfile: absolute (joined to
 // cwd, for kache's own use) and as written on the command line (what the compiler itself names).

@@ -10,7 +10,6 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -20,6 +19,7 @@
 
 #include "core/log.hpp"
 #include "util/cache_umask.hpp"
+#include "util/fs.hpp"
 #include "util/lock.hpp"
 
 namespace kache::core {
@@ -493,25 +493,27 @@ bool read_file_layer(Config& c, const std::string& file, bool in_cache_dir) {
   if (file.empty()) return false;
   std::error_code ec;
   if (!fs::exists(file, ec)) return false;  // no file is the normal case
-  if (fs::is_directory(file, ec)) {
-    c.problems.push_back(
-        fmt::format("kache: the config file {} is a directory, not a file; its settings are not "
-                    "read (set KACHE_CONFIG to a file).",
-                    file));
+  std::string kind;
+  std::optional<std::string> text;
+  try {
+    text = util::read_regular_file(file, &kind);
+  } catch (const std::exception&) {
+    c.problems.push_back(fmt::format("kache: cannot read {}; using the built-in defaults for its settings.", file));
     return false;
   }
-
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (!in) {
-    c.problems.push_back(fmt::format("kache: cannot read {}; using the built-in defaults for its settings.", file));
+  if (!text) {
+    // A FIFO would block every compile (in a group-shared cache dir, anyone's), so it is never opened
+    // for reading: refused like any file that is not a regular one.
+    c.problems.push_back(
+        fmt::format("kache: the config file {} is {}, not a regular file; its settings are not "
+                    "read (set KACHE_CONFIG to a file).",
+                    file, kind));
     return false;
   }
 
   toml::table root;
   try {
-    root = toml::parse(buffer.str(), file);
+    root = toml::parse(*text, file);
   } catch (const toml::parse_error& e) {
     c.problems.push_back(fmt::format("kache: {} is not valid TOML ({} at line {}); ignoring the whole file.", file,
                                      e.description(), e.source().begin.line));
@@ -820,11 +822,11 @@ void set_config_value(const std::string& file, const std::string& section, const
   std::string text;
   std::error_code ec;
   if (fs::exists(file, ec)) {
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (!in) throw std::runtime_error(fmt::format("cannot read {}", file));
-    text = buffer.str();
+    std::string kind;
+    std::optional<std::string> read = util::read_regular_file(file, &kind);
+    if (!read)
+      throw std::runtime_error(fmt::format("{} is {}, not a regular file, so it was left unchanged", file, kind));
+    text = std::move(*read);
     try {
       (void)toml::parse(text, file);
     } catch (const toml::parse_error& e) {

@@ -54,7 +54,7 @@ std::string serialize_manifest(const Manifest& m) {
   w.u32(static_cast<std::uint32_t>(m.entries.size()));
   for (const auto& e : m.entries) {
     w.bytes(e.result_key.bytes.data(), 32);
-    w.u8(e.path_specific ? 1 : 0);
+    w.u8((e.path_specific ? 1 : 0) | (e.date_keyed ? 2 : 0));
     w.u8(e.checkout_specific ? 1 : 0);
     w.i64(e.created_ns);
     w.u32(static_cast<std::uint32_t>(e.files.size()));
@@ -82,7 +82,9 @@ Manifest deserialize_manifest(std::string_view data) {
   m.entries.resize(n);
   for (auto& e : m.entries) {
     r.bytes(e.result_key.bytes.data(), 32);
-    e.path_specific = r.u8() != 0;
+    const std::uint8_t specific = r.u8();
+    e.path_specific = (specific & 1) != 0;
+    e.date_keyed = (specific & 2) != 0;
     e.checkout_specific = r.u8() != 0;
     e.created_ns = r.i64();
     e.files.resize(r.count(kFileMin));

@@ -51,6 +51,10 @@ struct ManifestEntry {
   // GCC printed a canonical path for a header found through a relative -isystem): the path recorded is
   // this checkout's own, so the result is stored per checkout (keyed by the roots' literal paths).
   bool checkout_specific = false;
+  // The compile expanded __DATE__ (gcc, clang): the result is stored under the day too, so a lookup on
+  // another day misses. Serialized as bit 1 of the path_specific byte (a reader that predates it sees a
+  // path-specific entry, keyed apart: a miss, never a wrong hit).
+  bool date_keyed = false;
   std::int64_t created_ns = 0;
 };
 

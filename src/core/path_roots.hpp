@@ -119,6 +119,10 @@ class PathRoots {
   std::vector<Spelling> spellings_;  // every root's path and aliases, longest first
 };
 
+// The byte strings a string literal holding `path` can be in an object: the path itself (narrow and u8
+// literals) and its UTF-16 and UTF-32 forms in both byte orders (wide, u and U literals).
+std::vector<std::string> string_literal_encodings(std::string_view path);
+
 // Replaces the placeholder at each patch's offset in file by this checkout's root (pwrite in place;
 // sizes and offsets in the ELF file stay). False when a root is missing or too long, or the file does
 // not hold the placeholder there (the file is then unusable).

@@ -55,6 +55,9 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "device-debug", "Device debug information (-G) embeds the absolute source path and changes code."},
     {C::Passthrough, "machine-native",
      "A value resolved from the build machine (-arch=native, -march=native) is used."},
+    {C::Passthrough, "shell-expansion",
+     "An nvcc argument (or the working directory or TMPDIR) holds $ or a backquote, which nvcc's /bin/sh steps "
+     "expand from the environment or by running a command: pass the expanded value from the build system instead."},
     {C::Passthrough, "hidden-input",
      "A flag makes the compiler read inputs no dependency list names (host -I/-D/-include, -ldir, -target-dir)."},
     {C::Passthrough, "keep-temps",
@@ -150,6 +153,9 @@ constexpr Reason kReasons[] = {
     {C::NotStored, "assembler-inputs",
      "The assembler may have read files of its own (.incbin/.include in a .S file or inline asm) that kache could "
      "not list (clang's integrated assembler writes no dependency list, or the list was not written)."},
+    {C::NotStored, "time-macro",
+     "The compiler (-Wdate-time) reports __TIME__ or __TIMESTAMP__ expanded, however spelled, or could not say: a "
+     "later hit would replay a stale time (__DATE__ alone is stored under the day)."},
     {C::NotStored, "unpinned-time",
      "The output holds __DATE__/__TIME__ of the compile's wall clock or a __TIMESTAMP__ of a file time "
      "(SOURCE_DATE_EPOCH not honoured, e.g. clang 14): a later hit would replay a stale time."},

@@ -68,6 +68,7 @@ inline constexpr std::string_view kSourceSpecial = "source-special";
 inline constexpr std::string_view kOutputPathThroughLink = "output-path-through-link";
 inline constexpr std::string_view kAssemblerInputs = "assembler-inputs";
 inline constexpr std::string_view kUnpinnedTime = "unpinned-time";
+inline constexpr std::string_view kTimeMacro = "time-macro";
 }  // namespace reason
 
 }  // namespace kache::core

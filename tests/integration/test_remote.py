@@ -134,6 +134,25 @@ class SharedThroughServers(RemoteCase):
             self.env["KACHE_REMOTE_CA_FILE"] = nginx.ca_cert
             self.share_through(nginx.url + "/cache|layout=bazel")
 
+    def test_ca_file_is_an_extra_ca_beside_the_systems(self):
+        # remote.ca_file adds a CA; the system's (here OpenSSL's SSL_CERT_FILE, holding a second CA made
+        # here) stay trusted beside it. Each server is signed by its own CA.
+        with servers.Nginx(tls=True) as private, servers.Nginx(tls=True) as public:
+            for name, nginx in (("private", private), ("public", public)):
+                with self.subTest(server=name):
+                    env = self.env_for("one", nginx.url + "/cache", KACHE_DIR=self.path("cache-" + name),
+                                       KACHE_REMOTE_CA_FILE=private.ca_cert, SSL_CERT_FILE=public.ca_cert)
+                    self.compile("one", "a", env)
+                    s = self.stats_of(env)
+                    self.assertEqual((s["remote_errors"], s["remote_writes"] > 0), (0, True), s)
+                    self.assertTrue(nginx.stored_files())
+            # Neither CA trusts a server signed by another: the ca_file widens trust by its own CA only.
+            env = self.env_for("one", public.url + "/cache", KACHE_DIR=self.path("cache-neither"),
+                               KACHE_REMOTE_CA_FILE=private.ca_cert, SSL_CERT_FILE=private.ca_cert)
+            self.compile("one", "a", env)
+            s = self.stats_of(env)
+            self.assertEqual((s["remote_errors"] > 0, s["remote_writes"]), (True, 0), s)
+
     def test_show_config_redacts_the_password(self):
         r = self.kache(["--show-config"], env={"KACHE_REMOTE_STORAGE": "redis://:hunter2@127.0.0.1:1"})
         self.assertIn("redis://:***@127.0.0.1:1", r.stdout)

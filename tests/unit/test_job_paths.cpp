@@ -49,5 +49,14 @@ TEST(JobPaths, TheUsersDebugMapsAndCompressedDebugAreSeen) {
   EXPECT_FALSE(asks_compressed_debug({"-g", "-gzip-like"}));
 }
 
+TEST(JobPaths, ExecutionCharacterSetsTheObjectScanCannotReadAreSeen) {
+  EXPECT_FALSE(names_foreign_charset({"-c", "-fexec-charset=UTF-8", "-fwide-exec-charset=utf-16be"}));
+  EXPECT_FALSE(names_foreign_charset({"-fwide-exec-charset=UTF-32LE", "-fexec-charset=utf8"}));
+  EXPECT_TRUE(names_foreign_charset({"-fexec-charset=IBM1047"}));
+  EXPECT_TRUE(names_foreign_charset({"-fwide-exec-charset=EBCDIC-US"}));
+  EXPECT_TRUE(names_foreign_charset({"-Xcompiler", "-O2,-fexec-charset=latin1"}));  // nvcc's list
+  EXPECT_TRUE(names_foreign_charset({"-c"}, "-Xcompiler -fexec-charset=cp1252"));   // NVCC_APPEND_FLAGS
+}
+
 }  // namespace
 }  // namespace kache::compiler

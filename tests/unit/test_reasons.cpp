@@ -88,7 +88,7 @@ Found produced_not_stored_reasons() {
   for (std::string_view name :
        {core::reason::kClosureUnreadable, core::reason::kInputChanged, core::reason::kPathInObject,
         core::reason::kDepfileTarget, core::reason::kLockTimeout, core::reason::kPrecompiledHeader,
-        core::reason::kAssemblerInputs, core::reason::kUnpinnedTime}) {
+        core::reason::kAssemblerInputs, core::reason::kUnpinnedTime, core::reason::kTimeMacro}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;

@@ -129,6 +129,11 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   const bool clang = tc.description.find("clang version") != std::string::npos;
+  clang_ = clang;
+  // A miss leaves SOURCE_DATE_EPOCH as the build has it (pinned for nvcc only, spec 000): __DATE__ and
+  // __TIME__ follow it when exported, so its value is an input; unset, they are the wall clock's and
+  // the miss asks the compiler which it expanded (Adapter::time_macros).
+  k.emplace_back("source-date-epoch", util::env_get(inv.env, "SOURCE_DATE_EPOCH").value_or("<unset>"));
   job.depfile_layouts = clang ? std::vector{core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed}
                              : std::vector{core::DepfileLayout::gcc72};
   // Diagnostics coloured as on the user's terminal (see diagnostics_colour_flag): stored apart.
@@ -177,9 +182,8 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
   return argv;
 }
 
-void GccAdapter::miss_environment(util::Environment& env, const core::Config& cfg) const {
-  pin_source_date_epoch(env, cfg);
-}
+// Nothing pinned: a plain gcc or clang prints today's __DATE__, and so does a miss (see prepare).
+void GccAdapter::miss_environment(util::Environment&, const core::Config&) const {}
 
 std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv, const CompileJob& job) const {
   if (!job.depfile_partial) return {};
@@ -187,9 +191,57 @@ std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv
   return without_outputs(inv, "-M");
 }
 
-std::vector<std::string> GccAdapter::preprocess_command(const core::Invocation& inv, const CompileJob& job) const {
-  if (job.assembler_inputs != CompileJob::AssemblerInputs::checked) return {};
-  return without_outputs(inv, "-E");
+// The preprocessed source serves the assembler check (AssemblerInputs::checked) and, for every compile,
+// says which time macros it expanded: -Wdate-time warns at each expansion of __DATE__, __TIME__ and
+// __TIMESTAMP__, however it was spelled (token pasting, a macro of a header), in GCC and clang alike.
+// This run's diagnostics go to kache only, never to the user's stderr; the user's -w (which would
+// silence it) is dropped and -Werror cannot fail it. -Wsystem-headers reaches expansions inside system
+// headers and `#pragma GCC system_header` files; diagnostic pragmas are checked in the output.
+std::vector<std::string> GccAdapter::preprocess_command(const core::Invocation& inv, const CompileJob&) const {
+  std::vector<std::string> argv = without_outputs(inv, "-E");
+  std::erase_if(argv, [](const std::string& a) { return a == "-w" || a == "--no-warnings"; });
+  argv.insert(argv.end(), {"-Wdate-time", "-Wno-error", "-Wno-error=date-time", "-Wsystem-headers",
+                           "-fdiagnostics-show-option", "-fdiagnostics-color=never", "-fmessage-length=0",
+                           clang_ ? "-fdiagnostics-format=clang" : "-fdiagnostics-format=text"});
+  return argv;
+}
+
+std::optional<TimeMacros> GccAdapter::time_macros(const util::ProcessResult& preprocessed) const {
+  if (!preprocessed.ok()) return std::nullopt;
+  return reported_time_macros(preprocessed.err, preprocessed.out, clang_);
+}
+
+std::optional<TimeMacros> reported_time_macros(std::string_view diagnostics, std::string_view preprocessed,
+                                               bool clang) {
+  auto lines = [](std::string_view text, auto&& each) {
+    while (!text.empty()) {
+      const std::size_t end = std::min(text.find('\n'), text.size());
+      each(text.substr(0, end));
+      text.remove_prefix(std::min(end + 1, text.size()));
+    }
+  };
+  bool silenced = false;
+  lines(preprocessed, [&](std::string_view line) {
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || !line.substr(first).starts_with("#pragma")) return;
+    if (line.find("diagnostic") == std::string_view::npos) return;
+    if (line.find("date-time") != std::string_view::npos || line.find("everything") != std::string_view::npos) {
+      silenced = true;
+    }
+  });
+  if (silenced) return std::nullopt;
+  TimeMacros used = TimeMacros::none;
+  lines(diagnostics, [&](std::string_view line) {
+    if (line.find("-Wdate-time]") == std::string_view::npos) return;
+    const bool date_only =
+        !clang && line.find("__DATE__") != std::string_view::npos && line.find("__TIME") == std::string_view::npos;
+    if (!date_only) {
+      used = TimeMacros::time;
+    } else if (used == TimeMacros::none) {
+      used = TimeMacros::date;
+    }
+  });
+  return used;
 }
 
 std::vector<std::string> GccAdapter::without_outputs(const core::Invocation& inv, const char* mode) const {

@@ -126,6 +126,7 @@ void key_compile_shape(CompileJob& job, const CompilePlan& plan, const Toolchain
   // root is stored per checkout). None with the user's own host debug maps or compressed debug.
   job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(inv.args, plan.append_flags) &&
                            !asks_compressed_debug(inv.args, plan.append_flags);
+  job.foreign_charset = names_foreign_charset(inv.args, plan.append_flags);
   k.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
   // The working directory is the build root: with roots it is keyed by its fixed name only (the prefix
   // maps rewrite it wherever the host compiler writes it, -g's DW_AT_comp_dir included).
@@ -266,6 +267,13 @@ std::variant<Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocatio
   if (auto r = env_refusal(inv.env, EnvRoute::nvcc)) return Passthrough{r->reason, r->variable + " is set"};
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
+  // A miss names files by absolute paths below the working directory (its scratch directory), which
+  // nvcc's shell would expand (see plan.cpp), where the plain command's relative names need not.
+  if (cwd.find_first_of("$`") != std::string::npos) return Passthrough{"shell-expansion", "working directory " + cwd};
+  // nvcc's intermediates are named below TMPDIR in the same quoted commands.
+  if (auto tmp = util::env_get(inv.env, "TMPDIR"); tmp && tmp->find_first_of("$`") != std::string::npos) {
+    return Passthrough{"shell-expansion", "TMPDIR=" + *tmp};
+  }
   place_job(job, plan_, inv, cfg, cwd);
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, plan_.ccbin,
                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));

@@ -165,9 +165,9 @@ void HttpConnection::connect(Clock::time_point deadline) {
       ::OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
       net::ssl::context tls(net::ssl::context::tls_client);
       tls.set_verify_mode(net::ssl::verify_peer);
-      if (ca_file_.empty()) {
-        trust_system_cas(tls.native_handle());
-      } else if (::SSL_CTX_load_verify_locations(tls.native_handle(), ca_file_.c_str(), nullptr) != 1) {
+      // remote.ca_file is an extra CA (a private server's), trusted beside the system's, never instead.
+      trust_system_cas(tls.native_handle());
+      if (!ca_file_.empty() && ::SSL_CTX_load_verify_locations(tls.native_handle(), ca_file_.c_str(), nullptr) != 1) {
         throw RemoteError(RemoteFailure::Kind::error, url_.redacted() + ": cannot read the CA file " + ca_file_);
       }
       s.tls.emplace(std::move(tls));

@@ -45,7 +45,7 @@ class RemoteBackend {
 };
 
 struct RemoteStoreOptions {
-  std::string ca_file;                          // remote.ca_file: extra CA for https (empty: the system's)
+  std::string ca_file;                          // remote.ca_file: an extra CA for https, trusted beside the system's
   std::string key_prefix = "kache:";            // Redis keys are <prefix><key>
   std::string breaker_dir;                      // the breakers' state files (empty: no breaker)
   bool read_only = false;                       // remote.read_only: never written, whatever the URL says
