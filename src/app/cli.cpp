@@ -315,7 +315,7 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
   const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds, stages,
                stages_whole] = f;
   std::size_t width = 20;
-  for (const auto* list : {&passthrough, &errors, &not_stored}) {
+  for (const auto* list : {&passthrough, &errors, &not_stored, &per_checkout}) {
     for (const auto& item : *list) width = std::max(width, item.first.size() + 4);
   }
   std::string text;

@@ -24,6 +24,8 @@
 #include "compiler/nvcc/plan.hpp"
 #include "compiler/offload/toolchain.hpp"
 #include "core/config.hpp"
+#include "core/reasons.hpp"
+#include "core/stats.hpp"
 #include "storage/local/local_storage.hpp"
 #include "storage/remote/remote_factory.hpp"
 #include "storage/remote/remote_failure.hpp"
@@ -615,6 +617,28 @@ std::string filesystem_name(std::uint64_t type) {
   }
 }
 
+// How many stored entries are for one checkout only because their objects name a path root (__FILE__,
+// assert()): every build directory of that checkout shares them, a checkout at another path misses them
+// all. The compiler's own prefix map is the fix where checkouts sit at different paths.
+void check_per_checkout(Rows& rows, const Config& cfg) {
+  const StatsSnapshot stats = StatsFile(cfg.cache_dir).read();
+  const std::uint64_t stored = stats.get(counter::kStored);
+  const std::uint64_t named =
+      stats.get(std::string(counter::kStoredPerCheckoutPrefix) + std::string(reason::kPathInObject));
+  const std::string value = fmt::format("{} of {} stored entries name a checkout's path", named, stored);
+  if (named == 0) {
+    rows.add("cache", "stored-per-checkout", Status::ok, value);
+    return;
+  }
+  rows.add("cache", "stored-per-checkout", Status::warn, value,
+           "these objects name their checkout's paths (__FILE__, assert()): every build directory of the checkout and "
+           "any machine with it at the same path share them, a checkout at another path misses them "
+           "(stored_per_checkout.path-in-object).",
+           "where checkouts sit at different paths, build with -ffile-prefix-map=<checkout>=. (nvcc: "
+           "-Xcompiler=-ffile-prefix-map=<checkout>=.) and set [paths] base_dirs to the checkout: see docs/sharing.md, "
+           "\"Portable paths\"");
+}
+
 void check_cache(Rows& rows, const Config& cfg) {
   const std::string& dir = cfg.cache_dir;
   const bool exists = util::exists(dir);
@@ -675,6 +699,7 @@ void check_cache(Rows& rows, const Config& cfg) {
       rows.add("cache", "free-space", Status::ok, format_size(free));
     }
   }
+  check_per_checkout(rows, cfg);
 }
 
 // Each remote: reachable and accepting the credentials (a read), writable (a write and its removal, unless

@@ -63,7 +63,8 @@ struct Record {
   // What the miss did with nvcc's stages (nvcc.stages): "reused ptx compute_80", "ran cubin sm_90",
   // "ran whole: depfile-mmd". Empty without the stage cache.
   std::vector<std::string> stages;
-  std::string file;  // where it was read from
+  StoredFor stored_for;  // what ties the entry to its checkout (empty: shared by every checkout)
+  std::string file;      // where it was read from
 };
 
 // Splits a closure into the project's files (recorded one by one) and the toolchain's (one digest).
@@ -115,6 +116,10 @@ json to_json(const Record& r) {
   for (const auto& f : r.files) j["files"].push_back(json::array({f.key_path, f.path, f.digest}));
   j["system_headers"] = r.system_headers;
   if (!r.stages.empty()) j["stages"] = r.stages;
+  if (!r.stored_for.empty()) {
+    j["stored_for"] = json::array();
+    for (const auto& [what, path] : r.stored_for) j["stored_for"].push_back(json::array({what, path}));
+  }
   return j;
 }
 
@@ -135,6 +140,9 @@ std::optional<Record> read_record(const std::string& path) {
     }
     r.system_headers = j.value("system_headers", "");
     if (j.contains("stages")) r.stages = j.at("stages").get<std::vector<std::string>>();
+    if (j.contains("stored_for")) {
+      for (const auto& t : j.at("stored_for")) r.stored_for.emplace_back(t.at(0).get<std::string>(), t.at(1).get<std::string>());
+    }
     r.file = path;
     return r;
   } catch (const std::exception&) {
@@ -278,7 +286,56 @@ struct Verdict {
   std::vector<Difference> differences;
   std::string toolchain_now;
   std::vector<std::string> stages;  // --last: what the miss did with nvcc's stages
+  StoredFor stored_for;             // what ties the explained compile's entry to its checkout
 };
+
+// Which paths an entry stored per checkout names, and what shares it (empty when nothing ties it).
+std::string stored_for_note(const StoredFor& stored_for) {
+  std::string roots, source, every;
+  for (const auto& [what, path] : stored_for) {
+    if (what == "source") {
+      source = path;
+    } else if (what == "every root") {
+      every = path;
+    } else {
+      roots += fmt::format("{}{} (the root {})", roots.empty() ? "" : ", ", path, what);
+    }
+  }
+  std::string note;
+  if (!roots.empty()) {
+    note += fmt::format(
+        "stored per checkout: the object names {} (__FILE__, assert()), so it is found by every build whose "
+        "root has that path: each build directory of this checkout, and any machine with the checkout at the "
+        "same path. A checkout at another path misses; to share across checkout paths, pass the compiler's "
+        "own -ffile-prefix-map=<checkout>=. (through -Xcompiler for nvcc) and set [paths] base_dirs to the "
+        "checkout (docs/sharing.md, \"Portable paths\").\n",
+        roots);
+  }
+  if (!source.empty()) {
+    note += fmt::format(
+        "stored per source path: the object's ids hash the source's real path {} (nvcc -rdc's module id, "
+        "cudafe++'s _INTERNAL_ names), so only a compile of the file at that path finds it.\n",
+        source);
+  }
+  if (!every.empty()) {
+    note += fmt::format(
+        "stored for this checkout's roots ({}): a dependency lies outside every root, or the object has "
+        "compressed sections no scan can read.\n",
+        every);
+  }
+  return note;
+}
+
+// The entry's ties to its checkout against this compile's: each that differs is why it misses here.
+std::vector<Difference> stored_for_differences(const StoredFor& was, const StoredFor& now) {
+  std::vector<Difference> out;
+  for (const auto& [what, path] : was) {
+    const auto it = std::find_if(now.begin(), now.end(), [&](const auto& n) { return n.first == what; });
+    const std::optional<std::string> here = it == now.end() ? std::nullopt : std::optional(it->second);
+    if (here != path) out.push_back({"stored-for", what, path, here});
+  }
+  return out;
+}
 
 int print(const Verdict& v, bool as_json) {
   if (as_json) {
@@ -299,6 +356,7 @@ int print(const Verdict& v, bool as_json) {
     }
     j["toolchain_now"] = v.toolchain_now;
     if (!v.stages.empty()) j["stages"] = v.stages;
+    if (!v.stored_for.empty()) j["stored_for"] = stored_for_note(v.stored_for);
     j["differences"] = json::array();
     for (const auto& d : v.differences) {
       json e = {{"field", d.field}};
@@ -318,6 +376,7 @@ int print(const Verdict& v, bool as_json) {
                v.closest->output == v.output ? "" : " (for the output " + v.closest->output + ")");
   }
   fmt::print("{}\n", v.message);
+  if (!v.stored_for.empty()) fmt::print("{}", stored_for_note(v.stored_for));
   if (!v.stages.empty()) {
     // Which of nvcc's device stages the miss reused from the cache and which it ran (nvcc.stages).
     fmt::print("stages   {}\n", fmt::join(v.stages, ", "));
@@ -336,11 +395,14 @@ int print(const Verdict& v, bool as_json) {
   return v.status == "error" ? 1 : 0;
 }
 
+// What would tie this compile's entry to its checkout, given a record's ties.
+using StoredForNow = std::function<StoredFor(const Record&)>;
+
 // Picks the record with the fewest differences (then the same output, then the newest) and fills
-// the verdict with its differences.
+// the verdict with its differences, a difference in what ties an entry to its checkout included.
 void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& now_fields,
              const std::vector<RecordedFile>* now_files, const DigestNow& digest_now,
-             const std::string& system_headers_now) {
+             const std::string& system_headers_now, const StoredForNow& stored_for_now) {
   v.records = candidates.size();
   std::optional<std::size_t> best;
   std::vector<Difference> best_diffs;
@@ -349,6 +411,8 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
     std::vector<Difference> diffs = field_differences(c.fields, now_fields);
     auto files = file_differences(c, now_files, digest_now);
     diffs.insert(diffs.end(), files.begin(), files.end());
+    auto ties = stored_for_differences(c.stored_for, stored_for_now(c));
+    diffs.insert(diffs.end(), ties.begin(), ties.end());
     // Known on both sides only with a listing: --last, or --closure.
     if (!system_headers_now.empty() && !c.system_headers.empty() && c.system_headers != system_headers_now) {
       diffs.push_back({"system-headers", "", c.system_headers, system_headers_now});
@@ -369,6 +433,7 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
   if (!best) return;
   v.closest = candidates[*best];
   v.differences = std::move(best_diffs);
+  if (v.stored_for.empty()) v.stored_for = stored_for_now(*v.closest);
   if (v.differences.empty()) {
     v.status = "match";
     v.message =
@@ -382,6 +447,12 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
   }
 }
 
+std::string every_root(const core::PathRoots& roots) {
+  std::string all;
+  for (const auto& r : roots.roots()) all += (all.empty() ? "" : " ") + r.path;
+  return all;
+}
+
 // This build's path for a path as the key names it (a root's fixed name replaced by the root).
 std::string path_now(const core::PathRoots& roots, const std::string& key_path) {
   for (const auto& r : roots.roots()) {
@@ -389,6 +460,21 @@ std::string path_now(const core::PathRoots& roots, const std::string& key_path) 
     if (key_path.starts_with(r.name + "/")) return r.path + key_path.substr(r.name.size());
   }
   return key_path;
+}
+
+// A record's ties as this compile would have them, if its object names what the record's did.
+StoredFor stored_for_here(const StoredFor& recorded, const compiler::CompileJob& job) {
+  StoredFor now;
+  for (const auto& [what, path] : recorded) {
+    if (what == "source") {
+      now.emplace_back(what, real_source_path(job));
+    } else if (what == "every root") {
+      now.emplace_back(what, every_root(job.roots));
+    } else if (path_now(job.roots, what) != what) {
+      now.emplace_back(what, path_now(job.roots, what));
+    }
+  }
+  return now;
 }
 
 Verdict explain_last(const Config& cfg) {
@@ -412,6 +498,7 @@ Verdict explain_last(const Config& cfg) {
   v.output = last->output;
   v.toolchain_now = last->toolchain;
   v.stages = last->stages;
+  v.stored_for = last->stored_for;
   std::vector<Record> others;
   for (auto& r : records_for(cfg.cache_dir, last->source)) {
     if (r.key != last->key) others.push_back(std::move(r));
@@ -421,7 +508,8 @@ Verdict explain_last(const Config& cfg) {
     v.message = "no other entry is recorded for this source: the last miss was its first stored compile.";
     return v;
   }
-  compare(v, others, last->fields, &last->files, nullptr, last->system_headers);
+  compare(v, others, last->fields, &last->files, nullptr, last->system_headers,
+          [&](const Record&) { return last->stored_for; });
   return v;
 }
 
@@ -518,7 +606,8 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
       // nvcc -M lists a slightly different set of toolkit headers than the compile's own -MD (186 and
       // 188 files for a small kernel, CUDA 13.0): the two digests are not comparable, so the
       // toolchain's headers are compared by --last only.
-      compare(v, records, fields, closure ? &listed : nullptr, digest_now, "");
+      compare(v, records, fields, closure ? &listed : nullptr, digest_now, "",
+              [&](const Record& r) { return stored_for_here(r.stored_for, job); });
       return v;
     }
   }
@@ -576,7 +665,8 @@ void prune_links(const std::string& dir) {
 
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
             const std::string& storage_key, const std::vector<ManifestFile>& files,
-            const std::vector<std::string>& stages, const StoreRecord& store_record) noexcept {
+            const std::vector<std::string>& stages, const StoredFor& stored_for,
+            const StoreRecord& store_record) noexcept {
   if (cache_dir.empty()) return;
   try {
     Record r;
@@ -595,6 +685,7 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     }
     r.system_headers = split.finish();
     r.stages = stages;
+    r.stored_for = stored_for;
     const std::string stored = store_record(to_json(r).dump());
     if (!stored.starts_with(cache_dir + "/")) return;
     const std::string root = explain_root(cache_dir);
@@ -608,6 +699,19 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
   } catch (const std::exception& e) {
     core::log().debug("cannot write the explain record: {}", e.what());
   }
+}
+
+std::string real_source_path(const compiler::CompileJob& job) {
+  char real[PATH_MAX];
+  return ::realpath(job.source.c_str(), real) != nullptr ? std::string(real) : job.source;
+}
+
+StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job) {
+  StoredFor ties;
+  for (const auto& name : entry.object_roots) ties.emplace_back(name, path_now(job.roots, name));
+  if (entry.path_specific) ties.emplace_back("source", real_source_path(job));
+  if (entry.checkout_specific) ties.emplace_back("every root", every_root(job.roots));
+  return ties;
 }
 
 int run(const std::vector<std::string>& args) {

@@ -39,10 +39,23 @@ constexpr std::size_t kRecordsPerSource = 8;
 // Writes the record of an entry just stored through store_record (which returns the path it was stored
 // at, below cache_dir), and links it from the source's directory. Failures are logged and ignored: it
 // is a diagnostic.
+// stored_for: what ties an entry stored per checkout to this one, as (what, path here) pairs: a root's
+// name and its path ("/kache/src", "/w/p/src"), "source" and the source's real path (-rdc), or "every
+// root" and the roots' paths. Empty for an entry every checkout shares.
 using StoreRecord = std::function<std::string(std::string_view text)>;
+using StoredFor = std::vector<std::pair<std::string, std::string>>;
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
             const std::string& storage_key, const std::vector<ManifestFile>& files,
-            const std::vector<std::string>& stages, const StoreRecord& store_record) noexcept;
+            const std::vector<std::string>& stages, const StoredFor& stored_for,
+            const StoreRecord& store_record) noexcept;
+
+// The source's real path, which nvcc's -rdc module id and cudafe++'s _INTERNAL_ names hash (measured,
+// nvcc 13: the same id through a symbolic link, from any working directory or spelling); its path as
+// given when it cannot be resolved.
+std::string real_source_path(const compiler::CompileJob& job);
+
+// What ties an entry to this checkout, as record() takes it (empty for an entry every checkout shares).
+StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job);
 
 // The `kache explain` command; args are the words after "explain". Returns the exit status.
 int run(const std::vector<std::string>& args);

@@ -186,7 +186,9 @@ std::optional<int> Pipeline::try_hit() {
     if (listed ? !(entry.result_key == *listed) : !verify(entry, refreshed)) continue;
     // The recorded result key holds for any checkout (it names files by their fixed root names);
     // path-specific objects are stored under it combined with this build's source identity.
-    const util::Digest rk = storage_key(entry);
+    const std::optional<util::Digest> specific = storage_key(entry);
+    if (!specific) continue;  // its object names a root this checkout lacks
+    const util::Digest& rk = *specific;
     auto found = store_.get_parts(rk.hex(), util::dirname(job_.output));
     if (!found) {
       core::log().info("cannot read entry: {}", found.error().message);
@@ -224,6 +226,7 @@ std::optional<Manifest> Pipeline::read_manifest() {
     return std::nullopt;
   }
   if (!*data) return std::nullopt;
+  if (is_older_manifest(**data)) return std::nullopt;  // an earlier kache's: a miss, replaced by its store
   try {
     return deserialize_manifest(**data);
   } catch (const std::exception& e) {

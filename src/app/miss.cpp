@@ -123,12 +123,12 @@ int Pipeline::miss() {
   Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.error();
   Outcome<bool> dated = headers ? keyable_time_macros(*compiled) : headers.error();
   Outcome<Done> times = dated ? no_unpinned_time(*dated, installed, *compiled, hashed->files) : dated.error();
-  Outcome<std::string> storable = times ? shareable_object(installed.object, scratch.path()) : times.error();
+  Outcome<PerCheckout> storable = times ? shareable_object(installed.object, scratch.path()) : times.error();
   if (storable) {
-    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, !storable->empty());
+    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, *storable);
     entry.date_keyed = *dated;
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
-    store_result(std::move(entry), cache_entry(dep_text, installed), recorded, *storable);
+    store_result(std::move(entry), cache_entry(dep_text, installed), recorded, storable->why);
   } else {
     count_reason(counts_, storable.error().category, storable.error().name);
     core::log().debug("miss: not stored ({}): {} -- {}", storable.error().name, job_.output,
@@ -394,18 +394,20 @@ Outcome<Done> Pipeline::toolchain_held() const {
   return Done{};
 }
 
-// Returns "" when the object may be shared between checkouts, else why it is stored for this checkout only.
+// Returns why the object is stored for this checkout only ("" when it may be shared) and the roots it names.
 // kache adds no -fmacro-prefix-map (issue 27, beyond spec 000's host prefix maps): __FILE__ and assert()
 // print the real path, as a plain compile does. Rewriting such a string in the stored object is unsound
 // (its length is baked into code: sizeof, constexpr lengths, offsets), so an object that names a root
-// is stored per checkout (the storage key folds the roots in). Debug names come through placeholders,
-// which the scan below does not see as roots.
-Outcome<std::string> Pipeline::shareable_object(const std::string& object, const std::string& scratch_dir) const {
+// is stored under the paths of the roots it names (storage_key): every build directory of this checkout
+// shares it, another checkout does not. Debug names come through placeholders, which the scan below
+// does not see as roots.
+Outcome<Pipeline::PerCheckout> Pipeline::shareable_object(const std::string& object,
+                                                          const std::string& scratch_dir) const {
   // kache's scratch directory is no build's path: an object naming it is never served.
   if (object.find(scratch_dir) != std::string::npos) {
     return Failure{ReasonCategory::NotStored, reason::kPathInObject, scratch_dir};
   }
-  std::string per_checkout;
+  PerCheckout per_checkout;
   if (job_.roots.enabled()) {
     for (const std::size_t i : job_.roots.roots_in(object)) {
       const auto& root = job_.roots.roots()[i];
@@ -414,21 +416,28 @@ Outcome<std::string> Pipeline::shareable_object(const std::string& object, const
           std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) {
         continue;
       }
-      core::log().debug("the object names {}: the entry is specific to this checkout", root.path);
-      per_checkout = std::string(reason::kPathInObject);
+      core::log().debug("the object names {} ({}): the entry is stored for the checkouts with that path", root.path,
+                        root.name);
+      per_checkout.why = std::string(reason::kPathInObject);
+      if (std::find(per_checkout.roots.begin(), per_checkout.roots.end(), root.name) == per_checkout.roots.end()) {
+        per_checkout.roots.push_back(root.name);
+      }
     }
   }
   // A root in a string literal of an execution character set the scan cannot read (EBCDIC, say).
-  if (per_checkout.empty() && job_.roots.enabled() && job_.foreign_charset) {
+  // No scan can tell which roots it names: it is keyed by every root's path.
+  if (per_checkout.why.empty() && job_.roots.enabled() && job_.foreign_charset) {
     core::log().debug(
         "the command names an execution character set the scan cannot read: the entry is "
         "specific to this checkout");
-    per_checkout = std::string(reason::kPathInObject);
+    per_checkout.why = std::string(reason::kPathInObject);
+    per_checkout.all_roots = true;
   }
   // A root inside compressed debug sections is invisible to the scan above.
-  if (per_checkout.empty() && has_compressed_sections(object)) {
+  if (per_checkout.why.empty() && has_compressed_sections(object)) {
     core::log().debug("the object has compressed sections: the entry is specific to this checkout");
-    per_checkout = std::string(reason::kCompressedDebug);
+    per_checkout.why = std::string(reason::kCompressedDebug);
+    per_checkout.all_roots = true;
   }
   return per_checkout;
 }
@@ -542,7 +551,7 @@ Outcome<Done> Pipeline::templatable_depfile(const std::string& dep_text) const {
 }
 
 ManifestEntry Pipeline::describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
-                                       const std::string& object, bool checkout_specific) const {
+                                       const std::string& object, const PerCheckout& per_checkout) const {
   ManifestEntry entry;
   entry.files = std::move(files);
   entry.path_specific = job_.path_specific;
@@ -550,7 +559,8 @@ ManifestEntry Pipeline::describe_entry(std::vector<ManifestFile> files, const st
     if (object.find(marker) != std::string::npos) entry.path_specific = true;
   }
   entry.result_key = result_key(entry.files);
-  entry.checkout_specific = checkout_specific;
+  entry.checkout_specific = per_checkout.all_roots;
+  entry.object_roots = per_checkout.roots;
   for (const auto& c : closure) {
     if (auto why = outside_roots(c)) {
       entry.checkout_specific = true;
@@ -667,10 +677,10 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool reco
   auto& log = core::log();
   std::string failure;
   try {
-    const std::string key = storage_key(entry).hex();
+    const std::string key = storage_key(entry).value().hex();  // this checkout has every root it names
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
-      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_,
+      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_),
                       [&](std::string_view text) { return store_.put_explain_record(key, text); });
       if (recorded) stored = add_to_manifest(std::move(entry));
     }

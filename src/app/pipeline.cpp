@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "app/explain.hpp"
 #include "app/pipeline_steps.hpp"
 #include "app/pipeline_store.hpp"
 #include "compiler/adapter.hpp"
@@ -143,25 +144,38 @@ std::string date_macro_text(std::time_t t) {
   return std::string(buf, std::strftime(buf, sizeof buf, "%b %e %Y", &tm));
 }
 
-util::Digest Pipeline::storage_key(const ManifestEntry& entry) const {
-  if (!entry.path_specific && !entry.checkout_specific && !entry.date_keyed) return entry.result_key;
+// Where the entry is stored: under its result key when its outputs name no path of this checkout and no
+// day, else combined with exactly the paths they name, as this checkout spells them (and the day).
+// nullopt when this checkout lacks a root the entry names (it cannot be served here).
+std::optional<util::Digest> Pipeline::storage_key(const ManifestEntry& entry) const {
+  if (!entry.path_specific && !entry.checkout_specific && entry.object_roots.empty() && !entry.date_keyed) {
+    return entry.result_key;
+  }
   util::Hasher h;
-  h.add_field("kache-key", "specific-v1");
+  h.add_field("kache-key", "specific-v2");
   h.add_field("result", entry.result_key.hex());
   // __DATE__ as a plain compile would expand it now (keyable_time_macros): another day, another entry.
   if (entry.date_keyed) h.add_field("date", date_macro_text(std::time(nullptr)));
-  // Objects whose symbol names hash the source path (cudafe++'s _INTERNAL_ names, rdc module ids)
-  // are stored per source identity.
-  if (entry.path_specific) h.add_field("source-identity", job_.source_identity);
+  // nvcc's -rdc module id (__nv_module_id) and cudafe++'s _INTERNAL_ names hash the source's real path
+  // (another id at another path), so such an object is stored per real source path.
+  if (entry.path_specific) h.add_field("source-path", explain::real_source_path(job_));
   if (entry.checkout_specific) {
     for (const auto& root : job_.roots.roots()) h.add_field("root", root.path);
+  }
+  for (const auto& name : entry.object_roots) {
+    const auto& roots = job_.roots.roots();
+    const auto here = std::find_if(roots.begin(), roots.end(), [&](const auto& r) { return r.name == name; });
+    if (here == roots.end()) return std::nullopt;
+    h.add_field("object-root", name + "=" + here->path);  // the spelling the object holds
   }
   return h.finish();
 }
 
 // Why a file the entry records makes it specific to this checkout: it lies outside every path root and
 // every directory the key names literally. nullopt when it does not. A path below a root is joined to
-// each checkout's own root as spelled. Elsewhere "." and ".." count by what they mean, not by their
+// each checkout's own root as spelled; one spelled below a literal directory's spelling is as literal
+// ("<p>/Samples/x/../../Common/../inc", a candidate climbing out of CMake's "<p>/Samples/x/../../Common":
+// the key holds that spelling). Elsewhere "." and ".." count by what they mean, not by their
 // spelling: "/p/x/../inc/h.h" lies in a literal "-I/p/inc" when the kernel resolves "/p/x/.." to "/p"
 // (x is no symbolic link); through a link it is taken as the compiler opened it (the real path of its
 // directory), and one whose directory cannot be resolved stays specific.

@@ -104,7 +104,7 @@ class Pipeline {
   bool verify_absent(ManifestEntry& entry, bool& refreshed);
   bool same_listing(const std::string& dir, const util::Digest& listing, util::FileIdentity& guard, bool& refreshed);
   util::Digest result_key(const std::vector<ManifestFile>& files) const;
-  util::Digest storage_key(const ManifestEntry& entry) const;
+  std::optional<util::Digest> storage_key(const ManifestEntry& entry) const;
   std::optional<std::string> outside_roots(const std::string& path) const;
   std::optional<compiler::Passthrough> unwritable_destination() const;
   std::optional<compiler::Passthrough> special_destination() const;
@@ -142,6 +142,13 @@ class Pipeline {
     std::vector<PathPatch> patches;  // where those placeholders lie (replaced in the installed file)
     std::string stdout_text, stderr_text;
   };
+  // Why a stored entry is for this checkout only ("" when it is shared), and what ties it here: the
+  // roots (by name) its object names, or every root (a scan cannot tell).
+  struct PerCheckout {
+    std::string why;
+    std::vector<std::string> roots;
+    bool all_roots = false;
+  };
   int miss();
   compiler::MissPaths miss_paths(const std::string& scratch_dir) const;
   Outcome<Compiled> compile(const compiler::MissPaths& paths);
@@ -157,7 +164,7 @@ class Pipeline {
   Outcome<HashedClosure> hash_closure(const std::vector<std::string>& closure, std::int64_t start);
   Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
                             const util::ProcessResult& r, const std::string& dep_text, std::string object);
-  Outcome<std::string> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  Outcome<PerCheckout> shareable_object(const std::string& object, const std::string& scratch_dir) const;
   bool patches_for_here(const CacheEntryView& ce, std::vector<PathPatch>& patches) const;
   Outcome<Done> toolchain_held() const;
   Outcome<Done> templatable_depfile(const std::string& dep_text) const;
@@ -169,7 +176,7 @@ class Pipeline {
   Outcome<Done> no_unpinned_time(bool date_keyed, const Installed& installed, const Compiled& compiled,
                                  const std::vector<ManifestFile>& files) const;
   ManifestEntry describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
-                               const std::string& object, bool checkout_specific) const;
+                               const std::string& object, const PerCheckout& per_checkout) const;
   bool record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
                             const std::vector<std::string>& has_include, bool opaque, std::int64_t start);
   bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);

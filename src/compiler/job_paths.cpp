@@ -159,9 +159,27 @@ std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, 
   return keyed_roots;
 }
 
+std::optional<core::PathRoots::KeyedValue> key_prefix_map_rule(const std::string& arg, const core::PathRoots& roots) {
+  for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
+    if (!arg.starts_with(kind)) continue;
+    const std::size_t eq = arg.find('=', kind.size());
+    if (eq == std::string::npos) return std::nullopt;
+    const auto old_path = roots.key_value(arg.substr(kind.size(), eq - kind.size()));
+    return core::PathRoots::KeyedValue{std::string(kind) + old_path.form + arg.substr(eq),
+                                       std::string(kind) + ": " + old_path.why};
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> keyed_args(std::vector<std::string> args, const std::vector<PathValue>& values,
                                     const core::PathRoots& roots) {
   if (!roots.enabled()) return args;
+  for (std::string& a : args) {
+    if (auto rule = key_prefix_map_rule(a, roots); rule && rule->form != a) {
+      core::log().trace("path {} keyed as {} ({})", a, rule->form, rule->why);
+      a = rule->form;
+    }
+  }
   for (const auto& pv : values) {
     std::string& a = args[pv.index];
     const auto keyed = roots.key_value(a.substr(pv.offset));
@@ -201,6 +219,17 @@ std::string scratch_prefix_map(const CompileJob& job, const std::string& scratch
   const std::string out_dir = util::dirname(job.output);
   const std::string scratch_as = job.debug_placeholders ? job.roots.debug_form(out_dir) : out_dir;
   return "-ffile-prefix-map=" + scratch_dir + "=" + scratch_as;
+}
+
+void add_literal_dir(CompileJob& job, const std::string& dir) {
+  if (!dir.starts_with('/')) return;
+  std::string spelled = dir;
+  while (spelled.size() > 1 && spelled.back() == '/') spelled.pop_back();
+  for (std::string d : {spelled, util::lexically_normal(dir)}) {
+    if (std::find(job.literal_dirs.begin(), job.literal_dirs.end(), d) == job.literal_dirs.end()) {
+      job.literal_dirs.push_back(std::move(d));
+    }
+  }
 }
 
 void add_search_dir(CompileJob& job, const std::string& cwd, const std::string& dir) {

@@ -2,6 +2,7 @@
 // Path handling both adapters need for a CompileJob: the standard path roots (build, source and
 // output directories, [paths] base_dirs), the roots a keyed value names, and the include search path
 // GCC's environment variables add. Both adapters use these.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,13 @@ bool names_path(const std::string& value, const std::string& root);
 std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, std::string>>& fields,
                                              std::size_t keyed, const core::PathRoots& roots);
 
+// A user's -ffile-prefix-map=OLD=NEW (or -fmacro-/-fdebug-prefix-map) with OLD keyed as the roots map it:
+// OLD a root ("-ffile-prefix-map=<checkout>=." with the checkout a base dir) is keyed by the root's
+// name, so two checkouts given the same recipe key alike. The user's rules come after kache's and win
+// (GCC and clang apply the last matching rule), so the object names NEW + the rest below OLD: the
+// same bytes in every checkout that keys alike. nullopt for any other argument.
+std::optional<core::PathRoots::KeyedValue> key_prefix_map_rule(const std::string& arg, const core::PathRoots& roots);
+
 // A path-valued option's value inside the keyed command line: args[index].substr(offset) (-I<dir>, the
 // argument after -MF, spec 003's -Xclang -dependency-file value).
 struct PathValue {
@@ -82,6 +90,13 @@ void add_path_key_fields(std::vector<std::pair<std::string, std::string>>& field
 // The -ffile-prefix-map a miss adds last so the scratch directory it writes into names the output's
 // directory (through its placeholder when the job has them), as a plain compile names it.
 std::string scratch_prefix_map(const CompileJob& job, const std::string& scratch_dir);
+
+// Appends an absolute include dir to job.literal_dirs as spelled (trailing slashes dropped) and as its
+// lexical normal form. A path the compiler names below the spelling ("<d>/../inc", a header or a watched
+// absent candidate climbing out of d with "..") is as literal as d itself: the key holds d as written,
+// so it names the same file in every compile with this key (CMake keeps include_directories(../x) as
+// "<source dir>/../x"). A relative dir adds nothing.
+void add_literal_dir(CompileJob& job, const std::string& dir);
 
 // The directories an include-path variable (CPATH, C_INCLUDE_PATH, ...) adds, as GCC reads it: unset
 // or empty adds nothing; an empty element (":x", "x:", "a::b") is the cwd (".").

@@ -58,5 +58,36 @@ TEST(JobPaths, ExecutionCharacterSetsTheObjectScanCannotReadAreSeen) {
   EXPECT_TRUE(names_foreign_charset({"-c"}, "-Xcompiler -fexec-charset=cp1252"));   // NVCC_APPEND_FLAGS
 }
 
+// Issue 35: the user's prefix map whose old path is a root (the checkout as a base dir) is keyed by the
+// root's name, so two checkouts given the same recipe key alike; gcc's own arguments and nvcc's
+// -Xcompiler values alike.
+TEST(JobPaths, AUsersPrefixMapIsKeyedByTheRootItsOldPathIs) {
+  const auto one = standard_roots("/w/one/build", "/w/one/src/a.c", "/w/one/build/a.o", {"/w/one"}, nullptr);
+  const auto two = standard_roots("/w/two/build", "/w/two/src/a.c", "/w/two/build/a.o", {"/w/two"}, nullptr);
+  for (const char* kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
+    const auto a = key_prefix_map_rule(std::string(kind) + "/w/one=.", one);
+    const auto b = key_prefix_map_rule(std::string(kind) + "/w/two=.", two);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->form, std::string(kind) + "/kache/base0=.");
+    EXPECT_EQ(a->form, b->form);
+  }
+  EXPECT_EQ(key_prefix_map_rule("-ffile-prefix-map=/elsewhere=.", one)->form, "-ffile-prefix-map=/elsewhere=.");
+  EXPECT_FALSE(key_prefix_map_rule("-ffile-prefix-map", one));
+  EXPECT_FALSE(key_prefix_map_rule("-I/w/one/include", one));
+  EXPECT_EQ(keyed_args({"-O2", "-ffile-prefix-map=/w/one=."}, {}, one),
+            (std::vector<std::string>{"-O2", "-ffile-prefix-map=/kache/base0=."}));
+}
+
+// Issue 35: an include dir is literal as spelled ("<p>/x/../../Common", as CMake passes
+// include_directories(../../Common) on) and as it resolves, so a path climbing out of its spelling is
+// literal too.
+TEST(JobPaths, ALiteralDirIsKnownAsSpelledAndAsNormal) {
+  CompileJob job;
+  add_literal_dir(job, "/p/Samples/x/../../Common/");
+  add_literal_dir(job, "/p/Common");
+  add_literal_dir(job, "relative/dir");
+  EXPECT_EQ(job.literal_dirs, (std::vector<std::string>{"/p/Samples/x/../../Common", "/p/Common"}));
+}
+
 }  // namespace
 }  // namespace kache::compiler

@@ -65,7 +65,7 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
   auto add_dir = [&](const std::string& d, bool literal_if_absolute) {
     if (d.empty()) return;
     add_search_dir(job, cwd, d);
-    if (literal_if_absolute && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
+    if (literal_if_absolute) add_literal_dir(job, d);
   };
   add_dir(util::dirname(plan.source), false);  // quoted includes: the source's directory, as spelled
   add_dir(util::dirname(job.source), false);

@@ -28,18 +28,14 @@ core::PathRoots::KeyedValue key_host_prefix_maps(const std::string& value, const
   std::size_t start = 0;
   while (true) {
     const std::size_t end = value.find(',', start);
-    std::string token = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
-      if (!token.starts_with(kind)) continue;
-      const std::size_t eq = token.find('=', kind.size());
-      if (eq == std::string::npos) break;
-      const auto old_path = roots.key_value(token.substr(kind.size(), eq - kind.size()));
+    const std::string token = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (auto rule = key_prefix_map_rule(token, roots)) {
       if (!out.why.empty()) out.why += "; ";
-      out.why += std::string(kind) + ": " + old_path.why;
-      token = std::string(kind) + old_path.form + token.substr(eq);
-      break;
+      out.why += rule->why;
+      out.form += rule->form;
+    } else {
+      out.form += token;
     }
-    out.form += token;
     if (end == std::string::npos) break;
     out.form += ',';
     start = end + 1;
@@ -240,7 +236,7 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
   add_dir(util::dirname(job.source));
   for (const auto& d : plan.include_dirs) {
     add_dir(d);
-    if (!d.empty() && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
+    add_literal_dir(job, d);
   }
   // A pre-included file (-include / --pre-include) is looked up in the working directory first (GCC:
   // "the first directory searched for file is the preprocessor's working directory"), then along the
@@ -250,7 +246,7 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
   for (const char* var : {"CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"}) {
     for (const auto& d : include_path_dirs(inv.env, var)) {
       add_dir(d);
-      if (d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
+      add_literal_dir(job, d);
     }
   }
   for (const auto& d : tc.include_dirs) add_dir(d);
