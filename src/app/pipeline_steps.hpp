@@ -153,6 +153,8 @@ class Pipeline {
   Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
                             const util::ProcessResult& r, const std::string& dep_text, std::string object);
   Outcome<std::string> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  // Whether bytes name a root the key does not hold (the object scan of shareable_object).
+  bool names_unkeyed_root(std::string_view bytes) const;
   bool patches_for_here(const CacheEntryView& ce, std::vector<PathPatch>& patches) const;
   Outcome<Done> toolchain_held() const;
   Outcome<Done> templatable_depfile(const std::string& dep_text) const;

@@ -129,8 +129,16 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   const bool clang = tc.description.find("clang version") != std::string::npos;
+  // clang records its driver's whole command line (measured, clang 14 and 19: DW_AT_producer under
+  // -grecord-command-line, .GCC.command.line under -frecord-command-line), kache's prefix maps and
+  // scratch -o included, where a plain compile records the user's: no miss can give plain's object.
+  // (GCC leaves -o, -MF and prefix maps out of what it records; kache's -frandom-seed stays off.)
+  if (clang && records_command_line(inv.args, false)) {
+    return Passthrough{"records-command-line", "clang records the command line in the object"};
+  }
   job.depfile_layouts = clang ? std::vector{core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed}
                              : std::vector{core::DepfileLayout::gcc72};
+  job.depfile_escaping = clang ? core::MakeEscaping::clang : core::MakeEscaping::gcc;
   // Diagnostics coloured as on the user's terminal (see diagnostics_colour_flag): stored apart.
   colour_flag_ = diagnostics_colour_flag(inv.args, inv.env, clang, ::isatty(STDERR_FILENO) == 1);
   k.emplace_back("diagnostics-colour", colour_flag_.empty() ? "as-given" : colour_flag_);
@@ -146,8 +154,9 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
   std::vector<std::string> argv = {inv.compiler_arg};
   // kache's flags come before the user's: GCC and clang let the last -frandom-seed win. A fixed seed
   // fixes the names GCC derives from it, so two misses give byte-identical objects; left out where the
-  // object would record it (DW_AT_producer, .GCC.command.line) and plain's would not.
-  if (!records_command_line(inv.args)) argv.push_back("-frandom-seed=" + paths.seed);
+  // object would record it (DW_AT_producer, .GCC.command.line, GCC's .gnu.lto_.opts under -flto) and
+  // plain's would not.
+  if (!records_command_line(inv.args) && !asks_lto(inv.args)) argv.push_back("-frandom-seed=" + paths.seed);
   // Not recorded by the object (only -flto records -Wa options: no listing then).
   if (job.assembler_inputs == CompileJob::AssemblerInputs::listed) argv.push_back("-Wa,--MD," + paths.assembler_depfile);
   // Debug names through placeholders (PathRoots::debug_map_flags); none when the user maps paths
