@@ -18,6 +18,18 @@ namespace kache::core {
 namespace {
 // Placeholders cannot occur in a dependency file: make syntax has no control characters.
 std::string placeholder(std::size_t index) { return "\x01" + std::to_string(index) + "\x01"; }
+// A root spelled verbatim, unescaped: how GCC, clang and nvcc write a -MT target.
+std::string verbatim_placeholder(std::size_t index) { return "\x02" + std::to_string(index) + "\x02"; }
+
+// Where the first rule's targets end: its first ':' followed by whitespace or the end.
+std::size_t targets_end(const std::string& text) {
+  for (std::size_t i = text.find(':'); i != std::string::npos; i = text.find(':', i + 1)) {
+    if (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\t' || text[i + 1] == '\n' || text[i + 1] == '\r') {
+      return i;
+    }
+  }
+  return 0;
+}
 
 // Whether text[pos, pos + len) is a whole path or its leading directories in make syntax: it starts a
 // token (at the start of the text or after unescaped whitespace) and ends where a path component
@@ -276,13 +288,21 @@ std::vector<std::size_t> PathRoots::roots_in(std::string_view bytes) const {
 std::string PathRoots::templatize(const std::string& text, MakeEscaping escaping) const {
   std::string out = text;
   for (const auto& s : spellings_) replace_path_prefixes(out, escape_make(s.path, escaping), placeholder(s.root));
-  return out;
+  // A -MT target is written as given, unescaped: a root spelled with a character make escapes is found
+  // there verbatim (the dependencies are escaped, and a raw spelling there could span two of them).
+  const std::size_t end = targets_end(out);
+  std::string targets = out.substr(0, end);
+  for (const auto& s : spellings_) {
+    if (escape_make(s.path, escaping) != s.path) replace_path_prefixes(targets, s.path, verbatim_placeholder(s.root));
+  }
+  return targets + out.substr(end);
 }
 
 std::string PathRoots::instantiate(const std::string& text, MakeEscaping escaping) const {
   std::string out = text;
   for (std::size_t i = 0; i < roots_.size(); ++i) {
     util::replace_all(out, placeholder(i), escape_make(roots_[i].path, escaping));
+    util::replace_all(out, verbatim_placeholder(i), roots_[i].path);
   }
   return out;
 }

@@ -167,6 +167,10 @@ TEST(PathRewrites, MakeEscapesAreTheCompilersOwn) {
   const std::string tmpl = a.templatize(dep, MakeEscaping::gcc);
   EXPECT_EQ(b.instantiate(tmpl, MakeEscaping::gcc), "x.o: /v/b\\#2\\ $$$$y/gen.h /w/fix\\#12\\ $$x-deps/d.h\n");
   EXPECT_EQ(a.instantiate(tmpl, MakeEscaping::gcc), dep);
+  // A -MT target is written verbatim (measured: clang 19 "-MT <root>/build/warn.o" in "tw#1 $x A").
+  const std::string targeted = "/w/fix#12 $x/b/x.o: /w/fix\\#12\\ $$x/gen.h\n";
+  EXPECT_EQ(b.instantiate(a.templatize(targeted, MakeEscaping::clang), MakeEscaping::clang),
+            "/v/b#2 $$y/b/x.o: /v/b\\#2\\ $$$$y/gen.h\n");
 }
 
 TEST(PathRewrites, LtoObjectsAreRecognized) {
