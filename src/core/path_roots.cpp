@@ -24,7 +24,8 @@ std::string verbatim_placeholder(std::size_t index) { return "\x02" + std::to_st
 // Where the first rule's targets end: its first ':' followed by whitespace or the end.
 std::size_t targets_end(const std::string& text) {
   for (std::size_t i = text.find(':'); i != std::string::npos; i = text.find(':', i + 1)) {
-    if (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\t' || text[i + 1] == '\n' || text[i + 1] == '\r') {
+    if (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\t' || text[i + 1] == '\n' ||
+        text[i + 1] == '\r') {
       return i;
     }
   }
