@@ -348,8 +348,8 @@ std::optional<util::Digest> Pipeline::listed_result_key() {
 // The stored depfile with this build's roots and target, wrapped as the compiler wraps it here: the
 // roots' lengths differ between checkouts, and the compiler re-wraps its lines when they do.
 std::string Pipeline::restored_depfile(const CacheEntryView& ce) const {
-  std::string text =
-      instantiate_target(job_.roots.instantiate(std::string(*ce.find(OutputType::depfile))), job_.depfile_target);
+  const std::string rooted = job_.roots.instantiate(std::string(*ce.find(OutputType::depfile)), job_.depfile_escaping);
+  std::string text = instantiate_target(rooted, job_.depfile_target);
   const std::optional<std::string_view> stored = ce.find(OutputType::depfile_layout);
   const std::optional<DepfileLayout> layout = stored ? parse_layout_name(*stored) : std::nullopt;
   return layout ? rewrap_depfile(text, *layout) : text;

@@ -25,6 +25,7 @@
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
 #include "core/entry_format.hpp"
+#include "core/fatbin.hpp"
 #include "core/log.hpp"
 #include "core/manifest.hpp"
 #include "core/outcome.hpp"
@@ -103,6 +104,12 @@ int Pipeline::miss() {
     // sections by default, or a flag kache does not see asked for it): the user's command gives the
     // object a plain compile gives.
     passthrough_ = {std::string(reason::kCompressedDebug), paths.object};
+    return -1;
+  }
+  if (job_.debug_placeholders && is_lto_object(object)) {
+    // LTO code the command line did not show (asks_lto): placeholders in it can be neither found nor
+    // replaced, and would reach the link's diagnostics and line table.
+    passthrough_ = {std::string(reason::kLtoObject), paths.object};
     return -1;
   }
   counts_[counter::kMisses]++;
@@ -362,10 +369,15 @@ Pipeline::Installed Pipeline::install_outputs(const compiler::MissPaths& paths, 
   out.object = std::move(object);
   // The user gets this checkout's paths where the debug maps wrote placeholders; the entry keeps them.
   if (job_.debug_placeholders) {
-    out.patches = job_.roots.find_placeholders(out.object);
-    if (!apply_path_patches(paths.object, out.patches, job_.roots)) {
+    PathRoots::Placeholders found = job_.roots.find_placeholders(out.object);
+    // A sibling of a root ("/w/p-deps" mapped as "/w/p" + "-deps") is a path of its own: the entry
+    // keeps its text (keyed as any path outside the roots), not a placeholder another checkout fills.
+    if (!apply_path_patches(paths.object, found.roots, job_.roots) ||
+        !apply_path_patches(paths.object, found.siblings, job_.roots) ||
+        !apply_path_patches(out.object, found.siblings, job_.roots)) {
       throw std::runtime_error("cannot write this checkout's paths into " + paths.object);
     }
+    out.patches = std::move(found.roots);
   }
   // Install the outputs first: the build goes on even if storing fails.
   out.stdout_text = r.out;
@@ -403,26 +415,30 @@ Outcome<Done> Pipeline::toolchain_held() const {
 // does not see as roots.
 Outcome<Pipeline::PerCheckout> Pipeline::shareable_object(const std::string& object,
                                                           const std::string& scratch_dir) const {
+  PerCheckout per_checkout;
+  // Device code nvcc compressed (--compress-mode) is scanned decompressed: a byte scan of the object
+  // does not see the -lineinfo/-G file names or a device __FILE__ inside (issue 35).
+  bool device_names_scratch = false;
+  const bool device_readable = read_compressed_device_code(object, [&](std::string_view code) {
+    device_names_scratch = device_names_scratch || code.find(scratch_dir) != std::string_view::npos;
+    if (job_.roots.enabled()) add_unkeyed_roots(code, per_checkout);
+  });
   // kache's scratch directory is no build's path: an object naming it is never served.
-  if (object.find(scratch_dir) != std::string::npos) {
+  if (device_names_scratch || object.find(scratch_dir) != std::string::npos) {
     return Failure{ReasonCategory::NotStored, reason::kPathInObject, scratch_dir};
   }
-  PerCheckout per_checkout;
   if (job_.roots.enabled()) {
-    for (const std::size_t i : job_.roots.roots_in(object)) {
-      const auto& root = job_.roots.roots()[i];
-      // -lineinfo: a root the key names literally may appear in a stored object.
-      if (job_.object_names_roots &&
-          std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) {
-        continue;
-      }
-      core::log().debug("the object names {} ({}): the entry is stored for the checkouts with that path", root.path,
-                        root.name);
-      per_checkout.why = std::string(reason::kPathInObject);
-      if (std::find(per_checkout.roots.begin(), per_checkout.roots.end(), root.name) == per_checkout.roots.end()) {
-        per_checkout.roots.push_back(root.name);
-      }
+    // LTO code holds __FILE__ and the IR's locations compressed (GCC) or bit-packed (LLVM): no scan
+    // can prove it free of a root, or tell which, so it is kept under every root's path (issue 35).
+    if (is_lto_object(object)) {
+      core::log().debug("the object holds LTO code: the entry is specific to this checkout");
+      return PerCheckout{std::string(reason::kLtoObject), {}, true};
     }
+    if (!device_readable) {
+      core::log().debug("the object holds device code kache cannot read back: the entry is specific to this checkout");
+      return PerCheckout{std::string(reason::kCompressedFatbin), {}, true};
+    }
+    add_unkeyed_roots(object, per_checkout);
   }
   // A root in a string literal of an execution character set the scan cannot read (EBCDIC, say).
   // No scan can tell which roots it names: it is keyed by every root's path.
@@ -440,6 +456,25 @@ Outcome<Pipeline::PerCheckout> Pipeline::shareable_object(const std::string& obj
     per_checkout.all_roots = true;
   }
   return per_checkout;
+}
+
+// The roots bytes name that the key does not hold (the object scan of shareable_object), added to
+// per_checkout by name.
+void Pipeline::add_unkeyed_roots(std::string_view bytes, PerCheckout& per_checkout) const {
+  for (const std::size_t i : job_.roots.roots_in(bytes)) {
+    const auto& root = job_.roots.roots()[i];
+    // -lineinfo: a root the key names literally may appear in a stored object.
+    if (job_.object_names_roots &&
+        std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) {
+      continue;
+    }
+    core::log().debug("the object names {} ({}): the entry is stored for the checkouts with that path", root.path,
+                      root.name);
+    per_checkout.why = std::string(reason::kPathInObject);
+    if (std::find(per_checkout.roots.begin(), per_checkout.roots.end(), root.name) == per_checkout.roots.end()) {
+      per_checkout.roots.push_back(root.name);
+    }
+  }
 }
 
 // A precompiled header the compiler read instead of a header leaves no trace in its dependency list (the
@@ -653,8 +688,8 @@ bool Pipeline::record_named_targets(ManifestEntry& entry, const std::vector<std:
 CacheEntry Pipeline::cache_entry(const std::string& dep_text, Installed& installed) const {
   CacheEntry ce;
   if (!job_.depfile.empty()) {
-    ce.outputs.push_back(
-        {OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target))});
+    ce.outputs.push_back({OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target),
+                                                                     job_.depfile_escaping)});
     // Only a layout that reproduces this text exactly is stored: anything else restores as stored.
     if (const auto layout = depfile_layout_of(dep_text, job_.depfile_layouts)) {
       ce.outputs.push_back({OutputType::depfile_layout, std::string(layout_name(*layout))});

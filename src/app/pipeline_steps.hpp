@@ -165,6 +165,8 @@ class Pipeline {
   Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
                             const util::ProcessResult& r, const std::string& dep_text, std::string object);
   Outcome<PerCheckout> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  // The roots bytes name that the key does not hold (the object scan of shareable_object).
+  void add_unkeyed_roots(std::string_view bytes, PerCheckout& per_checkout) const;
   bool patches_for_here(const CacheEntryView& ce, std::vector<PathPatch>& patches) const;
   Outcome<Done> toolchain_held() const;
   Outcome<Done> templatable_depfile(const std::string& dep_text) const;

@@ -39,6 +39,8 @@ struct CompileJob {
   // How the compiler may wrap the depfile's lines (gcc/clang): the miss stores the first that
   // reproduces its depfile, and a hit re-wraps with it. None (nvcc): restored as stored.
   std::vector<core::DepfileLayout> depfile_layouts;
+  // How the compiler escapes paths in the depfile (nvcc: spaces only; GCC and clang differ).
+  core::MakeEscaping depfile_escaping = core::MakeEscaping::spaces_only;
   core::PathRoots roots;                                        // empty when paths are keyed literally
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
   std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch

@@ -38,7 +38,9 @@ void pin_source_date_epoch(util::Environment& env, const core::Config& cfg);
 // -grecord-command-line). A flag kache adds to a miss (-frandom-seed) would show there, where the plain
 // build's object has none. Over-approximates: values of -Xcompiler/-Wp-style lists are split at commas,
 // and any -g option but -g0 counts as debug info.
-bool records_command_line(const std::vector<std::string>& args);
+// debug_record_default: whether debug info records the switches unless told otherwise (GCC's
+// -grecord-gcc-switches is on by default; clang's -grecord-command-line is off).
+bool records_command_line(const std::vector<std::string>& args, bool debug_record_default = true);
 
 // kache reads the compiler's stderr through a pipe, where GCC and clang do not colour (their default is
 // -fdiagnostics-color=auto: colour when stderr is a terminal). When kache's own stderr is a terminal and

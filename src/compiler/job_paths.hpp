@@ -22,9 +22,10 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
                                const std::string& pwd = "");
 
 // The working directory as GCC names it in debug info (libiberty's getpwd): $PWD when it is absolute and
-// names the same directory as "." (same device and inode), else cwd. A $PWD that is not lexically
-// normal ("/a/./b", "/a/b/") is not taken: the prefix rules match spellings, and such a spelling
-// left unmapped only makes the entry specific to this checkout.
+// names the same directory as "." (same device and inode), else cwd. Taken as spelled, however it is
+// spelled ("/a/tools/../build", "/a/./b", "/a/b/"): GCC 12 and clang 14/19 write such a $PWD verbatim
+// as DW_AT_comp_dir (measured with readelf), and only a root spelled the same is mapped to a
+// placeholder; left unmapped, the spelling is no root's text, so the scan would not see it either.
 std::string compiler_pwd(const std::string& cwd, const util::Environment& env);
 
 // Whether the user's command line (or flag variables) carries its own debug path mapping
@@ -40,14 +41,16 @@ bool asks_compressed_debug(const std::vector<std::string>& args, const std::stri
 // in such a literal is invisible, so the object is stored per checkout (CompileJob::foreign_charset).
 bool names_foreign_charset(const std::vector<std::string>& args, const std::string& flag_variables = "");
 
+// Whether the command compiles for link-time optimization (the last of -flto, -flto=<n|auto|thin|full>
+// and -fno-lto, also inside nvcc's comma lists and the flag variables): the object's code and its
+// locations go into GCC's compressed .gnu.lto_* sections or LLVM bitcode, where a placeholder could be
+// neither found nor replaced, so the miss writes none (issue 35).
+bool asks_lto(const std::vector<std::string>& args, const std::string& flag_variables = "");
+
 // Sets the job's source, output and (when depfile_written is not empty) depfile: absolute (joined to
 // cwd, for kache's own use) and as written on the command line (what the compiler itself names).
 void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,
                  const std::string& output_written, const std::string& depfile_written);
-
-// Whether `value` may name `root` or a path below it: an occurrence of the root's spelling not
-// continued by more characters of the same path component.
-bool names_path(const std::string& value, const std::string& root);
 
 // Appends ("root", "<name>=<path>") for each root one of fields[0, keyed) names, so equal keys map
 // such values alike. Returns the real paths of the roots so keyed.

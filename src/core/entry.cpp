@@ -59,6 +59,7 @@ std::string serialize_path_patches(const std::vector<PathPatch>& patches) {
   for (const auto& p : patches) {
     w.u64(p.offset);
     w.str(p.root_name);
+    w.u64(p.string_size);
   }
   return w.take();
 }
@@ -66,11 +67,12 @@ std::string serialize_path_patches(const std::vector<PathPatch>& patches) {
 std::optional<std::vector<PathPatch>> parse_path_patches(std::string_view data) {
   try {
     util::Reader r(data);
-    const std::uint32_t n = r.count(8 + 8);
+    const std::uint32_t n = r.count(8 + 8 + 8);
     std::vector<PathPatch> patches(n);
     for (auto& p : patches) {
       p.offset = r.u64();
       p.root_name = r.str();
+      p.string_size = r.u64();
     }
     if (!r.done()) return std::nullopt;
     return patches;

@@ -123,6 +123,12 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "compressed-debug",
      "The object's debug sections came out compressed where kache's path placeholders were written (they "
      "cannot be replaced there), so the command ran unchanged."},
+    {C::Passthrough, "records-command-line",
+     "clang records its whole command line in the object (-grecord-command-line, -frecord-command-line), so "
+     "kache's own flags and scratch output would show there."},
+    {C::Passthrough, "lto-object",
+     "The object holds LTO code (GCC's compressed .gnu.lto_* sections, LLVM bitcode), where paths can be neither "
+     "seen nor replaced: stored for this checkout only, or run unchanged where kache's placeholders went in."},
 
     // ---- the user's compile failed --------------------------------------------------------------
     {C::CompileFailed, "compile-failed",
@@ -138,6 +144,9 @@ constexpr Reason kReasons[] = {
     {C::NotStored, "input-changed", "A file the compile read changed during the compile or while kache hashed it."},
     {C::NotStored, "lock-timeout",
      "A lock of the cache was held longer than cache.lock_timeout (a stopped process?); the result is not stored."},
+    {C::NotStored, "compressed-fatbin",
+     "nvcc compressed device code in a way kache cannot read back, so the object cannot be proven free of this "
+     "checkout's paths: stored for this checkout only."},
     {C::NotStored, "depfile-target",
      "The dependency file does not start with its target, so the target could not be templated."},
     {C::NotStored, "path-in-object", "The object contains kache's scratch directory, a path of no build, so it is not stored."},

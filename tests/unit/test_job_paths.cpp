@@ -22,7 +22,10 @@ TEST(JobPaths, TheBuildRootIsSpelledAsPwdWhenItNamesTheWorkingDirectory) {
   EXPECT_EQ(compiler_pwd(real, {"PWD=" + link}), link);
   EXPECT_EQ(compiler_pwd(real, {}), real);                            // no $PWD
   EXPECT_EQ(compiler_pwd(real, {"PWD=link/build"}), real);            // relative
-  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link + "/"}), real);         // not lexically normal
+  // Not lexically normal: taken as spelled, as GCC and clang write it (issue 35 item 5).
+  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link + "/"}), link + "/");
+  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link + "/../build"}), link + "/../build");
+  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link + "/../nowhere"}), real);  // names no directory
   EXPECT_EQ(compiler_pwd(real, {"PWD=" + dir.string()}), real);       // another directory
   // The output directory (the cwd) dedups with the build root under either spelling, so the key's
   // cwd and output fields read as in a checkout reached without a symlink.
@@ -31,6 +34,11 @@ TEST(JobPaths, TheBuildRootIsSpelledAsPwdWhenItNamesTheWorkingDirectory) {
   EXPECT_EQ(roots.key_form(real), "/kache/build");
   EXPECT_EQ(roots.key_form(real + "/a.o"), "/kache/build/a.o");
   EXPECT_EQ(roots.key_form(link + "/x.h"), "/kache/build/x.h");
+  // A trailing slash is no part of the root: the placeholder stands for the directory.
+  const auto slashed = standard_roots(real, real + "/../src/a.c", real + "/out/a.o", {}, nullptr, link + "//");
+  EXPECT_EQ(slashed.roots()[0].path, link);
+  EXPECT_EQ(slashed.roots()[2].path, link + "/out");
+  EXPECT_EQ(slashed.key_form(link + "/x.h"), "/kache/build/x.h");
   std::filesystem::remove_all(dir);
 }
 

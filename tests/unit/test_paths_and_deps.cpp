@@ -80,7 +80,7 @@ TEST(PathRoots, PlaceholdersAreFoundAndReplacedInPlaceByThisCheckoutsRoots) {
   const std::string ph_src = debug_placeholder("/kache/src"), ph_build = debug_placeholder("/kache/build");
   std::string object = std::string("\x7f" "ELF junk\0", 10) + ph_build + std::string(1, '\0') + ph_src + "/a.c" +
                        std::string(1, '\0') + ph_build + "/x";
-  const auto patches = roots().find_placeholders(object);
+  const auto patches = roots().find_placeholders(object).roots;
   ASSERT_EQ(patches.size(), 3u);
   EXPECT_EQ(patches[0], (PathPatch{10, "/kache/build"}));
   EXPECT_EQ(patches[1], (PathPatch{11 + kPlaceholderLength, "/kache/src"}));

@@ -134,8 +134,16 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   // __TIME__ follow it when exported, so its value is an input; unset, they are the wall clock's and
   // the miss asks the compiler which it expanded (Adapter::time_macros).
   k.emplace_back("source-date-epoch", util::env_get(inv.env, "SOURCE_DATE_EPOCH").value_or("<unset>"));
+  // clang records its driver's whole command line (measured, clang 14 and 19: DW_AT_producer under
+  // -grecord-command-line, .GCC.command.line under -frecord-command-line), kache's prefix maps and
+  // scratch -o included, where a plain compile records the user's: no miss can give plain's object.
+  // (GCC leaves -o, -MF and prefix maps out of what it records; kache's -frandom-seed stays off.)
+  if (clang && records_command_line(inv.args, false)) {
+    return Passthrough{"records-command-line", "clang records the command line in the object"};
+  }
   job.depfile_layouts = clang ? std::vector{core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed}
                              : std::vector{core::DepfileLayout::gcc72};
+  job.depfile_escaping = clang ? core::MakeEscaping::clang : core::MakeEscaping::gcc;
   // Diagnostics coloured as on the user's terminal (see diagnostics_colour_flag): stored apart.
   colour_flag_ = diagnostics_colour_flag(inv.args, inv.env, clang, ::isatty(STDERR_FILENO) == 1);
   k.emplace_back("diagnostics-colour", colour_flag_.empty() ? "as-given" : colour_flag_);
@@ -151,8 +159,9 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
   std::vector<std::string> argv = {inv.compiler_arg};
   // kache's flags come before the user's: GCC and clang let the last -frandom-seed win. A fixed seed
   // fixes the names GCC derives from it, so two misses give byte-identical objects; left out where the
-  // object would record it (DW_AT_producer, .GCC.command.line) and plain's would not.
-  if (!records_command_line(inv.args)) argv.push_back("-frandom-seed=" + paths.seed);
+  // object would record it (DW_AT_producer, .GCC.command.line, GCC's .gnu.lto_.opts under -flto) and
+  // plain's would not.
+  if (!records_command_line(inv.args) && !asks_lto(inv.args)) argv.push_back("-frandom-seed=" + paths.seed);
   // Not recorded by the object (only -flto records -Wa options: no listing then).
   if (job.assembler_inputs == CompileJob::AssemblerInputs::listed) argv.push_back("-Wa,--MD," + paths.assembler_depfile);
   // Debug names through placeholders (PathRoots::debug_map_flags); none when the user maps paths

@@ -121,7 +121,8 @@ void key_compile_shape(CompileJob& job, const CompilePlan& plan, const Toolchain
   // the installed one names this checkout's files; __FILE__ keeps the real path (an object naming a
   // root is stored per checkout). None with the user's own host debug maps or compressed debug.
   job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(inv.args, plan.append_flags) &&
-                           !asks_compressed_debug(inv.args, plan.append_flags);
+                           !asks_compressed_debug(inv.args, plan.append_flags) &&
+                           !asks_lto(inv.args, plan.append_flags);
   job.foreign_charset = names_foreign_charset(inv.args, plan.append_flags);
   k.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
   // The working directory is the build root: with roots it is keyed by its fixed name only (the prefix
@@ -307,7 +308,8 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
   // fixes anonymous-namespace names, so two misses give byte-identical objects; left out where the
   // object would record it. Each root's debug names become placeholders (none when the user maps
   // paths: theirs alone decide).
-  if (!records_command_line(inv.args)) argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
+  if (!records_command_line(inv.args) && !asks_lto(inv.args))
+    argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
   if (job.debug_placeholders) {
     for (const auto& f : job.roots.debug_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
   }
