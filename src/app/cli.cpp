@@ -24,6 +24,7 @@
 #include "core/build_features.hpp"
 #include "core/config.hpp"
 #include "core/entry_format.hpp"
+#include "core/log.hpp"
 #include "core/path_roots.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
@@ -241,6 +242,7 @@ struct StatsFigures {
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> kinds;
   std::map<std::string, StageFigures> stages;
   std::vector<std::pair<std::string, std::uint64_t>> stages_whole;  // misses nvcc ran whole, by why
+  std::string last_warning;  // the newest line of kache.log: what a build behind a pipe never showed
 };
 
 StatsFigures gather_stats(const Config& config) {
@@ -264,12 +266,13 @@ StatsFigures gather_stats(const Config& config) {
   f.kinds = by_output_kind(f.stats);
   f.stages = by_stage_kind(f.stats);
   f.stages_whole = reasons(f.stats, counter::kStagesWholePrefix);
+  f.last_warning = latest_logged_warning(config.cache_dir);
   return f;
 }
 
 void print_stats_json(const Config& config, const StatsFigures& f) {
   const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds, stages,
-               stages_whole] = f;
+               stages_whole, last_warning] = f;
   auto reason_map = [](const std::vector<std::pair<std::string, std::uint64_t>>& items, std::size_t prefix) {
     nlohmann::ordered_json object = nlohmann::ordered_json::object();
     for (const auto& [name, value] : items) object[name.substr(prefix)] = value;
@@ -308,12 +311,13 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
   out["passthrough_reasons"] = reason_map(passthrough, std::string_view("passthrough.").size());
   out["error_reasons"] = reason_map(errors, std::string_view("error.").size());
   out["not_stored_reasons"] = reason_map(not_stored, std::string_view("not_stored.").size());
+  out["last_warning"] = last_warning;  // the newest warning line of <cache_dir>/kache.log, "" if none
   fmt::print("{}\n", out.dump(2));
 }
 
 void print_stats_text(const Config& config, const StatsFigures& f, std::size_t verbose) {
   const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds, stages,
-               stages_whole] = f;
+               stages_whole, last_warning] = f;
   std::size_t width = 20;
   for (const auto* list : {&passthrough, &errors, &not_stored}) {
     for (const auto& item : *list) width = std::max(width, item.first.size() + 4);
@@ -378,6 +382,7 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
                          : fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
                                        100.0 * static_cast<double>(size) / static_cast<double>(config.max_size)));
   line("entries", fmt::format("{} (entry files: objects, manifests and nvcc stages)", entries));
+  if (!last_warning.empty()) line("last warning", fmt::format("{} (in {}/kache.log)", last_warning, config.cache_dir));
   if (verbose > 1) {
     text += "every counter:\n";
     for (const auto& [name, value] : stats.counters) line("  " + name, std::to_string(value));
@@ -663,8 +668,20 @@ void cleanup_cache(const Config& config) {
              config.max_size ? format_size(config.max_size) : std::string("no limit"));
 }
 
+// Whether r reads or changes the cache itself (not only the configuration or the reason table).
+bool uses_the_cache(const CliRequest& r) {
+  return r.show || r.zero || r.clear || r.max_size_option->count() > 0 || r.cleanup || !r.evict_age.empty() ||
+         !r.recompress_level.empty() || r.compression || r.machine_stats;
+}
+
 // Carries out every action of r on the cache of config; throws what fails.
 void carry_out(const Config& config, const CliRequest& r) {
+  if (config.cache_dir_refused && uses_the_cache(r)) {
+    // The default directory is another cache: showing or changing it would answer another question.
+    throw std::runtime_error("the cache directory is refused (see above), so there is no cache to work on; every "
+                             "compile passes through uncached (passthrough.cache-dir-refused) until cache.dir "
+                             "(or KACHE_DIR) is an absolute path");
+  }
   for (const auto& assignment : r.assignments) set_config(config, assignment);
   if (!r.get_key.empty()) get_config(config, r.get_key);
   if (r.show_config) {

@@ -24,6 +24,7 @@
 #include "compiler/nvcc/plan.hpp"
 #include "compiler/offload/toolchain.hpp"
 #include "core/config.hpp"
+#include "core/log.hpp"
 #include "storage/local/local_storage.hpp"
 #include "storage/remote/remote_factory.hpp"
 #include "storage/remote/remote_failure.hpp"
@@ -615,7 +616,21 @@ std::string filesystem_name(std::uint64_t type) {
   }
 }
 
+// The newest warning of kache.log, while it is a day old or less: what a build behind a pipe did not show.
+void check_logged_warnings(Rows& rows, const std::string& dir) {
+  constexpr std::time_t kRecentSeconds = 24 * 3600;
+  struct stat st {};
+  if (::stat(util::join_path(dir, "kache.log").c_str(), &st) != 0 || std::time(nullptr) - st.st_mtime > kRecentSeconds)
+    return;
+  const std::string latest = latest_logged_warning(dir);
+  if (latest.empty()) return;
+  rows.add("cache", "last-warning", Status::warn, latest,
+           fmt::format("the newest warning in {}/kache.log (within the last day).", dir),
+           "the warning names its fix; compiles since may have gone well");
+}
+
 void check_cache(Rows& rows, const Config& cfg) {
+  if (cfg.cache_dir_refused) return;  // config.cache-dir says why: there is no cache to look at
   const std::string& dir = cfg.cache_dir;
   const bool exists = util::exists(dir);
   // The directory kache will create its cache in: the nearest existing ancestor.
@@ -675,6 +690,7 @@ void check_cache(Rows& rows, const Config& cfg) {
       rows.add("cache", "free-space", Status::ok, format_size(free));
     }
   }
+  check_logged_warnings(rows, dir);
 }
 
 // Each remote: reachable and accepting the credentials (a read), writable (a write and its removal, unless

@@ -7,6 +7,7 @@ black-holed server and a corrupt or unauthenticated one never break a build and 
 object, and the stats count what happened.
 """
 import glob
+import json
 import os
 import re
 import shutil
@@ -196,6 +197,25 @@ class Outages(RemoteCase):
         if build_ended_ns >= open_until_ns:
             self.skipTest("the second build outlasted the breaker's 30 s window (a slow machine)")
         self.assertEqual((s["misses"], s["remote_errors"], s["remote_skipped"]), (6, 3, 3), s)
+
+    def test_refused_server_is_a_warning_in_the_log_and_in_the_stats(self):
+        # Under Ninja a compile's stderr is a pipe: a refused remote must still reach the user, in the cache's
+        # kache.log (with what to do), in `kache -s` (the top `errors` line and the newest warning) and doctor.
+        url = f"redis://127.0.0.1:{servers.free_port()}"
+        env = self.env_for("one", url)
+        r = self.compile("one", "a", env)
+        self.assertEqual(r.stderr, "", "a compile's stderr is the compiler's; the warning goes to the log")
+        log = self.cache_log("one")
+        self.assertRegex(log, r"\] warning: remote storage redis://127\.0\.0\.1:\d+ failed to read: .*kache doctor")
+        s = self.stats_of(env)
+        self.assertEqual((s["errors"], s["error_reasons"]), (1, {"remote-failed": 1}), s)
+        self.assertIn("remote storage redis://127.0.0.1", s["last_warning"])
+        text = self.kache(["-s"], env=env).stdout
+        self.assertRegex(text, r"(?m)^errors +1$")
+        self.assertRegex(text, r"(?m)^last warning +\[kache .*remote storage redis://127\.0\.0\.1")
+        r = self.kache(["doctor", "--json"], env=env, check=False)
+        rows = {f'{x["section"]}.{x["name"]}': x for x in json.loads(r.stdout)["rows"]}
+        self.assertIn("remote storage", rows["cache.last-warning"]["value"])
 
     def test_black_holed_server_times_out(self):
         for full in (False, True):

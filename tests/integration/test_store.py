@@ -666,6 +666,25 @@ class UnusableCache(StoreTestCase):
                         "the debug log does not report the failed store:\n" + "\n".join(kache_lines))
         self.assertGreaterEqual(self.stats()["errors"], 2)
 
+    def test_unwritable_store_is_a_warning_in_the_log_and_in_the_stats(self):
+        # A build's stderr is a pipe (Ninja): the cache that stores nothing must show in kache.log, once
+        # for every compile of the hour, and as the newest warning of `kache -s`.
+        os.makedirs(self.cache)
+        for c in "0123456789abcdef":
+            with open(os.path.join(self.cache, c), "w") as f:
+                f.write("not a directory\n")
+        self.write("k.cu", KERNEL)
+        self.write("w.cu", WARNING_SOURCE)
+        self.assertEqual(self.build().stderr, "")
+        self.build("w.cu", "w.o")
+        with open(os.path.join(self.cache, "kache.log")) as f:
+            warnings = [l for l in f.read().splitlines() if "] warning: " in l]
+        self.assertEqual(len(warnings), 1, warnings)
+        self.assertIn(f"cannot store in the cache directory {self.cache} (Not a directory)", warnings[0])
+        s = self.stats()
+        self.assertEqual(s["last_warning"], warnings[0])
+        self.assertIn("last warning", self.kache(["-s"]).stdout)
+
     def test_full_cache_filesystem(self):
         # 128 KiB: room for the toolchain memo (a page per memoized toolchain file on tmpfs) and one
         # small entry, not for the big one.

@@ -237,10 +237,25 @@ class QuietCompiles(KacheTestCase):
         r = self.kache(["nvcc", "-c", "k.cu", "-o", "k.o"], env=env)
         self.assertEqual(r.stderr, "")
         self.assertFalse(os.path.exists(self.path("relative-cache")), "a cache under the working directory")
-        s = json.loads(self.kache(["-s", "--json"], env=env).stdout)
-        self.assertEqual(s["passthrough_reasons"], {"cache-dir-refused": 1})
+        # The refusal is what every command reports: the default directory is another cache, never a
+        # fallback (-s and -p used to say "using ~/.cache/kache" and show that cache's figures).
+        default = self.path("xdg", "kache")
+        for args in (["-s", "--json"], ["-s"], ["-C"]):
+            with self.subTest(args=args):
+                r = self.kache(args, env=env, check=False)
+                self.assertEqual((r.returncode, r.stdout), (1, ""), r.stderr)
+                self.assertIn("relative path", r.stderr)
+                self.assertIn("every compile passes through", r.stderr)
+                self.assertNotIn(default, r.stdout + r.stderr)
         r = self.kache(["-p"], env=env)
         self.assertIn("relative path", r.stderr)
+        self.assertRegex(r.stdout, r"(?m)^cache\.dir +refused \(see above\): no cache ")
+        self.assertNotIn(default, r.stdout)
+        self.assertFalse(os.path.exists(os.path.join(default, "stats.journal")), "counted in another cache")
+        r = self.kache(["doctor", "--json"], env=env, check=False)
+        rows = {f'{x["section"]}.{x["name"]}': x for x in json.loads(r.stdout)["rows"]}
+        self.assertEqual(rows["config.cache-dir"]["status"], "fail")
+        self.assertEqual([k for k in rows if k.startswith("cache.")], [], "doctor showed another cache")
 
     def test_config_path_that_is_a_directory(self):
         self.write("k.cu", KERNEL, mtime_ns=OLD)
