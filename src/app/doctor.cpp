@@ -15,6 +15,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -849,15 +850,20 @@ std::optional<int> probe_timeout_ms_of(const std::string& text) {
   return static_cast<int>(seconds * 1000);
 }
 
-}  // namespace
-
-int run_doctor(const std::vector<std::string>& args) {
+// What `kache doctor`'s arguments ask for.
+struct DoctorOptions {
   bool as_json = false;
   std::string nvcc_arg = "nvcc";
   bool nvcc_named = false;
   std::optional<std::string> ccbin;
   std::string hipcc_arg = "hipcc";
   int probe_timeout_ms = kDefaultRocmProbeTimeoutMs;
+};
+
+// The options, or the exit status when the arguments are answered here (--help, a mistake).
+std::variant<DoctorOptions, int> parse_doctor_args(const std::vector<std::string>& args) {
+  DoctorOptions o;
+  auto& [as_json, nvcc_arg, nvcc_named, ccbin, hipcc_arg, probe_timeout_ms] = o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string_view name) -> std::optional<std::string> {
@@ -893,6 +899,15 @@ int run_doctor(const std::vector<std::string>& args) {
       return 1;
     }
   }
+  return o;
+}
+
+}  // namespace
+
+int run_doctor(const std::vector<std::string>& args) {
+  const auto parsed = parse_doctor_args(args);
+  if (const int* status = std::get_if<int>(&parsed)) return *status;
+  auto [as_json, nvcc_arg, nvcc_named, ccbin, hipcc_arg, probe_timeout_ms] = std::get<DoctorOptions>(parsed);
   const Config cfg = load_config();
   const util::Environment env = util::current_environment();
   if (!ccbin) {
