@@ -137,13 +137,25 @@ std::string unknown_option_message(const std::string& arg) {
              : fmt::format("kache: unknown option {}; did you mean {}? (kache --help lists the options)", arg, best);
 }
 
-constexpr const char* kFooter = R"(Compiling through kache:
+constexpr const char* kFooter = R"(Compiling through kache: name the compiler after it, or put the links first on PATH.
+  PATH=/usr/lib/kache:$PATH make              every compiler: links named nvcc, gcc, g++, cc, c++, clang,
+                                              clang++ and hipcc that run the real one through kache
+CUDA (nvcc):
   kache nvcc ARGS...                          cache one nvcc compile
   CUDACXX="kache nvcc" cmake ...              CMake, kache as the CUDA compiler
   cmake -DCMAKE_CUDA_COMPILER_LAUNCHER=kache  CMake, kache as a launcher
   NVCC="kache nvcc" make                      Make and scripts that honour NVCC
   [binaries] nvcc = ['kache', 'nvcc']         Meson native file, with find_program('nvcc')
-Compiles kache cannot prove safe to cache run the real nvcc unchanged.
+C and C++ (gcc, g++, cc, c++, clang, clang++):
+  kache g++ ARGS...                           cache one gcc or clang compile
+  cmake -DCMAKE_CXX_COMPILER_LAUNCHER=kache   CMake, kache as a launcher (and CMAKE_C_COMPILER_LAUNCHER)
+  make CC="kache gcc" CXX="kache g++"         Make
+  [binaries] cpp = ['kache', 'g++']           Meson native file (and c = ['kache', 'gcc'])
+HIP (hipcc, clang -x hip):
+  kache hipcc ARGS...                         cache one hipcc (or clang++ -x hip) compile
+  make HIPCC="kache hipcc"                    Makefiles that call $(HIPCC)
+  [binaries] hipcc = ['kache', 'hipcc']       Meson native file, with find_program('hipcc')
+Compiles kache cannot prove safe to cache run the real compiler unchanged.
 
 Diagnostics:
   kache doctor [--json]                       toolchain, driver, cache and config facts (ok/warn/fail)
@@ -156,7 +168,7 @@ Environment (overrides the config file; see --show-config for every setting):
   KACHE_DISABLE=1                 run every compile uncached
   KACHE_LOG=kache=debug           log why a compile was not cached (to stderr, or KACHE_LOG_FILE)
   KACHE_LOG_FILE=PATH             append the log to a file (default: warnings only, to DIR/kache.log)
-  KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra nvcc flags known to be safe to cache
+  KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra compiler flags known to be safe to cache
   KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml)
   KACHE_SYSTEM_CONFIG=PATH        system config file, read first (default /etc/kache.toml)
 Config files in ccache's order: system, per-user, then the cache dir's kache.toml; the environment last.
@@ -710,7 +722,7 @@ int run_cli(int argc, char** argv) {
     const std::vector<std::string> rest(argv + 2, argv + argc);
     return std::string_view(argv[1]) == "doctor" ? run_doctor(rest) : explain::run(rest);
   }
-  CLI::App app{"kache: a compiler cache for nvcc.", "kache"};
+  CLI::App app{"kache: a compiler cache for nvcc, gcc/clang and hipcc.", "kache"};
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.footer(kFooter);
 
@@ -735,7 +747,7 @@ int run_cli(int argc, char** argv) {
     return 1;
   }
   if (r.version) {
-    fmt::print("kache {}\n{}", KACHE_VERSION, build_features());
+    fmt::print("kache {} (commit {})\n{}", KACHE_VERSION, KACHE_COMMIT, build_features());
     return 0;
   }
   if (r.json && !r.show) {

@@ -129,6 +129,26 @@ class Tree(Installed):
         for name in variables + compiler_variables + settings + options:
             self.assertIn(name, text)
 
+    def test_man_page_speaks_to_every_user_and_has_its_sections(self):
+        page = os.path.join(self.prefix, "share", "man", "man1", "kache.1")
+        r = subprocess.run(["man", "-E", "ascii", "-l", page], capture_output=True, text=True,
+                           env=dict(self.env, MANWIDTH="200", LC_ALL="C"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sections = {}
+        for block in re.split(r"\n(?=[A-Z][A-Z ]+\n)", r.stdout):
+            head, _, body = block.partition("\n")
+            sections[head.strip()] = " ".join(body.split())
+        self.assertIn("a compiler cache for nvcc, gcc/clang and hipcc", sections["NAME"])
+        for recipe in ("kache nvcc", "kache g++", "kache hipcc", "CMAKE_CUDA_COMPILER_LAUNCHER",
+                       "CMAKE_CXX_COMPILER_LAUNCHER", 'HIPCC="kache hipcc"'):
+            self.assertIn(recipe, sections["DESCRIPTION"])
+        for path in ("/etc/kache.toml", "config.toml", "kache.toml", "kache.log"):
+            self.assertIn(path, sections["FILES"])
+        self.assertIn("compiler's own status", sections["EXIT STATUS"])
+        self.assertIn("Copyright", sections["COPYRIGHT"])
+        # The environment table's rows no user sets are explained, not listed bare.
+        self.assertIn("names no user sets on purpose", sections["COMPILER ENVIRONMENT"])
+
     def test_completions(self):
         bash = os.path.join(self.prefix, "share", "bash-completion", "completions", "kache")
         r = subprocess.run(["bash", "-c", f"source {bash} && complete -p kache"], capture_output=True, text=True)

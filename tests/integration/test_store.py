@@ -913,12 +913,18 @@ class Cli(StoreTestCase):
     def test_version_and_help(self):
         for flag in ("--version", "-V"):
             r = self.kache([flag])
-            self.assertRegex(r.stdout, r"^kache \d+\.\d+")
+            self.assertRegex(r.stdout, r"^kache \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|[\w.-]+-g[0-9a-f]{12}|unknown)(-dirty)?\)\n")
+            if os.path.exists(os.path.join(kachetest.SOURCE_DIR, ".git")):
+                self.assertNotIn("(commit unknown)", r.stdout, "built from a git checkout: the commit is known")
         for flag in ("--help", "-h"):
             r = self.kache([flag])
             self.assertEqual(r.returncode, 0)
             self.assertIn("--show-stats", r.stdout)
-            self.assertIn("kache nvcc", r.stdout)
+            # Every kind of user finds their compiler and a recipe (the help opened "for nvcc." alone).
+            self.assertIn("a compiler cache for nvcc, gcc/clang and hipcc", r.stdout)
+            for recipe in ("kache nvcc", "kache g++", "kache hipcc", "CMAKE_CUDA_COMPILER_LAUNCHER",
+                           "CMAKE_CXX_COMPILER_LAUNCHER", 'HIPCC="kache hipcc"', "PATH=/usr/lib/kache:$PATH"):
+                self.assertIn(recipe, r.stdout)
 
     def test_bad_config_value_in_the_environment(self):
         self.write("k.cu", KERNEL)
