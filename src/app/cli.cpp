@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -464,7 +465,11 @@ void evict_older_than(const Config& config, const std::string& age_text) {
     if (!ec && now - written > std::chrono::seconds(age)) old_keys.push_back(key);
   });
   auto store = storage::open_storage(config);
-  for (const auto& key : old_keys) (void)store.local().remove(key);
+  auto progress = terminal_progress("removing old entries");  // as -C and -c show theirs
+  for (std::size_t i = 0; i < old_keys.size(); ++i) {
+    (void)store.local().remove(old_keys[i]);
+    if (progress) progress(i + 1, old_keys.size());
+  }
   fmt::print("Removed {} cache entries not used in the last {} from {}.\n", old_keys.size(), age_text,
              config.cache_dir);
 }
@@ -693,6 +698,13 @@ void carry_out(const Config& config, const CliRequest& r) {
     throw std::runtime_error("the cache directory is refused (see above), so there is no cache to work on; every "
                              "compile passes through uncached (passthrough.cache-dir-refused) until cache.dir "
                              "(or KACHE_DIR) is an absolute path");
+  }
+  struct stat dir {};
+  if (uses_the_cache(r) && ::stat(config.cache_dir.c_str(), &dir) == 0 && !S_ISDIR(dir.st_mode)) {
+    // -C would report "removed 0 entries" from a file: nothing there is a cache.
+    throw std::runtime_error(fmt::format("the cache directory {} is not a directory, so there is no cache there; "
+                                         "compiles run uncached until cache.dir (or KACHE_DIR) names a directory",
+                                         config.cache_dir));
   }
   for (const auto& assignment : r.assignments) set_config(config, assignment);
   if (!r.get_key.empty()) get_config(config, r.get_key);

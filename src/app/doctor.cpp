@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -661,9 +662,12 @@ void check_cache(Rows& rows, const Config& cfg) {
   }
   const int writable = ::access(probe.c_str(), W_OK | X_OK);
   if (writable != 0) {
+    // Lookups only read: what the cache holds is still served; a miss runs and stores nothing.
     rows.add("cache", "writable", Status::fail, "no",
-             fmt::format("{} is not writable, so every compile runs uncached and stores nothing.", probe),
-             "set KACHE_DIR (or cache.dir) to a directory you can write");
+             fmt::format("{} is not writable ({}): compiles still hit what the cache holds, but every miss "
+                         "stores nothing and statistics are not counted.",
+                         probe, std::strerror(errno)),
+             "make it writable, or set KACHE_DIR (or cache.dir) to a directory you can write");
   } else {
     rows.add("cache", "writable", Status::ok, "yes");
   }

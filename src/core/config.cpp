@@ -908,8 +908,11 @@ std::string describe_config(const Config& config) {
                                                         config.cache_dir_refused ? "" : config.cache_config_file}};
   for (const auto& [label, path] : files) {
     const bool read = std::find(config.files_read.begin(), config.files_read.end(), path) != config.files_read.end();
-    out +=
-        fmt::format("{}: {} ({})\n", label, path.empty() ? std::string("(none)") : path, read ? "read" : "not present");
+    std::error_code ec;
+    // A file that is there and was not read is invalid (the problem is printed before this), not absent.
+    const char* state = read ? "read" : !path.empty() && fs::exists(path, ec) ? "not read: see the problem above"
+                                                                              : "not present";
+    out += fmt::format("{}: {} ({})\n", label, path.empty() ? std::string("(none)") : path, state);
   }
   std::size_t key_width = 0;
   std::size_t value_width = 0;

@@ -296,7 +296,7 @@ class Signing(RemoteCase):
         return self.write(name, text)
 
     def test_same_key_shares(self):
-        key = self.key_file("team.key", "team secret\n")
+        key = self.key_file("team.key", "team secret of sixteen bytes or more\n")
         with servers.Redis() as redis:
             self.build("one", self.env_for("one", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key))
             two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key)
@@ -310,8 +310,8 @@ class Signing(RemoteCase):
     def test_other_key_is_refused(self):
         with servers.Redis() as redis:
             self.build("one", self.env_for("one", redis.url,
-                                           KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("a.key", "attacker")))
-            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team"))
+                                           KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("a.key", "attacker secret of sixteen bytes")))
+            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team secret of sixteen bytes"))
             self.build("two", two)
             s = self.stats_of(two)
             self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
@@ -321,7 +321,7 @@ class Signing(RemoteCase):
     def test_unsigned_values_are_refused_with_a_key(self):
         with servers.Redis() as redis:
             self.build("one", self.env_for("one", redis.url))
-            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team"))
+            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team secret of sixteen bytes"))
             self.build("two", two)
             s = self.stats_of(two)
             self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
@@ -329,7 +329,7 @@ class Signing(RemoteCase):
             self.assert_plain_equivalent("two")
 
     def test_signed_value_with_a_forged_payload_is_refused(self):
-        key = self.key_file("team.key", "team")
+        key = self.key_file("team.key", "team secret of sixteen bytes")
         with servers.Redis() as redis:
             self.build("one", self.env_for("one", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key))
             # Keep every trailer, change the payload: the signature no longer matches.
@@ -341,6 +341,15 @@ class Signing(RemoteCase):
             s = self.stats_of(two)
             self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
             self.assertGreater(s["remote_bad_signature"], 0, s)
+
+    def test_short_key_turns_remotes_off(self):
+        # A 4-byte key was accepted: a secret anyone can guess signs nothing.
+        with servers.Redis() as redis:
+            env = self.env_for("one", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("short.key", "team"))
+            r = self.compile("one", "a", env)
+            self.assertEqual(r.stderr, "")
+            self.assertIn("holds 4 bytes, fewer than 16; remote storage is off", self.cache_log("one"))
+            self.assertEqual(redis.keys(), [])
 
     def test_unreadable_key_file_turns_remotes_off(self):
         with servers.Redis() as redis:

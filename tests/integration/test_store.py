@@ -747,6 +747,13 @@ class UnusableCache(StoreTestCase):
         self.assertEqual((r.stdout, r.stderr), ("", ""))
         self.assert_object_is_nvccs("n.o", new, ["-c"], "n")
 
+        # doctor says what a read-only cache does: it used to say every compile runs uncached.
+        r = self.kache(["doctor", "--json"], env=env, check=False)
+        rows = {f'{x["section"]}.{x["name"]}': x for x in json.loads(r.stdout)["rows"]}
+        self.assertEqual(rows["cache.writable"]["status"], "fail")
+        self.assertIn("compiles still hit what the cache holds", rows["cache.writable"]["message"])
+        self.assertIn("Read-only file system", rows["cache.writable"]["message"])
+
 
 # ======================================================================================================
 class Eviction(StoreTestCase):
