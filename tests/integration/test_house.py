@@ -126,6 +126,16 @@ def opening_comment(path):
     return " ".join(out)
 
 
+class Rooms(unittest.TestCase):
+    def test_app_reads_no_dry_run_of_its_own(self):
+        # nvcc's dry run has one reader, compiler/nvcc/toolchain.hpp's: doctor used to keep a second
+        # (read_dry_run in app/doctor.cpp, a namesake) with its own idea of the lines.
+        for path in sorted(pathlib.Path(SOURCE_DIR, "src", "app").glob("*.[ch]pp")):
+            text = path.read_text()
+            self.assertNotIn('"#$ "', text, f"{path.name} reads nvcc's dry-run lines itself")
+            self.assertIsNone(re.search(r"\bread_dry_run\s*\(const", text), f"{path.name} defines a dry-run reader")
+
+
 class OpeningComments(unittest.TestCase):
     def test_no_opening_comment_speaks_of_a_future_the_tree_has_reached(self):
         # ARCHITECTURE.md describes the tree as it is; so do the files' first words ("local disk today,
