@@ -12,7 +12,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <tuple>
 
@@ -225,6 +227,30 @@ std::vector<Difference> field_differences(const Fields& was, const Fields& now) 
 // Differences name each file by its path in the build being explained (a root's fixed name resolved).
 using DigestNow = std::function<std::pair<std::string, std::optional<std::string>>(const RecordedFile&)>;
 
+// A path without its "." components: "inc/./h.h" and "./h.h" name the file "inc/h.h" and "h.h" name, as
+// the kernel resolves them ("..", which a symlink changes, is kept).
+std::string without_dot_components(const std::string& path) {
+  std::string out = path.starts_with('/') ? "/" : "";
+  for (std::size_t start = 0; start < path.size();) {
+    const std::size_t slash = std::min(path.find('/', start), path.size());
+    const std::string_view part(path.data() + start, slash - start);
+    if (!part.empty() && part != ".") {
+      if (!out.empty() && out.back() != '/') out += '/';
+      out.append(part);
+    }
+    start = slash + 1;
+  }
+  return out;
+}
+
+// The header differences, one per file: nvcc's dependency file lists a header included as "h.h" and
+// as "./h.h" twice, and the record keeps both spellings.
+std::vector<Difference> one_per_file(std::vector<Difference> diffs) {
+  std::set<std::string> seen;
+  std::erase_if(diffs, [&](const Difference& d) { return !seen.insert(without_dot_components(d.path)).second; });
+  return diffs;
+}
+
 std::vector<Difference> file_differences(const Record& entry, const std::vector<RecordedFile>* now_files,
                                          const DigestNow& digest_now) {
   std::vector<Difference> out;
@@ -256,7 +282,7 @@ std::vector<Difference> file_differences(const Record& entry, const std::vector<
       }
     }
   }
-  return out;
+  return one_per_file(std::move(out));
 }
 
 std::string format_time(std::int64_t ns) {

@@ -706,6 +706,21 @@ CacheEntry Pipeline::cache_entry(const std::string& dep_text, Installed& install
   return ce;
 }
 
+namespace {
+
+// A cache that cannot store (not writable, full) is a warning: every compile then runs and stores nothing.
+// The words stay the same from one compile to the next (the system's cause, not the entry's path), so the
+// log says it once an hour.
+void warn_unwritable_cache(const std::string& cache_dir, const std::string& failure) {
+  const std::size_t colon = failure.rfind(": ");
+  const std::string cause = colon == std::string::npos ? failure : failure.substr(colon + 2);
+  core::log().warn("cannot store in the cache directory {} ({}): compiles run but store nothing; make it writable "
+                   "and free space, or set cache.dir (`kache doctor` checks it)",
+                   cache_dir, cause);
+}
+
+}  // namespace
+
 // Stores the result, and (when the entry was recorded for direct lookups) adds it to the manifest.
 // A failure costs only the store: the outputs are already installed.
 void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout) {
@@ -732,7 +747,8 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool reco
   }
   if (!failure.empty()) {
     count_reason(counts_, ReasonCategory::Error, reason::kStorageWrite);
-    log.info("miss: could not store {}: {}", job_.output, failure);
+    log.debug("miss: could not store {}: {}", job_.output, failure);
+    warn_unwritable_cache(cfg_.cache_dir, failure);
     return;
   }
   counts_[counter::kStored]++;

@@ -310,7 +310,8 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     run_unchanged(inv);
   };
   if (cfg.disable) pass(reason::kDisabled, "");
-  if (cfg.cache_dir_refused) pass(reason::kCacheDirRefused, "");
+  // No cache to count in: the default directory is another cache, not the one asked for.
+  if (cfg.cache_dir_refused) run_unchanged(inv);
   if (!cfg.allow_world_writable && world_writable(cfg.cache_dir)) {
     // Anyone could plant an entry there (an object with code of theirs): never read from it.
     log.warn(
@@ -331,6 +332,10 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     std::optional<int> code = pipeline->run();
     if (pipeline->corrupt_found() > 0) counts[counter::kCorrupt] += pipeline->corrupt_found();
     pipeline->add_storage_counts(counts);
+    // A remote that failed is kache's own failure to count, where `kache -s` shows them: `errors`.
+    if (counts.contains("remote_errors") || counts.contains("remote_timeouts")) {
+      count_reason(counts, ReasonCategory::Error, reason::kRemoteFailed);
+    }
     if (!code || *code < 0) pass(pipeline->passthrough().reason, pipeline->passthrough().detail);
     stats.add(counts);
     if (log.should_log(spdlog::level::debug)) {

@@ -415,6 +415,13 @@ namespace {
 
 std::string full_name(const KeySpec& k) { return fmt::format("{}.{}", k.section, k.name); }
 
+// What a refused value leaves in force. A refused cache.dir leaves no cache: compiles pass through
+// (passthrough.cache-dir-refused) and kache's commands refuse; the default directory is not a fallback.
+std::string what_applies_instead(const KeySpec& k, const Config& c) {
+  if (k.from_string == set_dir) return "no cache is used: every compile passes through until it is fixed";
+  return "using " + k.show(c);
+}
+
 }  // namespace
 
 std::vector<SettingRow> setting_rows() {
@@ -481,9 +488,9 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
     note_bare_size(c, k, text ? *text : render_node(n), location(file, n));
   } else {
     if (k.from_string == set_dir) c.cache_dir_refused = true;
-    c.problems.push_back(fmt::format("kache: {} = {} in {} {}; using {}.", full_name(k),
+    c.problems.push_back(fmt::format("kache: {} = {} in {} {}; {}.", full_name(k),
                                      text ? fmt::format("'{}'", quotable(k, *text)) : render_node(n), location(file, n),
-                                     error, k.show(c)));
+                                     error, what_applies_instead(k, c)));
   }
 }
 
@@ -575,7 +582,8 @@ void read_env_layer(Config& c) {
       note_bare_size(c, k, value, k.env);
     } else {
       if (k.from_string == set_dir) c.cache_dir_refused = true;
-      c.problems.push_back(fmt::format("kache: {}='{}' {}; using {}.", k.env, quotable(k, value), error, k.show(c)));
+      c.problems.push_back(
+          fmt::format("kache: {}='{}' {}; {}.", k.env, quotable(k, value), error, what_applies_instead(k, c)));
     }
   }
 }
@@ -898,11 +906,15 @@ std::string describe_config(const Config& config) {
   // The per-user file first (what users look for); the system file is read before it, the cache dir's after.
   const std::pair<const char*, std::string> files[] = {{"config file", config.config_file},
                                                        {"system config (read before it)", system_config_file()},
-                                                       {"cache dir config (read after it)", config.cache_config_file}};
+                                                       {"cache dir config (read after it)",
+                                                        config.cache_dir_refused ? "" : config.cache_config_file}};
   for (const auto& [label, path] : files) {
     const bool read = std::find(config.files_read.begin(), config.files_read.end(), path) != config.files_read.end();
-    out +=
-        fmt::format("{}: {} ({})\n", label, path.empty() ? std::string("(none)") : path, read ? "read" : "not present");
+    std::error_code ec;
+    // A file that is there and was not read is invalid (the problem is printed before this), not absent.
+    const char* state = read ? "read" : !path.empty() && fs::exists(path, ec) ? "not read: see the problem above"
+                                                                              : "not present";
+    out += fmt::format("{}: {} ({})\n", label, path.empty() ? std::string("(none)") : path, state);
   }
   std::size_t key_width = 0;
   std::size_t value_width = 0;
@@ -916,7 +928,10 @@ std::string describe_config(const Config& config) {
     std::string origin = "default";
     if (it != config.origins.end())
       origin = it->second == "env" ? fmt::format("env {}", k.env) : fmt::format("file {}", it->second);
-    out += fmt::format("{:<{}}  {:<{}}  ({})\n", name, key_width, k.show(config), value_width, origin);
+    // A refused cache.dir leaves no cache: the default directory is not the one in use.
+    const std::string value =
+        k.from_string == set_dir && config.cache_dir_refused ? "refused (see above): no cache" : k.show(config);
+    out += fmt::format("{:<{}}  {:<{}}  ({})\n", name, key_width, value, value_width, origin);
   }
   return out;
 }

@@ -1,7 +1,7 @@
 #pragma once
-// What a cached compile stores: its outputs as a typed list (the object, the dependency-file template;
-// later .dwo, fatbin, ptx, cubin as new type numbers), and what the compiler printed (a hit replays it
-// so a warm build shows the same diagnostics as a cold one).
+// What a cached compile stores: its outputs as a typed list (the object, which may be nvcc's fatbin, cubin
+// or ptx; the dependency-file template and what restores it), and what the compiler printed (a hit
+// replays it so a warm build shows the same diagnostics as a cold one).
 //
 // The record ("KEN3"; the store wraps it in a checksummed container, core/entry_format.hpp), integers
 // little endian, str = u64 length + bytes:

@@ -137,6 +137,8 @@ constexpr Reason kReasons[] = {
     // ---- errors inside kache --------------------------------------------------------------------
     {C::Error, "storage-read", "The cache could not be read (a manifest); the lookup counted as a miss."},
     {C::Error, "storage-write", "The result could not be written to the cache; the build got its object all the same."},
+    {C::Error, "remote-failed",
+     "A remote store refused, could not be reached or did not answer in time; the compile went on without it."},
     {C::Error, "internal", "kache failed internally and ran the compiler uncached."},
 
     // ---- compiled, installed, not stored ----------------------------------------------------------

@@ -55,6 +55,7 @@ inline constexpr std::string_view kOutputSpecial = "output-special";
 inline constexpr std::string_view kCompileFailed = "compile-failed";
 inline constexpr std::string_view kStorageRead = "storage-read";
 inline constexpr std::string_view kStorageWrite = "storage-write";
+inline constexpr std::string_view kRemoteFailed = "remote-failed";
 inline constexpr std::string_view kInternal = "internal";
 inline constexpr std::string_view kClosureUnreadable = "closure-unreadable";
 inline constexpr std::string_view kInputChanged = "input-changed";

@@ -135,8 +135,13 @@ LayeredStorage open_storage(const core::Config& cfg) {
                          cfg.remote_signing_key_file, e.what());
         urls_usable = false;
       }
-      if (urls_usable && options.signing_key.empty()) {
-        core::log().warn("remote.signing_key_file {} is empty; remote storage is off", cfg.remote_signing_key_file);
+      // A key short enough to guess signs nothing: 16 bytes at least (`openssl rand -hex 32 > FILE`).
+      constexpr std::size_t kShortestSigningKey = 16;
+      if (urls_usable && options.signing_key.size() < kShortestSigningKey) {
+        core::log().warn("remote.signing_key_file {} holds {} bytes, fewer than {}; remote storage is off (write a "
+                         "longer secret, e.g. `openssl rand -hex 32 > {}`)",
+                         cfg.remote_signing_key_file, options.signing_key.size(), kShortestSigningKey,
+                         cfg.remote_signing_key_file);
         urls_usable = false;
       }
     }

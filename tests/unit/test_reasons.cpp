@@ -95,7 +95,7 @@ Found produced_not_stored_reasons() {
   return found;
 }
 
-const std::set<std::string> kProducedErrors = {"storage-read", "storage-write", "internal"};
+const std::set<std::string> kProducedErrors = {"storage-read", "storage-write", "remote-failed", "internal"};
 
 }  // namespace
 

@@ -17,6 +17,15 @@ RemoteStore::RemoteStore(std::unique_ptr<RemoteBackend> backend, std::string ide
   }
 }
 
+// A remote that refuses, cannot be reached or does not answer in time: a warning (kache.log, and a
+// terminal once an hour), since every compile then goes on without it. Said once per compile: the
+// layers switch the remote off after its first failure.
+void RemoteStore::warn_failed(const char* doing, const char* what) const {
+  core::log().warn("remote storage {} failed to {}: {}; compiles go on with the local cache only (`kache doctor` "
+                   "checks the remote)",
+                   name(), doing, what);
+}
+
 // Runs one operation of the backend under the breaker: a server the breaker holds open is not asked
 // (a failure of kind error, so the layers switch it off for this compile); a RemoteError becomes the
 // typed failure and counts towards opening the breaker.
@@ -39,13 +48,13 @@ StorageResult<T> RemoteStore::guarded(const char* doing, Op op) {
       // A configuration mistake, not an outage: said once per compile, until the breaker opens.
       core::log().warn("remote storage {} refused the credentials while trying to {}: {}", name(), doing, e.what());
     } else {
-      core::log().info("remote storage {} failed to {}: {}", name(), doing, e.what());
+      warn_failed(doing, e.what());
     }
     return StorageFailure{timeout ? StorageFailure::Kind::timeout : StorageFailure::Kind::error, e.what()};
   } catch (const std::exception& e) {
     if (breaker_) breaker_->record_failure();
     counts_["remote_errors"]++;
-    core::log().info("remote storage {} failed to {}: {}", name(), doing, e.what());
+    warn_failed(doing, e.what());
     return StorageFailure{StorageFailure::Kind::error, e.what()};
   }
 }

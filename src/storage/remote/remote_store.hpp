@@ -73,6 +73,7 @@ class RemoteStore final : public Storage {
  private:
   template <typename T, typename Op>
   StorageResult<T> guarded(const char* doing, Op op);
+  void warn_failed(const char* doing, const char* what) const;
 
   std::unique_ptr<RemoteBackend> backend_;
   std::optional<Breaker> breaker_;
