@@ -513,6 +513,13 @@ std::string find_shards(std::string_view spec, std::string_view address, RemoteU
   return first;
 }
 
+Scheme scheme_named(std::string_view spec, std::string_view name) {
+  for (Scheme scheme : {Scheme::redis, Scheme::redis_unix, Scheme::http, Scheme::https, Scheme::s3, Scheme::file}) {
+    if (name == scheme_name(scheme)) return scheme;
+  }
+  fail(spec, "unsupported scheme '" + std::string(name) + "' (redis, redis+unix, http, https, s3, file)");
+}
+
 }  // namespace
 
 std::vector<RemoteUrl> RemoteUrl::shard_urls() const {
@@ -538,22 +545,7 @@ RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets) 
   std::string_view text = address;
   const std::size_t sep = text.find("://");
   if (sep == std::string_view::npos) fail(spec, "expected scheme://...");
-  const std::string_view scheme = text.substr(0, sep);
-  if (scheme == "redis") {
-    url.scheme = Scheme::redis;
-  } else if (scheme == "redis+unix") {
-    url.scheme = Scheme::redis_unix;
-  } else if (scheme == "http") {
-    url.scheme = Scheme::http;
-  } else if (scheme == "https") {
-    url.scheme = Scheme::https;
-  } else if (scheme == "s3") {
-    url.scheme = Scheme::s3;
-  } else if (scheme == "file") {
-    url.scheme = Scheme::file;
-  } else {
-    fail(spec, "unsupported scheme '" + std::string(scheme) + "' (redis, redis+unix, http, https, s3, file)");
-  }
+  url.scheme = scheme_named(spec, text.substr(0, sep));
   text.remove_prefix(sep + 3);
 
   if (url.scheme == Scheme::s3 || url.scheme == Scheme::file) {

@@ -30,10 +30,10 @@ TEST(SigV4, AwsS3GetObjectExample) {
                {"x-amz-date", "20130524T000000Z"}};
   const SigV4Signature s =
       sign_v4(r, "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1", "s3");
-  EXPECT_EQ(s.canonical_request,
-            "GET\n/test.txt\n\nhost:examplebucket.s3.amazonaws.com\nrange:bytes=0-9\nx-amz-content-sha256:" +
-                kEmptySha256 + "\nx-amz-date:20130524T000000Z\n\nhost;range;x-amz-content-sha256;x-amz-date\n" +
-                kEmptySha256);
+  EXPECT_EQ(
+      s.canonical_request,
+      "GET\n/test.txt\n\nhost:examplebucket.s3.amazonaws.com\nrange:bytes=0-9\nx-amz-content-sha256:" + kEmptySha256 +
+          "\nx-amz-date:20130524T000000Z\n\nhost;range;x-amz-content-sha256;x-amz-date\n" + kEmptySha256);
   EXPECT_EQ(s.string_to_sign,
             "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n"
             "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972");
@@ -77,8 +77,9 @@ TEST(SigV4, Dates) {
   EXPECT_EQ(amz_date(1369353600), "20130524T000000Z");
   EXPECT_EQ(parse_http_date("Fri, 24 May 2013 00:00:00 GMT"), std::optional<std::time_t>(1369353600));
   EXPECT_EQ(parse_http_date("Sun, 06 Dec 2026 04:17:06 GMT"), std::optional<std::time_t>(1796530626));
-  for (const char* bad : {"", "Fri, 24 Mey 2013 00:00:00 GMT", "Fri, 24 May 2013 00:00:00 UTC",
-                          "Fri, 24 May 2013 24:00:00 GMT", "Friday, 24-May-13 00:00:00 GMT", "Fri, 2x May 2013 00:00:00 GMT"}) {
+  for (const char* bad :
+       {"", "Fri, 24 Mey 2013 00:00:00 GMT", "Fri, 24 May 2013 00:00:00 UTC", "Fri, 24 May 2013 24:00:00 GMT",
+        "Friday, 24-May-13 00:00:00 GMT", "Fri, 2x May 2013 00:00:00 GMT"}) {
     EXPECT_EQ(parse_http_date(bad), std::nullopt) << bad;
   }
 }

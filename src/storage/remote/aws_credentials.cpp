@@ -62,8 +62,8 @@ std::optional<AwsCredentials> find_aws_credentials(std::string& why) {
   }
   auto found = parse_credentials_file(text, profile);
   if (!found) {
-    why = "no AWS credentials: profile " + profile + " of " + file +
-          " lacks aws_access_key_id or aws_secret_access_key";
+    why =
+        "no AWS credentials: profile " + profile + " of " + file + " lacks aws_access_key_id or aws_secret_access_key";
     return std::nullopt;
   }
   found->source = "profile " + profile + " of " + file;

@@ -29,7 +29,8 @@ std::vector<ProbeFinding> RemoteBackend::probe(std::string_view probe_key) {
                     auth ? "correct the password (KACHE_REMOTE_PASSWORD or the URL) or the user"
                          : "start the server, or correct remote.storage, or remove it"});
   } catch (const std::exception& e) {
-    rows.push_back({"reachable", Level::fail, shown, std::string(e.what()) + ".", "correct remote.storage, or remove it"});
+    rows.push_back(
+        {"reachable", Level::fail, shown, std::string(e.what()) + ".", "correct remote.storage, or remove it"});
   }
   return rows;
 }

@@ -122,8 +122,9 @@ void S3Storage::refused(const char* method, const HttpResponse& r) const {
   if (!error.code.empty()) what += " " + error.code;
   if (!error.message.empty()) what += " (" + error.message + ")";
   if (error.code == "RequestTimeTooSkewed") {
-    what += "; this machine's clock and the server's differ by more than 15 minutes, past which SigV4 "
-            "requests are refused";
+    what +=
+        "; this machine's clock and the server's differ by more than 15 minutes, past which SigV4 "
+        "requests are refused";
   }
   const bool auth = r.status == 401 || r.status == 403 || signature_refusal(error.code);
   throw RemoteError(auth ? RemoteFailure::Kind::auth : RemoteFailure::Kind::error, what);
@@ -177,11 +178,10 @@ std::vector<ProbeFinding> S3Storage::probe(std::string_view probe_key) {
   rows.push_back(clock_skew_finding(shown, parse_http_date(head.date), std::time(nullptr)));
   try {
     (void)get(probe_key);
-    rows.push_back({"authenticated", Level::ok, shown + ": signed requests accepted (credentials from " +
-                                                    credentials().source + ")", "", ""});
+    rows.push_back({"authenticated", Level::ok,
+                    shown + ": signed requests accepted (credentials from " + credentials().source + ")", "", ""});
   } catch (const std::exception& e) {
-    rows.push_back({"authenticated", Level::fail, shown,
-                    std::string(e.what()) + ": every compile skips this remote.",
+    rows.push_back({"authenticated", Level::fail, shown, std::string(e.what()) + ": every compile skips this remote.",
                     "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and a profile of "
                     "~/.aws/credentials) to keys the server accepts, and check region="});
     return rows;

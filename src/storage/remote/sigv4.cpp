@@ -59,8 +59,8 @@ SigV4Signature sign_v4(const SigV4Request& request, std::string_view access_key_
                           canonical_headers + "\n" + signed_headers + "\n" + request.payload_sha256;
   const std::string date = request.amz_date.substr(0, 8);
   const std::string scope = date + "/" + std::string(region) + "/" + std::string(service) + "/aws4_request";
-  out.string_to_sign = "AWS4-HMAC-SHA256\n" + request.amz_date + "\n" + scope + "\n" +
-                       util::sha256(out.canonical_request).hex();
+  out.string_to_sign =
+      "AWS4-HMAC-SHA256\n" + request.amz_date + "\n" + scope + "\n" + util::sha256(out.canonical_request).hex();
   util::Digest key = util::hmac_sha256("AWS4" + std::string(secret), date);
   key = util::hmac_sha256(as_text(key), region);
   key = util::hmac_sha256(as_text(key), service);
