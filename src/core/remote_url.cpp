@@ -318,6 +318,10 @@ bool attribute_value_shown(std::string_view name) {
 // "name=value" kept for known names, "name=***" otherwise.
 std::string redact_attribute(std::string_view attribute) {
   const std::size_t eq = attribute.find('=');
+  // An endpoint= is shown as a URL is: a mistyped "http://user:secret@host" keeps its secret hidden.
+  if (eq != std::string_view::npos && attribute.substr(0, eq) == "endpoint") {
+    return "endpoint=" + redact_unparsed(attribute.substr(eq + 1));
+  }
   if (eq == std::string_view::npos || attribute_value_shown(attribute.substr(0, eq))) return std::string(attribute);
   return std::string(attribute.substr(0, eq)) + "=***";
 }

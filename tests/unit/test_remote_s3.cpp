@@ -96,6 +96,12 @@ TEST(S3Url, FormsAndAttributes) {
   EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}), u);
   EXPECT_EQ(u.redacted(), u.to_string(true));  // no secret in an s3 URL
   EXPECT_EQ(core::parse_remote_url("s3://bkt", {}).s3_region(), "us-east-1");
+  try {
+    core::parse_remote_url("s3://bucket|endpoint=http://user:hunter2@h", {});
+    ADD_FAILURE() << "an endpoint with credentials parsed";
+  } catch (const core::RemoteUrlError& e) {
+    EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+  }
   for (const char* bad : {"s3://B", "s3://ab", "s3://bucket|endpoint=ftp://h", "s3://bucket|endpoint=http://u:p@h",
                           "s3://bucket|endpoint=http://h/path", "s3://bucket|region=EU", "s3://bucket|addressing=x",
                           "redis://h|region=x", "s3://user:pw@bucket"}) {
