@@ -673,12 +673,23 @@ void clear_cache(const Config& config) {
              config.cache_dir);
 }
 
-// kache -c: the local store down to its size limit now.
+// kache -c: the local store down to its size limit now, and each writable shared directory with a
+// max-size= down to it (by whichever machine runs this).
 void cleanup_cache(const Config& config) {
   auto store = storage::open_storage(config);
   store.local().cleanup(terminal_progress("cleaning up"));
   fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
              config.max_size ? format_size(config.max_size) : std::string("no limit"));
+  for (const auto& url : config.remote_urls) {
+    if (url.scheme != core::Scheme::file || url.max_size == 0 || url.read_only || config.remote_read_only) continue;
+    storage::remote::FileStorage shared(url, UINT64_MAX, false);
+    try {
+      const std::uint64_t removed = shared.trim_to_max_size();
+      fmt::print("Removed {} entries from {} (max-size {}).\n", removed, url.redacted(), format_size(url.max_size));
+    } catch (const storage::remote::RemoteError& e) {
+      fmt::print(stderr, "kache: {}\n", e.what());
+    }
+  }
 }
 
 // Carries out every action of r on the cache of config; throws what fails.

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "core/config.hpp"
+
 namespace kache::core {
 
 namespace {
@@ -212,6 +214,9 @@ void parse_attribute(std::string_view spec, std::string_view attribute, RemoteUr
   } else if (name == "region" || name == "endpoint" || name == "addressing") {
     if (url.scheme != Scheme::s3) fail(spec, std::string(name) + " applies to s3 URLs only");
     parse_s3_attribute(spec, name, value.value_or(""), url);
+  } else if (name == "max-size") {
+    if (url.scheme != Scheme::file) fail(spec, "max-size applies to file URLs only");
+    if (!value || !parse_size(std::string(*value), url.max_size)) fail(spec, "max-size takes a size (e.g. 500G)");
   } else if (name == "shards") {
     // Read before the address (find_shards); here only its place among the attributes is checked.
     if (url.shards.empty()) fail(spec, "shards= needs one '*' in the URL's host[:port]");
@@ -229,7 +234,7 @@ void parse_attribute(std::string_view spec, std::string_view attribute, RemoteUr
   } else {
     fail(spec, "unknown attribute '" + std::string(name) +
                    "' (known: read-only, connect-timeout, operation-timeout, layout, region, endpoint, addressing, "
-                   "shards)");
+                   "shards, max-size)");
   }
 }
 
@@ -312,7 +317,8 @@ namespace {
 // carry a secret, so only its name is printed.
 bool attribute_value_shown(std::string_view name) {
   return name == "connect-timeout" || name == "operation-timeout" || name == "layout" || name == "read-only" ||
-         name == "region" || name == "endpoint" || name == "addressing" || name == "shards";
+         name == "region" || name == "endpoint" || name == "addressing" || name == "shards" ||
+         name == "max-size";
 }
 
 // "name=value" kept for known names, "name=***" otherwise.
@@ -446,6 +452,7 @@ std::string RemoteUrl::to_string(bool with_secrets) const {
   if (addressing != S3Addressing::automatic) {
     out += addressing == S3Addressing::path ? "|addressing=path" : "|addressing=virtual";
   }
+  if (max_size != 0) out += "|max-size=" + std::to_string(max_size);
   for (std::size_t i = 0; i < shards.size(); ++i) out += (i == 0 ? "|shards=" : ",") + shards[i];
   return out;
 }

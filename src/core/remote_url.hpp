@@ -11,6 +11,7 @@
 //               | layout=flat|subdirs|bazel (http and https; default subdirs)
 //               | region=NAME (s3; us-east-1) | endpoint=http[s]://HOST[:PORT] (s3; AWS's own when absent)
 //               | addressing=path|virtual (s3; virtual for AWS, path with an endpoint)
+//               | max-size=SIZE (file; what `kache -c` trims the shared directory to; none by default)
 //               | shards=NAME,NAME,... (redis and http(s), as ccache writes it: the one '*' in the URL's
 //                 host[:port] stands for each name in turn, one server each; keys are spread over them by
 //                 rendezvous hashing, see storage/remote/sharded_store.hpp)
@@ -22,6 +23,7 @@
 // KACHE_REMOTE_PASSWORD (the Redis password, or the HTTP basic-auth password of a URL naming a user)
 // and KACHE_REMOTE_BEARER_TOKEN (HTTP without user: "Authorization: Bearer TOKEN"). redacted() is the
 // only form that may be printed (--show-config, logs, error messages): every secret in it is "***".
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -80,6 +82,7 @@ struct RemoteUrl {
   S3Addressing addressing = S3Addressing::automatic;
   // shards=: the host[:port] as written, with its one '*', and the names that replace it (empty: one
   // server). host and port hold the first shard's.
+  std::uint64_t max_size = 0;  // file: max-size= in bytes, 0 = none
   std::string shard_address;
   std::vector<std::string> shards;
 

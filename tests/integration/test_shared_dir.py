@@ -93,6 +93,19 @@ class SharedDirectory(RemoteCase):
         self.assertIn(f"Removed {len(old)} entries not used in the last 1d from {self.url}", r.stdout)
         self.assertEqual(self.shared_files(), sorted(set(files) - set(old)))
 
+    def test_cleanup_trims_to_max_size(self):
+        env = self.env_for("one", self.url)
+        self.build("one", env)
+        files = self.shared_files()
+        sizes = {f: os.path.getsize(os.path.join(self.shared, f)) for f in files}
+        for age, f in enumerate(files):  # files[0] the least recently used
+            os.utime(os.path.join(self.shared, f), (1000 + age, 1000 + age))
+        keep = files[-2:]
+        limited = self.env_for("one", f"{self.url}|max-size={sum(sizes[f] for f in keep)}")
+        r = self.kache(["-c"], env=limited)
+        self.assertIn(f"Removed {len(files) - 2} entries from {self.url}", r.stdout)
+        self.assertEqual(self.shared_files(), keep)
+
     def test_unmounted_share_never_breaks_a_build(self):
         env = self.env_for("one", "file://" + self.path("not-mounted"))
         self.build("one", env)

@@ -44,7 +44,11 @@ TEST(FileUrl, Forms) {
   EXPECT_TRUE(u.read_only);
   EXPECT_EQ(u.to_string(true), "file:///srv/kache|read-only");
   EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}), u);
-  for (const char* bad : {"file://host/x", "file://", "file:///a b", "file:///a%20b", "file:///x|layout=flat"}) {
+  const auto limited = core::parse_remote_url("file:///srv/kache|max-size=2k", {});
+  EXPECT_EQ(limited.max_size, 2000u);
+  EXPECT_EQ(limited.to_string(true), "file:///srv/kache|max-size=2000");
+  for (const char* bad : {"file://host/x", "file://", "file:///a b", "file:///a%20b", "file:///x|layout=flat",
+                          "file:///x|max-size=lots", "redis://h|max-size=1G"}) {
     EXPECT_THROW(core::parse_remote_url(bad, {}), core::RemoteUrlError) << bad;
   }
 }
@@ -94,6 +98,20 @@ TEST_F(SharedDirectory, EvictsByAgeAndAbandonedTemporaryFiles) {
   ASSERT_EQ(::utime(util::join_path(dir_, "aa/.tmp.aaaaaa.1.x").c_str(), &old_times), 0);
   EXPECT_EQ(s.evict_older_than(86400), 1u);
   EXPECT_EQ(files(), std::vector<std::string>{"bb/bbbbbb"});
+}
+
+TEST_F(SharedDirectory, TrimsTheLeastRecentlyUsedToMaxSize) {
+  auto s = store("|max-size=250");
+  const std::time_t now = std::time(nullptr);
+  for (int i = 0; i < 4; ++i) {
+    const std::string key = "k" + std::to_string(i) + "xxxx";
+    s.put(key, std::string(100, 'v'));
+    const struct utimbuf times { now - 1000 + i, now - 1000 + i };  // k0 the least recently used
+    ASSERT_EQ(::utime(s.key_path(key).c_str(), &times), 0);
+  }
+  EXPECT_EQ(s.trim_to_max_size(), 2u);
+  EXPECT_EQ(files(), (std::vector<std::string>{"k2/k2xxxx", "k3/k3xxxx"}));
+  EXPECT_EQ(store().trim_to_max_size(), 0u);  // no max-size: nothing
 }
 
 }  // namespace

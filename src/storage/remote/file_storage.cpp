@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -114,21 +115,46 @@ void FileStorage::erase(std::string_view key) {
   }
 }
 
-std::uint64_t FileStorage::evict_older_than(std::int64_t max_age_s) {
+std::vector<FileStorage::Value> FileStorage::values(std::int64_t abandoned_after_s) {
   check_mounted();
   const std::time_t now = std::time(nullptr);
-  std::uint64_t removed = 0;
+  std::vector<Value> out;
   for (const std::string& shard : names_in(url_.path)) {
     const std::string dir = util::join_path(url_.path, shard);
     for (const std::string& name : names_in(dir)) {
       const std::string path = util::join_path(dir, name);
       struct stat st {};
       if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      const std::int64_t age = now - st.st_mtime;
-      const bool value = is_key_name(name) && age > max_age_s;
-      const bool abandoned = name.starts_with(".tmp.") && age > std::max<std::int64_t>(max_age_s, kRefreshAfterS);
-      if ((value || abandoned) && ::unlink(path.c_str()) == 0 && value) ++removed;
+      if (is_key_name(name)) {
+        out.push_back({path, static_cast<std::int64_t>(st.st_mtime), static_cast<std::uint64_t>(st.st_size)});
+      } else if (name.starts_with(".tmp.") && abandoned_after_s >= 0 && now - st.st_mtime > abandoned_after_s) {
+        ::unlink(path.c_str());  // left by a writer that died
+      }
     }
+  }
+  return out;
+}
+
+std::uint64_t FileStorage::evict_older_than(std::int64_t max_age_s) {
+  const std::time_t now = std::time(nullptr);
+  std::uint64_t removed = 0;
+  for (const Value& v : values(std::max<std::int64_t>(max_age_s, kRefreshAfterS))) {
+    if (now - v.mtime > max_age_s && ::unlink(v.path.c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
+std::uint64_t FileStorage::trim_to_max_size() {
+  if (url_.max_size == 0) return 0;
+  std::vector<Value> all = values(kRefreshAfterS);
+  std::uint64_t total = 0;
+  for (const Value& v : all) total += v.size;
+  std::sort(all.begin(), all.end(), [](const Value& a, const Value& b) { return a.mtime < b.mtime; });
+  std::uint64_t removed = 0;
+  for (const Value& v : all) {
+    if (total <= url_.max_size) break;
+    if (::unlink(v.path.c_str()) == 0) ++removed;
+    total -= v.size;  // gone either way: removed here, or by another machine meanwhile
   }
   return removed;
 }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/remote_url.hpp"
 #include "storage/remote/remote_store.hpp"
@@ -30,6 +31,9 @@ class FileStorage final : public RemoteBackend {
   // Removes the values not read or written for max_age_s seconds, and temporary files a writer that died
   // left behind (older than an hour at least). Returns how many values it removed.
   std::uint64_t evict_older_than(std::int64_t max_age_s);
+  // Removes the least recently used values until the directory holds at most the URL's max-size
+  // (`kache -c`; nothing without one). Returns how many it removed.
+  std::uint64_t trim_to_max_size();
   std::string key_path(std::string_view key) const;
 
  protected:
@@ -38,6 +42,13 @@ class FileStorage final : public RemoteBackend {
 
  private:
   void check_mounted();
+  struct Value {
+    std::string path;
+    std::int64_t mtime;
+    std::uint64_t size;
+  };
+  // Every value file, and (when `abandoned_after_s` >= 0) the temporary files older than it removed.
+  std::vector<Value> values(std::int64_t abandoned_after_s);
 
   core::RemoteUrl url_;
   std::uint64_t max_body_;
