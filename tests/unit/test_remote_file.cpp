@@ -45,8 +45,8 @@ TEST(FileUrl, Forms) {
   EXPECT_EQ(u.to_string(true), "file:///srv/kache|read-only");
   EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}), u);
   const auto limited = core::parse_remote_url("file:///srv/kache|max-size=2k", {});
-  EXPECT_EQ(limited.max_size, 2000u);
-  EXPECT_EQ(limited.to_string(true), "file:///srv/kache|max-size=2000");
+  EXPECT_EQ(limited.max_size, 2048u);
+  EXPECT_EQ(limited.to_string(true), "file:///srv/kache|max-size=2048");
   for (const char* bad : {"file://host/x", "file://", "file:///a b", "file:///a%20b", "file:///x|layout=flat",
                           "file:///x|max-size=lots", "redis://h|max-size=1G"}) {
     EXPECT_THROW(core::parse_remote_url(bad, {}), core::RemoteUrlError) << bad;
