@@ -334,7 +334,9 @@ class Swift(_Server):
     is a plain directory. Credentials: access key "test:tester", secret self.secret_key. Each server is one
     process (workers = 0), stopped by pid."""
 
-    def __init__(self):
+    def __init__(self, proxy_clock=None):
+        # proxy_clock: a faketime offset ("+1h") for the proxy, which checks each request's time against
+        # its clock and sends it as Date: a server whose clock is skewed against this machine's.
         why = swift_missing()
         if why:
             raise RuntimeError(why)
@@ -359,7 +361,8 @@ class Swift(_Server):
                 with open(conf, "w") as f:
                     f.write(common + body)
                 log = open(os.path.join(self.dir, f"{name}.log"), "w")
-                self.procs.append(subprocess.Popen([f"/usr/bin/swift-{name}-server", conf, "-v"], stdout=log,
+                skew = [find("faketime"), "-f", proxy_clock] if proxy_clock and name == "proxy" else []
+                self.procs.append(subprocess.Popen(skew + [f"/usr/bin/swift-{name}-server", conf, "-v"], stdout=log,
                                                    stderr=subprocess.STDOUT, start_new_session=True))
                 log.close()
             for name in ("account", "container", "object", "proxy"):
