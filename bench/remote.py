@@ -536,8 +536,10 @@ def per_hit(stats: dict) -> dict | None:
     rem, hits = stats.get("remote", {}), stats.get("hits") or 0
     if not hits or not rem:
         return None
-    requests = sum(rem.get(k, 0) for k in ("remote_hits", "remote_misses", "remote_writes", "remote_errors",
-                                            "remote_timeouts", "remote_oversized"))
+    # remote_reads: values read (a hit reads a manifest and an entry); remote_hits counts compiles.
+    reads = rem.get("remote_reads", rem.get("remote_hits", 0))
+    requests = reads + sum(rem.get(k, 0) for k in ("remote_misses", "remote_writes", "remote_errors",
+                                                   "remote_timeouts", "remote_oversized"))
     return {"bytes_read": rem.get("remote_bytes_read", 0) / hits, "bytes_written": rem.get("remote_bytes_written", 0) / hits,
             "requests": requests / hits}
 
@@ -591,8 +593,8 @@ def report_md(r: dict) -> str:
                 rem = ", ".join(f"{k}={v}" for k, v in s.get("remote", {}).items() if v)
                 L.append(f"| {tool} | {label.split(':')[0]} | {s.get('hits')} / {s.get('misses')} / {s.get('uncached')} | {rem} |")
     L.append("")
-    L.append("Remote traffic per hit of kache's warm-remote builds (last run; requests = remote hits + misses "
-             "+ writes + errors):\n")
+    L.append("Remote traffic per hit of kache's warm-remote builds (last run; requests = values read + "
+             "misses + writes + errors and timeouts, each one request):\n")
     L.append("| build | bytes read / hit | bytes written / hit | requests / hit |")
     L.append("|---|---:|---:|---:|")
     for key, label in ROWS:
