@@ -268,6 +268,7 @@ class BlackHole(_Server):
 
 # Debian's interpreter: Swift's modules are installed for it alone (the python3 first on PATH may be another).
 DEBIAN_PYTHON = "/usr/bin/python3"
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 SWIFT_SERVERS = ("swift-account-server", "swift-container-server", "swift-object-server", "swift-proxy-server")
 
 
@@ -361,9 +362,13 @@ class Swift(_Server):
                 with open(conf, "w") as f:
                     f.write(common + body)
                 log = open(os.path.join(self.dir, f"{name}.log"), "w")
-                skew = [find("faketime"), "-f", proxy_clock] if proxy_clock and name == "proxy" else []
-                self.procs.append(subprocess.Popen(skew + [f"/usr/bin/swift-{name}-server", conf, "-v"], stdout=log,
-                                                   stderr=subprocess.STDOUT, start_new_session=True))
+                env = dict(os.environ)
+                if proxy_clock and name == "proxy":
+                    # libfaketime preloaded into the server itself (not the faketime program, whose child
+                    # the server would be: Swift calls setsid(), and stop() could not reach it).
+                    env.update(LD_PRELOAD=LIBFAKETIME, FAKETIME=proxy_clock)
+                self.procs.append(subprocess.Popen([f"/usr/bin/swift-{name}-server", conf, "-v"], stdout=log,
+                                                   stderr=subprocess.STDOUT, start_new_session=True, env=env))
                 log.close()
             for name in ("account", "container", "object", "proxy"):
                 self._wait_answering(ports[name], name)

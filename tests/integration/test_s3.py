@@ -6,13 +6,12 @@ fail a build and each shows as its own doctor row; a read-only URL writes nothin
 """
 import datetime
 import json
-import shutil
+import os
 
 import kachetest
 import servers
 from test_remote import UNITS, RemoteCase
 
-FAKETIME = shutil.which("faketime")
 
 
 class S3Case(RemoteCase):
@@ -126,9 +125,9 @@ class S3Failures(S3Case):
         self.assertNotIn("authenticated", rows)
 
     def test_skewed_clock(self):
-        if not FAKETIME:
-            self.skipTest("faketime is not installed (scripts/setup.sh)")
-        # The server's clock an hour ahead of this machine's (its proxy runs under faketime: nvcc hangs
+        if not os.path.exists(servers.LIBFAKETIME):
+            self.skipTest(f"{servers.LIBFAKETIME} is missing (scripts/setup.sh installs faketime)")
+        # The server's clock an hour ahead of this machine's (its proxy runs with libfaketime: nvcc hangs
         # under libfaketime here, so the client's clock cannot be the skewed one). SigV4 refuses every
         # request kache signs.
         ahead = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
