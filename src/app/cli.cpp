@@ -30,6 +30,8 @@
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
 #include "storage/layered.hpp"
+#include "storage/remote/file_storage.hpp"
+#include "storage/remote/remote_failure.hpp"
 #include "util/fs.hpp"
 
 namespace kache::app {
@@ -453,6 +455,21 @@ bool parse_age(const std::string& text, std::int64_t& seconds) {
   return true;
 }
 
+// A shared directory (file:///PATH) is evicted by age alone, by whichever machine runs this: no lock
+// spans machines, and a value removed under a reader is a miss there.
+void evict_shared_directories(const Config& config, std::int64_t age, const std::string& age_text) {
+  for (const auto& url : config.remote_urls) {
+    if (url.scheme != core::Scheme::file || url.read_only || config.remote_read_only) continue;
+    storage::remote::FileStorage shared(url, UINT64_MAX, false);
+    try {
+      const std::uint64_t removed = shared.evict_older_than(age);
+      fmt::print("Removed {} entries not used in the last {} from {}.\n", removed, age_text, url.redacted());
+    } catch (const storage::remote::RemoteError& e) {
+      fmt::print(stderr, "kache: {}\n", e.what());
+    }
+  }
+}
+
 void evict_older_than(const Config& config, const std::string& age_text) {
   std::int64_t age = 0;
   if (!parse_age(age_text, age))
@@ -472,6 +489,7 @@ void evict_older_than(const Config& config, const std::string& age_text) {
   }
   fmt::print("Removed {} cache entries not used in the last {} from {}.\n", old_keys.size(), age_text,
              config.cache_dir);
+  evict_shared_directories(config, age, age_text);
 }
 
 // ccache -x: how much the stored entries take against what they hold.
@@ -677,12 +695,23 @@ void clear_cache(const Config& config) {
              config.cache_dir);
 }
 
-// kache -c: the local store down to its size limit now.
+// kache -c: the local store down to its size limit now, and each writable shared directory with a
+// max-size= down to it (by whichever machine runs this).
 void cleanup_cache(const Config& config) {
   auto store = storage::open_storage(config);
   store.local().cleanup(terminal_progress("cleaning up"));
   fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
              config.max_size ? format_size(config.max_size) : std::string("no limit"));
+  for (const auto& url : config.remote_urls) {
+    if (url.scheme != core::Scheme::file || url.max_size == 0 || url.read_only || config.remote_read_only) continue;
+    storage::remote::FileStorage shared(url, UINT64_MAX, false);
+    try {
+      const std::uint64_t removed = shared.trim_to_max_size();
+      fmt::print("Removed {} entries from {} (max-size {}).\n", removed, url.redacted(), format_size(url.max_size));
+    } catch (const storage::remote::RemoteError& e) {
+      fmt::print(stderr, "kache: {}\n", e.what());
+    }
+  }
 }
 
 // Whether r reads or changes the cache itself (not only the configuration or the reason table).

@@ -211,8 +211,8 @@ void check_cache(Rows& rows, const Config& cfg) {
   check_logged_warnings(rows, dir);
 }
 
-// Each remote: reachable and accepting the credentials (a read), writable (a write and its removal, unless
-// read-only), and whether its entries are signed.
+// Each remote: the rows its backend's probe gives (reachable and accepting the credentials, writable
+// unless read-only; S3 adds the clock skew), and whether its entries are signed.
 void check_remotes(Rows& rows, const Config& cfg) {
   namespace remote = storage::remote;
   if (cfg.remote_urls.empty()) return;
@@ -220,28 +220,21 @@ void check_remotes(Rows& rows, const Config& cfg) {
   options.ca_file = cfg.remote_ca_file;
   options.read_only = cfg.remote_read_only;
   const std::string probe_key = fmt::format("kache-doctor-probe-{}", ::getpid());
+  std::vector<core::RemoteUrl> servers;  // a sharded URL's shards each answer for themselves
   for (const auto& url : cfg.remote_urls) {
-    const std::string name = url.redacted();
+    for (auto& shard : url.shard_urls()) servers.push_back(std::move(shard));
+  }
+  for (const auto& url : servers) {
     try {
       auto backend = remote::make_remote_storage(url, options);
-      (void)backend->get(probe_key);
-      rows.add("remote", "reachable", Status::ok, name + ": answers, credentials accepted");
-      if (backend->read_only()) {
-        rows.add("remote", "writable", Status::ok, name + ": read-only (as configured)");
-      } else {
-        backend->put(probe_key, "kache doctor");
-        backend->remove(probe_key);
-        rows.add("remote", "writable", Status::ok, name + ": yes");
+      for (const auto& f : backend->probe(probe_key)) {
+        const Status status = f.level == remote::ProbeFinding::Level::ok     ? Status::ok
+                              : f.level == remote::ProbeFinding::Level::warn ? Status::warn
+                                                                             : Status::fail;
+        rows.add("remote", f.check, status, f.value, f.message, f.fix);
       }
-    } catch (const remote::RemoteError& e) {
-      const bool auth = e.kind() == remote::RemoteFailure::Kind::auth;
-      rows.add("remote", auth ? "authenticated" : "reachable", Status::fail, name,
-               fmt::format("{}: every compile skips this remote ({}).", e.what(),
-                           auth ? "the credentials are refused" : "it does not answer"),
-               auth ? "correct the password (KACHE_REMOTE_PASSWORD or the URL) or the user"
-                    : "start the server, or correct remote.storage, or remove it");
     } catch (const std::exception& e) {
-      rows.add("remote", "reachable", Status::fail, name, fmt::format("{}.", e.what()),
+      rows.add("remote", "reachable", Status::fail, url.redacted(), fmt::format("{}.", e.what()),
                "correct remote.storage, or remove it");
     }
   }

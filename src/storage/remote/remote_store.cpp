@@ -7,6 +7,34 @@
 
 namespace kache::storage::remote {
 
+std::vector<ProbeFinding> RemoteBackend::probe(std::string_view probe_key) {
+  using Level = ProbeFinding::Level;
+  const std::string shown = name();
+  std::vector<ProbeFinding> rows;
+  try {
+    (void)get(probe_key);
+    rows.push_back({"reachable", Level::ok, shown + ": answers, credentials accepted", "", ""});
+    if (read_only()) {
+      rows.push_back({"writable", Level::ok, shown + ": read-only (as configured)", "", ""});
+    } else {
+      put(probe_key, "kache doctor");
+      remove(probe_key);
+      rows.push_back({"writable", Level::ok, shown + ": yes", "", ""});
+    }
+  } catch (const RemoteError& e) {
+    const bool auth = e.kind() == RemoteFailure::Kind::auth;
+    rows.push_back({auth ? "authenticated" : "reachable", Level::fail, shown,
+                    std::string(e.what()) + ": every compile skips this remote (" +
+                        (auth ? "the credentials are refused" : "it does not answer") + ").",
+                    auth ? "correct the password (KACHE_REMOTE_PASSWORD or the URL) or the user"
+                         : "start the server, or correct remote.storage, or remove it"});
+  } catch (const std::exception& e) {
+    rows.push_back(
+        {"reachable", Level::fail, shown, std::string(e.what()) + ".", "correct remote.storage, or remove it"});
+  }
+  return rows;
+}
+
 RemoteStore::RemoteStore(std::unique_ptr<RemoteBackend> backend, std::string identity,
                          const RemoteStoreOptions& options)
     : backend_(std::move(backend)), max_entry_size_(options.max_entry_size), signing_key_(options.signing_key) {
