@@ -21,9 +21,11 @@
 
 #include "app/doctor.hpp"
 #include "app/explain.hpp"
+#include "app/report.hpp"
 #include "core/build_features.hpp"
 #include "core/config.hpp"
 #include "core/entry_format.hpp"
+#include "core/events.hpp"
 #include "core/path_roots.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
@@ -148,6 +150,8 @@ Diagnostics:
   kache doctor [--json]                       toolchain, driver, cache and config facts (ok/warn/fail)
   kache explain -- nvcc ARGS...               which key field makes this compile miss
   kache explain --last                        the same for the last stored miss
+  kache report [--json|--markdown]            what the last build got from the cache, and why it missed
+  kache report --html FILE --trace FILE       the same with charts, and a trace for Perfetto
 
 Environment (overrides the config file; see --show-config for every setting):
   KACHE_DIR                       cache directory (default ~/.cache/kache)
@@ -414,27 +418,6 @@ void for_each_entry(const std::string& cache_dir, Visit&& visit) {
   }
 }
 
-// "3d", "12h", "30m", "600s" or plain seconds; false if malformed.
-bool parse_age(const std::string& text, std::int64_t& seconds) {
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    return false;
-  }
-  if (value < 0) return false;
-  const std::string unit = text.substr(used);
-  const std::int64_t scale = unit.empty() || unit == "s" ? 1
-                             : unit == "m"               ? 60
-                             : unit == "h"               ? 3600
-                             : unit == "d"               ? 86400
-                                                         : 0;
-  if (scale == 0) return false;
-  seconds = value * scale;
-  return true;
-}
-
 void evict_older_than(const Config& config, const std::string& age_text) {
   std::int64_t age = 0;
   if (!parse_age(age_text, age))
@@ -601,7 +584,7 @@ bool looks_like_compile(int argc, char** argv) {
 bool is_kache_invocation(int argc, char** argv) {
   if (argc < 2) return true;
   const std::string_view first = argv[1];
-  if (first == "doctor" || first == "explain") return true;
+  if (first == "doctor" || first == "explain" || first == "report") return true;
   if (!first.starts_with('-')) return false;  // a compiler's name or path
   return !looks_like_compile(argc, argv);
 }
@@ -651,6 +634,7 @@ void clear_cache(const Config& config) {
   util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
   // What was verified under which identity: starting over means trusting nothing from before.
   util::remove_all(util::join_path(config.cache_dir, "identities"));
+  EventLog(config.cache_dir).clear();  // the compiles it records were of entries that are gone
   fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
              config.cache_dir);
 }
@@ -659,6 +643,7 @@ void clear_cache(const Config& config) {
 void cleanup_cache(const Config& config) {
   auto store = storage::open_storage(config);
   store.local().cleanup(terminal_progress("cleaning up"));
+  EventLog(config.cache_dir).drop_rotated();  // the event log down to its current file
   fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
              config.max_size ? format_size(config.max_size) : std::string("no limit"));
 }
@@ -689,8 +674,10 @@ void carry_out(const Config& config, const CliRequest& r) {
 }
 
 int run_cli(int argc, char** argv) {
-  if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain")) {
+  if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain" ||
+                    std::string_view(argv[1]) == "report")) {
     const std::vector<std::string> rest(argv + 2, argv + argc);
+    if (std::string_view(argv[1]) == "report") return report::run(rest);
     return std::string_view(argv[1]) == "doctor" ? run_doctor(rest) : explain::run(rest);
   }
   CLI::App app{"kache: a compiler cache for nvcc.", "kache"};

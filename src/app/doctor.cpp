@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/report.hpp"
 #include "compiler/env_table.hpp"
 #include "compiler/nvcc/plan.hpp"
 #include "compiler/offload/toolchain.hpp"
@@ -615,6 +616,31 @@ std::string filesystem_name(std::uint64_t type) {
   }
 }
 
+// The misconfigurations the recent compiles' misses name (the event log: kache report), worst first.
+void check_recent_misses(Rows& rows, const Config& cfg) {
+  constexpr std::size_t kRecent = 1000;
+  std::vector<report::CauseRow> causes;
+  try {
+    causes = report::recent_misconfigurations(cfg.cache_dir, kRecent);
+  } catch (const std::exception& e) {
+    rows.add("cache", "recent-misses", Status::warn, "unreadable", fmt::format("the event log: {}.", e.what()));
+    return;
+  }
+  if (!cfg.events) {
+    rows.add("cache", "recent-misses", Status::ok, "not recorded (events.enabled = false)");
+    return;
+  }
+  if (causes.empty()) {
+    rows.add("cache", "recent-misses", Status::ok,
+             fmt::format("no misconfiguration among the last {} compiles' misses", kRecent));
+    return;
+  }
+  for (const auto& c : causes) {
+    rows.add("cache", "misses." + c.name, Status::warn, fmt::format("{} of the last {} compiles", c.count, kRecent),
+             c.sentence, c.fix);
+  }
+}
+
 void check_cache(Rows& rows, const Config& cfg) {
   const std::string& dir = cfg.cache_dir;
   const bool exists = util::exists(dir);
@@ -675,6 +701,7 @@ void check_cache(Rows& rows, const Config& cfg) {
       rows.add("cache", "free-space", Status::ok, format_size(free));
     }
   }
+  check_recent_misses(rows, cfg);
 }
 
 // Each remote: reachable and accepting the credentials (a read), writable (a write and its removal, unless
