@@ -382,6 +382,11 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
                          : fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
                                        100.0 * static_cast<double>(size) / static_cast<double>(config.max_size)));
   line("entries", fmt::format("{} (entry files: objects, manifests and nvcc stages)", entries));
+  // Beside the entries and bounded on its own (rotated), so never evicted with them: kache report reads it.
+  if (const std::uint64_t log = EventLog(config.cache_dir).size(); log > 0) {
+    line("event log", fmt::format("{} (kache report; at most 2 x {})", format_size(log),
+                                  format_size(EventLog::kMaxFileBytes)));
+  }
   if (verbose > 1) {
     text += "every counter:\n";
     for (const auto& [name, value] : stats.counters) line("  " + name, std::to_string(value));

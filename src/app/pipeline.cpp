@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -140,8 +139,7 @@ Pipeline::EventFacts Pipeline::event_facts() const {
   EventFacts f;
   if (!job_.source.empty()) {
     // Relative to the working directory: readable, and the same in every checkout.
-    f.source = std::filesystem::path(job_.source).lexically_relative(inv_.cwd).string();
-    if (f.source.empty()) f.source = job_.source;
+    f.source = event_source(job_.source, util::lexically_normal(inv_.cwd));
   }
   for (const auto& [name, value] : job_.key_fields) {
     if (name == "language") f.language = value;

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -93,33 +95,138 @@ std::string event_language(std::string_view keyed_language, std::string_view sou
   return {};
 }
 
+std::string event_source(std::string_view path, std::string_view dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
+  // The longest common prefix that ends at a component boundary of both.
+  std::size_t common = 0;
+  for (std::size_t i = 0; i <= std::min(path.size(), dir.size()); ++i) {
+    const bool path_end = i == path.size() || path[i] == '/';
+    const bool dir_end = i == dir.size() || dir[i] == '/';
+    if (path_end && dir_end) common = i;
+    if (i == path.size() || i == dir.size() || path[i] != dir[i]) break;
+  }
+  std::string out;
+  for (std::size_t i = common; i < dir.size(); ++i) {  // one ".." per component of dir below the prefix
+    if (dir[i] == '/' && i + 1 < dir.size()) out += out.empty() ? ".." : "/..";
+  }
+  std::string_view rest = path.substr(common);
+  while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+  if (!rest.empty()) out += out.empty() ? std::string(rest) : "/" + std::string(rest);
+  return out.empty() ? "." : out;
+}
+
 std::string event_build_id(const char* build_id_env) {
   if (build_id_env != nullptr && *build_id_env != '\0') return build_id_env;
   return "pg" + std::to_string(::getpgrp());
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are none.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+// A JSON string: quotes, backslashes and control characters escaped, bytes that are no UTF-8 as U+FFFD
+// (a path is bytes; the line must stay JSON).
+void append_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+      ++i;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+      ++i;
+    } else if (const std::size_t n = utf8_length(s, i); n > 0) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\\ufffd";
+      ++i;
+    }
+  }
+  out += '"';
+}
+
+void append_key(std::string& out, std::string_view key) {
+  out += out.size() == 1 ? "\"" : ",\"";
+  out += key;
+  out += "\":";
+}
+
+void append_strings(std::string& out, const std::vector<std::string>& values) {
+  out += '[';
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    append_string(out, values[i]);
+  }
+  out += ']';
+}
+
+}  // namespace
+
+// Written by hand rather than through a JSON library's object: this runs on every hit, whose whole cost
+// is about a million instructions (bench/results/report-cost.md); parse_event reads it with nlohmann.
 std::string serialize_event(const CompileEvent& e) {
-  json j;
-  j["v"] = kEventVersion;
-  j["t"] = e.time_ms;
-  j["build"] = e.build;
-  j["pid"] = e.pid;
-  j["tool"] = e.tool;
-  j["lang"] = e.language;
-  j["src"] = e.source;
-  j["outcome"] = e.outcome;
-  if (!e.reason.empty()) j["reason"] = e.reason;
-  if (!e.cause.empty()) j["cause"] = e.cause;
-  if (!e.cause_detail.empty()) j["cause_detail"] = e.cause_detail;
-  j["wall_us"] = e.wall_us;
-  j["cpu_us"] = e.cpu_us;
-  if (e.miss_cost_ms > 0) j["miss_cost_ms"] = e.miss_cost_ms;
-  if (!e.direct) j["direct"] = false;
-  if (!e.stages.empty()) j["stages"] = e.stages;
-  j["counts"] = e.counts;
-  if (!e.command.empty()) j["command"] = e.command;
-  // Invalid UTF-8 in a path is replaced, not thrown on: the record is a diagnostic.
-  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  std::string out = "{";
+  out.reserve(512);
+  auto text = [&](std::string_view key, const std::string& value, bool always) {
+    if (!always && value.empty()) return;
+    append_key(out, key);
+    append_string(out, value);
+  };
+  auto number = [&](std::string_view key, auto value) {
+    append_key(out, key);
+    out += std::to_string(value);
+  };
+  number("v", kEventVersion);
+  number("t", e.time_ms);
+  text("build", e.build, true);
+  number("pid", e.pid);
+  text("tool", e.tool, true);
+  text("lang", e.language, true);
+  text("src", e.source, true);
+  text("outcome", e.outcome, true);
+  text("reason", e.reason, false);
+  text("cause", e.cause, false);
+  text("cause_detail", e.cause_detail, false);
+  number("wall_us", e.wall_us);
+  number("cpu_us", e.cpu_us);
+  if (e.miss_cost_ms > 0) number("miss_cost_ms", e.miss_cost_ms);
+  if (!e.direct) {
+    append_key(out, "direct");
+    out += "false";
+  }
+  if (!e.stages.empty()) {
+    append_key(out, "stages");
+    append_strings(out, e.stages);
+  }
+  append_key(out, "counts");
+  out += '{';
+  for (const auto& [name, value] : e.counts) {
+    if (out.back() != '{') out += ',';
+    append_string(out, name);
+    out += ':';
+    out += std::to_string(value);
+  }
+  out += '}';
+  if (!e.command.empty()) {
+    append_key(out, "command");
+    append_strings(out, e.command);
+  }
+  out += "}\n";
+  return out;
 }
 
 std::optional<CompileEvent> parse_event(std::string_view line) {

@@ -51,6 +51,9 @@ std::string event_outcome(const std::map<std::string, std::uint64_t>& counts);
 std::string event_reason(const std::map<std::string, std::uint64_t>& counts);
 // "cuda", "c++", "c", "hip", "asm" from a key's "language" value or, without one, the source's suffix.
 std::string event_language(std::string_view keyed_language, std::string_view source, std::string_view tool);
+// The source as a record names it: relative to the working directory ("../src/a.c"; both absolute and
+// lexically normal), by string alone (no system call: this runs on every compile).
+std::string event_source(std::string_view source, std::string_view cwd);
 // KACHE_BUILD_ID when set (non-empty), else "pg<process group id>".
 std::string event_build_id(const char* build_id_env);
 

@@ -52,6 +52,19 @@ TEST(Events, RecordRoundTrips) {
   EXPECT_TRUE(back->command.empty());
 }
 
+// Paths are bytes: quotes, backslashes, control characters and bytes that are no UTF-8 keep the line JSON.
+TEST(Events, AnySourceBytesKeepTheLineJson) {
+  CompileEvent e = event("hit", 1, 1);
+  e.source = "dir \"q\"\\x\n\t\x01/\xc3\xa9t\xe9.c";  // a quote, a backslash, controls, UTF-8 é, a Latin-1 é
+  e.command = {"gcc", "-DX=\"1\""};
+  const std::string line = serialize_event(e);
+  EXPECT_EQ(line.find('\n'), line.size() - 1);
+  const auto back = parse_event(std::string_view(line).substr(0, line.size() - 1));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->source, "dir \"q\"\\x\n\t\x01/\xc3\xa9t\xef\xbf\xbd.c");  // the stray byte as U+FFFD
+  EXPECT_EQ(back->command, e.command);
+}
+
 TEST(Events, DamagedAndFutureLinesAreSkipped) {
   EXPECT_FALSE(parse_event("{\"v\":1,\"outcome\":\"hit\""));  // cut short
   EXPECT_FALSE(parse_event("{\"v\":2,\"outcome\":\"hit\"}"));  // another format
@@ -69,6 +82,11 @@ TEST(Events, OutcomeAndReasonFromCounts) {
   EXPECT_EQ(event_language("", "../src/k.cu", "nvcc"), "cuda");
   EXPECT_EQ(event_language("c++", "x.c", "g++"), "c++");
   EXPECT_EQ(event_language("", "a.cc", "g++"), "c++");
+  EXPECT_EQ(event_source("/p/src/a.c", "/p/build"), "../src/a.c");
+  EXPECT_EQ(event_source("/p/build/gen/a.c", "/p/build/"), "gen/a.c");
+  EXPECT_EQ(event_source("/p/bc/a.c", "/p/b"), "../bc/a.c");
+  EXPECT_EQ(event_source("/x/a.c", "/p/b/c"), "../../../x/a.c");
+  EXPECT_EQ(event_source("/x/a.c", "/"), "x/a.c");
   EXPECT_EQ(event_build_id("ci-7"), "ci-7");
   EXPECT_EQ(event_build_id(""), "pg" + std::to_string(::getpgrp()));
 }
