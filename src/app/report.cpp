@@ -93,6 +93,15 @@ void add_cause(Model& m, const CompileEvent& e) {
   }
 }
 
+// cache.direct_mode off slows every lookup rather than missing it: one row for the compiles it touched.
+void add_direct_mode_off(Model& m) {
+  const auto off = static_cast<std::uint64_t>(
+      std::count_if(m.events.begin(), m.events.end(), [](const CompileEvent& e) { return !e.direct; }));
+  if (off == 0) return;
+  const core::MissCause* c = core::find_miss_cause(core::cause::kDirectModeOff);
+  m.causes.push_back({std::string(c->name), std::string(c->sentence), std::string(c->fix), true, off, {}});
+}
+
 // Misconfigurations first, then the most frequent.
 void sort_causes(std::vector<CauseRow>& causes) {
   std::sort(causes.begin(), causes.end(), [](const CauseRow& a, const CauseRow& b) {
@@ -161,6 +170,7 @@ Model build_model(std::vector<CompileEvent> events, Selection selection) {
     m.start_ms = m.start_ms == 0 ? e.time_ms : std::min(m.start_ms, e.time_ms);
     m.end_ms = std::max(m.end_ms, e.time_ms + static_cast<std::int64_t>(e.wall_us / 1000));
   }
+  add_direct_mode_off(m);
   sort_causes(m.causes);
   add_summaries(m);
   pick_slowest_misses(m);
@@ -183,15 +193,10 @@ std::string seconds_text(double s) {
 std::vector<CauseRow> recent_misconfigurations(const std::string& cache_dir, std::size_t window) {
   std::vector<CompileEvent> events = core::EventLog(cache_dir).read();
   if (events.size() > window) events.erase(events.begin(), events.end() - static_cast<std::ptrdiff_t>(window));
-  const bool direct_off = std::any_of(events.begin(), events.end(), [](const CompileEvent& e) { return !e.direct; });
   Model m = build_model(std::move(events), {});
   std::vector<CauseRow> out;
   for (auto& c : m.causes) {
     if (c.misconfiguration) out.push_back(std::move(c));
-  }
-  if (direct_off) {
-    const core::MissCause* c = core::find_miss_cause(core::cause::kDirectModeOff);
-    out.push_back({std::string(c->name), std::string(c->sentence), std::string(c->fix), true, m.compiles, {}});
   }
   return out;
 }

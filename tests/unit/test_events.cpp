@@ -204,5 +204,14 @@ TEST(ReportModel, CountsCompilesOnceAndMisconfigurationsFirst) {
   EXPECT_EQ(m.slowest_misses.front(), 0u);
 }
 
+TEST(ReportModel, DirectModeOffIsAMisconfigurationRow) {
+  std::vector<CompileEvent> events = {at("miss", 1000, 500000, "new-source"), at("hit", 2000, 10000)};
+  events[1].direct = false;
+  const Model m = build_model(events, Selection{});
+  ASSERT_EQ(m.causes.size(), 2u);
+  EXPECT_EQ(m.causes[0].name, "direct-mode-off");
+  EXPECT_EQ(m.causes[0].count, 1u);
+}
+
 }  // namespace
 }  // namespace kache::app::report
