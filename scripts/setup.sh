@@ -14,6 +14,7 @@ packages=(
   help2man man-db file dpkg-dev  # the manual page (cmake/man.cmake), the install and package tests
   xfsprogs e2fsprogs
   faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)
+  chromium  # tests/integration/test_report.py opens kache report --html headless: screenshot and DOM
   clang-14 libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh
   clang-19 libclang-rt-19-dev  # the second clang of tests/integration/test_gcc.py; CI's scripts/clang-build.sh
   # ROCm (HIP): clang 19 reads the HIP version file (/usr/share/hip/version) of an installation it finds;

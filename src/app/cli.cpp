@@ -22,9 +22,11 @@
 
 #include "app/doctor.hpp"
 #include "app/explain.hpp"
+#include "app/report.hpp"
 #include "core/build_features.hpp"
 #include "core/config.hpp"
 #include "core/entry_format.hpp"
+#include "core/events.hpp"
 #include "core/log.hpp"
 #include "core/path_roots.hpp"
 #include "core/reasons.hpp"
@@ -164,6 +166,8 @@ Diagnostics:
   kache doctor [--json]                       toolchain, driver, cache and config facts (ok/warn/fail)
   kache explain -- nvcc ARGS...               which key field makes this compile miss
   kache explain --last                        the same for the last stored miss
+  kache report [--json|--markdown]            what the last build got from the cache, and why it missed
+  kache report --html FILE --trace FILE       the same with charts, and a trace for Perfetto
 
 Environment (overrides the config file; see --show-config for every setting):
   KACHE_DIR                       cache directory (default ~/.cache/kache)
@@ -398,6 +402,11 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
                                        100.0 * static_cast<double>(size) / static_cast<double>(config.max_size)));
   line("entries", fmt::format("{} (entry files: objects, manifests and nvcc stages)", entries));
   if (!last_warning.empty()) line("last warning", fmt::format("{} (in {}/kache.log)", last_warning, config.cache_dir));
+  // Beside the entries and bounded on its own (rotated), so never evicted with them: kache report reads it.
+  if (const std::uint64_t log = EventLog(config.cache_dir).size(); log > 0) {
+    line("event log", fmt::format("{} (kache report; at most 2 x {})", format_size(log),
+                                  format_size(EventLog::kMaxFileBytes)));
+  }
   if (verbose > 1) {
     text += "every counter:\n";
     for (const auto& [name, value] : stats.counters) line("  " + name, std::to_string(value));
@@ -432,27 +441,6 @@ void for_each_entry(const std::string& cache_dir, Visit&& visit) {
       }
     }
   }
-}
-
-// "3d", "12h", "30m", "600s" or plain seconds; false if malformed.
-bool parse_age(const std::string& text, std::int64_t& seconds) {
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    return false;
-  }
-  if (value < 0) return false;
-  const std::string unit = text.substr(used);
-  const std::int64_t scale = unit.empty() || unit == "s" ? 1
-                             : unit == "m"               ? 60
-                             : unit == "h"               ? 3600
-                             : unit == "d"               ? 86400
-                                                         : 0;
-  if (scale == 0) return false;
-  seconds = value * scale;
-  return true;
 }
 
 // A shared directory (file:///PATH) is evicted by age alone, by whichever machine runs this: no lock
@@ -641,7 +629,7 @@ bool looks_like_compile(int argc, char** argv) {
 bool is_kache_invocation(int argc, char** argv) {
   if (argc < 2) return true;
   const std::string_view first = argv[1];
-  if (first == "doctor" || first == "explain") return true;
+  if (first == "doctor" || first == "explain" || first == "report") return true;
   if (!first.starts_with('-')) return false;  // a compiler's name or path
   return !looks_like_compile(argc, argv);
 }
@@ -691,6 +679,7 @@ void clear_cache(const Config& config) {
   util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
   // What was verified under which identity: starting over means trusting nothing from before.
   util::remove_all(util::join_path(config.cache_dir, "identities"));
+  EventLog(config.cache_dir).clear();  // the compiles it records were of entries that are gone
   fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
              config.cache_dir);
 }
@@ -700,6 +689,7 @@ void clear_cache(const Config& config) {
 void cleanup_cache(const Config& config) {
   auto store = storage::open_storage(config);
   store.local().cleanup(terminal_progress("cleaning up"));
+  EventLog(config.cache_dir).drop_rotated();  // the event log down to its current file
   fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
              config.max_size ? format_size(config.max_size) : std::string("no limit"));
   for (const auto& url : config.remote_urls) {
@@ -759,8 +749,10 @@ void carry_out(const Config& config, const CliRequest& r) {
 }
 
 int run_cli(int argc, char** argv) {
-  if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain")) {
+  if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain" ||
+                    std::string_view(argv[1]) == "report")) {
     const std::vector<std::string> rest(argv + 2, argv + argc);
+    if (std::string_view(argv[1]) == "report") return report::run(rest);
     return std::string_view(argv[1]) == "doctor" ? run_doctor(rest) : explain::run(rest);
   }
   CLI::App app{"kache: a compiler cache for nvcc, gcc/clang and hipcc.", "kache"};

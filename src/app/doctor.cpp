@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/report.hpp"
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/doctor.hpp"
 #include "compiler/nvcc/doctor.hpp"
@@ -143,6 +144,31 @@ void check_logged_warnings(Rows& rows, const std::string& dir) {
            "the warning names its fix; compiles since may have gone well");
 }
 
+// The misconfigurations the recent compiles' misses name (the event log: kache report), worst first.
+void check_recent_misses(Rows& rows, const Config& cfg) {
+  constexpr std::size_t kRecent = 1000;
+  std::vector<report::CauseRow> causes;
+  try {
+    causes = report::recent_misconfigurations(cfg.cache_dir, kRecent);
+  } catch (const std::exception& e) {
+    rows.add("cache", "recent-misses", Status::warn, "unreadable", fmt::format("the event log: {}.", e.what()));
+    return;
+  }
+  if (!cfg.events) {
+    rows.add("cache", "recent-misses", Status::ok, "not recorded (events.enabled = false)");
+    return;
+  }
+  if (causes.empty()) {
+    rows.add("cache", "recent-misses", Status::ok,
+             fmt::format("no misconfiguration among the last {} compiles' misses", kRecent));
+    return;
+  }
+  for (const auto& c : causes) {
+    rows.add("cache", "misses." + c.name, Status::warn, fmt::format("{} of the last {} compiles", c.count, kRecent),
+             c.sentence, c.fix);
+  }
+}
+
 void check_cache(Rows& rows, const Config& cfg) {
   if (cfg.cache_dir_refused) return;  // config.cache-dir says why: there is no cache to look at
   const std::string& dir = cfg.cache_dir;
@@ -209,6 +235,7 @@ void check_cache(Rows& rows, const Config& cfg) {
   }
   check_per_checkout(rows, cfg);
   check_logged_warnings(rows, dir);
+  check_recent_misses(rows, cfg);
 }
 
 // Each remote: the rows its backend's probe gives (reachable and accepting the credentials, writable

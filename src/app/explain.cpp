@@ -27,6 +27,7 @@
 #include "core/depfile.hpp"
 #include "core/invocation.hpp"
 #include "core/log.hpp"
+#include "core/reasons.hpp"
 #include "util/cache_umask.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
@@ -167,6 +168,12 @@ std::vector<std::pair<std::int64_t, std::string>> record_files(const std::string
   ::closedir(d);
   std::sort(out.begin(), out.end());  // oldest first
   return out;
+}
+
+// The directory that links the records of one source wherever its checkout lies: named by the source as
+// keyed (below a root: the root's fixed name) and its content, so two checkouts of one revision meet.
+std::string portable_dir_name(const compiler::CompileJob& job, const std::string& source_digest) {
+  return "p-" + util::sha256("portable\n" + job.roots.key_form(job.source) + "\n" + source_digest).hex().substr(0, 16);
 }
 
 std::vector<Record> records_for(const std::string& cache_dir, const std::string& source) {
@@ -722,6 +729,11 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     link_record(cache_dir, stored, util::join_path(dir, storage_key + ".json"));
     util::write_file_atomic(util::join_path(root, "last"), dir_name + "/" + storage_key + ".json");
     prune_links(dir);
+    // Linked by the checkout-independent name too: a miss in another checkout finds this entry (kache report).
+    const std::string portable = util::join_path(root, portable_dir_name(job, r.fields.back().second));
+    util::create_directories(portable);
+    link_record(cache_dir, stored, util::join_path(portable, storage_key + ".json"));
+    prune_links(portable);
   } catch (const std::exception& e) {
     core::log().debug("cannot write the explain record: {}", e.what());
   }
@@ -738,6 +750,99 @@ StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job) {
   if (entry.path_specific) ties.emplace_back("source", real_source_path(job));
   if (entry.checkout_specific) ties.emplace_back("every root", every_root(job.roots));
   return ties;
+}
+
+namespace {
+
+bool is_define(const std::optional<std::string>& v) {
+  return v && (v->starts_with("-D") || v->starts_with("--define-macro") || v->find(",-D") != std::string::npos ||
+               v->find("=-D") != std::string::npos);
+}
+
+// The difference that says most about why the compile missed, as a cause (core/reasons.hpp).
+Cause cause_of(const std::vector<Difference>& diffs) {
+  static constexpr std::string_view kOrder[] = {cause::kToolchainChanged, cause::kVolatileDefine,
+                                                cause::kEnvironmentChanged, cause::kFlagsChanged,
+                                                cause::kSourceChanged, cause::kHeaderChanged};
+  std::vector<Cause> found;
+  for (const auto& d : diffs) {
+    const std::string value = d.now.value_or(d.was.value_or(""));
+    if (d.field == "toolchain") {
+      found.push_back({std::string(cause::kToolchainChanged), d.now.value_or("")});
+    } else if (d.field == "arg" && (is_define(d.was) || is_define(d.now))) {
+      found.push_back({std::string(cause::kVolatileDefine), value.substr(0, value.find('='))});
+    } else if (d.field.starts_with("env:") || d.field.starts_with("NVCC_")) {
+      found.push_back({std::string(cause::kEnvironmentChanged), d.field});
+    } else if (d.field == "source-content") {
+      found.push_back({std::string(cause::kSourceChanged), ""});
+    } else if (d.field == "header") {
+      found.push_back({std::string(cause::kHeaderChanged), d.path});
+    } else {
+      found.push_back({std::string(cause::kFlagsChanged), d.field + " " + value});
+    }
+  }
+  for (const std::string_view name : kOrder) {
+    for (const auto& c : found) {
+      if (c.name == name) return c;
+    }
+  }
+  return {std::string(cause::kEntryGone), ""};
+}
+
+// The records of the same source (as keyed, and the same content) in other checkouts.
+std::vector<Record> records_elsewhere(const std::string& cache_dir, const compiler::CompileJob& job,
+                                      const std::string& source_digest) {
+  std::vector<Record> out;
+  const std::string dir = util::join_path(explain_root(cache_dir), portable_dir_name(job, source_digest));
+  for (const auto& [mtime, path] : record_files(dir)) {
+    if (auto r = read_record(path); r && r->source != job.source) out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+// A miss against another checkout's entry of the same source: an absolute path that differs is a path
+// keyed per checkout; no difference at all, an entry stored for that checkout only.
+std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
+  if (diffs.empty()) return Cause{std::string(cause::kPerCheckoutEntry), "stored for another checkout"};
+  // A list field: the other checkout's path as "was" alone, this one's as "now" alone (named first).
+  std::vector<Difference> ordered = diffs;
+  std::stable_partition(ordered.begin(), ordered.end(), [](const Difference& d) { return d.now.has_value(); });
+  for (const auto& d : ordered) {
+    const std::string value = d.now.value_or(d.was.value_or(""));
+    const std::size_t slash = value.find('/');
+    const bool absolute = slash != std::string::npos && (slash == 0 || value[slash - 1] == '=' ||
+                                                         value.compare(0, slash, "-I") == 0 ||
+                                                         value.compare(0, slash, "-isystem") == 0);
+    if (d.field == "arg" && absolute && value.find("/kache/") == std::string::npos) {
+      return Cause{std::string(cause::kAbsolutePath), value};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& source_digest,
+                 const std::vector<ManifestFile>& files) noexcept {
+  try {
+    std::vector<Record> records = records_for(cache_dir, job.source);
+    const bool elsewhere = records.empty();
+    if (elsewhere) records = records_elsewhere(cache_dir, job, source_digest);
+    if (records.empty()) return {std::string(cause::kNewSource), ""};
+    Fields now = job.key_fields;
+    now.emplace_back("source-content", source_digest);
+    std::vector<RecordedFile> now_files;
+    for (const auto& f : files) now_files.push_back({job.roots.key_form(f.path), job.roots.join(f.path), f.hash.hex()});
+    Verdict v;
+    v.output = job.output;
+    compare(v, records, now, &now_files, nullptr, "");
+    if (elsewhere) {
+      if (auto c = cause_elsewhere(v.differences)) return *c;
+    }
+    return cause_of(v.differences);
+  } catch (const std::exception& e) {
+    return {std::string(cause::kNewSource), e.what()};
+  }
 }
 
 int run(const std::vector<std::string>& args) {

@@ -303,6 +303,7 @@ Pipeline::Restore Pipeline::restore(storage::Parts& parts, const util::Digest& k
   // Stored with the path roots as placeholders: this build's own paths, as nvcc would print them here.
   replay.stdout_text = job_.roots.instantiate_text(std::string(ce.stdout_text));
   replay.stderr_text = job_.roots.instantiate_text(std::string(ce.stderr_text));
+  if (const auto cost = ce.find(OutputType::miss_cost)) stored_cost_ms_ = parse_miss_cost(*cost);
   return Restore::hit;
 }
 

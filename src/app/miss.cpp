@@ -124,6 +124,7 @@ int Pipeline::miss() {
     for (const auto& c : closure) core::log().trace("closure file {}", c);
   }
   Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text, std::move(object));
+  decide_miss_cause(hashed ? hashed->files : std::vector<ManifestFile>{});
 
   Outcome<Done> toolchain = hashed ? toolchain_held() : hashed.error();
   Outcome<Done> depfile = toolchain ? templatable_depfile(dep_text) : toolchain.error();
@@ -144,6 +145,13 @@ int Pipeline::miss() {
   write_all(STDOUT_FILENO, installed.stdout_text);
   write_all(STDERR_FILENO, installed.stderr_text);
   return 0;
+}
+
+void Pipeline::decide_miss_cause(const std::vector<ManifestFile>& files) {
+  if (!cfg_.events) return;  // only the event log reads it
+  explain::Cause c = explain::miss_cause(cfg_.cache_dir, job_, source_digest_.hex(), files);
+  cause_ = std::move(c.name);
+  cause_detail_ = std::move(c.detail);
 }
 
 compiler::MissPaths Pipeline::miss_paths(const std::string& scratch_dir) const {
@@ -699,6 +707,7 @@ CacheEntry Pipeline::cache_entry(const std::string& dep_text, Installed& install
   if (!installed.patches.empty()) {
     ce.outputs.push_back({OutputType::path_patches, serialize_path_patches(installed.patches)});
   }
+  ce.outputs.push_back({OutputType::miss_cost, serialize_miss_cost(std::max<std::uint64_t>(elapsed_ms(), 1))});
   ce.outputs.push_back({OutputType::object, std::move(installed.object)});  // last: the body a store keeps apart
   // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
   ce.stdout_text = job_.roots.templatize_text(installed.stdout_text);

@@ -1,10 +1,12 @@
 #include "app/pipeline.hpp"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -23,9 +25,11 @@
 #include "app/pipeline_store.hpp"
 #include "compiler/adapter.hpp"
 #include "compiler/registry.hpp"
+#include "core/events.hpp"
 #include "core/log.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
+#include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
@@ -119,11 +123,44 @@ util::Digest Pipeline::direct_key() {
     log.trace("key field {} = {}", name, value);
   }
   const util::Digest source = util::hash_file(job_.source);
+  source_digest_ = source;
   h.add_field("source-content", source.hex());
   log.trace("key field source-content = {}", source.hex());
   util::Digest d = h.finish();
   log.trace("direct key = {}", d.hex());
   return d;
+}
+
+std::uint64_t Pipeline::elapsed_ms() const {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count());
+}
+
+Pipeline::EventFacts Pipeline::event_facts() const {
+  EventFacts f;
+  if (!job_.source.empty()) {
+    // Relative to the working directory: readable, and the same in every checkout.
+    f.source = event_source(job_.source, util::lexically_normal(inv_.cwd));
+  }
+  for (const auto& [name, value] : job_.key_fields) {
+    if (name == "language") f.language = value;
+  }
+  f.miss_cost_ms = stored_cost_ms_;
+  if (counts_.count(counter::kMisses)) f.miss_cost_ms = std::max<std::uint64_t>(elapsed_ms(), 1);
+  f.cause = cause_;
+  f.cause_detail = cause_detail_;
+  // What the compile itself counted names a cause before any comparison (a remote that failed it, an
+  // entry stored per checkout, a time macro that kept it from being stored).
+  for (const auto& [name, value] : counts_) {
+    const MissCause* c = value > 0 && !f.cause.empty() ? cause_of_counter(name) : nullptr;
+    if (c) {
+      f.cause = std::string(c->name);
+      f.cause_detail = name;
+      break;
+    }
+  }
+  f.stages = stage_notes_;
+  return f;
 }
 
 util::Digest Pipeline::result_key(const std::vector<ManifestFile>& files) const {
@@ -290,15 +327,75 @@ bool world_writable(const std::string& dir) {
   std::_Exit(127);
 }
 
-}  // namespace
-
 using pipeline_steps::Counts;
 using pipeline_steps::Pipeline;
 
+// What one compile writes when it ends, in one place: its counts (kache -s) and its event (kache report).
+class Accounting {
+ public:
+  Accounting(const Invocation& inv, const Config& cfg) : inv_(inv), cfg_(cfg), stats_(cfg.cache_dir) {}
+  void finish(const Counts& counts, const Pipeline* pipeline) noexcept {
+    stats_.add(counts);
+    if (cfg_.events && !cfg_.cache_dir_refused) log_event(counts, pipeline);
+  }
+
+ private:
+  void log_event(const Counts& counts, const Pipeline* pipeline) const noexcept {
+    try {
+      CompileEvent e;
+      e.time_ms = started_ms_;
+      e.build = event_build_id(std::getenv("KACHE_BUILD_ID"));
+      e.pid = static_cast<std::uint32_t>(::getpid());
+      e.tool = util::basename(inv_.compiler_arg);
+      e.outcome = event_outcome(counts);
+      e.reason = event_reason(counts);
+      e.counts = counts;
+      e.direct = cfg_.direct_mode;
+      e.wall_us = static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_).count());
+      e.cpu_us = cpu_us();
+      if (pipeline) {
+        auto facts = pipeline->event_facts();
+        e.source = std::move(facts.source);
+        e.language = event_language(facts.language, e.source, e.tool);
+        e.miss_cost_ms = facts.miss_cost_ms;
+        e.cause = std::move(facts.cause);
+        e.cause_detail = std::move(facts.cause_detail);
+        e.stages = std::move(facts.stages);
+      }
+      if (cfg_.events_command_line) e.command = inv_.argv();  // asked for: it may hold tokens
+      EventLog(cfg_.cache_dir).append(e);
+    } catch (...) {
+      // A diagnostic: the build goes on without it.
+    }
+  }
+  // kache's own CPU time and that of the processes it waited for (the compiler of a miss).
+  static std::uint64_t cpu_us() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    rusage children{};
+    ::getrusage(RUSAGE_CHILDREN, &children);
+    const auto tv_us = [](const timeval& tv) { return tv.tv_sec * 1000000 + tv.tv_usec; };
+    return static_cast<std::uint64_t>(ts.tv_sec * 1000000 + ts.tv_nsec / 1000 + tv_us(children.ru_utime) +
+                                      tv_us(children.ru_stime));
+  }
+
+  const Invocation& inv_;
+  const Config& cfg_;
+  StatsFile stats_;
+  std::int64_t started_ms_ = util::now_ns() / 1000000;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
 int run_compiler(const Invocation& inv, const Config& cfg) {
   auto& log = core::log();
-  StatsFile stats(cfg.cache_dir);
+  Accounting accounting(inv, cfg);
   Counts counts;
+  // The stores outlive the pipeline, whose end flushes the identities it verified.
+  std::optional<LayeredPipelineStore> store;
+  std::optional<Pipeline> pipeline;
   auto pass = [&](std::string_view name, const std::string& detail) {
     // A failed compile was counted where it failed (compile_failed), and is the user's to read.
     if (name != reason::kCompileFailed) {
@@ -306,7 +403,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
       log.debug("passthrough ({}){}{} -- {}", name, detail.empty() ? "" : ": ", detail,
                 reason_sentence(ReasonCategory::Passthrough, name));
     }
-    stats.add(counts);
+    accounting.finish(counts, pipeline ? &*pipeline : nullptr);
     run_unchanged(inv);
   };
   if (cfg.disable) pass(reason::kDisabled, "");
@@ -323,9 +420,6 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
   auto adapter = compiler::find_adapter(inv.compiler_arg, inv.args);
   if (!adapter) pass(reason::kUnsupportedCompiler, inv.compiler_arg);
 
-  // The stores outlive the pipeline, whose end flushes the identities it verified.
-  std::optional<LayeredPipelineStore> store;
-  std::optional<Pipeline> pipeline;
   try {
     store.emplace(cfg);
     pipeline.emplace(inv, cfg, *adapter, counts, *store);
@@ -337,7 +431,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
       count_reason(counts, ReasonCategory::Error, reason::kRemoteFailed);
     }
     if (!code || *code < 0) pass(pipeline->passthrough().reason, pipeline->passthrough().detail);
-    stats.add(counts);
+    accounting.finish(counts, &*pipeline);
     if (log.should_log(spdlog::level::debug)) {
       // kache's own cost (all its threads, not the compiler it ran): what a cache adds to a compile.
       // CLOCK_PROCESS_CPUTIME_ID is exact; getrusage's times can be tick-sampled.
@@ -351,7 +445,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     // real compiler now gives the build what it asked for.
     log.info("internal error ({}): running the compiler uncached", e.what());
     count_reason(counts, ReasonCategory::Error, reason::kInternal);
-    stats.add(counts);
+    accounting.finish(counts, nullptr);
     run_unchanged(inv);
   }
 }

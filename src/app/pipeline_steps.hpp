@@ -3,6 +3,7 @@
 // run: plan -> key -> look up -> restore | run -> verify -> store), lookup.cpp (the hit path) and miss.cpp
 // (run, verify, store) define.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
@@ -75,6 +76,15 @@ class Pipeline {
 
   // Returns the exit code, or nullopt when the invocation must run unchanged (passthrough_ is set).
   std::optional<int> run();
+  // What the event log records of this compile beyond its counts (issue 32; core/events.hpp).
+  struct EventFacts {
+    std::string source;    // relative to the working directory; empty before a job was planned
+    std::string language;  // the key's "language" field, if any
+    std::uint64_t miss_cost_ms = 0;  // a miss: its own wall time; a hit: the stored miss's
+    std::string cause, cause_detail;
+    std::vector<std::string> stages;
+  };
+  EventFacts event_facts() const;
   const compiler::Passthrough& passthrough() const { return passthrough_; }
   int corrupt_found() const { return store_.corrupt_found(); }
   void add_storage_counts(Counts& counts) const {
@@ -187,6 +197,10 @@ class Pipeline {
   void store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout);
   storage::StorageStatus add_to_manifest(ManifestEntry entry);
 
+  // Why this miss missed (core/reasons.hpp MissCause), decided before its own record is stored.
+  void decide_miss_cause(const std::vector<ManifestFile>& files);
+  std::uint64_t elapsed_ms() const;
+
   const Invocation& inv_;
   const Config& cfg_;
   compiler::Adapter& adapter_;
@@ -199,6 +213,10 @@ class Pipeline {
   Margins margins_;
   // What the miss's stages did (reused, ran, ran whole), for `kache explain`.
   std::vector<std::string> stage_notes_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  util::Digest source_digest_;      // the source's content, as the direct key hashed it
+  std::uint64_t stored_cost_ms_ = 0;  // a hit: what the miss that stored the entry took
+  std::string cause_, cause_detail_;
   VerifiedIdentities verified_;  // shared across this cache dir's compiles; flushed when the pipeline ends
 };
 

@@ -401,6 +401,10 @@ const KeySpec kKeys[] = {
      set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean"},
     {"nvcc", "stages", "KACHE_NVCC_STAGES", set_bool<&Config::nvcc_stages>, set_bool_node<&Config::nvcc_stages>,
      show_bool<&Config::nvcc_stages>, "a boolean"},
+    {"events", "enabled", "KACHE_EVENTS", set_bool<&Config::events>, set_bool_node<&Config::events>,
+     show_bool<&Config::events>, "a boolean"},
+    {"events", "command_line", "KACHE_EVENTS_COMMAND_LINE", set_bool<&Config::events_command_line>,
+     set_bool_node<&Config::events_command_line>, show_bool<&Config::events_command_line>, "a boolean"},
 };
 
 }  // namespace
@@ -624,6 +628,26 @@ Config load_config() {
     for (auto& url : c.remote_urls) apply_secrets(url, secrets);
   }
   return c;
+}
+
+bool parse_age(const std::string& text, std::int64_t& seconds) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (value < 0) return false;
+  const std::string unit = text.substr(used);
+  const std::int64_t scale = unit.empty() || unit == "s" ? 1
+                             : unit == "m"               ? 60
+                             : unit == "h"               ? 3600
+                             : unit == "d"               ? 86400
+                                                         : 0;
+  if (scale == 0) return false;
+  seconds = value * scale;
+  return true;
 }
 
 bool parse_size(const std::string& text, std::uint64_t& bytes) {

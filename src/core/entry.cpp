@@ -53,6 +53,22 @@ std::optional<std::string_view> CacheEntryView::find(OutputType type) const {
   return std::nullopt;
 }
 
+std::string serialize_miss_cost(std::uint64_t ms) {
+  util::Writer w;
+  w.u64(ms);
+  return w.take();
+}
+
+std::uint64_t parse_miss_cost(std::string_view data) {
+  try {
+    util::Reader r(data);
+    const std::uint64_t ms = r.u64();
+    return r.done() ? ms : 0;
+  } catch (const std::runtime_error&) {
+    return 0;
+  }
+}
+
 std::string serialize_path_patches(const std::vector<PathPatch>& patches) {
   util::Writer w;
   w.u32(static_cast<std::uint32_t>(patches.size()));

@@ -1,5 +1,7 @@
 #include "core/reasons.hpp"
 
+#include <utility>
+
 namespace kache::core {
 
 namespace {
@@ -172,7 +174,73 @@ constexpr Reason kReasons[] = {
      "(SOURCE_DATE_EPOCH not honoured, e.g. clang 14): a later hit would replay a stale time."},
 };
 
+// Misconfigurations first: a report lists them before the causes a build's own changes give.
+constexpr MissCause kMissCauses[] = {
+    {"per-checkout-entry", true,
+     "Entries were stored for this checkout only, because the objects name its path (__FILE__, assert(), "
+     "-lineinfo), so another checkout or build directory misses them.",
+     "Map the checkout to a portable path: -ffile-prefix-map=$PWD=. (or -fmacro-prefix-map) in the flags and "
+     "paths.base_dirs set to the checkout's root (docs/sharing.md)."},
+    {"absolute-path", true,
+     "An absolute path outside every path root (-I/home/me/proj/include, CMake's ${CMAKE_SOURCE_DIR}/include) "
+     "names the checkout in the key, so another checkout's entries of the same sources are never found.",
+     "Set paths.base_dirs (KACHE_PATHS_BASE_DIRS) to the checkout's root, or spell the path relative to the build "
+     "directory (docs/sharing.md)."},
+    {"toolchain-changed", true,
+     "The compiler or toolkit differs from the one the entries were stored with (another nvcc, gcc or host "
+     "compiler, or a toolkit changed mid-build).",
+     "Build with one toolchain (PATH, CUDA_HOME, -ccbin pinned for the whole build)."},
+    {"volatile-define", true,
+     "A -D value changes from build to build (a time, a build number, a commit), so every build keys its "
+     "compiles anew.",
+     "Give the value to one generated source compiled once, or a fixed value in cached builds."},
+    {"volatile-time", true,
+     "__DATE__, __TIME__ or __TIMESTAMP__ reach the object, so the result cannot be stored.",
+     "Set SOURCE_DATE_EPOCH (kache sets it for nvcc: nvcc.source_date_epoch), or drop the macros."},
+    {"remote-failed", true, "A remote store refused, failed or timed out, so it served nothing to this compile.",
+     "Check the remote with `kache doctor`: its URL, credentials, connect-timeout and the server's health."},
+    {"direct-mode-off", true,
+     "cache.direct_mode is off: every lookup runs the compiler's dependency listing before it can hit.",
+     "Set cache.direct_mode = true (the default)."},
+    {"flags-changed", false, "The compile's flags differ from those of the entries recorded for its source.", ""},
+    {"environment-changed", false,
+     "An environment variable the key holds differs from the entries recorded for this source.", ""},
+    {"source-changed", false, "The source changed since its entries were stored.", ""},
+    {"header-changed", false, "A header the source includes changed since its entries were stored.", ""},
+    {"entry-gone", false,
+     "The compile matches a recorded entry that is gone (evicted, removed by -C, or never stored here).",
+     "Raise cache.max_size if entries are evicted within a build."},
+    {"new-source", false, "No entry was recorded for this source before: a cold cache or a new file.", ""},
+};
+
+// Counters a compile counts that name the cause of its miss.
+constexpr std::pair<std::string_view, std::string_view> kCauseOfCounter[] = {
+    {"stored_per_checkout.path-in-object", "per-checkout-entry"},
+    {"stored_per_checkout.compressed-debug", "per-checkout-entry"},
+    {"not_stored.unpinned-time", "volatile-time"},
+    {"not_stored.timestamp", "volatile-time"},
+    {"remote_errors", "remote-failed"},
+    {"remote_timeouts", "remote-failed"},
+    {"remote_skipped", "remote-failed"},
+};
+
 }  // namespace
+
+std::span<const MissCause> all_miss_causes() { return kMissCauses; }
+
+const MissCause* find_miss_cause(std::string_view name) {
+  for (const MissCause& c : kMissCauses) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const MissCause* cause_of_counter(std::string_view counter) {
+  for (const auto& [name, cause] : kCauseOfCounter) {
+    if (name == counter) return find_miss_cause(cause);
+  }
+  return nullptr;
+}
 
 std::span<const Reason> all_reasons() { return kReasons; }
 
