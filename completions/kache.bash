@@ -11,7 +11,7 @@ _kache() {
   local compilers="nvcc gcc g++ cc c++ clang clang++ hipcc"
   local doctor_options="--json --nvcc -ccbin --hipcc --probe-timeout -h --help"
   local explain_options="--json --last --closure -- -h --help"
-  local report_options="--build --since --all --json --markdown --html --trace --mark --label"
+  local report_options="--build --since --all --json --markdown --html --trace --mark --label -h --help"
   if ((COMP_CWORD == 1)); then
     mapfile -t COMPREPLY < <(compgen -W "$options $subcommands $compilers" -- "$cur")
     return

@@ -86,7 +86,10 @@ class Completions(unittest.TestCase):
             compilers = set(re.search(r"set\(KACHE_MASQUERADE_NAMES ([^)]*)\)", f.read()).group(1).split())
         doctor = {o for o in options_in(self.help_of("doctor", "--help")) if o != "--"} | {"-h", "--help"}
         explain = options_in(self.help_of("explain", "--help")) | {"-h", "--help"}
-        return top, compilers, doctor, explain
+        # kache report's usage is CLI11's: an option list, each line "  -h,--help   text" or "  --build ID  text".
+        report = {o for line in self.help_of("report", "--help").splitlines()
+                  for o in re.findall(r"^\s+(-[^\s]+)", line)[:1] for o in o.split(",")}
+        return top, compilers, doctor, explain, report
 
     def test_bash_completion_offers_what_help_lists(self):
         with open(os.path.join(SOURCE_DIR, "completions", "kache.bash")) as f:
@@ -94,21 +97,22 @@ class Completions(unittest.TestCase):
 
         def words(var):
             return set(re.search(rf'local {var}="([^"]*)"', text).group(1).split())
-        top, compilers, doctor, explain = self.expected()
+        top, compilers, doctor, explain, report = self.expected()
         self.assertGreater(len(top), 20, "kache --help lists its options")
         self.assertEqual(words("options"), top)
         self.assertEqual(words("compilers"), compilers)
-        self.assertEqual(words("subcommands"), {"doctor", "explain"})
+        self.assertEqual(words("subcommands"), {"doctor", "explain", "report"})
         self.assertEqual(words("doctor_options"), doctor)
         self.assertEqual(words("explain_options"), explain)
+        self.assertEqual(words("report_options"), report)
 
     def test_zsh_completion_offers_what_help_lists(self):
         with open(os.path.join(SOURCE_DIR, "completions", "_kache")) as f:
             text = f.read()
-        top, compilers, doctor, explain = self.expected()
+        top, compilers, doctor, explain, report = self.expected()
         self.assertEqual(set(re.search(r"'options:kache option:\(([^)]*)\)'", text).group(1).split()), top)
         self.assertEqual(set(re.search(r"'compilers:compiler:\(([^)]*)\)'", text).group(1).split()), compilers)
-        for name, want in (("doctor", doctor), ("explain", explain)):
+        for name, want in (("doctor", doctor), ("explain", explain), ("report", report)):
             block = re.search(rf"\n    {name}\) _arguments (.*?) ;;", text, re.S).group(1)
             self.assertEqual(set(re.findall(r"'(--?[\w-]*)\[", block)), want, name)
 
