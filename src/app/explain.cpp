@@ -761,7 +761,8 @@ bool is_define(const std::optional<std::string>& v) {
 
 // The difference that says most about why the compile missed, as a cause (core/reasons.hpp).
 Cause cause_of(const std::vector<Difference>& diffs) {
-  static constexpr std::string_view kOrder[] = {cause::kToolchainChanged, cause::kVolatileDefine,
+  static constexpr std::string_view kOrder[] = {cause::kToolchainChanged, cause::kPerCheckoutEntry,
+                                                cause::kVolatileDefine,
                                                 cause::kEnvironmentChanged, cause::kFlagsChanged,
                                                 cause::kSourceChanged, cause::kHeaderChanged};
   std::vector<Cause> found;
@@ -769,6 +770,8 @@ Cause cause_of(const std::vector<Difference>& diffs) {
     const std::string value = d.now.value_or(d.was.value_or(""));
     if (d.field == "toolchain") {
       found.push_back({std::string(cause::kToolchainChanged), d.now.value_or("")});
+    } else if (d.field == "stored-for") {  // the entry is stored for another checkout's paths
+      found.push_back({std::string(cause::kPerCheckoutEntry), d.path});
     } else if (d.field == "arg" && (is_define(d.was) || is_define(d.now))) {
       found.push_back({std::string(cause::kVolatileDefine), value.substr(0, value.find('='))});
     } else if (d.field.starts_with("env:") || d.field.starts_with("NVCC_")) {
@@ -835,7 +838,8 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     for (const auto& f : files) now_files.push_back({job.roots.key_form(f.path), job.roots.join(f.path), f.hash.hex()});
     Verdict v;
     v.output = job.output;
-    compare(v, records, now, &now_files, nullptr, "");
+    compare(v, records, now, &now_files, nullptr, "",
+            [&](const Record& r) { return stored_for_here(r.stored_for, job); });
     if (elsewhere) {
       if (auto c = cause_elsewhere(v.differences)) return *c;
     }
