@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <functional>
+#include <optional>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <system_error>
@@ -115,9 +117,63 @@ std::string event_source(std::string_view path, std::string_view dir) {
   return out.empty() ? "." : out;
 }
 
+std::optional<ProcStat> parse_proc_stat(std::string_view stat) {
+  // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so it ends at the last ')'.
+  const std::size_t open = stat.find('('), close = stat.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return std::nullopt;
+  ProcStat out;
+  out.comm = std::string(stat.substr(open + 1, close - open - 1));
+  std::string_view rest = stat.substr(close + 1);
+  long fields[3] = {0, 0, 0};  // state is skipped: ppid, pgrp
+  int n = 0;
+  std::size_t i = 0;
+  while (n < 3 && i < rest.size()) {
+    while (i < rest.size() && rest[i] == ' ') ++i;
+    const std::size_t start = i;
+    while (i < rest.size() && rest[i] != ' ') ++i;
+    if (n > 0) {
+      const auto [p, ec] = std::from_chars(rest.data() + start, rest.data() + i, fields[n]);
+      if (ec != std::errc() || p != rest.data() + i) return std::nullopt;
+    }
+    ++n;
+  }
+  if (n < 3) return std::nullopt;
+  out.ppid = fields[1];
+  out.pgrp = fields[2];
+  return out;
+}
+
+long build_group(long pid, long ppid, long pgrp, const std::function<std::optional<ProcStat>(long)>& stat_of,
+                 const std::function<long(long)>& pgid_of) {
+  // A build tool that gives every command a group of its own (ninja: /bin/sh -c CMD in a new group, or
+  // the command itself when the shell execs it) would make each compile a build: the build is then the
+  // group of the process that started that group's leader.
+  if (pgrp == pid) return pgid_of(ppid) > 0 ? pgid_of(ppid) : pgrp;
+  if (pgrp == ppid) {
+    const auto parent = stat_of(ppid);
+    static constexpr std::string_view kShells[] = {"sh", "dash", "bash", "zsh", "ksh", "busybox"};
+    if (parent && std::find(std::begin(kShells), std::end(kShells), parent->comm) != std::end(kShells)) {
+      const long above = pgid_of(parent->ppid);
+      if (above > 0) return above;
+    }
+  }
+  return pgrp;
+}
+
 std::string event_build_id(const char* build_id_env) {
   if (build_id_env != nullptr && *build_id_env != '\0') return build_id_env;
-  return "pg" + std::to_string(::getpgrp());
+  auto stat_of = [](long pid) -> std::optional<ProcStat> {
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    char buf[512];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    if (n <= 0) return std::nullopt;
+    return parse_proc_stat(std::string_view(buf, static_cast<std::size_t>(n)));
+  };
+  auto pgid_of = [](long pid) { return static_cast<long>(::getpgid(static_cast<pid_t>(pid))); };
+  return "pg" + std::to_string(build_group(::getpid(), ::getppid(), ::getpgrp(), stat_of, pgid_of));
 }
 
 namespace {

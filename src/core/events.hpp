@@ -16,6 +16,7 @@
 // compile, never extra hits). Readers skip lines they cannot parse (a write cut short) and keys they
 // do not know; a new key is a compatible change, a changed meaning a new "v".
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,8 +55,22 @@ std::string event_language(std::string_view keyed_language, std::string_view sou
 // The source as a record names it: relative to the working directory ("../src/a.c"; both absolute and
 // lexically normal), by string alone (no system call: this runs on every compile).
 std::string event_source(std::string_view source, std::string_view cwd);
-// KACHE_BUILD_ID when set (non-empty), else "pg<process group id>".
+// KACHE_BUILD_ID when set (non-empty), else "pg<N>": the process group of the build (build_group).
 std::string event_build_id(const char* build_id_env);
+
+// What /proc/<pid>/stat says of a process: its name, parent and process group.
+struct ProcStat {
+  std::string comm;
+  long ppid = 0;
+  long pgrp = 0;
+};
+std::optional<ProcStat> parse_proc_stat(std::string_view stat);
+// The process group that stands for the build of a compile (pid, its parent ppid, its group pgrp): pgrp,
+// unless a build tool gave the command a group of its own (ninja runs each command in a new group: led
+// by the compile itself, or by the /bin/sh -c running it), then the group of the process above that
+// leader (ninja's: one `ninja` typed at a prompt). stat_of and pgid_of read other processes.
+long build_group(long pid, long ppid, long pgrp, const std::function<std::optional<ProcStat>(long)>& stat_of,
+                 const std::function<long(long)>& pgid_of);
 
 std::string serialize_event(const CompileEvent& e);  // one line, with its newline
 std::optional<CompileEvent> parse_event(std::string_view line);

@@ -232,6 +232,25 @@ class Report(KacheTestCase):
                                          check=False).stdout)
         self.assertIn("misses." + cause, {r["name"] for r in doctor["rows"]})
 
+    def test_a_ninja_build_without_a_build_id_is_one_build(self):
+        """ninja runs every command in a process group of its own: without KACHE_BUILD_ID and without a
+        mark, the report of the newest build still holds every compile of the ninja run, not one."""
+        if shutil.which("cmake") is None or shutil.which("ninja") is None:
+            self.skipTest("cmake or ninja is not on PATH")
+        root = tempfile.mkdtemp(prefix="kache-report-", dir=self.ws)
+        checkout = buildsys.copy_example("mixed", os.path.join(root, "mixed"))
+        build = os.path.join(checkout, "build")
+        env = buildsys.clean_env(self.cache, root)
+        env.pop("KACHE_BUILD_ID", None)
+        self.env = env
+        launchers = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={buildsys.LAUNCHER}" for lang in ("C", "CXX", "CUDA")]
+        buildsys.run(["cmake", "-S", checkout, "-B", build, "-G", "Ninja", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+                      "-DCMAKE_C_COMPILER=gcc", "-DCMAKE_CXX_COMPILER=g++"] + launchers, cwd=checkout, env=env)
+        buildsys.run(["ninja", "-C", build, "-j", buildsys.JOBS], cwd=build, env=env)
+        report = json.loads(self.report(["--json"]))
+        self.assertEqual(len({e["build"] for e in report["compile_events"]}), 1, report["compile_events"])
+        self.assertEqual(report["compiles"], len(compile_steps(build)))
+
     def test_a_volatile_define_is_named_first(self):
         proj = self.path("proj")
         for name in ("a", "b"):

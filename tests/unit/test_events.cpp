@@ -53,6 +53,37 @@ TEST(Events, RecordRoundTrips) {
 }
 
 // Paths are bytes: quotes, backslashes, control characters and bytes that are no UTF-8 keep the line JSON.
+// /proc/<pid>/stat as Linux writes it; comm may hold spaces and parentheses.
+TEST(Events, ProcStatIsRead) {
+  auto s = parse_proc_stat("4242 (sh) S 4200 4242 4100 34816 4242 4194304 ...");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->comm, "sh");
+  EXPECT_EQ(s->ppid, 4200);
+  EXPECT_EQ(s->pgrp, 4242);
+  s = parse_proc_stat("7 (a (b) c) R 1 7 7 0");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->comm, "a (b) c");
+  EXPECT_EQ(s->ppid, 1);
+  EXPECT_FALSE(parse_proc_stat("7 (x"));
+  EXPECT_FALSE(parse_proc_stat("7 (x) R"));
+}
+
+// ninja gives every command a process group of its own (led by /bin/sh -c, or by the compile the shell
+// exec'd): the build is the group above that leader, ninja's; make's commands share make's group.
+TEST(Events, TheBuildGroupLooksPastAGroupMadeForOneCommand) {
+  const std::map<long, ProcStat> procs = {{200, {"sh", 100, 200}}, {300, {"make", 90, 90}}};
+  auto stat_of = [&](long pid) -> std::optional<ProcStat> {
+    auto it = procs.find(pid);
+    return it == procs.end() ? std::nullopt : std::optional<ProcStat>(it->second);
+  };
+  auto pgid_of = [](long pid) { return pid == 100 ? 100L : pid == 300 ? 90L : -1L; };
+  EXPECT_EQ(build_group(201, 200, 200, stat_of, pgid_of), 100);  // ninja(100) -> sh(200, own group) -> kache
+  EXPECT_EQ(build_group(202, 100, 202, stat_of, pgid_of), 100);  // ninja(100) -> kache (the shell exec'd it)
+  EXPECT_EQ(build_group(301, 300, 90, stat_of, pgid_of), 90);    // make's job group: kept
+  EXPECT_EQ(build_group(302, 300, 300, stat_of, [](long) { return 300L; }), 300);  // make -> kache, make leads
+  EXPECT_EQ(build_group(401, 999, 401, stat_of, [](long) { return -1L; }), 401);  // nothing above: its own
+}
+
 TEST(Events, AnySourceBytesKeepTheLineJson) {
   CompileEvent e = event("hit", 1, 1);
   e.source = "dir \"q\"\\x\n\t\x01/\xc3\xa9t\xe9.c";  // a quote, a backslash, controls, UTF-8 é, a Latin-1 é
