@@ -808,8 +808,13 @@ std::vector<Record> records_elsewhere(const std::string& cache_dir, const compil
 std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
   if (diffs.empty()) return Cause{std::string(cause::kPerCheckoutEntry), "stored for another checkout"};
   // A list field: the other checkout's path as "was" alone, this one's as "now" alone (named first).
-  std::vector<Difference> ordered = diffs;
-  std::stable_partition(ordered.begin(), ordered.end(), [](const Difference& d) { return d.now.has_value(); });
+  // Two passes, not std::stable_partition (libstdc++ 12's buffer for it is deprecated under clang 19).
+  std::vector<Difference> ordered;
+  for (const bool with_now : {true, false}) {
+    for (const auto& d : diffs) {
+      if (d.now.has_value() == with_now) ordered.push_back(d);
+    }
+  }
   for (const auto& d : ordered) {
     const std::string value = d.now.value_or(d.was.value_or(""));
     const std::size_t slash = value.find('/');

@@ -153,8 +153,17 @@ Model build_model(std::vector<CompileEvent> events, Selection selection) {
     if (e.time_ms < m.selection.since_ms) continue;
     m.events.push_back(std::move(e));
   }
-  std::stable_sort(m.events.begin(), m.events.end(),
-                   [](const CompileEvent& a, const CompileEvent& b) { return a.time_ms < b.time_ms; });
+  // By time, equal times in log order: std::sort with the position as tie-break, not std::stable_sort
+  // (libstdc++ 12's stable_sort takes std::get_temporary_buffer, which clang 19 warns is deprecated).
+  std::vector<std::size_t> order(m.events.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return m.events[a].time_ms != m.events[b].time_ms ? m.events[a].time_ms < m.events[b].time_ms : a < b;
+  });
+  std::vector<CompileEvent> by_time;
+  by_time.reserve(order.size());
+  for (const std::size_t i : order) by_time.push_back(std::move(m.events[i]));
+  m.events = std::move(by_time);
   for (const auto& e : m.events) {
     m.compiles++;
     if (e.outcome == "hit") m.hits++;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "util/hash.hpp"
 
@@ -41,9 +42,13 @@ std::string_view as_text(const util::Digest& d) {
 
 SigV4Signature sign_v4(const SigV4Request& request, std::string_view access_key_id, std::string_view secret,
                        std::string_view region, std::string_view service) {
+  // By name, a repeated name's values in their order: the position is the tie-break (std::sort, not
+  // std::stable_sort, whose buffer libstdc++ 12 takes from a function clang 19 warns is deprecated).
+  std::vector<std::tuple<std::string, std::size_t, std::string>> sorted;
+  for (const auto& [name, value] : request.headers) sorted.emplace_back(lower(name), sorted.size(), trimmed(value));
+  std::sort(sorted.begin(), sorted.end());
   std::vector<std::pair<std::string, std::string>> headers;
-  for (const auto& [name, value] : request.headers) headers.emplace_back(lower(name), trimmed(value));
-  std::stable_sort(headers.begin(), headers.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& h : sorted) headers.emplace_back(std::move(std::get<0>(h)), std::move(std::get<2>(h)));
   std::string canonical_headers, signed_headers;
   for (std::size_t i = 0; i < headers.size(); ++i) {
     if (i > 0 && headers[i].first == headers[i - 1].first) {
