@@ -11,11 +11,11 @@ objects, placeholders only where the compiler put them, names restored byte-exac
 import os
 import re
 import shutil
-import struct
 import subprocess
 import textwrap
 import unittest
 
+import elfsections
 import kachetest
 from kachetest import KACHE, KacheTestCase
 
@@ -25,22 +25,12 @@ PADDED_NAMES = False  # names in string sections are restored byte-exact: compar
 
 
 def alloc_sections(path):
-    """Every allocated section (SHF_ALLOC) of an ELF64 file by name and index: bytes."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:4] != b"\x7fELF" or data[4] != 2:
-        return {"<not ELF64>": data}
-    shoff = struct.unpack_from("<Q", data, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    heads = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    strtab = heads[shstrndx][4]
-    out = {}
-    for i, h in enumerate(heads[1:], 1):
-        if not h[2] & 0x2:
-            continue
-        name = data[strtab + h[0]:data.index(b"\0", strtab + h[0])].decode()
-        out[f"{name}#{i}"] = b"" if h[1] == 8 else data[h[4]:h[4] + h[5]]
-    return out
+    """Every allocated section of an ELF object (elfsections), or the whole file when it is not ELF."""
+    try:
+        return elfsections.allocated_sections(path)
+    except ValueError:
+        with open(path, "rb") as f:
+            return {"<not ELF64>": f.read()}
 
 
 def dwarf_text(path, root):
