@@ -159,6 +159,8 @@ def measure(name, args, work):
     res["build1"] = delta(s1, s0)
     res["build2_seconds"], res["build2_rc"] = build(a, os.path.join(a, "build-2"), cmake_args, env, kache, log)
     res["build2"] = delta(stats(kache, env), s1)
+    with open(os.path.join(args.out, f"{name}-partial.json"), "w") as f:  # a run cut short keeps the counts
+        json.dump(res, f, indent=1)
     kept = snapshot(os.path.join(a, "build-2"), os.path.join(work, "kept-2"))
     res["plain_seconds"], res["plain_rc"] = build(a, os.path.join(a, "build-2"), cmake_args, base, None, log)
     res["fidelity_build2"] = compare(kept, os.path.join(a, "build-2"))
