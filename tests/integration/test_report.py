@@ -122,10 +122,13 @@ class Report(KacheTestCase):
         r = buildsys.run([buildsys.LAUNCHER, "report"] + args, cwd=self.ws, env=env or self.env)
         return r.stdout
 
-    def build_mixed(self, checkout, build, env, build_id):
+    def configure_mixed(self, checkout, build, env):
         launchers = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={buildsys.LAUNCHER}" for lang in ("C", "CXX", "CUDA")]
         buildsys.run(["cmake", "-S", checkout, "-B", build, "-G", "Ninja", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
                       "-DCMAKE_C_COMPILER=gcc", "-DCMAKE_CXX_COMPILER=g++"] + launchers, cwd=checkout, env=env)
+
+    def build_mixed(self, checkout, build, env, build_id):
+        self.configure_mixed(checkout, build, env)
         before = print_stats(env)
         self.report(["--mark", "--label", build_id], env)
         buildsys.run(["ninja", "-C", build, "-j", buildsys.JOBS], cwd=build, env=dict(env, KACHE_BUILD_ID=build_id))
@@ -243,9 +246,7 @@ class Report(KacheTestCase):
         env = buildsys.clean_env(self.cache, root)
         env.pop("KACHE_BUILD_ID", None)
         self.env = env
-        launchers = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={buildsys.LAUNCHER}" for lang in ("C", "CXX", "CUDA")]
-        buildsys.run(["cmake", "-S", checkout, "-B", build, "-G", "Ninja", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-                      "-DCMAKE_C_COMPILER=gcc", "-DCMAKE_CXX_COMPILER=g++"] + launchers, cwd=checkout, env=env)
+        self.configure_mixed(checkout, build, env)
         buildsys.run(["ninja", "-C", build, "-j", buildsys.JOBS], cwd=build, env=env)
         report = json.loads(self.report(["--json"]))
         self.assertEqual(len({e["build"] for e in report["compile_events"]}), 1, report["compile_events"])
