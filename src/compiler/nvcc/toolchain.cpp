@@ -171,7 +171,7 @@ void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std:
   for (const auto& p : run.programs) {
     const std::string path = files.resolve(p);
     if (path.empty()) throw std::runtime_error("nvcc's tool '" + p + "' not found on its PATH");
-    files.add("tool:" + util::basename(p), path);
+    files.add_program("tool:" + util::basename(p), path);
   }
   // cicc reads libdevice from NVVMIR_LIBRARY_DIR (nvcc passes it in cicc's environment, not its command).
   if (auto it = run.vars.find("NVVMIR_LIBRARY_DIR"); it != run.vars.end() && !it->second.empty()) {
