@@ -137,7 +137,12 @@ void scan_include_names(std::string_view text, std::vector<std::string>& names, 
         continue;
       }
     }
-    opaque = true;  // #include MACRO (or malformed): no name to watch
+    // #include MACRO (or `/* c */ MACRO`, a line continued with '\\', a '$' or UTF-8 name): the target
+    // cannot be listed. Only `#include ...` (stb_image.h's usage comment) and an empty #include are
+    // passed over: no compiler accepts either, so where one is live the compile fails and nothing is
+    // stored.
+    const bool no_directive = i < text.size() && (text[i] == '.' || text[i] == '\n' || text[i] == '\r');
+    if (!no_directive) opaque = true;
   }
 }
 

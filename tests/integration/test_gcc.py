@@ -200,6 +200,18 @@ class SecondBuildDir(GccCase):
                 self.compile_in(f"build3-{compiler}", compiler, gen="#define VAL 4\n")
                 self.assert_counts(hits=1, misses=2)
 
+    def test_usage_comment_in_a_header_keeps_direct_mode(self):
+        # stb_image.h (ggml's examples) shows its use in a comment: `#include ...` lines. No compiler
+        # accepts that directive, so it is no computed #include, and the compile keeps its direct-mode
+        # record: a second build directory hits (ggml's sam.cpp and yolo-image.cpp missed every time).
+        self.write("src/stb.h", "/* it should look like this:\n   #include ...\n   #include ...\n"
+                   "   #define STB_IMPLEMENTATION\n*/\nstatic inline int stb(void) { return 7; }\n")
+        self.write("src/a.cpp", '#include "stb.h"\n' + VALUE_SRC)
+        self.zero()
+        self.compile_in("build1")
+        self.compile_in("build2")
+        self.assert_counts(hits=1, misses=1)
+
 
 class Passthrough(GccCase):
     CASES = [

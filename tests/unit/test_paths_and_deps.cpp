@@ -279,7 +279,16 @@ TEST(Watch, IncludeNamesOfEveryBranch) {
       names, opaque);
   EXPECT_EQ(names, (std::vector<std::string>{"a.h", "sub/b.h", "c.h"}));
   EXPECT_FALSE(opaque);
+  // stb_image.h's usage comment: `#include ...` is no directive a compile that succeeded could have run.
+  scan_include_names("/* it should look like this:\n   #include ...\n   #include ...\n*/\n#include \n", names, opaque);
+  EXPECT_FALSE(opaque);
   scan_include_names("#include CONFIG_HEADER\n", names, opaque);
+  EXPECT_TRUE(opaque);
+  opaque = false;
+  scan_include_names("#include \\\n  <continued.h>\n", names, opaque);
+  EXPECT_TRUE(opaque);
+  opaque = false;
+  scan_include_names("#include /* the configured one */ CONFIG_HEADER\n", names, opaque);
   EXPECT_TRUE(opaque);
 }
 
