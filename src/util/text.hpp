@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kache::util {
@@ -33,6 +34,26 @@ inline std::vector<std::string> split_quoted_words(const std::string& line) {
   }
   if (any) words.push_back(cur);
   return words;
+}
+
+// `text` with every byte but ALPHA, DIGIT, '-', '_', '.' and those of `also_plain` percent-encoded
+// (%XX, upper-case hex: the form SigV4 signs and servers compare).
+inline std::string percent_encode(std::string_view text, std::string_view also_plain = "") {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                       c == '_' || c == '.' || also_plain.find(c) != std::string_view::npos;
+    if (plain) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[static_cast<unsigned char>(c) >> 4];
+      out += kHex[static_cast<unsigned char>(c) & 15];
+    }
+  }
+  return out;
 }
 
 }  // namespace kache::util

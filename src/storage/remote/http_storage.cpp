@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "util/hash.hpp"
+#include "util/text.hpp"
 
 namespace kache::storage::remote {
 
@@ -45,22 +46,7 @@ bool is_sha256_hex(std::string_view key) {
 }
 
 // Keys are hex digests; anything else is percent-encoded so it stays one path segment.
-std::string path_segment(std::string_view key) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : key) {
-    const bool plain =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
-    if (plain) {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[static_cast<unsigned char>(c) >> 4];
-      out += kHex[static_cast<unsigned char>(c) & 15];
-    }
-  }
-  return out;
-}
+std::string path_segment(std::string_view key) { return util::percent_encode(key); }
 
 }  // namespace
 

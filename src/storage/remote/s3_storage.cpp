@@ -5,6 +5,7 @@
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/sigv4.hpp"
 #include "util/hash.hpp"
+#include "util/text.hpp"
 
 namespace kache::storage::remote {
 
@@ -32,22 +33,7 @@ std::string element(std::string_view body, std::string_view tag) {
 }
 
 // S3 paths: every byte but the unreserved ones and '/' percent-encoded (SigV4 signs this same form).
-std::string uri_encode_path(std::string_view path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : path) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                       c == '_' || c == '.' || c == '~' || c == '/';
-    if (plain) {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[static_cast<unsigned char>(c) >> 4];
-      out += kHex[static_cast<unsigned char>(c) & 15];
-    }
-  }
-  return out;
-}
+std::string uri_encode_path(std::string_view path) { return util::percent_encode(path, "~/"); }
 
 bool signature_refusal(const std::string& code) {
   return code == "SignatureDoesNotMatch" || code == "InvalidAccessKeyId" || code == "RequestTimeTooSkewed" ||
