@@ -134,6 +134,7 @@ namespace {
 
 // Scripts worth reading for the programs they name are small; a larger file is a program of its own.
 constexpr std::int64_t kMaxScriptBytes = 64 * 1024;
+constexpr int kMaxScriptDepth = 4;
 
 bool is_executable_file(const std::string& path) {
   auto id = util::stat_identity(path);
@@ -155,7 +156,7 @@ std::vector<std::string> absolute_words(const std::string& text) {
 
 }  // namespace
 
-void ProbeFiles::add_program(const std::string& role, const std::string& path) {
+void ProbeFiles::add_program(const std::string& role, const std::string& path, int depth) {
   std::error_code ec;
   const auto real = std::filesystem::canonical(path, ec);
   const std::string program = ec ? path : real.string();
@@ -173,7 +174,14 @@ void ProbeFiles::add_program(const std::string& role, const std::string& path) {
   }
   for (const auto& word : absolute_words(text.substr(line_end))) {
     const auto target = std::filesystem::canonical(word, ec);
-    if (!ec && target.string() != program && is_executable_file(target.string())) add(role + ":runs", target.string());
+    if (ec || target.string() == program || !is_executable_file(target.string())) continue;
+    // A wrapper of a wrapper (a test's cuda/bin/ptxas running /usr/local/bin/ptxas, itself a script):
+    // followed a few levels, each recorded.
+    if (depth < kMaxScriptDepth) {
+      add_program(role + ":runs", target.string(), depth + 1);
+    } else {
+      add(role + ":runs", target.string());
+    }
   }
 }
 
