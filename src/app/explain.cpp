@@ -67,6 +67,9 @@ struct Record {
   // "ran whole: depfile-mmd". Empty without the stage cache.
   std::vector<std::string> stages;
   StoredFor stored_for;  // what ties the entry to its checkout (empty: shared by every checkout)
+  // The file whose computed #include or __has_include name left the entry without a direct-mode
+  // record (no lookup finds it); "" when it has one.
+  std::string computed_include_in;
   std::string file;      // where it was read from
 };
 
@@ -119,6 +122,7 @@ json to_json(const Record& r) {
   for (const auto& f : r.files) j["files"].push_back(json::array({f.key_path, f.path, f.digest}));
   j["system_headers"] = r.system_headers;
   if (!r.stages.empty()) j["stages"] = r.stages;
+  if (!r.computed_include_in.empty()) j["computed_include_in"] = r.computed_include_in;
   if (!r.stored_for.empty()) {
     j["stored_for"] = json::array();
     for (const auto& [what, path] : r.stored_for) j["stored_for"].push_back(json::array({what, path}));
@@ -143,6 +147,7 @@ std::optional<Record> read_record(const std::string& path) {
     }
     r.system_headers = j.value("system_headers", "");
     if (j.contains("stages")) r.stages = j.at("stages").get<std::vector<std::string>>();
+    r.computed_include_in = j.value("computed_include_in", "");
     if (j.contains("stored_for")) {
       for (const auto& t : j.at("stored_for")) r.stored_for.emplace_back(t.at(0).get<std::string>(), t.at(1).get<std::string>());
     }
@@ -311,7 +316,7 @@ std::string short_value(const std::optional<std::string>& v, const std::string& 
 }
 
 struct Verdict {
-  std::string status;  // "differs", "match", "no-entry", "passthrough", "error"
+  std::string status;  // "differs", "match", "computed-include", "no-entry", "passthrough", "error"
   std::string source, output, message;
   compiler::Passthrough passthrough;
   std::optional<Record> closest;
@@ -321,6 +326,16 @@ struct Verdict {
   std::vector<std::string> stages;  // --last: what the miss did with nvcc's stages
   StoredFor stored_for;             // what ties the explained compile's entry to its checkout
 };
+
+// The verdict on an entry no lookup can find: `file` computes an #include name.
+void say_computed_include(Verdict& v, const std::string& file) {
+  v.status = "computed-include";
+  v.message = fmt::format(
+      "no difference, but the entry has no direct-mode record: {} computes an #include or __has_include "
+      "name (#include MACRO), which kache cannot watch, so no lookup finds it and every build of this "
+      "compile misses (docs/soundness.md).",
+      file);
+}
 
 // Which paths an entry stored per checkout names, and what shares it (empty when nothing ties it).
 std::string stored_for_note(const StoredFor& stored_for) {
@@ -467,7 +482,9 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
   v.closest = candidates[*best];
   v.differences = std::move(best_diffs);
   if (v.stored_for.empty()) v.stored_for = stored_for_now(*v.closest);
-  if (v.differences.empty()) {
+  if (v.differences.empty() && !v.closest->computed_include_in.empty()) {
+    say_computed_include(v, v.closest->computed_include_in);
+  } else if (v.differences.empty()) {
     v.status = "match";
     v.message =
         "no difference: this compile has the key fields and headers of a recorded entry, so a lookup "
@@ -535,6 +552,10 @@ Verdict explain_last(const Config& cfg) {
   std::vector<Record> others;
   for (auto& r : records_for(cfg.cache_dir, last->source)) {
     if (r.key != last->key) others.push_back(std::move(r));
+  }
+  if (others.empty() && !last->computed_include_in.empty()) {
+    say_computed_include(v, last->computed_include_in);
+    return v;
   }
   if (others.empty()) {
     v.status = "no-entry";
@@ -699,7 +720,7 @@ void prune_links(const std::string& dir) {
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
             const std::string& storage_key, const std::vector<ManifestFile>& files,
             const std::vector<std::string>& stages, const StoredFor& stored_for,
-            const StoreRecord& store_record) noexcept {
+            const StoreRecord& store_record, const std::string& computed_include_in) noexcept {
   if (cache_dir.empty()) return;
   try {
     Record r;
@@ -719,6 +740,7 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     r.system_headers = split.finish();
     r.stages = stages;
     r.stored_for = stored_for;
+    r.computed_include_in = computed_include_in;
     const std::string stored = store_record(to_json(r).dump());
     if (!stored.starts_with(cache_dir + "/")) return;
     const std::string root = explain_root(cache_dir);
@@ -847,6 +869,13 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
             [&](const Record& r) { return stored_for_here(r.stored_for, job); });
     if (elsewhere) {
       if (auto c = cause_elsewhere(v.differences)) return *c;
+    }
+    // An entry no lookup can find: what its headers did since does not matter.
+    const bool only_headers = std::all_of(v.differences.begin(), v.differences.end(), [](const Difference& d) {
+      return d.field == "header" || d.field == "system-headers";
+    });
+    if (v.closest && !v.closest->computed_include_in.empty() && only_headers) {
+      return {std::string(cause::kComputedInclude), v.closest->computed_include_in};
     }
     return cause_of(v.differences);
   } catch (const std::exception& e) {

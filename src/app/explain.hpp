@@ -49,7 +49,7 @@ using StoredFor = std::vector<std::pair<std::string, std::string>>;
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
             const std::string& storage_key, const std::vector<ManifestFile>& files,
             const std::vector<std::string>& stages, const StoredFor& stored_for,
-            const StoreRecord& store_record) noexcept;
+            const StoreRecord& store_record, const std::string& computed_include_in = "") noexcept;
 
 // The source's real path, which nvcc's -rdc module id and cudafe++'s _INTERNAL_ names hash (measured,
 // nvcc 13: the same id through a symbolic link, from any working directory or spelling); its path as

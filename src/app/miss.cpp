@@ -136,7 +136,9 @@ int Pipeline::miss() {
     ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, *storable);
     entry.date_keyed = *dated;
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
-    store_result(std::move(entry), cache_entry(dep_text, installed), recorded, storable->why);
+    // A computed name's file is what a user can change; any other refusal is the record's own.
+    const std::string unrecorded = recorded ? "" : hashed->opaque ? hashed->opaque_file : "-";
+    store_result(std::move(entry), cache_entry(dep_text, installed), unrecorded, storable->why);
   } else {
     count_reason(counts_, storable.error().category, storable.error().name);
     core::log().debug("miss: not stored ({}): {} -- {}", storable.error().name, job_.output,
@@ -333,6 +335,7 @@ void Pipeline::hash_slice(const std::vector<std::string>& closure, std::size_t b
     // The project's own #include names (see scan_include_names); the toolchain's headers change
     // only with the toolchain, which its identity keys.
     if (!is_system(path)) scan_include_names(*content, out.hashed.has_include, out.hashed.opaque);
+    if (out.hashed.opaque && out.hashed.opaque_file.empty()) out.hashed.opaque_file = path;
     // Inputs no dependency list names (.incbin, __TIMESTAMP__, #pragma GCC dependency): never stored,
     // so never served. Where the tools list or check the assembler's inputs, they decide those.
     const bool assembler_markers = job_.assembler_inputs == compiler::CompileJob::AssemblerInputs::scanned;
@@ -366,6 +369,7 @@ Outcome<Pipeline::HashedClosure> Pipeline::hash_closure(const std::vector<std::s
     std::move(sl.hashed.files.begin(), sl.hashed.files.end(), std::back_inserter(all.files));
     all.has_include.insert(all.has_include.end(), sl.hashed.has_include.begin(), sl.hashed.has_include.end());
     all.opaque = all.opaque || sl.hashed.opaque;
+    if (all.opaque_file.empty()) all.opaque_file = sl.hashed.opaque_file;
   }
   return all;
 }
@@ -732,7 +736,9 @@ void warn_unwritable_cache(const std::string& cache_dir, const std::string& fail
 
 // Stores the result, and (when the entry was recorded for direct lookups) adds it to the manifest.
 // A failure costs only the store: the outputs are already installed.
-void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout) {
+void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const std::string& unrecorded,
+                            const std::string& per_checkout) {
+  const bool recorded = unrecorded.empty();
   auto& log = core::log();
   std::string failure;
   try {
@@ -740,7 +746,8 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool reco
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
       explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_),
-                      [&](std::string_view text) { return store_.put_explain_record(key, text); });
+                      [&](std::string_view text) { return store_.put_explain_record(key, text); },
+                      unrecorded == "-" ? "" : unrecorded);
       if (recorded) stored = add_to_manifest(std::move(entry));
     }
     if (!stored && stored.error().kind == storage::StorageFailure::Kind::timeout) {

@@ -141,6 +141,7 @@ class Pipeline {
     std::vector<ManifestFile> files;
     std::vector<std::string> has_include;  // #include and __has_include names found in the closure
     bool opaque = false;                   // a computed name: no direct-mode record is possible
+    std::string opaque_file;               // the first file with one (explain and the report name it)
   };
   struct ClosureSlice {
     HashedClosure hashed;
@@ -194,7 +195,8 @@ class Pipeline {
   bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);
   // Takes the object out of installed.
   CacheEntry cache_entry(const std::string& dep_text, Installed& installed) const;
-  void store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout);
+  // unrecorded: why no direct-mode record was made ("" when one was).
+  void store_result(ManifestEntry entry, const CacheEntry& ce, const std::string& unrecorded, const std::string& per_checkout);
   storage::StorageStatus add_to_manifest(ManifestEntry entry);
 
   // Why this miss missed (core/reasons.hpp MissCause), decided before its own record is stored.

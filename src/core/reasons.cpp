@@ -207,6 +207,11 @@ constexpr MissCause kMissCauses[] = {
      "An environment variable the key holds differs from the entries recorded for this source.", ""},
     {"source-changed", false, "The source changed since its entries were stored.", ""},
     {"header-changed", false, "A header the source includes changed since its entries were stored.", ""},
+    {"computed-include", false,
+     "A file the compile reads computes an #include or __has_include name (#include MACRO), which kache "
+     "cannot watch, so the entry has no direct-mode record and every build of this compile misses.",
+     "Spell the name literally in the project's headers (#include \"x.h\" under #if), or leave it: the "
+     "compile runs as without kache (docs/soundness.md)."},
     {"entry-gone", false,
      "The compile matches a recorded entry that is gone (evicted, removed by -C, or never stored here).",
      "Raise cache.max_size if entries are evicted within a build."},

@@ -72,6 +72,7 @@ inline constexpr std::string_view kFlagsChanged = "flags-changed";
 inline constexpr std::string_view kEnvironmentChanged = "environment-changed";
 inline constexpr std::string_view kSourceChanged = "source-changed";
 inline constexpr std::string_view kHeaderChanged = "header-changed";
+inline constexpr std::string_view kComputedInclude = "computed-include";
 inline constexpr std::string_view kEntryGone = "entry-gone";
 inline constexpr std::string_view kNewSource = "new-source";
 }  // namespace cause
