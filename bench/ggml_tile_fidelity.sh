@@ -1,6 +1,6 @@
 #!/bin/bash
 # Usage: OUT=DIR bash bench/ggml_tile_fidelity.sh  (from the repo root, with .gpu-carry/kache and .gpu-carry/ggml.tar.gz)
-# Diagnoses ggml's fattn-tile-instance misses: plain determinism, kache build-1/build-2 of one TU.
+# Fidelity of ggml's fattn-tile-instance objects: plain nvcc twice, kache's miss (build-1) and hit (build-2) of each, compared by every allocated section.
 set -u
 REPO=$PWD; K=$REPO/.gpu-carry/kache
 W=/tmp/gt; rm -rf $W; mkdir -p $W; cd $W
