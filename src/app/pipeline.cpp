@@ -25,6 +25,7 @@
 #include "app/pipeline_store.hpp"
 #include "compiler/adapter.hpp"
 #include "compiler/registry.hpp"
+#include "compiler/tool_files.hpp"
 #include "core/events.hpp"
 #include "core/log.hpp"
 #include "core/reasons.hpp"
@@ -440,6 +441,9 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
       log.debug("own CPU time {:.2f} ms", ts.tv_sec * 1e3 + ts.tv_nsec / 1e6);
     }
     return *code;
+  } catch (const compiler::UnreadableWrapper& e) {
+    pass(reason::kWrapperScript, e.what());  // runs the compiler unchanged: never returns
+    return 1;
   } catch (const std::exception& e) {
     // Nothing of the user's has been touched yet unless the compile ran; either way running the
     // real compiler now gives the build what it asked for.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -132,26 +133,101 @@ void ProbeFiles::add(const std::string& role, const std::string& path) {
 
 namespace {
 
-// Scripts worth reading for the programs they name are small; a larger file is a program of its own.
-constexpr std::int64_t kMaxScriptBytes = 64 * 1024;
+// Wrapper scripts kache reads for the programs they run are small; a larger script is not understood.
+constexpr std::size_t kMaxScriptBytes = 64 * 1024;
 constexpr int kMaxScriptDepth = 4;
 
-bool is_executable_file(const std::string& path) {
-  auto id = util::stat_identity(path);
-  return id && !id->is_dir && ::access(path.c_str(), X_OK) == 0;
+// The first bytes of a regular file (at most n), never waiting on a FIFO or a device: "" for anything
+// else or an unreadable file.
+std::string regular_file_head(const std::string& path, std::size_t n) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string head;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    head.resize(std::min<std::size_t>(n, static_cast<std::size_t>(st.st_size)));
+    const ssize_t got = ::read(fd, head.data(), head.size());
+    head.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  }
+  ::close(fd);
+  return head;
+}
+
+std::vector<std::string> words_of(std::string_view line) {
+  std::vector<std::string> words;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    std::size_t end = i;
+    while (end < line.size() && line[end] != ' ' && line[end] != '\t') ++end;
+    if (end > i) words.emplace_back(line.substr(i, end - i));
+    i = end;
+  }
+  return words;
+}
+
+std::string unquoted(std::string word) {
+  if (word.size() >= 2 && (word.front() == '"' || word.front() == '\'') && word.back() == word.front()) {
+    return word.substr(1, word.size() - 2);
+  }
+  return word;
+}
+
+// The programs a shell wrapper's body runs: the first word of each command line (after `exec`), a few
+// builtins aside. kache follows only names it can resolve now: a literal path, or a bare name looked up
+// on PATH as the probe does. A name built at run time (`$(dirname "$0")`, `${REAL:-/usr/bin/as}`, a
+// backquote) could run a program kache would not key: *why says so and nothing is returned. The
+// script's own arguments ("$@", $1, $#) are the compile's and allowed.
+std::vector<std::string> shell_commands(std::string_view body, std::string* why) {
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    if (body[i] == '`') {
+      *why = "a backquote";
+      return {};
+    }
+    if (body[i] != '$') continue;
+    const char next = i + 1 < body.size() ? body[i + 1] : '\0';
+    if (next != '@' && next != '*' && next != '#' && !(next >= '1' && next <= '9')) {
+      *why = "a $ expansion";
+      return {};
+    }
+  }
+  static constexpr std::string_view kBuiltins[] = {"set", "export", "unset", "umask", ":", "true"};
+  std::vector<std::string> commands;
+  std::size_t start = 0;
+  while (start < body.size()) {
+    const std::size_t end = std::min(body.find('\n', start), body.size());
+    const auto words = words_of(body.substr(start, end - start));
+    start = end + 1;
+    if (words.empty() || words[0].starts_with('#')) continue;
+    std::string command = unquoted(words[0]);
+    if (command == "exec") command = words.size() > 1 ? unquoted(words[1]) : "";
+    if (command.empty() || command.starts_with('-')) {
+      *why = "exec with options";
+      return {};
+    }
+    if (command.find('=') != std::string::npos) continue;  // NAME=literal
+    if (std::find(std::begin(kBuiltins), std::end(kBuiltins), command) != std::end(kBuiltins)) continue;
+    commands.push_back(command);
+  }
+  return commands;
 }
 
 // Each word of `text` that starts with '/', up to the first character a shell would end it at.
 std::vector<std::string> absolute_words(const std::string& text) {
   std::vector<std::string> words;
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '/' || (i > 0 && std::strchr(" \t\n=\"'(:;`|&", text[i - 1]) == nullptr)) continue;
+    if (text[i] != '/' || (i > 0 && std::strchr(" \t\n=\"'(:;|&", text[i - 1]) == nullptr)) continue;
     std::size_t end = i;
-    while (end < text.size() && std::strchr(" \t\n\"'();`|&<>$", text[end]) == nullptr) ++end;
+    while (end < text.size() && std::strchr(" \t\n\"'();|&<>$", text[end]) == nullptr) ++end;
     words.push_back(text.substr(i, end - i));
     i = end;
   }
   return words;
+}
+
+bool is_shell(const std::string& interpreter) {
+  const std::string name = util::basename(interpreter);
+  return name == "sh" || name == "bash" || name == "dash";
 }
 
 }  // namespace
@@ -160,27 +236,47 @@ void ProbeFiles::add_program(const std::string& role, const std::string& path, i
   std::error_code ec;
   const auto real = std::filesystem::canonical(path, ec);
   const std::string program = ec ? path : real.string();
-  add(role, path);  // the name the driver runs (a link's own identity), and what it resolves to
+  add(role, path);  // the name as run (its links' own identities), and what it resolves to
   add(role, program);
-  auto id = util::stat_identity(program);
-  if (!id || id->is_dir || id->size > kMaxScriptBytes) return;
-  const std::string text = util::read_file(program);
-  if (!text.starts_with("#!")) return;
+  if (std::find(followed_.begin(), followed_.end(), program) != followed_.end()) return;
+  followed_.push_back(program);
+  if (!regular_file_head(program, 2).starts_with("#!")) return;
+  // A script: kache keys what it runs only where it can read that off its text.
+  const auto refuse = [&](const std::string& why) {
+    throw UnreadableWrapper("the wrapper script " + path + " runs a program kache cannot name (" + why + ")");
+  };
+  if (depth >= kMaxScriptDepth) refuse("wrappers nested more than " + std::to_string(kMaxScriptDepth) + " deep");
+  const std::string text = regular_file_head(program, kMaxScriptBytes + 1);
+  if (text.size() > kMaxScriptBytes) refuse("over " + std::to_string(kMaxScriptBytes / 1024) + " KiB");
   const std::size_t line_end = std::min(text.find('\n'), text.size());
-  // The interpreter: the first word of the #! line (`/usr/bin/env` of `#!/usr/bin/env perl` too).
-  if (const auto shebang = absolute_words(" " + text.substr(2, line_end - 2)); !shebang.empty()) {
-    const auto interpreter = std::filesystem::canonical(shebang.front(), ec);
-    if (!ec && is_executable_file(interpreter.string())) add(role + ":interpreter", interpreter.string());
+  auto shebang = words_of(std::string_view(text).substr(2, line_end - 2));
+  if (shebang.empty() || !shebang[0].starts_with('/')) refuse("no absolute interpreter");
+  add_program(role + ":interpreter", shebang[0], depth + 1);
+  std::string interpreter = shebang[0];
+  if (util::basename(interpreter) == "env") {
+    // `#!/usr/bin/env sh`: env finds the interpreter on PATH.
+    if (shebang.size() < 2 || shebang[1].starts_with('-')) refuse("env with options");
+    interpreter = resolve(shebang[1]);
+    if (interpreter.empty()) refuse(shebang[1] + " is not on PATH");
+    add_program(role + ":interpreter", interpreter, depth + 1);
   }
-  for (const auto& word : absolute_words(text.substr(line_end))) {
-    const auto target = std::filesystem::canonical(word, ec);
-    if (ec || target.string() == program || !is_executable_file(target.string())) continue;
-    // A wrapper of a wrapper (a test's cuda/bin/ptxas running /usr/local/bin/ptxas, itself a script):
-    // followed a few levels, each recorded.
-    if (depth < kMaxScriptDepth) {
-      add_program(role + ":runs", target.string(), depth + 1);
-    } else {
-      add(role + ":runs", target.string());
+  if (!is_shell(interpreter)) refuse("a " + util::basename(interpreter) + " script");
+  const std::string_view body = std::string_view(text).substr(line_end);
+  std::string why;
+  const std::vector<std::string> commands = shell_commands(body, &why);
+  if (!why.empty()) refuse(why);
+  for (const auto& command : commands) {
+    // A bare name is found on the PATH the wrapper inherits, the probe's: recorded as nvcc's tools are
+    // (a program earlier on PATH later misses).
+    const std::string program_run = command.find('/') == std::string::npos ? resolve(command) : command;
+    if (program_run.empty()) refuse(command + " is not on PATH");
+    if (!program_run.starts_with('/')) refuse("the relative name " + command);
+    add_program(role + ":runs", program_run, depth + 1);
+  }
+  for (const auto& word : absolute_words(std::string(body))) {
+    // Each program named, as written (a link on the way may be retargeted) and followed a few levels.
+    if (std::filesystem::is_regular_file(word, ec) && ::access(word.c_str(), X_OK) == 0) {
+      add_program(role + ":runs", word, depth + 1);
     }
   }
 }

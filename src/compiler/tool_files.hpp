@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <future>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,12 @@ void add_identity(util::Hasher& h, std::string_view name, const std::string& pat
 // honest replacement (a new ptxas, a rebuilt compiler of the same size and time), and 128 bits of XXH3
 // do, at a quarter of SHA-256's cost (140 ms of a new cache dir's first compile). Sources, headers and
 // keys stay SHA-256.
+// A toolchain program is a script whose programs kache cannot name (ProbeFiles::add_program): the
+// compile passes through (reason wrapper-script) rather than be keyed without them.
+struct UnreadableWrapper : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class ProbeFiles {
  public:
   ProbeFiles(ToolFiles& t, const std::string& cwd, const std::string& memo_dir)
@@ -78,10 +85,12 @@ class ProbeFiles {
   std::string resolve(const std::string& word);
   // Records a file whose content becomes part of the toolchain id under `role`.
   void add(const std::string& role, const std::string& path);
-  // Records a program a driver runs, as add() does its real path. A script (#!) runs more than itself:
-  // its interpreter and every program it names by absolute path (`exec /usr/local/cuda-13.0/bin/ptxas
-  // "$@"`, the form of a toolkit's wrappers on PATH) are recorded as well. A name the script builds at
-  // run time is not seen here; its text is keyed, so a change of the script itself still misses.
+  // Records a program a driver runs, as named and as it resolves. A script (#!) runs more than itself:
+  // a shell wrapper's interpreter and every program it names by absolute path (`exec
+  // /usr/local/cuda-13.0/bin/ptxas "$@"`, the form of a toolkit's wrappers on PATH) are recorded too,
+  // followed a few levels. Throws std::runtime_error for a script whose programs cannot be read off
+  // its text (a name built at run time, looked up on PATH, another interpreter): the compile passes
+  // through rather than be keyed without them.
   void add_program(const std::string& role, const std::string& path, int depth = 0);
   // Digests every file recorded so far that has none yet: from the content memo, else hashed over a
   // few threads (largest first, so cicc does not finish alone). A probe calls it while the processes
@@ -101,6 +110,7 @@ class ProbeFiles {
   std::string cwd_;
   std::string memo_dir_;
   std::vector<Recorded> recorded_;
+  std::vector<std::string> followed_;  // scripts add_program has read (each once)
 };
 
 // util::run_capture on a thread of its own, answered by the future (which rethrows its failure): a

@@ -101,6 +101,7 @@ inline constexpr std::string_view kDepfileTarget = "depfile-target";
 inline constexpr std::string_view kPrecompiledHeader = "precompiled-header";
 inline constexpr std::string_view kLockTimeout = "lock-timeout";
 inline constexpr std::string_view kCacheWorldWritable = "cache-world-writable";
+inline constexpr std::string_view kWrapperScript = "wrapper-script";
 inline constexpr std::string_view kSourceSpecial = "source-special";
 inline constexpr std::string_view kOutputPathThroughLink = "output-path-through-link";
 inline constexpr std::string_view kAssemblerInputs = "assembler-inputs";

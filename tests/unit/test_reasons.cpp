@@ -76,7 +76,7 @@ Found produced_passthrough_reasons() {
        {core::reason::kDisabled, core::reason::kUnsupportedCompiler, core::reason::kOutputDirMissing,
         core::reason::kOutputDirUnwritable, core::reason::kCacheWorldWritable, core::reason::kOutputSpecial,
         core::reason::kCompressedDebug, core::reason::kSourceSpecial, core::reason::kOutputPathThroughLink,
-        core::reason::kCacheDirRefused, core::reason::kLtoObject}) {
+        core::reason::kCacheDirRefused, core::reason::kLtoObject, core::reason::kWrapperScript}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;

@@ -19,7 +19,7 @@ namespace kache::compiler::gcc {
 namespace {
 
 // 2: include dirs, config and distribution files in the id; 3: config_include; 4: XXH3-128 content digests
-constexpr std::uint32_t kMemoVersion = 4;
+constexpr std::uint32_t kMemoVersion = 5;  // 5: wrapper scripts followed (ProbeFiles::add_program)
 
 struct Memo {
   Toolchain tc;
@@ -244,7 +244,7 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   ProbeFiles files(m.tools, cwd, memo_dir);
   // The driver's content, not only its version text: a rebuilt or replaced compiler that reports the
   // same version keys apart. stat and read follow a symlink (g++ -> g++-12) to the program itself.
-  files.add("driver", driver);
+  files.add_program("driver", driver);
   add_config_files(files, m.tc, driver_real_dir(driver));
   for (const char* f : kDistroFiles) files.add(std::string("distro:") + f, f);
   files.digest_pending();

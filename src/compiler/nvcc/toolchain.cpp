@@ -23,7 +23,7 @@ namespace kache::compiler::nvcc {
 namespace {
 
 // 6: content digests are XXH3-128, the nvcc command is one of the files
-constexpr std::uint32_t kMemoVersion = 6;
+constexpr std::uint32_t kMemoVersion = 7;  // 7: wrapper scripts followed (ProbeFiles::add_program)
 
 struct Memo {
   Toolchain tc;
@@ -167,7 +167,7 @@ void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std:
     throw std::runtime_error("host compiler '" + run.host_word + "' not found on nvcc's PATH");
   if (!util::stat_identity(m.tc.host_compiler))
     throw std::runtime_error("cannot stat host compiler " + m.tc.host_compiler);
-  files.add("host", m.tc.host_compiler);
+  files.add_program("host", m.tc.host_compiler);
   for (const auto& p : run.programs) {
     const std::string path = files.resolve(p);
     if (path.empty()) throw std::runtime_error("nvcc's tool '" + p + "' not found on its PATH");
@@ -259,7 +259,7 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   // ptxas or a rebuilt compiler that reports the same version still keys apart. The command's own
   // (nvcc, 30 MB) is hashed while the dry run runs.
   if (!util::stat_identity(nvcc_path)) throw std::runtime_error("cannot stat " + nvcc_path);
-  files.add("nvcc-command", nvcc_path);
+  files.add_program("nvcc-command", nvcc_path);
   files.digest_pending();
 
   const util::ProcessResult dr = dryrun_answer.get();

@@ -20,7 +20,7 @@ namespace kache::compiler::offload {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 3;
+constexpr std::uint32_t kMemoVersion = 4;  // 4: wrapper scripts followed (ProbeFiles::add_program)
 
 struct Memo {
   HipccToolchain tc;
