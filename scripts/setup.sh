@@ -20,6 +20,11 @@ packages=(
   # a GPU developer's machine has one, and the C/C++ input audit (test_gcc_input_audit.py) checks clang
   # with it. Pulls clang-15/llvm-15, the HSA runtime and rocminfo: 28 packages, 103 MB, 656 MB installed.
   hipcc libamdhip64-dev rocm-device-libs
+  # Remote execution (docs/remote-execution.md): gRPC and protobuf, linked statically (cmake/reapi.cmake);
+  # the REAPI .proto files as Bazel vendors them (bazel-bootstrap-source's third_party/); the tests'
+  # BuildGrid needs PostgreSQL for its scheduler and a venv for itself (below).
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc bazel-bootstrap-source
+  postgresql python3-venv
 )
 
 missing=()
@@ -42,6 +47,14 @@ fi
 
 if ! command -v nvcc >/dev/null 2>&1; then
   echo "setup: warning: nvcc is not on PATH; kache builds, but the demo and integration tests need it" >&2
+fi
+
+# BuildGrid, the REAPI server of the remote execution tests (tests/integration/test_remote_exec.py), is on
+# PyPI only: a venv of Debian's python3, pinned. psycopg2 is its scheduler's PostgreSQL driver.
+buildgrid_venv="${KACHE_BUILDGRID_VENV:-$HOME/.cache/kache-buildgrid}"
+if [[ ! -x "$buildgrid_venv/bin/bgd" ]]; then
+  /usr/bin/python3 -m venv "$buildgrid_venv"
+  "$buildgrid_venv/bin/pip" install --quiet "buildgrid[database]==0.4.4"
 fi
 
 if [[ "${1:-}" == "--deps-only" ]]; then

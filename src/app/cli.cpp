@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "app/doctor.hpp"
+#include "app/remote_exec.hpp"
 #include "app/explain.hpp"
 #include "core/build_features.hpp"
 #include "core/config.hpp"
@@ -146,6 +147,7 @@ Compiles kache cannot prove safe to cache run the real nvcc unchanged.
 
 Diagnostics:
   kache doctor [--json]                       toolchain, driver, cache and config facts (ok/warn/fail)
+  kache worker --server URL --nvcc NVCC --work-dir DIR   a remote execution worker (docs/remote-execution.md)
   kache explain -- nvcc ARGS...               which key field makes this compile miss
   kache explain --last                        the same for the last stored miss
 
@@ -601,7 +603,7 @@ bool looks_like_compile(int argc, char** argv) {
 bool is_kache_invocation(int argc, char** argv) {
   if (argc < 2) return true;
   const std::string_view first = argv[1];
-  if (first == "doctor" || first == "explain") return true;
+  if (first == "doctor" || first == "explain" || first == "worker") return true;
   if (!first.starts_with('-')) return false;  // a compiler's name or path
   return !looks_like_compile(argc, argv);
 }
@@ -689,6 +691,7 @@ void carry_out(const Config& config, const CliRequest& r) {
 }
 
 int run_cli(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "worker") return run_worker_command({argv + 2, argv + argc});
   if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain")) {
     const std::vector<std::string> rest(argv + 2, argv + argc);
     return std::string_view(argv[1]) == "doctor" ? run_doctor(rest) : explain::run(rest);

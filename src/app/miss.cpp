@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ctime>
 #include <exception>
+#include <mutex>
 #include <iterator>
 #include <optional>
 #include <stdexcept>
@@ -21,6 +22,7 @@
 
 #include "app/explain.hpp"
 #include "app/pipeline_steps.hpp"
+#include "app/remote_exec.hpp"
 #include "compiler/adapter.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
@@ -49,11 +51,13 @@ constexpr std::size_t kHashThreads = 4;
 namespace {
 // The pipeline's stores and counters as an adapter's stage store (compiler/stage_store.hpp): stage
 // values are records (local store, then the remotes), zstd-compressed inside.
+// Every method takes the lock: a miss with remote execution runs its stages in parallel.
 class StagesInStore final : public compiler::StageStore {
  public:
-  StagesInStore(PipelineStore& store, Counts& counts, std::vector<std::string>& notes)
-      : store_(store), counts_(counts), notes_(notes) {}
+  StagesInStore(PipelineStore& store, Counts& counts, std::vector<std::string>& notes, RemoteStages* remote)
+      : store_(store), counts_(counts), notes_(notes), remote_(remote) {}
   std::optional<std::string> load(std::string_view key) override {
+    std::lock_guard lock(mu_);
     storage::StorageLookup got = store_.get_record(key);
     if (!got || !*got) return std::nullopt;
     Decoded<std::string> value = decode_value(std::move(**got));
@@ -61,15 +65,29 @@ class StagesInStore final : public compiler::StageStore {
     return std::move(*value);
   }
   void save(std::string_view key, std::string_view value) override {
+    std::lock_guard lock(mu_);
     if (!store_.put_record(key, encode_zstd(value, 3))) counts_["stage_not_stored"]++;
   }
-  void count(const std::string& counter, std::uint64_t n) override { counts_[counter] += n; }
-  void note(std::string line) override { notes_.push_back(std::move(line)); }
+  void count(const std::string& counter, std::uint64_t n) override {
+    std::lock_guard lock(mu_);
+    counts_[counter] += n;
+  }
+  void note(std::string line) override {
+    std::lock_guard lock(mu_);
+    notes_.push_back(std::move(line));
+  }
+  bool remote_enabled() const override { return remote_ && remote_->enabled(); }
+  std::optional<util::ProcessResult> run_remote(const compiler::RemoteCommand& cmd) override {
+    if (!remote_enabled()) return std::nullopt;
+    return remote_->run(cmd, counts_, mu_);
+  }
 
  private:
   PipelineStore& store_;
   Counts& counts_;
   std::vector<std::string>& notes_;
+  RemoteStages* remote_;
+  std::mutex mu_;
 };
 }  // namespace
 
@@ -191,7 +209,9 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
 util::ProcessResult Pipeline::run_miss(const compiler::MissPaths& paths, const std::vector<std::string>& argv,
                                        const util::Environment& env) {
   if (cfg_.nvcc_stages) {
-    StagesInStore stages(store_, counts_, stage_notes_);
+    std::optional<RemoteStages> remote;
+    if (!cfg_.remote_execution_server.empty()) remote.emplace(cfg_);
+    StagesInStore stages(store_, counts_, stage_notes_, remote ? &*remote : nullptr);
     auto staged = adapter_.run_stages(inv_, job_, paths, argv, env, stages);
     if (auto* result = std::get_if<util::ProcessResult>(&staged)) return std::move(*result);
     const std::string& why = std::get<std::string>(staged);

@@ -299,6 +299,55 @@ std::string set_remote_signing_key_file(Config& c, const std::string& v) {
   return {};
 }
 
+// grpc://host:port (plain) or grpcs://host:port (TLS); checked when read so that a typo is one sentence.
+std::string set_remote_execution_server(Config& c, const std::string& v) {
+  const std::string url = trim(v);
+  if (url.empty()) {
+    c.remote_execution_server.clear();
+    return {};
+  }
+  const bool known = url.starts_with("grpc://") || url.starts_with("grpcs://");
+  const std::string rest = url.substr(url.find("://") + 3);
+  if (!known || rest.empty() || rest.find(':') == std::string::npos || rest.find('@') != std::string::npos) {
+    return "is not grpc://host:port or grpcs://host:port (the token goes in KACHE_REMOTE_EXECUTION_BEARER_TOKEN)";
+  }
+  c.remote_execution_server = url;
+  return {};
+}
+
+std::string set_remote_execution_instance(Config& c, const std::string& v) {
+  c.remote_execution_instance = trim(v);
+  return {};
+}
+
+std::string set_remote_execution_ca_file(Config& c, const std::string& v) {
+  c.remote_execution_ca_file = expand_home(trim(v));
+  return {};
+}
+
+std::string set_remote_execution_timeout_value(Config& c, double seconds) {
+  if (!(seconds > 0) || seconds > 86400) return "is not a number of seconds between 0 and 86400";
+  c.remote_execution_timeout_s = seconds;
+  return {};
+}
+
+std::string set_remote_execution_timeout(Config& c, const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const double seconds = std::stod(trim(v), &used);
+    if (used != trim(v).size()) return "is not a number of seconds";
+    return set_remote_execution_timeout_value(c, seconds);
+  } catch (const std::exception&) {
+    return "is not a number of seconds";
+  }
+}
+
+std::string set_remote_execution_timeout_node(Config& c, const toml::node& n) {
+  if (auto i = n.value_exact<long long>()) return set_remote_execution_timeout_value(c, static_cast<double>(*i));
+  if (auto d = n.value_exact<double>()) return set_remote_execution_timeout_value(c, *d);
+  return "is not a number of seconds";
+}
+
 std::string set_log_filter(Config& c, const std::string& v) {
   if (!parse_log_filter(v)) return "is not a log filter (try 'debug' or 'kache=debug')";
   c.log_filter = trim(v);
@@ -401,6 +450,25 @@ const KeySpec kKeys[] = {
      set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean"},
     {"nvcc", "stages", "KACHE_NVCC_STAGES", set_bool<&Config::nvcc_stages>, set_bool_node<&Config::nvcc_stages>,
      show_bool<&Config::nvcc_stages>, "a boolean"},
+    // After the rows above, for the same reason.
+    {"remote_execution", "server", "KACHE_REMOTE_EXECUTION", set_remote_execution_server, nullptr,
+     [](const Config& c) {
+       return c.remote_execution_server.empty() ? std::string("(none: misses run here)") : c.remote_execution_server;
+     },
+     "a grpc:// or grpcs:// URL"},
+    {"remote_execution", "instance", "KACHE_REMOTE_EXECUTION_INSTANCE", set_remote_execution_instance, nullptr,
+     [](const Config& c) {
+       return c.remote_execution_instance.empty() ? std::string("(the default instance)") : c.remote_execution_instance;
+     },
+     "a string"},
+    {"remote_execution", "ca_file", "KACHE_REMOTE_EXECUTION_CA_FILE", set_remote_execution_ca_file, nullptr,
+     [](const Config& c) {
+       return c.remote_execution_ca_file.empty() ? std::string("(system CAs)") : c.remote_execution_ca_file;
+     },
+     "a path"},
+    {"remote_execution", "timeout", "KACHE_REMOTE_EXECUTION_TIMEOUT", set_remote_execution_timeout,
+     set_remote_execution_timeout_node, [](const Config& c) { return fmt::format("{}s", c.remote_execution_timeout_s); },
+     "a number of seconds"},
 };
 
 }  // namespace

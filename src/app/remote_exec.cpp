@@ -1,0 +1,207 @@
+#include "app/remote_exec.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "compiler/nvcc/toolchain.hpp"
+#include "core/log.hpp"
+#include "core/stats.hpp"
+#include "storage/reapi/worker.hpp"
+#include "util/fs.hpp"
+#include "util/process.hpp"
+#include "util/text.hpp"
+
+namespace kache::app {
+
+namespace reapi = storage::reapi;
+
+reapi::ServerSettings remote_execution_settings(const core::Config& config) {
+  reapi::ServerSettings s;
+  s.url = config.remote_execution_server;
+  s.instance = config.remote_execution_instance;
+  s.ca_file = config.remote_execution_ca_file;
+  s.timeout_s = config.remote_execution_timeout_s;
+  if (const char* token = std::getenv("KACHE_REMOTE_EXECUTION_BEARER_TOKEN")) s.bearer_token = token;
+  return s;
+}
+
+namespace {
+
+// An absolute path as a path of the input root, which mirrors this machine's tree ("/a/b" -> "a/b").
+std::string root_path(const std::string& abs) { return abs.substr(1); }
+
+// How the command names a directory from its working directory, on the worker ("../.kache-x").
+std::string relative_spelling(const std::string& dir, const std::string& cwd) {
+  return std::filesystem::path(dir).lexically_relative(cwd).string();
+}
+
+// The directories of the command's temporaries, each with its spelling on the worker.
+std::vector<std::pair<std::string, std::string>> moved_dirs(const compiler::RemoteCommand& cmd) {
+  std::vector<std::pair<std::string, std::string>> dirs;
+  auto add = [&](const std::string& path) {
+    const std::string dir = util::dirname(path);
+    for (const auto& d : dirs) {
+      if (d.first == dir) return;
+    }
+    dirs.emplace_back(dir, relative_spelling(dir, cmd.cwd));
+  };
+  for (const auto& p : cmd.inputs) add(p);
+  for (const auto& p : cmd.outputs) add(p);
+  // Longest first, so that no directory is replaced inside a longer one.
+  std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  return dirs;
+}
+
+std::optional<reapi::ActionSpec> action_of(const compiler::RemoteCommand& cmd,
+                                           const std::vector<std::pair<std::string, std::string>>& dirs) {
+  reapi::ActionSpec spec;
+  for (const auto& [dir, spelled] : dirs) {
+    // A temporary in the working directory itself would be spelled "." in every output: not told apart.
+    if (spelled.empty() || spelled == "." || !dir.starts_with('/')) return std::nullopt;
+  }
+  for (std::string arg : cmd.argv) {
+    for (const auto& [dir, spelled] : dirs) util::replace_all(arg, dir + "/", spelled + "/");
+    spec.arguments.push_back(std::move(arg));
+  }
+  for (const std::string& entry : cmd.env) {
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) spec.environment.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  spec.working_directory = root_path(cmd.cwd);
+  for (const auto& out : cmd.outputs) spec.output_files.push_back(relative_spelling(out, cmd.cwd));
+  for (const auto& in : cmd.inputs) spec.inputs.push_back({root_path(in), util::read_file(in), false});
+  spec.platform = cmd.platform;
+  spec.platform.emplace_back("OSFamily", "Linux");
+  return spec;
+}
+
+// Text the worker wrote with its spelling of the temporaries' directories, in this machine's spelling;
+// false when the bytes are not text (a binary naming a path cannot be respelled in place).
+bool respell(std::string& bytes, const std::vector<std::pair<std::string, std::string>>& dirs) {
+  bool named = false;
+  for (const auto& [dir, spelled] : dirs) named |= bytes.find(spelled + "/") != std::string::npos;
+  if (!named) return true;
+  if (bytes.find('\0') != std::string::npos) return false;
+  for (const auto& [dir, spelled] : dirs) util::replace_all(bytes, spelled + "/", dir + "/");
+  return true;
+}
+
+}  // namespace
+
+RemoteStages::RemoteStages(const core::Config& config) {
+  if (config.remote_execution_server.empty()) return;
+  client_ = reapi::open_client(remote_execution_settings(config));
+  enabled_ = true;
+}
+
+std::optional<util::ProcessResult> RemoteStages::fallback(const std::string& reason, const std::string& detail,
+                                                          std::map<std::string, std::uint64_t>& counts,
+                                                          std::mutex& counts_mutex) {
+  core::log().info("remote execution: runs here ({}): {}", reason, detail);
+  std::lock_guard lock(counts_mutex);
+  counts[core::counter::kRemoteFallbackPrefix + reason]++;
+  return std::nullopt;
+}
+
+std::optional<util::ProcessResult> RemoteStages::run(const compiler::RemoteCommand& cmd,
+                                                     std::map<std::string, std::uint64_t>& counts,
+                                                     std::mutex& counts_mutex) {
+  {
+    std::lock_guard lock(mu_);
+    if (unreachable_) return fallback("unreachable", "the server did not answer earlier in this compile", counts,
+                                      counts_mutex);
+  }
+  const auto dirs = moved_dirs(cmd);
+  std::optional<reapi::ActionSpec> spec;
+  try {
+    spec = action_of(cmd, dirs);
+  } catch (const std::exception& e) {
+    return fallback("inputs", e.what(), counts, counts_mutex);
+  }
+  if (!spec) return fallback("paths", "a temporary lies in the working directory", counts, counts_mutex);
+  auto done = client_->execute(*spec);
+  if (auto* f = std::get_if<reapi::Failure>(&done)) {
+    if (f->reason == "unreachable") {
+      std::lock_guard lock(mu_);
+      unreachable_ = true;
+    }
+    return fallback(f->reason, f->detail, counts, counts_mutex);
+  }
+  auto& outcome = std::get<reapi::ActionOutcome>(done);
+  util::ProcessResult r{outcome.exit_code, 0, std::move(outcome.out), std::move(outcome.err)};
+  if (!respell(r.out, dirs) || !respell(r.err, dirs)) return fallback("output-paths", cmd.what, counts, counts_mutex);
+  for (auto& file : outcome.outputs) {
+    const std::string local = util::lexically_normal(util::join_path(cmd.cwd, file.path));
+    if (std::find(cmd.outputs.begin(), cmd.outputs.end(), local) == cmd.outputs.end()) {
+      return fallback("outputs", file.path + " was not asked for", counts, counts_mutex);
+    }
+    if (!respell(file.bytes, dirs)) return fallback("output-paths", file.path, counts, counts_mutex);
+    util::write_file(local, file.bytes);
+  }
+  std::lock_guard lock(counts_mutex);
+  counts[core::counter::kRemoteRanPrefix + cmd.what.substr(0, cmd.what.find(' '))]++;
+  core::log().debug("remote execution: {} ran on {}{}", cmd.what, outcome.worker, outcome.cached ? " (cached)" : "");
+  return r;
+}
+
+int run_worker_command(const std::vector<std::string>& args) {
+  CLI::App app{"kache worker: runs a Remote Execution server's actions (docs/remote-execution.md).", "kache worker"};
+  reapi::WorkerSettings s;
+  std::vector<std::string> properties;
+  std::string toolchain;
+  app.add_option("--server", s.server.url, "grpc://host:port or grpcs://host:port")->required();
+  app.add_option("--instance", s.server.instance, "The REAPI instance name");
+  app.add_option("--ca-file", s.server.ca_file, "A CA certificate for grpcs://");
+  std::string nvcc;
+  auto* id_option = app.add_option("--toolchain-id", toolchain, "The toolchain id this worker serves (kache-toolchain)");
+  app.add_option("--nvcc", nvcc, "Serve the toolchain id of this nvcc (and its host compiler)")->excludes(id_option);
+  app.add_option("--property", properties, "Another platform property NAME=VALUE this worker serves");
+  app.add_option("--work-dir", s.work_dir, "Where the private directories of actions go")->required();
+  app.add_option("--bot-id", s.bot_id, "This worker's name (default: host name and pid)");
+  app.add_option("--max-actions", s.max_actions, "Stop after this many actions (default: never)");
+  std::vector<std::string> argv = {"kache worker"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::reverse(argv.begin() + 1, argv.end());  // CLI11's vector form takes the arguments last first
+  argv.erase(argv.begin());
+  try {
+    app.parse(argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (const char* token = std::getenv("KACHE_REMOTE_EXECUTION_BEARER_TOKEN")) s.server.bearer_token = token;
+  if (!nvcc.empty()) {
+    try {
+      toolchain = compiler::nvcc::probe_toolchain(nvcc, util::current_environment(), std::nullopt, "").id;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "kache worker: {} cannot be probed: {}\n", nvcc, e.what());
+      return 2;
+    }
+  }
+  if (toolchain.empty()) {
+    fmt::print(stderr, "kache worker: give --toolchain-id or --nvcc\n");
+    return 2;
+  }
+  fmt::print("kache-worker: toolchain {}\n", toolchain);
+  std::fflush(stdout);
+  if (s.bot_id.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    s.bot_id = fmt::format("{}-{}", host, ::getpid());
+  }
+  s.properties.emplace_back("kache-toolchain", toolchain);
+  s.properties.emplace_back("OSFamily", "Linux");
+  for (const auto& p : properties) {
+    const std::size_t eq = p.find('=');
+    if (eq == std::string::npos) {
+      fmt::print(stderr, "kache worker: --property {} is not NAME=VALUE\n", p);
+      return 2;
+    }
+    s.properties.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+  }
+  return reapi::run_worker(s);
+}
+
+}  // namespace kache::app

@@ -1,0 +1,46 @@
+#pragma once
+// Remote execution (docs/remote-execution.md) as the pipeline and the commands use it: the configured
+// server's settings, a stage run by a remote worker with its outputs written here (or why it runs here
+// instead), `kache worker`, and doctor's rows.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/stage_store.hpp"
+#include "core/config.hpp"
+#include "storage/reapi/client.hpp"
+
+namespace kache::app {
+
+// The server, instance, CA file and timeout of `config`; the bearer token from
+// KACHE_REMOTE_EXECUTION_BEARER_TOKEN (never from a file, never printed).
+storage::reapi::ServerSettings remote_execution_settings(const core::Config& config);
+
+// Runs stages remotely for one compile. Thread-safe: a miss sends every cicc and ptxas at once.
+class RemoteStages {
+ public:
+  explicit RemoteStages(const core::Config& config);
+  bool enabled() const { return enabled_; }
+  // The command's result with its outputs written at their paths here, or nullopt (counted in counts as
+  // remote_fallback.<reason>): the caller runs it here. After the server is found unreachable, every
+  // later stage of the compile runs here at once.
+  std::optional<util::ProcessResult> run(const compiler::RemoteCommand& cmd, std::map<std::string, std::uint64_t>& counts,
+                                         std::mutex& counts_mutex);
+
+ private:
+  std::optional<util::ProcessResult> fallback(const std::string& reason, const std::string& detail,
+                                              std::map<std::string, std::uint64_t>& counts, std::mutex& counts_mutex);
+  bool enabled_ = false;
+  std::unique_ptr<storage::reapi::Client> client_;
+  std::mutex mu_;
+  bool unreachable_ = false;
+};
+
+// `kache worker [options]`: serves a Remote Execution server's actions (storage/reapi/worker.hpp).
+int run_worker_command(const std::vector<std::string>& args);
+
+}  // namespace kache::app
