@@ -53,8 +53,9 @@ class Worker {
     std::uint64_t ran = 0;
     if (!create(session)) return 1;
     while (settings_.max_actions == 0 || ran < settings_.max_actions) {
+      // A server hands a lease as PENDING (to be accepted) or, like BuildGrid, already ACTIVE.
       for (rw::Lease& lease : *session.mutable_leases()) {
-        if (lease.state() != rw::LeaseState::PENDING) continue;
+        if (lease.state() != rw::LeaseState::PENDING && lease.state() != rw::LeaseState::ACTIVE) continue;
         complete(lease);
         ++ran;
       }
@@ -118,6 +119,7 @@ class Worker {
         session = std::move(answer);
         return true;
       }
+
       if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) continue;  // no work came: ask again
       std::fprintf(stderr, "kache-worker: UpdateBotSession: %s\n", s.error_message().c_str());
       std::this_thread::sleep_for(std::chrono::seconds(1));
