@@ -28,6 +28,7 @@
 #include "storage/remote/remote_factory.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
+#include "app/remote_exec.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -902,6 +903,13 @@ int run_doctor(const std::vector<std::string>& args) {
   check_cache(rows, cfg);
   check_config(rows, cfg, env);
   check_remotes(rows, cfg);
+  const std::string nvcc_path = nvcc_arg.find('/') != std::string::npos
+                                    ? nvcc_arg
+                                    : util::find_executable(nvcc_arg, util::env_get(env, "PATH").value_or("")).value_or(nvcc_arg);
+  for (const auto& r : check_remote_execution(cfg, nvcc_path)) {
+    const Status status = r.level == 0 ? Status::ok : r.level == 1 ? Status::warn : Status::fail;
+    rows.add("remote_execution", r.name, status, r.value, r.message, r.fix);
+  }
 
   std::size_t fails = 0, warns = 0;
   for (const auto& r : rows.rows) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -145,6 +146,58 @@ std::optional<util::ProcessResult> RemoteStages::run(const compiler::RemoteComma
   counts[core::counter::kRemoteRanPrefix + cmd.what.substr(0, cmd.what.find(' '))]++;
   core::log().debug("remote execution: {} ran on {}{}", cmd.what, outcome.worker, outcome.cached ? " (cached)" : "");
   return r;
+}
+
+namespace {
+
+// Runs /bin/true on a worker pinned to this nvcc's toolchain; a nonce keeps the ActionCache out of it.
+RemoteCheck worker_probe(reapi::Client& client, const std::string& nvcc_path) {
+  std::string id;
+  try {
+    id = compiler::nvcc::probe_toolchain(nvcc_path, util::current_environment(), std::nullopt, "").id;
+  } catch (const std::exception& e) {
+    return {"worker", "not asked", fmt::format("{} cannot be probed: {}.", nvcc_path, e.what()), "", 1};
+  }
+  reapi::ActionSpec probe;
+  probe.arguments = {"/bin/true"};
+  probe.environment = {{"kache_doctor_probe", fmt::format("{}-{}", ::getpid(), std::time(nullptr))}};
+  probe.platform = {{"kache-toolchain", id}, {"OSFamily", "Linux"}};
+  auto done = client.execute(probe);
+  if (auto* f = std::get_if<reapi::Failure>(&done)) {
+    return {"worker", "none ran the probe",
+            fmt::format("no worker of this toolchain ({}) ran a probe action: {} ({}); stages run here.", id.substr(0, 12),
+                        f->reason, f->detail),
+            "start `kache worker --nvcc " + nvcc_path + "` against the server", 1};
+  }
+  const auto& o = std::get<reapi::ActionOutcome>(done);
+  return {"worker", fmt::format("{} (toolchain {})", o.worker.empty() ? "a worker" : o.worker, id.substr(0, 12)), "", "",
+          o.exit_code == 0 ? 0 : 1};
+}
+
+}  // namespace
+
+std::vector<RemoteCheck> check_remote_execution(const core::Config& config, const std::string& nvcc_path) {
+  std::vector<RemoteCheck> rows;
+  if (config.remote_execution_server.empty()) return rows;
+  reapi::ServerSettings settings = remote_execution_settings(config);
+  settings.timeout_s = 30;
+  auto client = reapi::open_client(settings);
+  auto caps = client->capabilities();
+  if (auto* f = std::get_if<reapi::Failure>(&caps)) {
+    rows.push_back({"server", config.remote_execution_server,
+                    fmt::format("{} ({}): every stage runs here (remote_fallback.{}).", f->detail, f->reason, f->reason),
+                    "start the server, or correct remote_execution.server, or remove it", 2});
+    return rows;
+  }
+  const auto& c = std::get<reapi::Capabilities>(caps);
+  rows.push_back({"server", config.remote_execution_server + ": answers", "", "", 0});
+  const bool usable = c.execution_enabled && c.sha256;
+  rows.push_back({"capabilities", fmt::format("API {}..{}, execution {}, SHA-256 {}", c.api_low, c.api_high,
+                                              c.execution_enabled ? "on" : "off", c.sha256 ? "yes" : "no"),
+                  usable ? "" : "the server cannot execute SHA-256 actions: every stage runs here.",
+                  usable ? "" : "point remote_execution.server at a server with execution enabled", usable ? 0 : 2});
+  if (usable) rows.push_back(worker_probe(*client, nvcc_path));
+  return rows;
 }
 
 int run_worker_command(const std::vector<std::string>& args) {
