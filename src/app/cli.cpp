@@ -302,6 +302,11 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
     out["stages"][kind] = {{"hits", figures.hits}, {"misses", figures.misses}, {"ms_saved", figures.ms_saved}};
   }
   out["stages_whole"] = reason_map(stages_whole, std::string_view(counter::kStagesWholePrefix).size());
+  // Remote execution: stages run on workers, per kind, and those run here instead, by why.
+  out["remote_execution"] = {
+      {"ran", reason_map(reasons(stats, counter::kRemoteRanPrefix), std::string_view(counter::kRemoteRanPrefix).size())},
+      {"fallback", reason_map(reasons(stats, counter::kRemoteFallbackPrefix),
+                              std::string_view(counter::kRemoteFallbackPrefix).size())}};
   for (std::string_view name : kRemoteCounters) out[std::string(name)] = stats.get(std::string(name));
   out["cache_size"] = size;
   out["max_size"] = config.max_size;
@@ -311,6 +316,21 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
   out["error_reasons"] = reason_map(errors, std::string_view("error.").size());
   out["not_stored_reasons"] = reason_map(not_stored, std::string_view("not_stored.").size());
   fmt::print("{}\n", out.dump(2));
+}
+
+// Remote execution (docs/remote-execution.md): the stages workers ran, per kind, and those run here, by why.
+template <class Stats, class Line>
+void print_remote_execution(const Stats& stats, Line& line) {
+  const auto ran = reasons(stats, counter::kRemoteRanPrefix);
+  const auto fallback = reasons(stats, counter::kRemoteFallbackPrefix);
+  if (ran.empty() && fallback.empty()) return;
+  line("remote execution", fmt::format("{} stages ran on workers, {} ran here instead", sum(ran), sum(fallback)));
+  for (const auto& [name, value] : ran) {
+    line("  " + name.substr(std::string_view(counter::kRemoteRanPrefix).size()), std::to_string(value));
+  }
+  for (const auto& [name, value] : fallback) {
+    line("  here: " + name.substr(std::string_view(counter::kRemoteFallbackPrefix).size()), std::to_string(value));
+  }
 }
 
 void print_stats_text(const Config& config, const StatsFigures& f, std::size_t verbose) {
@@ -360,6 +380,7 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
       }
     }
   }
+  print_remote_execution(stats, line);
   if (verbose > 0) {
     // What each figure counts, for a reader who has not read the README.
     text +=

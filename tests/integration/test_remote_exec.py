@@ -66,6 +66,8 @@ class RemoteExecutionTest(KacheTestCase):
                 ptxas = w1.ran("ptxas") + w2.ran("ptxas")
                 self.assertEqual((len(cicc), len(ptxas)), (3, 3), "every cicc and ptxas ran on a worker")
                 self.assertEqual(self.counters("remote_ran."), {"remote_ran.ptx": 3, "remote_ran.cubin": 3})
+                self.assertIn("6 stages ran on workers, 0 ran here instead", self.kache(["-s"]).stdout)
+                self.assertIn("ran remotely ptx compute_80", self.kache(["explain", "--last"]).stdout)
                 self.assert_same_object(obj, local)
                 # (b) the server gone: every stage runs here, the build goes on.
                 grid.kill()
