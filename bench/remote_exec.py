@@ -86,18 +86,19 @@ def run(args):
             lambda c: dict(os.environ), "threads.o")
     best_of("kache (no remote execution)", [kache, "nvcc"] + base, clean_env, "local.o")
     local = elfsections.allocated_sections(os.path.join(ws, "local.o"))
-    with servers.BuildGrid() as grid:
-        for n in args.workers:
+    # A fresh server for each worker count: a worker stopped by a kill stays in the scheduler's books until
+    # its session expires, and actions assigned to it would wait for that.
+    for n in args.workers:
+        with servers.BuildGrid() as grid:
             workers = [servers.KacheWorker(kache, grid.url, f"bench-{n}-{i}", nvcc=nvcc) for i in range(n)]
             try:
-                def remote_env(cache):
+                def remote_env(cache, url=grid.url):
                     env = clean_env(cache)
-                    env["KACHE_REMOTE_EXECUTION"] = grid.url
+                    env["KACHE_REMOTE_EXECUTION"] = url
                     return env
                 out = f"remote-{n}.o"
                 best_of(f"kache, {n} worker(s)", [kache, "nvcc"] + base, remote_env, out)
-                ran = sum(len(w.ran()) for w in workers)
-                rows[-1]["actions_on_workers"] = ran
+                rows[-1]["actions_on_workers"] = sum(len(w.ran()) for w in workers)
                 if elfsections.allocated_sections(os.path.join(ws, out)) != local:
                     raise SystemExit(f"the object built with {n} worker(s) differs from kache's local one")
             finally:
