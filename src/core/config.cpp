@@ -529,8 +529,14 @@ void note_bare_size(Config& c, const KeySpec& k, const std::string& value, const
                   k.section, k.name, t, where, t, format_size(c.max_size), t, t));
 }
 
-// A value as a message may quote it: remote.storage may carry a password, so it is redacted.
+// A value as a message may quote it: remote.storage may carry a password, so it is redacted; a
+// remote_execution.server given with a user or token in it (refused) is shown without them.
 std::string quotable(const KeySpec& k, const std::string& value) {
+  if (k.from_string == set_remote_execution_server && value.find('@') != std::string::npos) {
+    const std::size_t scheme = value.find("://");
+    const std::size_t at = value.rfind('@');
+    return (scheme == std::string::npos ? std::string() : value.substr(0, scheme + 3)) + "***@" + value.substr(at + 1);
+  }
   return k.from_string == set_remote_storage ? redact_remote_list(value) : value;
 }
 
