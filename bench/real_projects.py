@@ -12,7 +12,8 @@ For each project:
   2. checkout A, build-2 through kache (a fresh build directory, same cache): hits, misses and reasons;
   3. build-2 built again by the plain compilers in the same place, every object compared with kache's;
   4. with --recipe (cuSZ): checkouts A and B at two paths, both with the portable-path recipe
-     (-ffile-prefix-map=<checkout>=. for C, C++ and CUDA through -Xcompiler), B's build all hits,
+     (-ffile-prefix-map=<checkout>=. for C, C++ and CUDA through -Xcompiler, and the checkout as a base
+     dir), B's build all hits,
      B's objects compared with a plain recipe build of B.
 Writes DIR/real-projects.json and DIR/real-projects.md. Nothing here is timed for a ratio: the counts
 and the comparisons are the figures.
@@ -158,6 +159,8 @@ def measure(name, args, work):
     res["build1"] = delta(s1, s0)
     res["build2_seconds"], res["build2_rc"] = build(a, os.path.join(a, "build-2"), cmake_args, env, kache, log)
     res["build2"] = delta(stats(kache, env), s1)
+    with open(os.path.join(args.out, f"{name}-partial.json"), "w") as f:  # a run cut short keeps the counts
+        json.dump(res, f, indent=1)
     kept = snapshot(os.path.join(a, "build-2"), os.path.join(work, "kept-2"))
     res["plain_seconds"], res["plain_rc"] = build(a, os.path.join(a, "build-2"), cmake_args, base, None, log)
     res["fidelity_build2"] = compare(kept, os.path.join(a, "build-2"))
@@ -173,11 +176,14 @@ def measure_recipe(name, args, work, kache, base, log):
     a = os.path.join(work, "A", top)
     b = unpack(os.path.join(args.tarballs, tar), top, patch, os.path.join(work, "second", "place"))
     out = {}
+    # The recipe (docs/sharing.md, "Portable paths"): the compiler's own map of the checkout to ".", and
+    # the checkout as a base dir, so the map is keyed by the root's name.
+    env_a, env_b = dict(env, KACHE_PATHS_BASE_DIRS=a), dict(env, KACHE_PATHS_BASE_DIRS=b)
     s0 = stats(kache, env)
-    out["a_seconds"], _ = build(a, os.path.join(a, "build-r"), cmake_args + recipe_flags(a), env, kache, log)
+    out["a_seconds"], _ = build(a, os.path.join(a, "build-r"), cmake_args + recipe_flags(a), env_a, kache, log)
     s1 = stats(kache, env)
     out["a"] = delta(s1, s0)
-    out["b_seconds"], out["b_rc"] = build(b, os.path.join(b, "build-r"), cmake_args + recipe_flags(b), env,
+    out["b_seconds"], out["b_rc"] = build(b, os.path.join(b, "build-r"), cmake_args + recipe_flags(b), env_b,
                                           kache, log)
     out["b"] = delta(stats(kache, env), s1)
     kept = snapshot(os.path.join(b, "build-r"), os.path.join(work, "kept-r"))

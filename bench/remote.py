@@ -7,7 +7,10 @@ Run with Debian's /usr/bin/python3 (it has matplotlib):
 
 Servers: one redis-server and one nginx WebDAV share on free loopback ports, started and stopped here
 (tests/integration/servers.py), shared by every tool; each tool keeps its own Redis database and its
-own WebDAV directory.
+own WebDAV directory. kache also shares through S3: an all-in-one OpenStack Swift with its s3api
+middleware (a real S3 server that checks SigV4 signatures), when it can run here (--no-s3: not).
+Per hit of each warm-remote build (kache): bytes read and written and requests (remote hits, misses,
+writes and errors) over the build's hits.
 
 For each tool and remote backend:
   fill         checkout A, empty local cache, empty remote: a cold build that fills both
@@ -424,15 +427,41 @@ class Scenario:
                             "thrust_tus": a.thrust, "reps": a.reps, "checkout_a": self.checkout_a,
                             "checkout_b": self.checkout_b, "dead_hit_runs": a.dead_hit_runs,
                             "dead_miss_runs": a.dead_miss_runs}
+        swift_why = "--no-s3" if a.no_s3 else servers.swift_missing()
+        swift = None if swift_why else servers.Swift()
+        if swift_why:
+            self.r["skipped"]["s3"] = f"no S3 server: {swift_why}"
+        try:
+            self.run_with_servers(swift)
+        finally:
+            if swift:
+                swift.stop()
+        if "kache" in a.tools and not a.no_dead:
+            log("dead remote (kache): breaker opening, then hit and miss with the breaker open")
+            self.run_dead_remote()
+        self.r["machine"]["loadavg_end"] = bench.loadavg()
+        self.r["targets"] = self.targets()
+        self.r["duration_s"] = round(time.monotonic() - bench.T0, 1)
+        return self.r
+
+    def run_with_servers(self, swift) -> None:
+        a = self.args
         with servers.Redis() as redis, servers.Nginx() as nginx:
             self.r["servers"] = {"redis": redis.url, "nginx": nginx.url}
             log(f"redis-server {redis.url}, nginx WebDAV {nginx.url}; work {self.work}")
             log("plain nvcc, checkout B (the reference objects)")
             nv = self.make_tool("nvcc", os.path.join(self.work, "caches", "nvcc"), {}, self.checkout_b)
             self.r["builds"]["nvcc"] = {"cold": self.summary([self.build(nv, self.checkout_b, "nvcc cold", 0)])}
+            kache_backends = {"redis": {"KACHE_REMOTE_STORAGE": f"{redis.url}/1"},
+                              "http": {"KACHE_REMOTE_STORAGE": f"{nginx.url}/kache"}}
+            if swift:
+                swift.create_bucket("kache-bench")
+                self.r["servers"]["swift"] = swift.endpoint
+                kache_backends["s3"] = {"KACHE_REMOTE_STORAGE": f"s3://kache-bench/kache|endpoint={swift.endpoint}",
+                                        "AWS_ACCESS_KEY_ID": swift.access_key,
+                                        "AWS_SECRET_ACCESS_KEY": swift.secret_key}
             tools = {
-                "kache": ({"redis": {"KACHE_REMOTE_STORAGE": f"{redis.url}/1"},
-                           "http": {"KACHE_REMOTE_STORAGE": f"{nginx.url}/kache"}}, "KACHE_REMOTE_STORAGE"),
+                "kache": (kache_backends, "KACHE_REMOTE_STORAGE"),
                 "ccache": ({"redis": {"CCACHE_REMOTE_STORAGE": f"{redis.url}/2"},
                             "http": {"CCACHE_REMOTE_STORAGE": f"{nginx.url}/ccache"}}, "CCACHE_REMOTE_STORAGE"),
             }
@@ -452,17 +481,14 @@ class Scenario:
                 # sccache has one backend at a time.
                 fill = ({var: " ".join(b[var] for b in backends.values())} if var
                         else next(iter(backends.values())))
+                for b in backends.values():  # the other settings (S3 credentials) go along
+                    fill.update({k: v for k, v in b.items() if k != var})
                 self.run_tool(name, backends, fill)
             self.explain_mismatches()
             self.r["servers"]["redis_keys"] = len(redis.keys())
             self.r["servers"]["nginx_files"] = len(nginx.stored_files())
-        if "kache" in a.tools:
-            log("dead remote (kache): breaker opening, then hit and miss with the breaker open")
-            self.run_dead_remote()
-        self.r["machine"]["loadavg_end"] = bench.loadavg()
-        self.r["targets"] = self.targets()
-        self.r["duration_s"] = round(time.monotonic() - bench.T0, 1)
-        return self.r
+            if swift:
+                self.r["servers"]["s3_objects"] = len(swift.keys("kache-bench"))
 
     def targets(self) -> list[dict]:
         b = self.r["builds"]
@@ -471,7 +497,7 @@ class Scenario:
         def med(tool, key):
             return b.get(tool, {}).get(key, {}).get("median_s")
 
-        for backend in ("redis", "http"):
+        for backend in ("redis", "http", "s3"):
             for suffix, what in (("", "new cache dir"), ("_primed", "primed cache dir")):
                 remote, local = med("kache", f"warm_remote_{backend}{suffix}"), med("kache", "warm_local")
                 if remote and local:
@@ -499,8 +525,23 @@ ROWS = [("fill", "fill: cold build, checkout A (writes local + remotes)"),
         ("warm_local", "warm local: checkout A, clean build dir, same local cache"),
         ("warm_remote_redis", "warm remote (redis): checkout B, new empty cache dir"),
         ("warm_remote_http", "warm remote (http/WebDAV): checkout B, new empty cache dir"),
+        ("warm_remote_s3", "warm remote (s3 on Swift): checkout B, new empty cache dir"),
         ("warm_remote_redis_primed", "warm remote (redis), primed: checkout B, cache dir that built it before, entries cleared"),
-        ("warm_remote_http_primed", "warm remote (http/WebDAV), primed: checkout B, cache dir that built it before, entries cleared")]
+        ("warm_remote_http_primed", "warm remote (http/WebDAV), primed: checkout B, cache dir that built it before, entries cleared"),
+        ("warm_remote_s3_primed", "warm remote (s3 on Swift), primed: checkout B, cache dir that built it before, entries cleared")]
+
+
+def per_hit(stats: dict) -> dict | None:
+    """A warm-remote build's remote traffic over its hits: bytes read, bytes written, requests."""
+    rem, hits = stats.get("remote", {}), stats.get("hits") or 0
+    if not hits or not rem:
+        return None
+    # remote_reads: values read (a hit reads a manifest and an entry); remote_hits counts compiles.
+    reads = rem.get("remote_reads", rem.get("remote_hits", 0))
+    requests = reads + sum(rem.get(k, 0) for k in ("remote_misses", "remote_writes", "remote_errors",
+                                                   "remote_timeouts", "remote_oversized"))
+    return {"bytes_read": rem.get("remote_bytes_read", 0) / hits, "bytes_written": rem.get("remote_bytes_written", 0) / hits,
+            "requests": requests / hits}
 
 
 def report_md(r: dict) -> str:
@@ -551,6 +592,16 @@ def report_md(r: dict) -> str:
                 s = runs[-1]["stats"]
                 rem = ", ".join(f"{k}={v}" for k, v in s.get("remote", {}).items() if v)
                 L.append(f"| {tool} | {label.split(':')[0]} | {s.get('hits')} / {s.get('misses')} / {s.get('uncached')} | {rem} |")
+    L.append("")
+    L.append("Remote traffic per hit of kache's warm-remote builds (last run; requests = values read + "
+             "misses + writes + errors and timeouts, each one request):\n")
+    L.append("| build | bytes read / hit | bytes written / hit | requests / hit |")
+    L.append("|---|---:|---:|---:|")
+    for key, label in ROWS:
+        runs = b.get("kache", {}).get(key, {}).get("runs")
+        ph = per_hit(runs[-1]["stats"]) if runs and key.startswith("warm_remote") else None
+        if ph:
+            L.append(f"| {label.split(':')[0]} | {ph['bytes_read']:.0f} | {ph['bytes_written']:.0f} | {ph['requests']:.2f} |")
     L.append("")
     if r["skipped"]:
         L.append("Not measured:\n")
@@ -695,6 +746,8 @@ def main() -> None:
     ap.add_argument("--same-machine-identities", action="store_true",
                     help="do not give the toolchain's headers new identities before each warm-remote build")
     ap.add_argument("--name", default="remote")
+    ap.add_argument("--no-s3", action="store_true", help="no S3 backend (Swift is not started)")
+    ap.add_argument("--no-dead", action="store_true", help="skip the dead-remote measurements")
     args = ap.parse_args()
     q = args.quick
     args.tiny = args.tiny if args.tiny is not None else (3 if q else 16)

@@ -51,5 +51,10 @@ set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+# The program ships stripped; its debug info goes into kache-dbgsym (a .ddeb beside the .deb, files under
+# /usr/lib/debug/.build-id/, found by gdb through the build id and the debug link).
+set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
+# Installed-Size counted once per file, links as links (CPack counts each link as its target).
+set(CPACK_POST_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/deb_installed_size.cmake)
 set(CPACK_GENERATOR DEB)
 include(CPack)

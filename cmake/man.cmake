@@ -43,6 +43,13 @@ endforeach()
 kache_table(--list-environment variables)
 string(APPEND page "[COMPILER ENVIRONMENT]\nThe environment variables the compilers and their tools read, and what kache does with each\n")
 string(APPEND page "(\\fInvcc\\fR: read by nvcc and the CUDA tools only).\n")
+string(APPEND page ".PP\nThe list is what the tools were watched asking for (their getenv calls, and the scripts' own reads), ")
+string(APPEND page "not what their manuals name, so it holds names no user sets on purpose: the variables of ")
+string(APPEND page "\\fInvcc.profile\\fR, which nvcc defines itself (\\fB_HERE_\\fR, \\fBTOP\\fR, \\fBINCLUDES\\fR, ...) ")
+string(APPEND page "and an environment setting overrides, and names the tools ask for without documenting them ")
+string(APPEND page "(\\fBbar\\fR, read by cicc and clang). Each is listed with what kache does when it is set, so that ")
+string(APPEND page "none can change an object behind kache's back; \\fBkache \\-\\-list\\-environment\\fR prints the ")
+string(APPEND page "table, with the route (host, nvcc, hip, hipcc) that reads each.\n")
 foreach(row IN LISTS variables)
   string(REPLACE "\t" ";" fields "${row}")
   list(GET fields 0 name)
@@ -61,7 +68,7 @@ file(MAKE_DIRECTORY ${out_dir})
 file(WRITE ${out_dir}/kache.h2m "${prose}\n${page}")
 # --version-string: the first line of `kache --version`; the build features after it belong to the binary.
 execute_process(COMMAND ${HELP2MAN} --no-info --section=1 --include=${out_dir}/kache.h2m "--version-string=${VERSION}"
-  "--name=a compiler cache for nvcc, gcc and clang" --output=${OUT} ${KACHE}
+  "--name=a compiler cache for nvcc, gcc/clang and hipcc" --output=${OUT} ${KACHE}
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "help2man failed (${rc})")

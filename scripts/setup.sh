@@ -14,6 +14,7 @@ packages=(
   help2man man-db file dpkg-dev  # the manual page (cmake/man.cmake), the install and package tests
   xfsprogs e2fsprogs
   faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)
+  chromium  # tests/integration/test_report.py opens kache report --html headless: screenshot and DOM
   clang-14 libclang-rt-14-dev  # libFuzzer for scripts/fuzz.sh
   clang-19 libclang-rt-19-dev  # the second clang of tests/integration/test_gcc.py; CI's scripts/clang-build.sh
   # ROCm (HIP): clang 19 reads the HIP version file (/usr/share/hip/version) of an installation it finds;
@@ -26,23 +27,37 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc bazel-bootstrap-source
   postgresql python3-venv
 )
+# Installed without their recommends (a second apt call): OpenStack Swift with its s3api middleware, the
+# real S3 server of the S3 remote's tests (tests/integration/servers.py: Swift; test_s3.py). With its
+# recommends apt adds ~100 packages more (a desktop keyring, keystone, ...); without, 63 (measured on
+# Debian 12, /work/shared/design/swift-s3-facts.md). Its python modules need Debian's /usr/bin/python3.
+lean_packages=(swift swift-proxy swift-account swift-container swift-object python3-swift)
 
-missing=()
-for pkg in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$pkg")
-  fi
-done
+not_installed() {
+  local pkg
+  for pkg in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      echo "$pkg"
+    fi
+  done
+}
+mapfile -t missing < <(not_installed "${packages[@]}")
+mapfile -t missing_lean < <(not_installed "${lean_packages[@]}")
 
-if ((${#missing[@]} > 0)); then
-  echo "setup: installing ${missing[*]}"
+if ((${#missing[@]} + ${#missing_lean[@]} > 0)); then
+  echo "setup: installing ${missing[*]} ${missing_lean[*]}"
   sudo=()
   if [[ "$(id -u)" != 0 ]]; then sudo=(sudo); fi
   "${sudo[@]}" apt-get update
   # env inside sudo: sudo drops the caller's environment.
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+  if ((${#missing[@]} > 0)); then
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+  fi
+  if ((${#missing_lean[@]} > 0)); then
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing_lean[@]}"
+  fi
 else
-  echo "setup: all ${#packages[@]} packages are already installed"
+  echo "setup: all $((${#packages[@]} + ${#lean_packages[@]})) packages are already installed"
 fi
 
 if ! command -v nvcc >/dev/null 2>&1; then

@@ -1,5 +1,6 @@
-// kache: a compiler cache for nvcc. `kache nvcc ARGS...`, `kache /path/to/nvcc ARGS...`, a symlink named
-// nvcc pointing at kache, or kache's own options (`kache --show-stats`).
+// kache: a compiler cache for nvcc, gcc/clang and hipcc (clang's HIP offload). `kache nvcc ARGS...`,
+// `kache /path/to/g++ ARGS...`, a symlink named like the compiler (nvcc, g++, hipcc...) pointing at kache,
+// or kache's own options (`kache --show-stats`).
 // main only dispatches: kache's own words to the CLI (app/cli.hpp), a compile to the front (app/front.hpp).
 #include <malloc.h>
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -22,13 +23,18 @@
 #include "app/doctor.hpp"
 #include "app/remote_exec.hpp"
 #include "app/explain.hpp"
+#include "app/report.hpp"
 #include "core/build_features.hpp"
 #include "core/config.hpp"
 #include "core/entry_format.hpp"
+#include "core/events.hpp"
+#include "core/log.hpp"
 #include "core/path_roots.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
 #include "storage/layered.hpp"
+#include "storage/remote/file_storage.hpp"
+#include "storage/remote/remote_failure.hpp"
 #include "util/fs.hpp"
 
 namespace kache::app {
@@ -137,19 +143,33 @@ std::string unknown_option_message(const std::string& arg) {
              : fmt::format("kache: unknown option {}; did you mean {}? (kache --help lists the options)", arg, best);
 }
 
-constexpr const char* kFooter = R"(Compiling through kache:
+constexpr const char* kFooter = R"(Compiling through kache: name the compiler after it, or put the links first on PATH.
+  PATH=/usr/lib/kache:$PATH make              every compiler: links named nvcc, gcc, g++, cc, c++, clang,
+                                              clang++ and hipcc that run the real one through kache
+CUDA (nvcc):
   kache nvcc ARGS...                          cache one nvcc compile
   CUDACXX="kache nvcc" cmake ...              CMake, kache as the CUDA compiler
   cmake -DCMAKE_CUDA_COMPILER_LAUNCHER=kache  CMake, kache as a launcher
   NVCC="kache nvcc" make                      Make and scripts that honour NVCC
   [binaries] nvcc = ['kache', 'nvcc']         Meson native file, with find_program('nvcc')
-Compiles kache cannot prove safe to cache run the real nvcc unchanged.
+C and C++ (gcc, g++, cc, c++, clang, clang++):
+  kache g++ ARGS...                           cache one gcc or clang compile
+  cmake -DCMAKE_CXX_COMPILER_LAUNCHER=kache   CMake, kache as a launcher (and CMAKE_C_COMPILER_LAUNCHER)
+  make CC="kache gcc" CXX="kache g++"         Make
+  [binaries] cpp = ['kache', 'g++']           Meson native file (and c = ['kache', 'gcc'])
+HIP (hipcc, clang -x hip):
+  kache hipcc ARGS...                         cache one hipcc (or clang++ -x hip) compile
+  make HIPCC="kache hipcc"                    Makefiles that call $(HIPCC)
+  [binaries] hipcc = ['kache', 'hipcc']       Meson native file, with find_program('hipcc')
+Compiles kache cannot prove safe to cache run the real compiler unchanged.
 
 Diagnostics:
   kache doctor [--json]                       toolchain, driver, cache and config facts (ok/warn/fail)
   kache worker --server URL --nvcc NVCC --work-dir DIR   a remote execution worker (docs/remote-execution.md)
   kache explain -- nvcc ARGS...               which key field makes this compile miss
   kache explain --last                        the same for the last stored miss
+  kache report [--json|--markdown]            what the last build got from the cache, and why it missed
+  kache report --html FILE --trace FILE       the same with charts, and a trace for Perfetto
 
 Environment (overrides the config file; see --show-config for every setting):
   KACHE_DIR                       cache directory (default ~/.cache/kache)
@@ -157,7 +177,7 @@ Environment (overrides the config file; see --show-config for every setting):
   KACHE_DISABLE=1                 run every compile uncached
   KACHE_LOG=kache=debug           log why a compile was not cached (to stderr, or KACHE_LOG_FILE)
   KACHE_LOG_FILE=PATH             append the log to a file (default: warnings only, to DIR/kache.log)
-  KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra nvcc flags known to be safe to cache
+  KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra compiler flags known to be safe to cache
   KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml)
   KACHE_SYSTEM_CONFIG=PATH        system config file, read first (default /etc/kache.toml)
 Config files in ccache's order: system, per-user, then the cache dir's kache.toml; the environment last.
@@ -243,6 +263,7 @@ struct StatsFigures {
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> kinds;
   std::map<std::string, StageFigures> stages;
   std::vector<std::pair<std::string, std::uint64_t>> stages_whole;  // misses nvcc ran whole, by why
+  std::string last_warning;  // the newest line of kache.log: what a build behind a pipe never showed
 };
 
 StatsFigures gather_stats(const Config& config) {
@@ -266,12 +287,13 @@ StatsFigures gather_stats(const Config& config) {
   f.kinds = by_output_kind(f.stats);
   f.stages = by_stage_kind(f.stats);
   f.stages_whole = reasons(f.stats, counter::kStagesWholePrefix);
+  f.last_warning = latest_logged_warning(config.cache_dir);
   return f;
 }
 
 void print_stats_json(const Config& config, const StatsFigures& f) {
   const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds, stages,
-               stages_whole] = f;
+               stages_whole, last_warning] = f;
   auto reason_map = [](const std::vector<std::pair<std::string, std::uint64_t>>& items, std::size_t prefix) {
     nlohmann::ordered_json object = nlohmann::ordered_json::object();
     for (const auto& [name, value] : items) object[name.substr(prefix)] = value;
@@ -315,6 +337,7 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
   out["passthrough_reasons"] = reason_map(passthrough, std::string_view("passthrough.").size());
   out["error_reasons"] = reason_map(errors, std::string_view("error.").size());
   out["not_stored_reasons"] = reason_map(not_stored, std::string_view("not_stored.").size());
+  out["last_warning"] = last_warning;  // the newest warning line of <cache_dir>/kache.log, "" if none
   fmt::print("{}\n", out.dump(2));
 }
 
@@ -335,9 +358,9 @@ void print_remote_execution(const Stats& stats, Line& line) {
 
 void print_stats_text(const Config& config, const StatsFigures& f, std::size_t verbose) {
   const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds, stages,
-               stages_whole] = f;
+               stages_whole, last_warning] = f;
   std::size_t width = 20;
-  for (const auto* list : {&passthrough, &errors, &not_stored}) {
+  for (const auto* list : {&passthrough, &errors, &not_stored, &per_checkout}) {
     for (const auto& item : *list) width = std::max(width, item.first.size() + 4);
   }
   std::string text;
@@ -401,6 +424,12 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
                          : fmt::format("{} / {} ({:.1f} %)", format_size(size), format_size(config.max_size),
                                        100.0 * static_cast<double>(size) / static_cast<double>(config.max_size)));
   line("entries", fmt::format("{} (entry files: objects, manifests and nvcc stages)", entries));
+  if (!last_warning.empty()) line("last warning", fmt::format("{} (in {}/kache.log)", last_warning, config.cache_dir));
+  // Beside the entries and bounded on its own (rotated), so never evicted with them: kache report reads it.
+  if (const std::uint64_t log = EventLog(config.cache_dir).size(); log > 0) {
+    line("event log", fmt::format("{} (kache report; at most 2 x {})", format_size(log),
+                                  format_size(EventLog::kMaxFileBytes)));
+  }
   if (verbose > 1) {
     text += "every counter:\n";
     for (const auto& [name, value] : stats.counters) line("  " + name, std::to_string(value));
@@ -437,25 +466,19 @@ void for_each_entry(const std::string& cache_dir, Visit&& visit) {
   }
 }
 
-// "3d", "12h", "30m", "600s" or plain seconds; false if malformed.
-bool parse_age(const std::string& text, std::int64_t& seconds) {
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    return false;
+// A shared directory (file:///PATH) is evicted by age alone, by whichever machine runs this: no lock
+// spans machines, and a value removed under a reader is a miss there.
+void evict_shared_directories(const Config& config, std::int64_t age, const std::string& age_text) {
+  for (const auto& url : config.remote_urls) {
+    if (url.scheme != core::Scheme::file || url.read_only || config.remote_read_only) continue;
+    storage::remote::FileStorage shared(url, UINT64_MAX, false);
+    try {
+      const std::uint64_t removed = shared.evict_older_than(age);
+      fmt::print("Removed {} entries not used in the last {} from {}.\n", removed, age_text, url.redacted());
+    } catch (const storage::remote::RemoteError& e) {
+      fmt::print(stderr, "kache: {}\n", e.what());
+    }
   }
-  if (value < 0) return false;
-  const std::string unit = text.substr(used);
-  const std::int64_t scale = unit.empty() || unit == "s" ? 1
-                             : unit == "m"               ? 60
-                             : unit == "h"               ? 3600
-                             : unit == "d"               ? 86400
-                                                         : 0;
-  if (scale == 0) return false;
-  seconds = value * scale;
-  return true;
 }
 
 void evict_older_than(const Config& config, const std::string& age_text) {
@@ -470,9 +493,14 @@ void evict_older_than(const Config& config, const std::string& age_text) {
     if (!ec && now - written > std::chrono::seconds(age)) old_keys.push_back(key);
   });
   auto store = storage::open_storage(config);
-  for (const auto& key : old_keys) (void)store.local().remove(key);
+  auto progress = terminal_progress("removing old entries");  // as -C and -c show theirs
+  for (std::size_t i = 0; i < old_keys.size(); ++i) {
+    (void)store.local().remove(old_keys[i]);
+    if (progress) progress(i + 1, old_keys.size());
+  }
   fmt::print("Removed {} cache entries not used in the last {} from {}.\n", old_keys.size(), age_text,
              config.cache_dir);
+  evict_shared_directories(config, age, age_text);
 }
 
 // ccache -x: how much the stored entries take against what they hold.
@@ -624,7 +652,7 @@ bool looks_like_compile(int argc, char** argv) {
 bool is_kache_invocation(int argc, char** argv) {
   if (argc < 2) return true;
   const std::string_view first = argv[1];
-  if (first == "doctor" || first == "explain" || first == "worker") return true;
+  if (first == "doctor" || first == "explain" || first == "report" || first == "worker") return true;
   if (!first.starts_with('-')) return false;  // a compiler's name or path
   return !looks_like_compile(argc, argv);
 }
@@ -674,20 +702,52 @@ void clear_cache(const Config& config) {
   util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
   // What was verified under which identity: starting over means trusting nothing from before.
   util::remove_all(util::join_path(config.cache_dir, "identities"));
+  EventLog(config.cache_dir).clear();  // the compiles it records were of entries that are gone
   fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
              config.cache_dir);
 }
 
-// kache -c: the local store down to its size limit now.
+// kache -c: the local store down to its size limit now, and each writable shared directory with a
+// max-size= down to it (by whichever machine runs this).
 void cleanup_cache(const Config& config) {
   auto store = storage::open_storage(config);
   store.local().cleanup(terminal_progress("cleaning up"));
+  EventLog(config.cache_dir).drop_rotated();  // the event log down to its current file
   fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
              config.max_size ? format_size(config.max_size) : std::string("no limit"));
+  for (const auto& url : config.remote_urls) {
+    if (url.scheme != core::Scheme::file || url.max_size == 0 || url.read_only || config.remote_read_only) continue;
+    storage::remote::FileStorage shared(url, UINT64_MAX, false);
+    try {
+      const std::uint64_t removed = shared.trim_to_max_size();
+      fmt::print("Removed {} entries from {} (max-size {}).\n", removed, url.redacted(), format_size(url.max_size));
+    } catch (const storage::remote::RemoteError& e) {
+      fmt::print(stderr, "kache: {}\n", e.what());
+    }
+  }
+}
+
+// Whether r reads or changes the cache itself (not only the configuration or the reason table).
+bool uses_the_cache(const CliRequest& r) {
+  return r.show || r.zero || r.clear || r.max_size_option->count() > 0 || r.cleanup || !r.evict_age.empty() ||
+         !r.recompress_level.empty() || r.compression || r.machine_stats;
 }
 
 // Carries out every action of r on the cache of config; throws what fails.
 void carry_out(const Config& config, const CliRequest& r) {
+  if (config.cache_dir_refused && uses_the_cache(r)) {
+    // The default directory is another cache: showing or changing it would answer another question.
+    throw std::runtime_error("the cache directory is refused (see above), so there is no cache to work on; every "
+                             "compile passes through uncached (passthrough.cache-dir-refused) until cache.dir "
+                             "(or KACHE_DIR) is an absolute path");
+  }
+  struct stat dir {};
+  if (uses_the_cache(r) && ::stat(config.cache_dir.c_str(), &dir) == 0 && !S_ISDIR(dir.st_mode)) {
+    // -C would report "removed 0 entries" from a file: nothing there is a cache.
+    throw std::runtime_error(fmt::format("the cache directory {} is not a directory, so there is no cache there; "
+                                         "compiles run uncached until cache.dir (or KACHE_DIR) names a directory",
+                                         config.cache_dir));
+  }
   for (const auto& assignment : r.assignments) set_config(config, assignment);
   if (!r.get_key.empty()) get_config(config, r.get_key);
   if (r.show_config) {
@@ -713,11 +773,13 @@ void carry_out(const Config& config, const CliRequest& r) {
 
 int run_cli(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "worker") return run_worker_command({argv + 2, argv + argc});
-  if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain")) {
+  if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain" ||
+                    std::string_view(argv[1]) == "report")) {
     const std::vector<std::string> rest(argv + 2, argv + argc);
+    if (std::string_view(argv[1]) == "report") return report::run(rest);
     return std::string_view(argv[1]) == "doctor" ? run_doctor(rest) : explain::run(rest);
   }
-  CLI::App app{"kache: a compiler cache for nvcc.", "kache"};
+  CLI::App app{"kache: a compiler cache for nvcc, gcc/clang and hipcc.", "kache"};
   app.set_help_flag("-h,--help", "Print this help and exit");
   app.footer(kFooter);
 
@@ -742,7 +804,7 @@ int run_cli(int argc, char** argv) {
     return 1;
   }
   if (r.version) {
-    fmt::print("kache {}\n{}", KACHE_VERSION, build_features());
+    fmt::print("kache {} (commit {})\n{}", KACHE_VERSION, KACHE_COMMIT, build_features());
     return 0;
   }
   if (r.json && !r.show) {

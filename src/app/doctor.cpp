@@ -1,6 +1,5 @@
 #include "app/doctor.hpp"
 
-#include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -9,21 +8,27 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <map>
-#include <regex>
-#include <set>
-#include <sstream>
+#include <variant>
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "app/report.hpp"
 #include "compiler/env_table.hpp"
+#include "compiler/gcc/doctor.hpp"
+#include "compiler/nvcc/doctor.hpp"
 #include "compiler/nvcc/plan.hpp"
-#include "compiler/offload/toolchain.hpp"
+#include "compiler/offload/doctor.hpp"
 #include "core/config.hpp"
+#include "core/doctor_rows.hpp"
+#include "core/log.hpp"
+#include "core/reasons.hpp"
+#include "core/stats.hpp"
 #include "storage/local/local_storage.hpp"
 #include "storage/remote/remote_factory.hpp"
 #include "storage/remote/remote_failure.hpp"
@@ -32,65 +37,17 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
-#include "util/process_bounded.hpp"
-#include "util/text.hpp"
 
 namespace kache::app {
 // app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
 using namespace kache::core;
-namespace doctor {
-
-namespace {
-
-// The `#if` line that guards the first line containing `error_text`.
-std::optional<std::string> guard_of(const std::string& text, std::string_view error_text) {
-  const std::size_t at = text.find(error_text);
-  if (at == std::string::npos) return std::nullopt;
-  std::size_t line_start = text.rfind('\n', at);
-  while (line_start != std::string::npos && line_start > 0) {
-    const std::size_t prev = text.rfind('\n', line_start - 1);
-    const std::size_t begin = prev == std::string::npos ? 0 : prev + 1;
-    std::string line = text.substr(begin, line_start - begin);
-    const std::size_t first = line.find_first_not_of(" \t");
-    if (first != std::string::npos && line.compare(first, 3, "#if") == 0) return line;
-    if (prev == std::string::npos) break;
-    line_start = prev;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<int> newest_host_major(const std::string& host_config, bool clang) {
-  const auto guard =
-      guard_of(host_config, clang ? "#error -- unsupported clang version!" : "#error -- unsupported GNU version!");
-  if (!guard) return std::nullopt;
-  const std::regex upper(clang ? R"(__clang_major__\s*(>=|>)\s*(\d+))" : R"(__GNUC__\s*(>=|>)\s*(\d+))");
-  std::smatch m;
-  if (!std::regex_search(*guard, m, upper)) return std::nullopt;
-  const int n = std::stoi(m[2].str());
-  return m[1].str() == ">=" ? n - 1 : n;
-}
-
-std::optional<bool> math_functions_lacks_noexcept(const std::string& math_functions) {
-  // The declaration of the double-precision cospi, up to its ';'.
-  const std::regex decl(R"(\bcospi\s*\(\s*double\b[^;]*;)");
-  std::smatch m;
-  if (!std::regex_search(math_functions, m, decl)) return std::nullopt;
-  const std::string d = m.str();
-  for (const char* spec : {"noexcept", "__THROW", "EXCEPTION_SPECIFIER", "throw()"}) {
-    if (d.find(spec) != std::string::npos) return false;
-  }
-  return true;
-}
-
-}  // namespace doctor
-
 namespace {
 
 using json = nlohmann::ordered_json;
 
-enum class Status { ok, warn, fail };
+// The rows every room supplies (core/doctor_rows.hpp); this file adds the cache's and the configuration's.
+using Status = core::DoctorStatus;
+using Rows = core::DoctorRows;
 
 const char* status_name(Status s) {
   switch (s) {
@@ -102,421 +59,6 @@ const char* status_name(Status s) {
       return "fail";
   }
   return "?";
-}
-
-struct Row {
-  std::string section;  // "toolchain", "rocm", "driver", "cache", "config", "remote"
-  std::string name;     // stable id, e.g. "host-compiler-bound"
-  Status status = Status::ok;
-  std::string value;    // the fact
-  std::string message;  // warn/fail: one sentence saying what is wrong
-  std::string fix;      // warn/fail: what to change
-};
-
-struct Rows {
-  std::vector<Row> rows;
-  Row& add(std::string section, std::string name, Status status, std::string value, std::string message = "",
-           std::string fix = "") {
-    rows.push_back({std::move(section), std::move(name), status, std::move(value), std::move(message), std::move(fix)});
-    return rows.back();
-  }
-};
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-std::string read_or_empty(const std::string& path) {
-  try {
-    return util::read_file(path);
-  } catch (const std::exception&) {
-    return "";
-  }
-}
-
-// "release 13.0, V13.0.88" -> {13, 0}.
-std::optional<std::pair<int, int>> toolkit_release(const std::string& version_text) {
-  std::smatch m;
-  if (!std::regex_search(version_text, m, std::regex(R"(release (\d+)\.(\d+))"))) return std::nullopt;
-  return std::make_pair(std::stoi(m[1].str()), std::stoi(m[2].str()));
-}
-
-// What `nvcc --dryrun -c` says it would run: its profile's variables and the host compiler.
-struct DryRun {
-  std::map<std::string, std::string> vars;
-  std::string host_word;
-  std::vector<std::string> include_dirs;  // -I of INCLUDES, as expanded
-};
-
-DryRun read_dry_run(const std::string& text) {
-  DryRun d;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.starts_with("#$ ")) continue;
-    const std::string body = line.substr(3);
-    const std::size_t eq = body.find('=');
-    const std::size_t space = body.find(' ');
-    if (eq != std::string::npos && (space == std::string::npos || eq < space)) {
-      d.vars[body.substr(0, eq)] = body.substr(eq + 1);
-      continue;
-    }
-    if (d.host_word.empty() && body.find(" -E ") != std::string::npos &&
-        body.find("-D__CUDACC__") != std::string::npos) {
-      d.host_word = util::split_quoted_words(body).at(0);
-    }
-  }
-  for (const auto& w : util::split_quoted_words(d.vars["INCLUDES"])) {
-    if (w.starts_with("-I") && w.size() > 2) d.include_dirs.push_back(w.substr(2));
-  }
-  return d;
-}
-
-// The host compiler's predefined macros, with the C library's (features.h) when it has one.
-std::map<std::string, std::string> host_macros(const std::string& host, const util::Environment& env) {
-  std::map<std::string, std::string> out;
-  auto r = util::run_capture(host, {host, "-E", "-dM", "-x", "c++", "-include", "features.h", "/dev/null"}, env);
-  if (!r.ok()) r = util::run_capture(host, {host, "-E", "-dM", "-x", "c++", "/dev/null"}, env);
-  if (!r.ok()) return out;
-  std::istringstream lines(r.out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.starts_with("#define ")) continue;
-    const std::string rest = line.substr(8);
-    const std::size_t sp = rest.find(' ');
-    if (sp == std::string::npos) continue;
-    out[rest.substr(0, sp)] = rest.substr(sp + 1);
-  }
-  return out;
-}
-
-int macro_int(const std::map<std::string, std::string>& m, const std::string& name, int fallback = -1) {
-  auto it = m.find(name);
-  if (it == m.end()) return fallback;
-  try {
-    return std::stoi(it->second);
-  } catch (const std::exception&) {
-    return fallback;
-  }
-}
-
-// The toolkit's facts: nvcc, the host compiler and its bound, the C library.
-// The C and C++ compilers kache fronts that are on PATH.
-std::vector<std::string> c_compilers_on_path(const std::string& path_var) {
-  std::vector<std::string> found;
-  for (const char* name : {"gcc", "g++", "cc", "c++", "clang", "clang++"}) {
-    if (util::find_executable(name, path_var, util::self_executable())) found.emplace_back(name);
-  }
-  return found;
-}
-
-// The compiler that `kache nvcc` (`kache hipcc`) would run: a path as given, else found on PATH (never
-// kache itself).
-std::optional<std::string> find_compiler(const std::string& arg, const std::string& path_var) {
-  std::optional<std::string> found;
-  if (arg.find('/') != std::string::npos) {
-    if (::access(arg.c_str(), X_OK) == 0) found = util::absolute_path(arg, util::current_dir());
-  } else {
-    found = util::find_executable(arg, path_var, util::self_executable());
-  }
-  return found;
-}
-
-// The host compiler nvcc would run, as its dry run names it; "" (with a failed row) when there is none.
-std::string host_compiler_of(Rows& rows, const DryRun& facts, const util::ProcessResult& dr,
-                             const std::string& path_var) {
-  if (!dr.ok() || facts.host_word.empty()) {
-    rows.add("toolchain", "host-compiler", Status::fail, "unknown",
-             fmt::format("nvcc --dryrun names no host compiler: {}.", first_line(dr.err)),
-             "pass -ccbin with a host compiler nvcc supports (or set NVCC_CCBIN)");
-    return "";
-  }
-  std::string host = facts.host_word;
-  if (host.find('/') == std::string::npos) {
-    host = util::find_executable(host, facts.vars.count("PATH") ? facts.vars.at("PATH") : path_var).value_or("");
-  }
-  if (host.empty()) {
-    rows.add("toolchain", "host-compiler", Status::fail, facts.host_word,
-             fmt::format("nvcc would run the host compiler '{}', which is not on its PATH.", facts.host_word),
-             "install it, or pass -ccbin with a host compiler nvcc supports");
-    return "";
-  }
-  return host;
-}
-
-// The first of nvcc's include directories that holds name, as a normal path; "" when none does.
-std::string first_in_include_dirs(const DryRun& facts, const std::string& name) {
-  for (const auto& dir : facts.include_dirs) {
-    const std::string path = util::join_path(dir, name);
-    if (util::exists(path)) return util::lexically_normal(path);
-  }
-  return "";
-}
-
-// The bound nvcc itself enforces on the host compiler's major version, read from the header nvcc
-// includes first.
-void check_host_bound(Rows& rows, const DryRun& facts, bool clang, int major) {
-  const std::string host_config_path = first_in_include_dirs(facts, "crt/host_config.h");
-  const std::string compiler_word = clang ? "clang" : "gcc";
-  if (host_config_path.empty()) {
-    rows.add("toolchain", "host-compiler-bound", Status::warn, "unknown",
-             "nvcc's include directories hold no crt/host_config.h, so the supported host compilers are unknown.",
-             "check the toolkit installation (its include/crt/)");
-  } else if (auto bound = doctor::newest_host_major(read_or_empty(host_config_path), clang); !bound) {
-    rows.add("toolchain", "host-compiler-bound", Status::warn, host_config_path,
-             fmt::format("{} states no {} version bound that kache can read.", host_config_path, compiler_word),
-             "compare the host compiler with the toolkit's release notes");
-  } else if (major > *bound) {
-    rows.add("toolchain", "host-compiler-bound", Status::fail,
-             fmt::format("{} {} > {} (newest in {})", compiler_word, major, *bound, host_config_path),
-             fmt::format("{} {} is newer than {} {}, the newest this nvcc accepts, so every compile stops at "
-                         "crt/host_config.h ('unsupported {} version').",
-                         compiler_word, major, compiler_word, *bound, clang ? "clang" : "GNU"),
-             fmt::format("pass -ccbin naming a {} {} or older (or set NVCC_CCBIN), or use a newer CUDA toolkit",
-                         compiler_word, *bound));
-  } else {
-    rows.add("toolchain", "host-compiler-bound", Status::ok,
-             fmt::format("{} {} <= {} (newest in {})", compiler_word, major, *bound, host_config_path));
-  }
-}
-
-// The C library, and the CUDA 12.x math_functions.h clash with glibc >= 2.41.
-void check_glibc(Rows& rows, const DryRun& facts, const std::map<std::string, std::string>& macros,
-                 const std::pair<int, int>& release) {
-  const std::string math_functions_path = first_in_include_dirs(facts, "crt/math_functions.h");
-  const int glibc_major = macro_int(macros, "__GLIBC__"), glibc_minor = macro_int(macros, "__GLIBC_MINOR__");
-  if (glibc_major < 0) {
-    rows.add("toolchain", "glibc", Status::ok, "not glibc (no __GLIBC__ from features.h)");
-    return;
-  }
-  const bool new_glibc = glibc_major > 2 || (glibc_major == 2 && glibc_minor >= 41);
-  // Plain booleans, not the optional itself: GCC 12 -O3 reports a read of the optional's flag as
-  // maybe-uninitialized (a false positive that -Werror would turn into a failed Release build).
-  const std::optional<bool> answer = math_functions_path.empty()
-                                         ? std::nullopt
-                                         : doctor::math_functions_lacks_noexcept(read_or_empty(math_functions_path));
-  const bool declared = answer.has_value();
-  const bool lacks_noexcept = declared && *answer;
-  const std::string glibc = fmt::format("glibc {}.{}", glibc_major, glibc_minor);
-  if (new_glibc && lacks_noexcept) {
-    rows.add("toolchain", "glibc", Status::fail, fmt::format("{} with {}", glibc, math_functions_path),
-             fmt::format("CUDA {}.{}'s crt/math_functions.h declares cospi, sinpi and rsqrt without the noexcept {} "
-                         "gives them, so every compile that includes <cmath> stops with 'exception specification is "
-                         "incompatible'.",
-                         release.first, release.second, glibc),
-             "use a CUDA 13.x toolkit (or a host compiler whose sysroot has glibc older than 2.41)");
-  } else {
-    rows.add(
-        "toolchain", "glibc", Status::ok,
-        fmt::format("{}; {}", glibc,
-                    math_functions_path.empty() ? "no crt/math_functions.h in nvcc's include directories"
-                    : !declared                 ? "math_functions.h: no host cospi declaration found"
-                    : lacks_noexcept ? "math_functions.h lacks noexcept on cospi/sinpi/rsqrt, harmless below glibc 2.41"
-                                     : "math_functions.h declares cospi/sinpi/rsqrt with an exception specification"));
-  }
-}
-
-void check_toolchain(Rows& rows, const std::string& nvcc_arg, bool nvcc_named, const std::optional<std::string>& ccbin,
-                     const util::Environment& env, const std::string& scratch,
-                     std::optional<std::pair<int, int>>& release) {
-  const std::string path_var = util::env_get(env, "PATH").value_or("");
-  const std::optional<std::string> nvcc = find_compiler(nvcc_arg, path_var);
-  const std::vector<std::string> c_compilers = c_compilers_on_path(path_var);
-  if (!c_compilers.empty()) {
-    std::string names;
-    for (const auto& n : c_compilers) names += (names.empty() ? "" : ", ") + n;
-    rows.add("toolchain", "c-compilers", Status::ok, names);
-  }
-  if (!nvcc && !nvcc_named && !c_compilers.empty()) {
-    // A C/C++ user: nothing in use is broken.
-    rows.add("toolchain", "nvcc", Status::warn, "not found",
-             "there is no nvcc on PATH, so only C and C++ compiles are cached (kache nvcc would not run).",
-             "nothing to do for C and C++; for CUDA put the toolkit's bin directory on PATH");
-    return;
-  }
-  if (!nvcc) {
-    rows.add("toolchain", "nvcc", Status::fail, "not found",
-             fmt::format("kache nvcc cannot run: there is no executable '{}'{}.", nvcc_arg,
-                         nvcc_arg.find('/') == std::string::npos ? " on PATH" : ""),
-             "put the CUDA toolkit's bin directory on PATH, or name nvcc with --nvcc PATH");
-    return;
-  }
-  const auto version = util::run_capture(*nvcc, {*nvcc, "--version"}, env);
-  std::smatch m;
-  std::string long_version;
-  if (std::regex_search(version.out, m, std::regex(R"(V\d+\.\d+\.\d+)"))) long_version = m.str();
-  release = toolkit_release(version.out);
-  if (!version.ok() || !release) {
-    rows.add("toolchain", "nvcc", Status::fail, *nvcc,
-             fmt::format("{} --version did not report a CUDA release.", *nvcc),
-             "check the toolkit installation (nvcc --version must work)");
-    return;
-  }
-
-  std::vector<std::string> dry = {
-      *nvcc, "--dryrun", "-c", util::join_path(scratch, "probe.cu"), "-o", util::join_path(scratch, "probe.o")};
-  if (ccbin) dry.insert(dry.end(), {"-ccbin", *ccbin});
-  const auto dr = util::run_capture(*nvcc, dry, env);
-  const DryRun facts = read_dry_run(dr.err + dr.out);
-  const std::string home = facts.vars.count("_HERE_") ? facts.vars.at("_HERE_") : util::dirname(*nvcc);
-  rows.add("toolchain", "nvcc", Status::ok,
-           fmt::format("CUDA {}.{} ({}) at {}{}", release->first, release->second, long_version, *nvcc,
-                       util::lexically_normal(home) == util::dirname(*nvcc) ? "" : " (runs " + home + "/nvcc)"));
-  const std::string host = host_compiler_of(rows, facts, dr, path_var);
-  if (host.empty()) return;
-  const auto macros = host_macros(host, env);
-  const bool clang = macros.count("__clang__") > 0;
-  const int major = clang ? macro_int(macros, "__clang_major__") : macro_int(macros, "__GNUC__");
-  const std::string host_version = clang ? fmt::format("clang {}.{}", major, macro_int(macros, "__clang_minor__"))
-                                         : fmt::format("gcc {}.{}.{}", major, macro_int(macros, "__GNUC_MINOR__"),
-                                                       macro_int(macros, "__GNUC_PATCHLEVEL__"));
-  rows.add("toolchain", "host-compiler", major < 0 ? Status::warn : Status::ok,
-           fmt::format("{} at {}", host_version, host),
-           major < 0 ? "the host compiler's version could not be read." : "",
-           major < 0 ? "check that it runs: " + host + " -E -dM -x c++ /dev/null" : "");
-  check_host_bound(rows, facts, clang, major);
-  check_glibc(rows, facts, macros, *release);
-}
-
-// --- ROCm: what `kache hipcc` runs ----------------------------------------------------------------------
-
-// What one `HIPCC_VERBOSE=1 hipcc --genco --offload-arch=gfx90a -### probe.hip` says (no compile): hipcc's
-// clang line (the clang it runs, --hip-version, --rocm-path, the bitcode dir it names) on stdout, and
-// clang's version and plan (the bitcode files the device compile links) on stderr.
-struct HipccFacts {
-  std::string clang_line;  // after "hipcc-cmd: "
-  std::string clang;
-  std::string clang_version;  // "Debian clang version 15.0.6"
-  std::string hip_version;
-  std::string rocm_path;
-  std::string named_bitcode_dir;        // --hip-device-lib-path= of the clang line
-  std::vector<std::string> bitcode;     // -mlink-builtin-bitcode files of the gfx90a device job
-  std::string error;                    // the first "error:" line of stderr
-};
-
-// The value of `--name=value` or `--name="value"` in hipcc's clang line ("" when absent).
-std::string clang_line_value(const std::string& line, std::string_view name) {
-  for (const auto& w : util::split_quoted_words(line)) {
-    if (w.starts_with(std::string(name) + "=")) return w.substr(name.size() + 1);
-  }
-  return "";
-}
-
-HipccFacts read_hipcc_probe(const util::ProcessResult& r) {
-  HipccFacts f;
-  std::istringstream out(r.out);
-  for (std::string line; std::getline(out, line);) {
-    if (line.starts_with("hipcc-cmd: ")) f.clang_line = line.substr(11);
-  }
-  const auto words = util::split_quoted_words(f.clang_line);
-  if (!words.empty()) f.clang = words[0];
-  f.hip_version = clang_line_value(f.clang_line, "--hip-version");
-  f.rocm_path = clang_line_value(f.clang_line, "--rocm-path");
-  f.named_bitcode_dir = clang_line_value(f.clang_line, "--hip-device-lib-path");
-  std::istringstream err(r.err);
-  for (std::string line; std::getline(err, line);) {
-    if (f.clang_version.empty() && line.find("clang version ") != std::string::npos) f.clang_version = line;
-    if (f.error.empty() && line.find("error: ") != std::string::npos) f.error = line;
-    const auto job = compiler::offload::job_words(line);
-    for (std::size_t i = 1; i + 1 < job.size(); ++i) {
-      if (job[i] == "-mlink-builtin-bitcode") f.bitcode.push_back(job[i + 1]);
-    }
-  }
-  return f;
-}
-
-// The device bitcode library directory the probe's device compile links from.
-void rocm_device_libs_row(Rows& rows, const HipccFacts& f) {
-  std::set<std::string> dirs;
-  for (const auto& b : f.bitcode) dirs.insert(util::dirname(b));
-  if (dirs.empty()) {
-    rows.add("rocm", "device-libs", Status::warn, f.named_bitcode_dir.empty() ? "none" : f.named_bitcode_dir,
-             fmt::format("a gfx90a compile through hipcc links no device bitcode library ({}), so HIP compiles "
-                         "fail with 'cannot find ROCm device library'.",
-                         f.error.empty() ? "clang's plan names none" : f.error),
-             "install the device libraries (Debian: rocm-device-libs), or point DEVICE_LIB_PATH at them");
-    return;
-  }
-  std::string value;
-  for (const auto& d : dirs) value += (value.empty() ? "" : ", ") + d;
-  rows.add("rocm", "device-libs", Status::ok,
-           fmt::format("{} (a gfx90a compile links {} bitcode libraries from it)", value, f.bitcode.size()));
-}
-
-// CMake's HIP language (enable_language(HIP)) reads <rocm>/lib/cmake/hip-lang/hip-lang-config.cmake.
-void rocm_cmake_hip_lang_row(Rows& rows, const std::string& rocm) {
-  const std::string expected = util::join_path(rocm, "lib/cmake/hip-lang/hip-lang-config.cmake");
-  if (util::exists(expected)) {
-    rows.add("rocm", "cmake-hip-lang", Status::ok, expected + " (CMake's HIP language finds it)");
-    return;
-  }
-  // Debian installs it under the multiarch library directory: <rocm>/lib/<triple>/cmake/hip-lang.
-  std::string elsewhere;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(util::join_path(rocm, "lib"), ec)) {
-    const std::string candidate = util::join_path(e.path().string(), "cmake/hip-lang/hip-lang-config.cmake");
-    if (util::exists(candidate)) elsewhere = candidate;
-  }
-  rows.add("rocm", "cmake-hip-lang", Status::warn,
-           fmt::format("no {}{}", util::dirname(expected),
-                       elsewhere.empty() ? "" : fmt::format(" (this ROCm has {})", util::dirname(elsewhere))),
-           fmt::format("CMake's HIP language (enable_language(HIP)) will not configure with this ROCm: CMake looks "
-                       "for {}. Build HIP with hipcc from Make, Meson custom_targets or CMake custom commands "
-                       "(kache hipcc caches those).",
-                       expected),
-           "CMake's HIP language needs a ROCm in AMD's layout (<rocm>/lib/cmake/hip-lang and the ROCm clang, as "
-           "AMD's /opt/rocm packages install it); a root of links to Debian's directories passes the lookup but "
-           "fails CMake's compiler check");
-}
-
-// hipcc's version and path, the clang it runs, the device libraries and CMake's HIP-language layout.
-// Absent hipcc is one row and no error: HIP is optional. Every probe is bounded by timeout_ms.
-void check_rocm(Rows& rows, const std::string& hipcc_arg, const util::Environment& env, const std::string& scratch,
-                int timeout_ms) {
-  const auto hipcc = find_compiler(hipcc_arg, util::env_get(env, "PATH").value_or(""));
-  if (!hipcc) {
-    rows.add("rocm", "hipcc", Status::ok, "not found",
-             fmt::format("there is no executable '{}'{}, so kache hipcc does not apply (C, C++ and CUDA "
-                         "compiles are unaffected).",
-                         hipcc_arg, hipcc_arg.find('/') == std::string::npos ? " on PATH" : ""));
-    return;
-  }
-  const std::string source = util::join_path(scratch, "probe.hip");
-  util::write_file(source, "");
-  util::Environment probe_env = env;
-  util::env_set(probe_env, "HIPCC_VERBOSE", "1");  // hipcc prints its clang line ("hipcc-cmd: ")
-  const std::vector<std::string> argv = {*hipcc, "--genco", "--offload-arch=gfx90a", "-###", source,
-                                         "-o", util::join_path(scratch, "probe.hsaco")};
-  const auto r = util::run_capture_bounded(*hipcc, argv, probe_env, timeout_ms);
-  const HipccFacts f = read_hipcc_probe(r);
-  if (r.timed_out || f.clang_line.empty()) {
-    rows.add("rocm", "hipcc", Status::warn, *hipcc,
-             r.timed_out ? fmt::format("hipcc did not answer within {} s, so what it runs is unknown.",
-                                       timeout_ms / 1000.0)
-                         : fmt::format("hipcc did not say which compiler it runs ({}).",
-                                       f.error.empty() ? first_line(r.err + r.out) : f.error),
-             fmt::format("run HIPCC_VERBOSE=1 {} --genco --offload-arch=gfx90a -### x.hip by hand to see why", *hipcc));
-    return;
-  }
-  rows.add("rocm", "hipcc", Status::ok,
-           fmt::format("HIP {} at {} (ROCm root {})", f.hip_version.empty() ? "version unknown" : f.hip_version,
-                       *hipcc, f.rocm_path.empty() ? "unknown" : f.rocm_path));
-  rows.add("rocm", "clang", f.clang_version.empty() ? Status::warn : Status::ok,
-           fmt::format("{} at {}", f.clang_version.empty() ? "version unknown" : f.clang_version, f.clang),
-           f.clang_version.empty() ? "the clang hipcc runs did not state its version." : "",
-           f.clang_version.empty() ? "check that it runs: " + f.clang + " --version" : "");
-  rocm_device_libs_row(rows, f);
-  if (!f.rocm_path.empty()) rocm_cmake_hip_lang_row(rows, f.rocm_path);
-}
-
-// cuDriverGetVersion's answer: > 0, 0 when libcuda.so.1 cannot be loaded, -1 when it does not answer.
-int driver_version_here() {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return 0;
-  using GetVersion = int (*)(int*);
-  auto get = reinterpret_cast<GetVersion>(::dlsym(lib, "cuDriverGetVersion"));
-  int v = 0;
-  if (get == nullptr || get(&v) != 0 || v <= 0) v = -1;
-  ::dlclose(lib);
-  return v;
 }
 
 // The driver is asked in a child process (`kache doctor --driver-version`): a statically linked
@@ -533,54 +75,6 @@ std::optional<int> driver_version(std::string& failure) {
     failure = e.what();
   }
   return std::nullopt;
-}
-
-// The driver, asked through its own library; none is a fact (compiling needs no driver).
-void check_driver(Rows& rows, const std::optional<std::pair<int, int>>& release) {
-  std::string failure;
-  const auto answer = driver_version(failure);
-  if (!answer) {
-    rows.add("driver", "driver", Status::warn, "unknown",
-             fmt::format("libcuda.so.1 could not be asked for its version ({}).", failure),
-             "run nvidia-smi to see the driver; a kache built on this machine can ask it");
-    return;
-  }
-  if (*answer == 0) {
-    rows.add("driver", "driver", Status::ok, "none (libcuda.so.1 cannot be loaded)",
-             release ? fmt::format("compiling needs no driver; running CUDA {}.{} objects needs one for CUDA >= {}.0",
-                                   release->first, release->second, release->first)
-                     : "compiling needs no driver");
-    return;
-  }
-  const int v = *answer;
-  if (v < 0) {
-    rows.add("driver", "driver", Status::warn, "libcuda.so.1 loaded, version unknown",
-             "libcuda.so.1 does not answer cuDriverGetVersion.", "reinstall the NVIDIA driver");
-    return;
-  }
-  const int major = v / 1000, minor = (v % 1000) / 10;
-  const std::string fact = fmt::format("CUDA {}.{} (cuDriverGetVersion {})", major, minor, v);
-  if (!release) {
-    rows.add("driver", "driver", Status::ok, fact);
-    return;
-  }
-  // Minor-version compatibility: a toolkit X.y runs on any driver for X.0 or later.
-  if (major < release->first) {
-    rows.add("driver", "driver", Status::fail, fact,
-             fmt::format("objects from CUDA {}.{} need a driver for CUDA >= {}.0, and this machine has {}.{}.",
-                         release->first, release->second, release->first, major, minor),
-             fmt::format("install an NVIDIA driver for CUDA {}.0 or newer, or compile with a CUDA {}.x toolkit",
-                         release->first, major));
-  } else if (major == release->first && minor < release->second) {
-    rows.add(
-        "driver", "driver", Status::warn, fact,
-        fmt::format("PTX embedded by CUDA {}.{} cannot be JIT-compiled by this driver ({}.{}), so GPUs outside the "
-                    "compiled architecture set will not run it.",
-                    release->first, release->second, major, minor),
-        "name every target GPU in -arch/-gencode, or update the driver");
-  } else {
-    rows.add("driver", "driver", Status::ok, fmt::format("{} >= toolkit {}.{}", fact, release->first, release->second));
-  }
 }
 
 std::string filesystem_name(std::uint64_t type) {
@@ -616,7 +110,68 @@ std::string filesystem_name(std::uint64_t type) {
   }
 }
 
+// How many stored entries are for one checkout only because their objects name a path root (__FILE__,
+// assert()): every build directory of that checkout shares them, a checkout at another path misses them
+// all. The compiler's own prefix map is the fix where checkouts sit at different paths.
+void check_per_checkout(Rows& rows, const Config& cfg) {
+  const StatsSnapshot stats = StatsFile(cfg.cache_dir).read();
+  const std::uint64_t stored = stats.get(counter::kStored);
+  const std::uint64_t named =
+      stats.get(std::string(counter::kStoredPerCheckoutPrefix) + std::string(reason::kPathInObject));
+  const std::string value = fmt::format("{} of {} stored entries name a checkout's path", named, stored);
+  if (named == 0) {
+    rows.add("cache", "stored-per-checkout", Status::ok, value);
+    return;
+  }
+  rows.add("cache", "stored-per-checkout", Status::warn, value,
+           "these objects name their checkout's paths (__FILE__, assert()): every build directory of the checkout and "
+           "any machine with it at the same path share them, a checkout at another path misses them "
+           "(stored_per_checkout.path-in-object).",
+           "where checkouts sit at different paths, build with -ffile-prefix-map=<checkout>=. (nvcc: "
+           "-Xcompiler=-ffile-prefix-map=<checkout>=.) and set [paths] base_dirs to the checkout: see docs/sharing.md, "
+           "\"Portable paths\"");
+}
+
+// The newest warning of kache.log, while it is a day old or less: what a build behind a pipe did not show.
+void check_logged_warnings(Rows& rows, const std::string& dir) {
+  constexpr std::time_t kRecentSeconds = 24 * 3600;
+  struct stat st {};
+  if (::stat(util::join_path(dir, "kache.log").c_str(), &st) != 0 || std::time(nullptr) - st.st_mtime > kRecentSeconds)
+    return;
+  const std::string latest = latest_logged_warning(dir);
+  if (latest.empty()) return;
+  rows.add("cache", "last-warning", Status::warn, latest,
+           fmt::format("the newest warning in {}/kache.log (within the last day).", dir),
+           "the warning names its fix; compiles since may have gone well");
+}
+
+// The misconfigurations the recent compiles' misses name (the event log: kache report), worst first.
+void check_recent_misses(Rows& rows, const Config& cfg) {
+  constexpr std::size_t kRecent = 1000;
+  std::vector<report::CauseRow> causes;
+  try {
+    causes = report::recent_misconfigurations(cfg.cache_dir, kRecent);
+  } catch (const std::exception& e) {
+    rows.add("cache", "recent-misses", Status::warn, "unreadable", fmt::format("the event log: {}.", e.what()));
+    return;
+  }
+  if (!cfg.events) {
+    rows.add("cache", "recent-misses", Status::ok, "not recorded (events.enabled = false)");
+    return;
+  }
+  if (causes.empty()) {
+    rows.add("cache", "recent-misses", Status::ok,
+             fmt::format("no misconfiguration among the last {} compiles' misses", kRecent));
+    return;
+  }
+  for (const auto& c : causes) {
+    rows.add("cache", "misses." + c.name, Status::warn, fmt::format("{} of the last {} compiles", c.count, kRecent),
+             c.sentence, c.fix);
+  }
+}
+
 void check_cache(Rows& rows, const Config& cfg) {
+  if (cfg.cache_dir_refused) return;  // config.cache-dir says why: there is no cache to look at
   const std::string& dir = cfg.cache_dir;
   const bool exists = util::exists(dir);
   // The directory kache will create its cache in: the nearest existing ancestor.
@@ -646,9 +201,12 @@ void check_cache(Rows& rows, const Config& cfg) {
   }
   const int writable = ::access(probe.c_str(), W_OK | X_OK);
   if (writable != 0) {
+    // Lookups only read: what the cache holds is still served; a miss runs and stores nothing.
     rows.add("cache", "writable", Status::fail, "no",
-             fmt::format("{} is not writable, so every compile runs uncached and stores nothing.", probe),
-             "set KACHE_DIR (or cache.dir) to a directory you can write");
+             fmt::format("{} is not writable ({}): compiles still hit what the cache holds, but every miss "
+                         "stores nothing and statistics are not counted.",
+                         probe, std::strerror(errno)),
+             "make it writable, or set KACHE_DIR (or cache.dir) to a directory you can write");
   } else {
     rows.add("cache", "writable", Status::ok, "yes");
   }
@@ -676,10 +234,13 @@ void check_cache(Rows& rows, const Config& cfg) {
       rows.add("cache", "free-space", Status::ok, format_size(free));
     }
   }
+  check_per_checkout(rows, cfg);
+  check_logged_warnings(rows, dir);
+  check_recent_misses(rows, cfg);
 }
 
-// Each remote: reachable and accepting the credentials (a read), writable (a write and its removal, unless
-// read-only), and whether its entries are signed.
+// Each remote: the rows its backend's probe gives (reachable and accepting the credentials, writable
+// unless read-only; S3 adds the clock skew), and whether its entries are signed.
 void check_remotes(Rows& rows, const Config& cfg) {
   namespace remote = storage::remote;
   if (cfg.remote_urls.empty()) return;
@@ -687,28 +248,21 @@ void check_remotes(Rows& rows, const Config& cfg) {
   options.ca_file = cfg.remote_ca_file;
   options.read_only = cfg.remote_read_only;
   const std::string probe_key = fmt::format("kache-doctor-probe-{}", ::getpid());
+  std::vector<core::RemoteUrl> servers;  // a sharded URL's shards each answer for themselves
   for (const auto& url : cfg.remote_urls) {
-    const std::string name = url.redacted();
+    for (auto& shard : url.shard_urls()) servers.push_back(std::move(shard));
+  }
+  for (const auto& url : servers) {
     try {
       auto backend = remote::make_remote_storage(url, options);
-      (void)backend->get(probe_key);
-      rows.add("remote", "reachable", Status::ok, name + ": answers, credentials accepted");
-      if (backend->read_only()) {
-        rows.add("remote", "writable", Status::ok, name + ": read-only (as configured)");
-      } else {
-        backend->put(probe_key, "kache doctor");
-        backend->remove(probe_key);
-        rows.add("remote", "writable", Status::ok, name + ": yes");
+      for (const auto& f : backend->probe(probe_key)) {
+        const Status status = f.level == remote::ProbeFinding::Level::ok     ? Status::ok
+                              : f.level == remote::ProbeFinding::Level::warn ? Status::warn
+                                                                             : Status::fail;
+        rows.add("remote", f.check, status, f.value, f.message, f.fix);
       }
-    } catch (const remote::RemoteError& e) {
-      const bool auth = e.kind() == remote::RemoteFailure::Kind::auth;
-      rows.add("remote", auth ? "authenticated" : "reachable", Status::fail, name,
-               fmt::format("{}: every compile skips this remote ({}).", e.what(),
-                           auth ? "the credentials are refused" : "it does not answer"),
-               auth ? "correct the password (KACHE_REMOTE_PASSWORD or the URL) or the user"
-                    : "start the server, or correct remote.storage, or remove it");
     } catch (const std::exception& e) {
-      rows.add("remote", "reachable", Status::fail, name, fmt::format("{}.", e.what()),
+      rows.add("remote", "reachable", Status::fail, url.redacted(), fmt::format("{}.", e.what()),
                "correct remote.storage, or remove it");
     }
   }
@@ -853,15 +407,20 @@ std::optional<int> probe_timeout_ms_of(const std::string& text) {
   return static_cast<int>(seconds * 1000);
 }
 
-}  // namespace
-
-int run_doctor(const std::vector<std::string>& args) {
+// What `kache doctor`'s arguments ask for.
+struct DoctorOptions {
   bool as_json = false;
   std::string nvcc_arg = "nvcc";
   bool nvcc_named = false;
   std::optional<std::string> ccbin;
   std::string hipcc_arg = "hipcc";
   int probe_timeout_ms = kDefaultRocmProbeTimeoutMs;
+};
+
+// The options, or the exit status when the arguments are answered here (--help, a mistake).
+std::variant<DoctorOptions, int> parse_doctor_args(const std::vector<std::string>& args) {
+  DoctorOptions o;
+  auto& [as_json, nvcc_arg, nvcc_named, ccbin, hipcc_arg, probe_timeout_ms] = o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string_view name) -> std::optional<std::string> {
@@ -870,7 +429,7 @@ int run_doctor(const std::vector<std::string>& args) {
       return std::nullopt;
     };
     if (a == "--driver-version") {  // internal: the child process of driver_version()
-      fmt::print("{}\n", driver_version_here());
+      fmt::print("{}\n", compiler::nvcc::driver_version_here());
       return 0;
     }
     if (a == "--json") {
@@ -897,6 +456,15 @@ int run_doctor(const std::vector<std::string>& args) {
       return 1;
     }
   }
+  return o;
+}
+
+}  // namespace
+
+int run_doctor(const std::vector<std::string>& args) {
+  const auto parsed = parse_doctor_args(args);
+  if (const int* status = std::get_if<int>(&parsed)) return *status;
+  auto [as_json, nvcc_arg, nvcc_named, ccbin, hipcc_arg, probe_timeout_ms] = std::get<DoctorOptions>(parsed);
   const Config cfg = load_config();
   const util::Environment env = util::current_environment();
   if (!ccbin) {
@@ -904,21 +472,24 @@ int run_doctor(const std::vector<std::string>& args) {
   }
   Rows rows;
   std::optional<std::pair<int, int>> release;
+  const bool c_compilers = compiler::gcc::doctor_rows(rows, env);
   try {
     util::TempDir scratch("/tmp", ".kache-doctor-");
-    check_toolchain(rows, nvcc_arg, nvcc_named, ccbin, env, scratch.path(), release);
+    release = compiler::nvcc::doctor_rows(rows, {nvcc_arg, nvcc_named, ccbin, scratch.path(), c_compilers}, env);
   } catch (const std::exception& e) {
     rows.add("toolchain", "probe", Status::fail, "", fmt::format("probing the toolchain failed: {}.", e.what()),
              "run nvcc --version and nvcc --dryrun -c x.cu by hand to see why");
   }
   try {
     util::TempDir scratch("/tmp", ".kache-doctor-");
-    check_rocm(rows, hipcc_arg, env, scratch.path(), probe_timeout_ms);
+    compiler::offload::doctor_rows(rows, hipcc_arg, env, scratch.path(), probe_timeout_ms);
   } catch (const std::exception& e) {
     rows.add("rocm", "probe", Status::warn, "", fmt::format("probing hipcc failed: {}.", e.what()),
              "run HIPCC_VERBOSE=1 hipcc --genco --offload-arch=gfx90a -### x.hip by hand to see why");
   }
-  check_driver(rows, release);
+  std::string driver_failure;
+  const std::optional<int> driver = driver_version(driver_failure);
+  compiler::nvcc::driver_rows(rows, release, driver, driver_failure);
   check_cache(rows, cfg);
   check_config(rows, cfg, env);
   check_remote_services(rows, cfg, nvcc_arg, env);

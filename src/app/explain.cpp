@@ -12,7 +12,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <tuple>
 
@@ -25,6 +27,7 @@
 #include "core/depfile.hpp"
 #include "core/invocation.hpp"
 #include "core/log.hpp"
+#include "core/reasons.hpp"
 #include "util/cache_umask.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
@@ -63,7 +66,8 @@ struct Record {
   // What the miss did with nvcc's stages (nvcc.stages): "reused ptx compute_80", "ran cubin sm_90",
   // "ran whole: depfile-mmd". Empty without the stage cache.
   std::vector<std::string> stages;
-  std::string file;  // where it was read from
+  StoredFor stored_for;  // what ties the entry to its checkout (empty: shared by every checkout)
+  std::string file;      // where it was read from
 };
 
 // Splits a closure into the project's files (recorded one by one) and the toolchain's (one digest).
@@ -115,6 +119,10 @@ json to_json(const Record& r) {
   for (const auto& f : r.files) j["files"].push_back(json::array({f.key_path, f.path, f.digest}));
   j["system_headers"] = r.system_headers;
   if (!r.stages.empty()) j["stages"] = r.stages;
+  if (!r.stored_for.empty()) {
+    j["stored_for"] = json::array();
+    for (const auto& [what, path] : r.stored_for) j["stored_for"].push_back(json::array({what, path}));
+  }
   return j;
 }
 
@@ -135,6 +143,9 @@ std::optional<Record> read_record(const std::string& path) {
     }
     r.system_headers = j.value("system_headers", "");
     if (j.contains("stages")) r.stages = j.at("stages").get<std::vector<std::string>>();
+    if (j.contains("stored_for")) {
+      for (const auto& t : j.at("stored_for")) r.stored_for.emplace_back(t.at(0).get<std::string>(), t.at(1).get<std::string>());
+    }
     r.file = path;
     return r;
   } catch (const std::exception&) {
@@ -157,6 +168,12 @@ std::vector<std::pair<std::int64_t, std::string>> record_files(const std::string
   ::closedir(d);
   std::sort(out.begin(), out.end());  // oldest first
   return out;
+}
+
+// The directory that links the records of one source wherever its checkout lies: named by the source as
+// keyed (below a root: the root's fixed name) and its content, so two checkouts of one revision meet.
+std::string portable_dir_name(const compiler::CompileJob& job, const std::string& source_digest) {
+  return "p-" + util::sha256("portable\n" + job.roots.key_form(job.source) + "\n" + source_digest).hex().substr(0, 16);
 }
 
 std::vector<Record> records_for(const std::string& cache_dir, const std::string& source) {
@@ -217,6 +234,30 @@ std::vector<Difference> field_differences(const Fields& was, const Fields& now) 
 // Differences name each file by its path in the build being explained (a root's fixed name resolved).
 using DigestNow = std::function<std::pair<std::string, std::optional<std::string>>(const RecordedFile&)>;
 
+// A path without its "." components: "inc/./h.h" and "./h.h" name the file "inc/h.h" and "h.h" name, as
+// the kernel resolves them ("..", which a symlink changes, is kept).
+std::string without_dot_components(const std::string& path) {
+  std::string out = path.starts_with('/') ? "/" : "";
+  for (std::size_t start = 0; start < path.size();) {
+    const std::size_t slash = std::min(path.find('/', start), path.size());
+    const std::string_view part(path.data() + start, slash - start);
+    if (!part.empty() && part != ".") {
+      if (!out.empty() && out.back() != '/') out += '/';
+      out.append(part);
+    }
+    start = slash + 1;
+  }
+  return out;
+}
+
+// The header differences, one per file: nvcc's dependency file lists a header included as "h.h" and
+// as "./h.h" twice, and the record keeps both spellings.
+std::vector<Difference> one_per_file(std::vector<Difference> diffs) {
+  std::set<std::string> seen;
+  std::erase_if(diffs, [&](const Difference& d) { return !seen.insert(without_dot_components(d.path)).second; });
+  return diffs;
+}
+
 std::vector<Difference> file_differences(const Record& entry, const std::vector<RecordedFile>* now_files,
                                          const DigestNow& digest_now) {
   std::vector<Difference> out;
@@ -248,7 +289,7 @@ std::vector<Difference> file_differences(const Record& entry, const std::vector<
       }
     }
   }
-  return out;
+  return one_per_file(std::move(out));
 }
 
 std::string format_time(std::int64_t ns) {
@@ -278,7 +319,56 @@ struct Verdict {
   std::vector<Difference> differences;
   std::string toolchain_now;
   std::vector<std::string> stages;  // --last: what the miss did with nvcc's stages
+  StoredFor stored_for;             // what ties the explained compile's entry to its checkout
 };
+
+// Which paths an entry stored per checkout names, and what shares it (empty when nothing ties it).
+std::string stored_for_note(const StoredFor& stored_for) {
+  std::string roots, source, every;
+  for (const auto& [what, path] : stored_for) {
+    if (what == "source") {
+      source = path;
+    } else if (what == "every root") {
+      every = path;
+    } else {
+      roots += fmt::format("{}{} (the root {})", roots.empty() ? "" : ", ", path, what);
+    }
+  }
+  std::string note;
+  if (!roots.empty()) {
+    note += fmt::format(
+        "stored per checkout: the object names {} (__FILE__, assert()), so it is found by every build whose "
+        "root has that path: each build directory of this checkout, and any machine with the checkout at the "
+        "same path. A checkout at another path misses; to share across checkout paths, pass the compiler's "
+        "own -ffile-prefix-map=<checkout>=. (through -Xcompiler for nvcc) and set [paths] base_dirs to the "
+        "checkout (docs/sharing.md, \"Portable paths\").\n",
+        roots);
+  }
+  if (!source.empty()) {
+    note += fmt::format(
+        "stored per source path: the object's ids hash the source's real path {} (nvcc -rdc's module id, "
+        "cudafe++'s _INTERNAL_ names), so only a compile of the file at that path finds it.\n",
+        source);
+  }
+  if (!every.empty()) {
+    note += fmt::format(
+        "stored for this checkout's roots ({}): a dependency lies outside every root, or the object has "
+        "compressed sections no scan can read.\n",
+        every);
+  }
+  return note;
+}
+
+// The entry's ties to its checkout against this compile's: each that differs is why it misses here.
+std::vector<Difference> stored_for_differences(const StoredFor& was, const StoredFor& now) {
+  std::vector<Difference> out;
+  for (const auto& [what, path] : was) {
+    const auto it = std::find_if(now.begin(), now.end(), [&](const auto& n) { return n.first == what; });
+    const std::optional<std::string> here = it == now.end() ? std::nullopt : std::optional(it->second);
+    if (here != path) out.push_back({"stored-for", what, path, here});
+  }
+  return out;
+}
 
 int print(const Verdict& v, bool as_json) {
   if (as_json) {
@@ -299,6 +389,7 @@ int print(const Verdict& v, bool as_json) {
     }
     j["toolchain_now"] = v.toolchain_now;
     if (!v.stages.empty()) j["stages"] = v.stages;
+    if (!v.stored_for.empty()) j["stored_for"] = stored_for_note(v.stored_for);
     j["differences"] = json::array();
     for (const auto& d : v.differences) {
       json e = {{"field", d.field}};
@@ -318,6 +409,7 @@ int print(const Verdict& v, bool as_json) {
                v.closest->output == v.output ? "" : " (for the output " + v.closest->output + ")");
   }
   fmt::print("{}\n", v.message);
+  if (!v.stored_for.empty()) fmt::print("{}", stored_for_note(v.stored_for));
   if (!v.stages.empty()) {
     // Which of nvcc's device stages the miss reused from the cache and which it ran (nvcc.stages).
     fmt::print("stages   {}\n", fmt::join(v.stages, ", "));
@@ -336,11 +428,14 @@ int print(const Verdict& v, bool as_json) {
   return v.status == "error" ? 1 : 0;
 }
 
+// What would tie this compile's entry to its checkout, given a record's ties.
+using StoredForNow = std::function<StoredFor(const Record&)>;
+
 // Picks the record with the fewest differences (then the same output, then the newest) and fills
-// the verdict with its differences.
+// the verdict with its differences, a difference in what ties an entry to its checkout included.
 void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& now_fields,
              const std::vector<RecordedFile>* now_files, const DigestNow& digest_now,
-             const std::string& system_headers_now) {
+             const std::string& system_headers_now, const StoredForNow& stored_for_now) {
   v.records = candidates.size();
   std::optional<std::size_t> best;
   std::vector<Difference> best_diffs;
@@ -349,6 +444,8 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
     std::vector<Difference> diffs = field_differences(c.fields, now_fields);
     auto files = file_differences(c, now_files, digest_now);
     diffs.insert(diffs.end(), files.begin(), files.end());
+    auto ties = stored_for_differences(c.stored_for, stored_for_now(c));
+    diffs.insert(diffs.end(), ties.begin(), ties.end());
     // Known on both sides only with a listing: --last, or --closure.
     if (!system_headers_now.empty() && !c.system_headers.empty() && c.system_headers != system_headers_now) {
       diffs.push_back({"system-headers", "", c.system_headers, system_headers_now});
@@ -369,6 +466,7 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
   if (!best) return;
   v.closest = candidates[*best];
   v.differences = std::move(best_diffs);
+  if (v.stored_for.empty()) v.stored_for = stored_for_now(*v.closest);
   if (v.differences.empty()) {
     v.status = "match";
     v.message =
@@ -382,6 +480,12 @@ void compare(Verdict& v, const std::vector<Record>& candidates, const Fields& no
   }
 }
 
+std::string every_root(const core::PathRoots& roots) {
+  std::string all;
+  for (const auto& r : roots.roots()) all += (all.empty() ? "" : " ") + r.path;
+  return all;
+}
+
 // This build's path for a path as the key names it (a root's fixed name replaced by the root).
 std::string path_now(const core::PathRoots& roots, const std::string& key_path) {
   for (const auto& r : roots.roots()) {
@@ -389,6 +493,21 @@ std::string path_now(const core::PathRoots& roots, const std::string& key_path) 
     if (key_path.starts_with(r.name + "/")) return r.path + key_path.substr(r.name.size());
   }
   return key_path;
+}
+
+// A record's ties as this compile would have them, if its object names what the record's did.
+StoredFor stored_for_here(const StoredFor& recorded, const compiler::CompileJob& job) {
+  StoredFor now;
+  for (const auto& [what, path] : recorded) {
+    if (what == "source") {
+      now.emplace_back(what, real_source_path(job));
+    } else if (what == "every root") {
+      now.emplace_back(what, every_root(job.roots));
+    } else if (path_now(job.roots, what) != what) {
+      now.emplace_back(what, path_now(job.roots, what));
+    }
+  }
+  return now;
 }
 
 Verdict explain_last(const Config& cfg) {
@@ -412,6 +531,7 @@ Verdict explain_last(const Config& cfg) {
   v.output = last->output;
   v.toolchain_now = last->toolchain;
   v.stages = last->stages;
+  v.stored_for = last->stored_for;
   std::vector<Record> others;
   for (auto& r : records_for(cfg.cache_dir, last->source)) {
     if (r.key != last->key) others.push_back(std::move(r));
@@ -421,7 +541,8 @@ Verdict explain_last(const Config& cfg) {
     v.message = "no other entry is recorded for this source: the last miss was its first stored compile.";
     return v;
   }
-  compare(v, others, last->fields, &last->files, nullptr, last->system_headers);
+  compare(v, others, last->fields, &last->files, nullptr, last->system_headers,
+          [&](const Record&) { return last->stored_for; });
   return v;
 }
 
@@ -518,7 +639,8 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
       // nvcc -M lists a slightly different set of toolkit headers than the compile's own -MD (186 and
       // 188 files for a small kernel, CUDA 13.0): the two digests are not comparable, so the
       // toolchain's headers are compared by --last only.
-      compare(v, records, fields, closure ? &listed : nullptr, digest_now, "");
+      compare(v, records, fields, closure ? &listed : nullptr, digest_now, "",
+              [&](const Record& r) { return stored_for_here(r.stored_for, job); });
       return v;
     }
   }
@@ -576,7 +698,8 @@ void prune_links(const std::string& dir) {
 
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
             const std::string& storage_key, const std::vector<ManifestFile>& files,
-            const std::vector<std::string>& stages, const StoreRecord& store_record) noexcept {
+            const std::vector<std::string>& stages, const StoredFor& stored_for,
+            const StoreRecord& store_record) noexcept {
   if (cache_dir.empty()) return;
   try {
     Record r;
@@ -595,6 +718,7 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     }
     r.system_headers = split.finish();
     r.stages = stages;
+    r.stored_for = stored_for;
     const std::string stored = store_record(to_json(r).dump());
     if (!stored.starts_with(cache_dir + "/")) return;
     const std::string root = explain_root(cache_dir);
@@ -605,8 +729,128 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     link_record(cache_dir, stored, util::join_path(dir, storage_key + ".json"));
     util::write_file_atomic(util::join_path(root, "last"), dir_name + "/" + storage_key + ".json");
     prune_links(dir);
+    // Linked by the checkout-independent name too: a miss in another checkout finds this entry (kache report).
+    const std::string portable = util::join_path(root, portable_dir_name(job, r.fields.back().second));
+    util::create_directories(portable);
+    link_record(cache_dir, stored, util::join_path(portable, storage_key + ".json"));
+    prune_links(portable);
   } catch (const std::exception& e) {
     core::log().debug("cannot write the explain record: {}", e.what());
+  }
+}
+
+std::string real_source_path(const compiler::CompileJob& job) {
+  char real[PATH_MAX];
+  return ::realpath(job.source.c_str(), real) != nullptr ? std::string(real) : job.source;
+}
+
+StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job) {
+  StoredFor ties;
+  for (const auto& name : entry.object_roots) ties.emplace_back(name, path_now(job.roots, name));
+  if (entry.path_specific) ties.emplace_back("source", real_source_path(job));
+  if (entry.checkout_specific) ties.emplace_back("every root", every_root(job.roots));
+  return ties;
+}
+
+namespace {
+
+bool is_define(const std::optional<std::string>& v) {
+  return v && (v->starts_with("-D") || v->starts_with("--define-macro") || v->find(",-D") != std::string::npos ||
+               v->find("=-D") != std::string::npos);
+}
+
+// The difference that says most about why the compile missed, as a cause (core/reasons.hpp).
+Cause cause_of(const std::vector<Difference>& diffs) {
+  static constexpr std::string_view kOrder[] = {cause::kToolchainChanged, cause::kPerCheckoutEntry,
+                                                cause::kVolatileDefine,
+                                                cause::kEnvironmentChanged, cause::kFlagsChanged,
+                                                cause::kSourceChanged, cause::kHeaderChanged};
+  std::vector<Cause> found;
+  for (const auto& d : diffs) {
+    const std::string value = d.now.value_or(d.was.value_or(""));
+    if (d.field == "toolchain") {
+      found.push_back({std::string(cause::kToolchainChanged), d.now.value_or("")});
+    } else if (d.field == "stored-for") {  // the entry is stored for another checkout's paths
+      found.push_back({std::string(cause::kPerCheckoutEntry), d.path});
+    } else if (d.field == "arg" && (is_define(d.was) || is_define(d.now))) {
+      found.push_back({std::string(cause::kVolatileDefine), value.substr(0, value.find('='))});
+    } else if (d.field.starts_with("env:") || d.field.starts_with("NVCC_")) {
+      found.push_back({std::string(cause::kEnvironmentChanged), d.field});
+    } else if (d.field == "source-content") {
+      found.push_back({std::string(cause::kSourceChanged), ""});
+    } else if (d.field == "header") {
+      found.push_back({std::string(cause::kHeaderChanged), d.path});
+    } else {
+      found.push_back({std::string(cause::kFlagsChanged), d.field + " " + value});
+    }
+  }
+  for (const std::string_view name : kOrder) {
+    for (const auto& c : found) {
+      if (c.name == name) return c;
+    }
+  }
+  return {std::string(cause::kEntryGone), ""};
+}
+
+// The records of the same source (as keyed, and the same content) in other checkouts.
+std::vector<Record> records_elsewhere(const std::string& cache_dir, const compiler::CompileJob& job,
+                                      const std::string& source_digest) {
+  std::vector<Record> out;
+  const std::string dir = util::join_path(explain_root(cache_dir), portable_dir_name(job, source_digest));
+  for (const auto& [mtime, path] : record_files(dir)) {
+    if (auto r = read_record(path); r && r->source != job.source) out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+// A miss against another checkout's entry of the same source: an absolute path that differs is a path
+// keyed per checkout; no difference at all, an entry stored for that checkout only.
+std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
+  if (diffs.empty()) return Cause{std::string(cause::kPerCheckoutEntry), "stored for another checkout"};
+  // A list field: the other checkout's path as "was" alone, this one's as "now" alone (named first).
+  // Two passes, not std::stable_partition (libstdc++ 12's buffer for it is deprecated under clang 19).
+  std::vector<Difference> ordered;
+  for (const bool with_now : {true, false}) {
+    for (const auto& d : diffs) {
+      if (d.now.has_value() == with_now) ordered.push_back(d);
+    }
+  }
+  for (const auto& d : ordered) {
+    const std::string value = d.now.value_or(d.was.value_or(""));
+    const std::size_t slash = value.find('/');
+    const bool absolute = slash != std::string::npos && (slash == 0 || value[slash - 1] == '=' ||
+                                                         value.compare(0, slash, "-I") == 0 ||
+                                                         value.compare(0, slash, "-isystem") == 0);
+    if (d.field == "arg" && absolute && value.find("/kache/") == std::string::npos) {
+      return Cause{std::string(cause::kAbsolutePath), value};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& source_digest,
+                 const std::vector<ManifestFile>& files) noexcept {
+  try {
+    std::vector<Record> records = records_for(cache_dir, job.source);
+    const bool elsewhere = records.empty();
+    if (elsewhere) records = records_elsewhere(cache_dir, job, source_digest);
+    if (records.empty()) return {std::string(cause::kNewSource), ""};
+    Fields now = job.key_fields;
+    now.emplace_back("source-content", source_digest);
+    std::vector<RecordedFile> now_files;
+    for (const auto& f : files) now_files.push_back({job.roots.key_form(f.path), job.roots.join(f.path), f.hash.hex()});
+    Verdict v;
+    v.output = job.output;
+    compare(v, records, now, &now_files, nullptr, "",
+            [&](const Record& r) { return stored_for_here(r.stored_for, job); });
+    if (elsewhere) {
+      if (auto c = cause_elsewhere(v.differences)) return *c;
+    }
+    return cause_of(v.differences);
+  } catch (const std::exception& e) {
+    return {std::string(cause::kNewSource), e.what()};
   }
 }
 

@@ -13,6 +13,8 @@
 //                                                                       evicted with the entry
 //   <cache_dir>/explain/<sha256(source path)[:16]>/<storage key>.json   a symbolic link to it, at most
 //                                                                       kRecordsPerSource per source
+//   <cache_dir>/explain/p-<sha256(keyed source, content)[:16]>/<key>.json  the same link by a name every
+//                                                                       checkout of the source shares
 //   <cache_dir>/explain/last                                            the last stored miss's record
 //
 // Only a storing miss writes here (a miss already ran nvcc for seconds); a hit never touches it.
@@ -39,10 +41,34 @@ constexpr std::size_t kRecordsPerSource = 8;
 // Writes the record of an entry just stored through store_record (which returns the path it was stored
 // at, below cache_dir), and links it from the source's directory. Failures are logged and ignored: it
 // is a diagnostic.
+// stored_for: what ties an entry stored per checkout to this one, as (what, path here) pairs: a root's
+// name and its path ("/kache/src", "/w/p/src"), "source" and the source's real path (-rdc), or "every
+// root" and the roots' paths. Empty for an entry every checkout shares.
 using StoreRecord = std::function<std::string(std::string_view text)>;
+using StoredFor = std::vector<std::pair<std::string, std::string>>;
 void record(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& direct_key,
             const std::string& storage_key, const std::vector<ManifestFile>& files,
-            const std::vector<std::string>& stages, const StoreRecord& store_record) noexcept;
+            const std::vector<std::string>& stages, const StoredFor& stored_for,
+            const StoreRecord& store_record) noexcept;
+
+// The source's real path, which nvcc's -rdc module id and cudafe++'s _INTERNAL_ names hash (measured,
+// nvcc 13: the same id through a symbolic link, from any working directory or spelling); its path as
+// given when it cannot be resolved.
+std::string real_source_path(const compiler::CompileJob& job);
+
+// What ties an entry to this checkout, as record() takes it (empty for an entry every checkout shares).
+StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job);
+
+// Why a miss missed, as a row of core/reasons.hpp's miss causes with a detail ("-DBUILD_TIME"): the
+// closest entry recorded for its source, compared field by field and file by file (files: the miss's
+// hashed closure); without one, the closest entry of the same source (as keyed, same content) in another
+// checkout, where an absolute path that differs is a path keyed per checkout; else a new source. Reads
+// those records (a few KiB each; a miss only). Never throws.
+struct Cause {
+  std::string name, detail;
+};
+Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& source_digest,
+                 const std::vector<ManifestFile>& files) noexcept;
 
 // The `kache explain` command; args are the words after "explain". Returns the exit status.
 int run(const std::vector<std::string>& args);

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
 
 #include "app/pipeline.hpp"
 #include "core/config.hpp"
@@ -15,6 +17,14 @@ namespace kache::app {
 using namespace kache::core;
 
 namespace {
+
+// Set in the environment of every compiler kache runs (and so of everything that compiler runs). A kache
+// started with it is a compiler driver's own step under a compile kache already serves: nvcc running
+// its host compiler through a masquerade link (`g++ -> kache` on PATH). Such a step is part of the
+// outer compile, whose result kache keys and stores whole; caching it again would only add kache's
+// lines to the outer compiler's stderr (a debug log's times there make every outer result unstorable)
+// and count each inner compile as a passthrough. So it steps aside: no config, no log, no count.
+constexpr std::string_view kServingMarker = "KACHE_SERVING";
 
 // The compiler and its arguments as argv names them.
 Invocation invocation_from_argv(int argc, char** argv) {
@@ -42,6 +52,18 @@ Invocation invocation_from_argv(int argc, char** argv) {
   return inv;
 }
 
+// A step of a compile kache already serves: the real compiler runs in kache's place, as if kache were
+// not on PATH.
+int step_aside(Invocation& inv, bool named_kache, const std::string& self) {
+  auto real = util::find_executable(inv.compiler_arg, util::env_get(inv.env, "PATH").value_or(""), self);
+  if (real) {
+    if (!named_kache) inv.compiler_arg = *real;  // as run_front does: the real path, never the link's
+    util::exec_replace(*real, inv.argv(), inv.env);
+  }
+  std::fprintf(stderr, "kache: cannot run the compiler '%s' from PATH.\n", inv.compiler_arg.c_str());
+  return 127;
+}
+
 }  // namespace
 
 bool named_kache(const std::string& argv0) {
@@ -52,13 +74,15 @@ bool named_kache(const std::string& argv0) {
 int run_front(int argc, char** argv) {
   const std::string argv0 = argc > 0 ? argv[0] : "kache";
   Invocation inv = invocation_from_argv(argc, argv);
+  const std::string self = util::self_executable();
+  if (util::env_get(inv.env, kServingMarker)) return step_aside(inv, named_kache(argv0), self);
+  util::env_set(inv.env, kServingMarker, "1");
 
   const Config cfg = load_config();
   apply_process_settings(cfg);
   init_logging(cfg.log_filter, cfg.log_file, cfg.cache_dir);
   for (const auto& problem : cfg.problems) log().warn("{}", problem);
 
-  const std::string self = util::self_executable();
   auto resolved = util::find_executable(inv.compiler_arg, util::env_get(inv.env, "PATH").value_or(""), self);
   if (!resolved) {
     std::fprintf(stderr, "kache: cannot find the compiler '%s' on PATH.\n", inv.compiler_arg.c_str());

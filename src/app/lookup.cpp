@@ -186,7 +186,9 @@ std::optional<int> Pipeline::try_hit() {
     if (listed ? !(entry.result_key == *listed) : !verify(entry, refreshed)) continue;
     // The recorded result key holds for any checkout (it names files by their fixed root names);
     // path-specific objects are stored under it combined with this build's source identity.
-    const util::Digest rk = storage_key(entry);
+    const std::optional<util::Digest> specific = storage_key(entry);
+    if (!specific) continue;  // its object names a root this checkout lacks
+    const util::Digest& rk = *specific;
     auto found = store_.get_parts(rk.hex(), util::dirname(job_.output));
     if (!found) {
       core::log().info("cannot read entry: {}", found.error().message);
@@ -224,6 +226,7 @@ std::optional<Manifest> Pipeline::read_manifest() {
     return std::nullopt;
   }
   if (!*data) return std::nullopt;
+  if (is_older_manifest(**data)) return std::nullopt;  // an earlier kache's: a miss, replaced by its store
   try {
     return deserialize_manifest(**data);
   } catch (const std::exception& e) {
@@ -300,6 +303,7 @@ Pipeline::Restore Pipeline::restore(storage::Parts& parts, const util::Digest& k
   // Stored with the path roots as placeholders: this build's own paths, as nvcc would print them here.
   replay.stdout_text = job_.roots.instantiate_text(std::string(ce.stdout_text));
   replay.stderr_text = job_.roots.instantiate_text(std::string(ce.stderr_text));
+  if (const auto cost = ce.find(OutputType::miss_cost)) stored_cost_ms_ = parse_miss_cost(*cost);
   return Restore::hit;
 }
 
@@ -345,8 +349,8 @@ std::optional<util::Digest> Pipeline::listed_result_key() {
 // The stored depfile with this build's roots and target, wrapped as the compiler wraps it here: the
 // roots' lengths differ between checkouts, and the compiler re-wraps its lines when they do.
 std::string Pipeline::restored_depfile(const CacheEntryView& ce) const {
-  std::string text =
-      instantiate_target(job_.roots.instantiate(std::string(*ce.find(OutputType::depfile))), job_.depfile_target);
+  const std::string rooted = job_.roots.instantiate(std::string(*ce.find(OutputType::depfile)), job_.depfile_escaping);
+  std::string text = instantiate_target(rooted, job_.depfile_target);
   const std::optional<std::string_view> stored = ce.find(OutputType::depfile_layout);
   const std::optional<DepfileLayout> layout = stored ? parse_layout_name(*stored) : std::nullopt;
   return layout ? rewrap_depfile(text, *layout) : text;

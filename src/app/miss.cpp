@@ -27,6 +27,7 @@
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
 #include "core/entry_format.hpp"
+#include "core/fatbin.hpp"
 #include "core/log.hpp"
 #include "core/manifest.hpp"
 #include "core/outcome.hpp"
@@ -123,6 +124,12 @@ int Pipeline::miss() {
     passthrough_ = {std::string(reason::kCompressedDebug), paths.object};
     return -1;
   }
+  if (job_.debug_placeholders && is_lto_object(object)) {
+    // LTO code the command line did not show (asks_lto): placeholders in it can be neither found nor
+    // replaced, and would reach the link's diagnostics and line table.
+    passthrough_ = {std::string(reason::kLtoObject), paths.object};
+    return -1;
+  }
   counts_[counter::kMisses]++;
   if (!job_.output_kind.empty()) counts_[counter::kKindMissesPrefix + job_.output_kind]++;
 
@@ -135,16 +142,19 @@ int Pipeline::miss() {
     for (const auto& c : closure) core::log().trace("closure file {}", c);
   }
   Installed installed = install_outputs(paths, scratch.path(), compiled->result, dep_text, std::move(object));
+  decide_miss_cause(hashed ? hashed->files : std::vector<ManifestFile>{});
 
   Outcome<Done> toolchain = hashed ? toolchain_held() : hashed.error();
   Outcome<Done> depfile = toolchain ? templatable_depfile(dep_text) : toolchain.error();
   Outcome<Done> headers = depfile ? no_precompiled_header(closure) : depfile.error();
-  Outcome<Done> times = headers ? no_unpinned_time(installed, *compiled, hashed->files) : headers.error();
-  Outcome<std::string> storable = times ? shareable_object(installed.object, scratch.path()) : times.error();
+  Outcome<bool> dated = headers ? keyable_time_macros(*compiled) : headers.error();
+  Outcome<Done> times = dated ? no_unpinned_time(*dated, installed, *compiled, hashed->files) : dated.error();
+  Outcome<PerCheckout> storable = times ? shareable_object(installed.object, scratch.path()) : times.error();
   if (storable) {
-    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, !storable->empty());
+    ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, *storable);
+    entry.date_keyed = *dated;
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
-    store_result(std::move(entry), cache_entry(dep_text, installed), recorded, *storable);
+    store_result(std::move(entry), cache_entry(dep_text, installed), recorded, storable->why);
   } else {
     count_reason(counts_, storable.error().category, storable.error().name);
     core::log().debug("miss: not stored ({}): {} -- {}", storable.error().name, job_.output,
@@ -153,6 +163,13 @@ int Pipeline::miss() {
   write_all(STDOUT_FILENO, installed.stdout_text);
   write_all(STDERR_FILENO, installed.stderr_text);
   return 0;
+}
+
+void Pipeline::decide_miss_cause(const std::vector<ManifestFile>& files) {
+  if (!cfg_.events) return;  // only the event log reads it
+  explain::Cause c = explain::miss_cause(cfg_.cache_dir, job_, source_digest_.hex(), files);
+  cause_ = std::move(c.name);
+  cause_detail_ = std::move(c.detail);
 }
 
 compiler::MissPaths Pipeline::miss_paths(const std::string& scratch_dir) const {
@@ -196,6 +213,7 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
     log.debug("miss: checking the assembler's inputs with {}", fmt::join(cmd, " "));
     util::ProcessResult pre = util::run_capture(inv_.compiler_path, cmd, env);
     out.assembler_unchecked = !pre.ok() || may_read_assembler_inputs(pre.out);
+    out.time_macros = adapter_.time_macros(pre);
     out.preprocessed = std::move(pre.out);
   }
   out.result = run_miss(paths, argv, env);
@@ -379,10 +397,15 @@ Pipeline::Installed Pipeline::install_outputs(const compiler::MissPaths& paths, 
   out.object = std::move(object);
   // The user gets this checkout's paths where the debug maps wrote placeholders; the entry keeps them.
   if (job_.debug_placeholders) {
-    out.patches = job_.roots.find_placeholders(out.object);
-    if (!apply_path_patches(paths.object, out.patches, job_.roots)) {
+    PathRoots::Placeholders found = job_.roots.find_placeholders(out.object);
+    // A sibling of a root ("/w/p-deps" mapped as "/w/p" + "-deps") is a path of its own: the entry
+    // keeps its text (keyed as any path outside the roots), not a placeholder another checkout fills.
+    if (!apply_path_patches(paths.object, found.roots, job_.roots) ||
+        !apply_path_patches(paths.object, found.siblings, job_.roots) ||
+        !apply_path_patches(out.object, found.siblings, job_.roots)) {
       throw std::runtime_error("cannot write this checkout's paths into " + paths.object);
     }
+    out.patches = std::move(found.roots);
   }
   // Install the outputs first: the build goes on even if storing fails.
   out.stdout_text = r.out;
@@ -411,36 +434,75 @@ Outcome<Done> Pipeline::toolchain_held() const {
   return Done{};
 }
 
-// Returns "" when the object may be shared between checkouts, else why it is stored for this checkout only.
+// Returns why the object is stored for this checkout only ("" when it may be shared) and the roots it names.
 // kache adds no -fmacro-prefix-map (issue 27, beyond spec 000's host prefix maps): __FILE__ and assert()
 // print the real path, as a plain compile does. Rewriting such a string in the stored object is unsound
 // (its length is baked into code: sizeof, constexpr lengths, offsets), so an object that names a root
-// is stored per checkout (the storage key folds the roots in). Debug names come through placeholders,
-// which the scan below does not see as roots.
-Outcome<std::string> Pipeline::shareable_object(const std::string& object, const std::string& scratch_dir) const {
+// is stored under the paths of the roots it names (storage_key): every build directory of this checkout
+// shares it, another checkout does not. Debug names come through placeholders, which the scan below
+// does not see as roots.
+Outcome<Pipeline::PerCheckout> Pipeline::shareable_object(const std::string& object,
+                                                          const std::string& scratch_dir) const {
+  PerCheckout per_checkout;
+  // Device code nvcc compressed (--compress-mode) is scanned decompressed: a byte scan of the object
+  // does not see the -lineinfo/-G file names or a device __FILE__ inside (issue 35).
+  bool device_names_scratch = false;
+  const bool device_readable = read_compressed_device_code(object, [&](std::string_view code) {
+    device_names_scratch = device_names_scratch || code.find(scratch_dir) != std::string_view::npos;
+    if (job_.roots.enabled()) add_unkeyed_roots(code, per_checkout);
+  });
   // kache's scratch directory is no build's path: an object naming it is never served.
-  if (object.find(scratch_dir) != std::string::npos) {
+  if (device_names_scratch || object.find(scratch_dir) != std::string::npos) {
     return Failure{ReasonCategory::NotStored, reason::kPathInObject, scratch_dir};
   }
-  std::string per_checkout;
   if (job_.roots.enabled()) {
-    for (const std::size_t i : job_.roots.roots_in(object)) {
-      const auto& root = job_.roots.roots()[i];
-      // -lineinfo: a root the key names literally may appear in a stored object.
-      if (job_.object_names_roots &&
-          std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) {
-        continue;
-      }
-      core::log().debug("the object names {}: the entry is specific to this checkout", root.path);
-      per_checkout = std::string(reason::kPathInObject);
+    // LTO code holds __FILE__ and the IR's locations compressed (GCC) or bit-packed (LLVM): no scan
+    // can prove it free of a root, or tell which, so it is kept under every root's path (issue 35).
+    if (is_lto_object(object)) {
+      core::log().debug("the object holds LTO code: the entry is specific to this checkout");
+      return PerCheckout{std::string(reason::kLtoObject), {}, true};
     }
+    if (!device_readable) {
+      core::log().debug("the object holds device code kache cannot read back: the entry is specific to this checkout");
+      return PerCheckout{std::string(reason::kCompressedFatbin), {}, true};
+    }
+    add_unkeyed_roots(object, per_checkout);
+  }
+  // A root in a string literal of an execution character set the scan cannot read (EBCDIC, say).
+  // No scan can tell which roots it names: it is keyed by every root's path.
+  if (per_checkout.why.empty() && job_.roots.enabled() && job_.foreign_charset) {
+    core::log().debug(
+        "the command names an execution character set the scan cannot read: the entry is "
+        "specific to this checkout");
+    per_checkout.why = std::string(reason::kPathInObject);
+    per_checkout.all_roots = true;
   }
   // A root inside compressed debug sections is invisible to the scan above.
-  if (per_checkout.empty() && has_compressed_sections(object)) {
+  if (per_checkout.why.empty() && has_compressed_sections(object)) {
     core::log().debug("the object has compressed sections: the entry is specific to this checkout");
-    per_checkout = std::string(reason::kCompressedDebug);
+    per_checkout.why = std::string(reason::kCompressedDebug);
+    per_checkout.all_roots = true;
   }
   return per_checkout;
+}
+
+// The roots bytes name that the key does not hold (the object scan of shareable_object), added to
+// per_checkout by name.
+void Pipeline::add_unkeyed_roots(std::string_view bytes, PerCheckout& per_checkout) const {
+  for (const std::size_t i : job_.roots.roots_in(bytes)) {
+    const auto& root = job_.roots.roots()[i];
+    // -lineinfo: a root the key names literally may appear in a stored object.
+    if (job_.object_names_roots &&
+        std::find(job_.keyed_roots.begin(), job_.keyed_roots.end(), root.path) != job_.keyed_roots.end()) {
+      continue;
+    }
+    core::log().debug("the object names {} ({}): the entry is stored for the checkouts with that path", root.path,
+                      root.name);
+    per_checkout.why = std::string(reason::kPathInObject);
+    if (std::find(per_checkout.roots.begin(), per_checkout.roots.end(), root.name) == per_checkout.roots.end()) {
+      per_checkout.roots.push_back(root.name);
+    }
+  }
 }
 
 // A precompiled header the compiler read instead of a header leaves no trace in its dependency list (the
@@ -470,21 +532,45 @@ std::string local_time(std::time_t t, const char* format) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 }  // namespace
 
-// __DATE__ and __TIME__ are the compile's wall clock unless SOURCE_DATE_EPOCH pins them (kache pins it,
-// but clang 14 ignores it), and __TIMESTAMP__ is the mtime of the file using it (GCC 12 does not pin
-// it). However the macro was spelled (pasted, wrapped), its expansion is a string of a known shape:
-// the outputs are searched for "hh:mm:ss" within the compile's seconds (with the matching __DATE__ or
-// alone) and for a closure file's mtime as __TIMESTAMP__ prints it; so is the preprocessed source where
-// the miss made one (clang), which holds each expansion whatever the code does with it (`__TIME__[7]`). Found: a later hit would replay a
-// stale time, so not stored. A false match (the object holding such a string for another reason) only
-// costs the store.
-Outcome<Done> Pipeline::no_unpinned_time(const Installed& installed, const Compiled& compiled,
+// The time macros the compiler says the compile expanded (gcc and clang: -Wdate-time, which sees a
+// pasted or wrapped spelling too). __DATE__ alone is stored with the day keyed (storage_key; true
+// returned), as long as the compile did not cross midnight; __TIME__ and __TIMESTAMP__ (a second, a
+// file time) are not stored, nor is a compile whose compiler could not say.
+Outcome<bool> Pipeline::keyable_time_macros(const Compiled& compiled) const {
+  if (!compiled.time_macros) {
+    return Failure{ReasonCategory::NotStored, reason::kTimeMacro,
+                   "the compiler could not say which time macros the compile expanded"};
+  }
+  switch (*compiled.time_macros) {
+    case compiler::TimeMacros::none:
+      return false;
+    case compiler::TimeMacros::time:
+      return Failure{ReasonCategory::NotStored, reason::kTimeMacro, "__TIME__ or __TIMESTAMP__ is expanded"};
+    case compiler::TimeMacros::date:
+      break;
+  }
+  if (date_macro_text(compiled.wall_start) != date_macro_text(std::time(nullptr))) {
+    return Failure{ReasonCategory::NotStored, reason::kTimeMacro, "__DATE__ is expanded and the day changed"};
+  }
+  return true;
+}
+
+// A second net under keyable_time_macros (and the only one for nvcc, whose misses pin the times):
+// __DATE__ and __TIME__ are the compile's wall clock unless SOURCE_DATE_EPOCH pins them (clang 14
+// ignores it), and __TIMESTAMP__ is the mtime of the file using it (GCC 12 does not pin it). However
+// the macro was spelled (pasted, wrapped), its expansion is a string of a known shape: the outputs are
+// searched for "hh:mm:ss" within the compile's seconds, for the compile's __DATE__ (unless the key
+// holds the day: date_keyed) and for a closure file's mtime as __TIMESTAMP__ prints it; so is the
+// preprocessed source where the miss made one (gcc, clang), which holds each expansion whatever the
+// code does with it (`__TIME__[7]`). Found: a later hit would replay a stale time, so not stored. A
+// false match (the object holding such a string for another reason) only costs the store.
+Outcome<Done> Pipeline::no_unpinned_time(bool date_keyed, const Installed& installed, const Compiled& compiled,
                                          const std::vector<ManifestFile>& files) const {
   std::unordered_set<std::string> times;  // __TIME__ values the wall clock went through
-  std::unordered_set<std::string> dates;  // __DATE__ values
+  std::unordered_set<std::string> dates;  // __DATE__ values (none when the key holds the day)
   for (std::time_t t = compiled.wall_start - 1; t <= compiled.wall_end + 1; ++t) {
     times.insert(local_time(t, "%H:%M:%S"));
-    dates.insert(local_time(t, "%b %e %Y"));
+    if (!date_keyed) dates.insert(date_macro_text(t));
   }
   std::unordered_set<std::string> stamps;  // __TIMESTAMP__ values of the closure's files
   for (const auto& f : files) stamps.insert(local_time(f.identity.mtime_ns / 1000000000, "%a %b %e %H:%M:%S %Y"));
@@ -528,7 +614,7 @@ Outcome<Done> Pipeline::templatable_depfile(const std::string& dep_text) const {
 }
 
 ManifestEntry Pipeline::describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
-                                       const std::string& object, bool checkout_specific) const {
+                                       const std::string& object, const PerCheckout& per_checkout) const {
   ManifestEntry entry;
   entry.files = std::move(files);
   entry.path_specific = job_.path_specific;
@@ -536,7 +622,8 @@ ManifestEntry Pipeline::describe_entry(std::vector<ManifestFile> files, const st
     if (object.find(marker) != std::string::npos) entry.path_specific = true;
   }
   entry.result_key = result_key(entry.files);
-  entry.checkout_specific = checkout_specific;
+  entry.checkout_specific = per_checkout.all_roots;
+  entry.object_roots = per_checkout.roots;
   for (const auto& c : closure) {
     if (auto why = outside_roots(c)) {
       entry.checkout_specific = true;
@@ -629,8 +716,8 @@ bool Pipeline::record_named_targets(ManifestEntry& entry, const std::vector<std:
 CacheEntry Pipeline::cache_entry(const std::string& dep_text, Installed& installed) const {
   CacheEntry ce;
   if (!job_.depfile.empty()) {
-    ce.outputs.push_back(
-        {OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target))});
+    ce.outputs.push_back({OutputType::depfile, job_.roots.templatize(templatize_target(dep_text, job_.depfile_target),
+                                                                     job_.depfile_escaping)});
     // Only a layout that reproduces this text exactly is stored: anything else restores as stored.
     if (const auto layout = depfile_layout_of(dep_text, job_.depfile_layouts)) {
       ce.outputs.push_back({OutputType::depfile_layout, std::string(layout_name(*layout))});
@@ -640,6 +727,7 @@ CacheEntry Pipeline::cache_entry(const std::string& dep_text, Installed& install
   if (!installed.patches.empty()) {
     ce.outputs.push_back({OutputType::path_patches, serialize_path_patches(installed.patches)});
   }
+  ce.outputs.push_back({OutputType::miss_cost, serialize_miss_cost(std::max<std::uint64_t>(elapsed_ms(), 1))});
   ce.outputs.push_back({OutputType::object, std::move(installed.object)});  // last: the body a store keeps apart
   // Diagnostics name this checkout's files; a hit elsewhere prints its own (as its depfile does).
   ce.stdout_text = job_.roots.templatize_text(installed.stdout_text);
@@ -647,16 +735,31 @@ CacheEntry Pipeline::cache_entry(const std::string& dep_text, Installed& install
   return ce;
 }
 
+namespace {
+
+// A cache that cannot store (not writable, full) is a warning: every compile then runs and stores nothing.
+// The words stay the same from one compile to the next (the system's cause, not the entry's path), so the
+// log says it once an hour.
+void warn_unwritable_cache(const std::string& cache_dir, const std::string& failure) {
+  const std::size_t colon = failure.rfind(": ");
+  const std::string cause = colon == std::string::npos ? failure : failure.substr(colon + 2);
+  core::log().warn("cannot store in the cache directory {} ({}): compiles run but store nothing; make it writable "
+                   "and free space, or set cache.dir (`kache doctor` checks it)",
+                   cache_dir, cause);
+}
+
+}  // namespace
+
 // Stores the result, and (when the entry was recorded for direct lookups) adds it to the manifest.
 // A failure costs only the store: the outputs are already installed.
 void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout) {
   auto& log = core::log();
   std::string failure;
   try {
-    const std::string key = storage_key(entry).hex();
+    const std::string key = storage_key(entry).value().hex();  // this checkout has every root it names
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
-      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_,
+      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_),
                       [&](std::string_view text) { return store_.put_explain_record(key, text); });
       if (recorded) stored = add_to_manifest(std::move(entry));
     }
@@ -673,7 +776,8 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, bool reco
   }
   if (!failure.empty()) {
     count_reason(counts_, ReasonCategory::Error, reason::kStorageWrite);
-    log.info("miss: could not store {}: {}", job_.output, failure);
+    log.debug("miss: could not store {}: {}", job_.output, failure);
+    warn_unwritable_cache(cfg_.cache_dir, failure);
     return;
   }
   counts_[counter::kStored]++;

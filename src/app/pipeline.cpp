@@ -1,10 +1,12 @@
 #include "app/pipeline.hpp"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -18,13 +20,16 @@
 
 #include <fmt/format.h>
 
+#include "app/explain.hpp"
 #include "app/pipeline_steps.hpp"
 #include "app/pipeline_store.hpp"
 #include "compiler/adapter.hpp"
 #include "compiler/registry.hpp"
+#include "core/events.hpp"
 #include "core/log.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
+#include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
@@ -118,11 +123,44 @@ util::Digest Pipeline::direct_key() {
     log.trace("key field {} = {}", name, value);
   }
   const util::Digest source = util::hash_file(job_.source);
+  source_digest_ = source;
   h.add_field("source-content", source.hex());
   log.trace("key field source-content = {}", source.hex());
   util::Digest d = h.finish();
   log.trace("direct key = {}", d.hex());
   return d;
+}
+
+std::uint64_t Pipeline::elapsed_ms() const {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count());
+}
+
+Pipeline::EventFacts Pipeline::event_facts() const {
+  EventFacts f;
+  if (!job_.source.empty()) {
+    // Relative to the working directory: readable, and the same in every checkout.
+    f.source = event_source(job_.source, util::lexically_normal(inv_.cwd));
+  }
+  for (const auto& [name, value] : job_.key_fields) {
+    if (name == "language") f.language = value;
+  }
+  f.miss_cost_ms = stored_cost_ms_;
+  if (counts_.count(counter::kMisses)) f.miss_cost_ms = std::max<std::uint64_t>(elapsed_ms(), 1);
+  f.cause = cause_;
+  f.cause_detail = cause_detail_;
+  // What the compile itself counted names a cause before any comparison (a remote that failed it, an
+  // entry stored per checkout, a time macro that kept it from being stored).
+  for (const auto& [name, value] : counts_) {
+    const MissCause* c = value > 0 && !f.cause.empty() ? cause_of_counter(name) : nullptr;
+    if (c) {
+      f.cause = std::string(c->name);
+      f.cause_detail = name;
+      break;
+    }
+  }
+  f.stages = stage_notes_;
+  return f;
 }
 
 util::Digest Pipeline::result_key(const std::vector<ManifestFile>& files) const {
@@ -136,23 +174,45 @@ util::Digest Pipeline::result_key(const std::vector<ManifestFile>& files) const 
   return h.finish();
 }
 
-util::Digest Pipeline::storage_key(const ManifestEntry& entry) const {
-  if (!entry.path_specific && !entry.checkout_specific) return entry.result_key;
+std::string date_macro_text(std::time_t t) {
+  std::tm tm{};
+  if (::localtime_r(&t, &tm) == nullptr) return "";
+  char buf[32];
+  return std::string(buf, std::strftime(buf, sizeof buf, "%b %e %Y", &tm));
+}
+
+// Where the entry is stored: under its result key when its outputs name no path of this checkout and no
+// day, else combined with exactly the paths they name, as this checkout spells them (and the day).
+// nullopt when this checkout lacks a root the entry names (it cannot be served here).
+std::optional<util::Digest> Pipeline::storage_key(const ManifestEntry& entry) const {
+  if (!entry.path_specific && !entry.checkout_specific && entry.object_roots.empty() && !entry.date_keyed) {
+    return entry.result_key;
+  }
   util::Hasher h;
-  h.add_field("kache-key", "specific-v1");
+  h.add_field("kache-key", "specific-v2");
   h.add_field("result", entry.result_key.hex());
-  // Objects whose symbol names hash the source path (cudafe++'s _INTERNAL_ names, rdc module ids)
-  // are stored per source identity.
-  if (entry.path_specific) h.add_field("source-identity", job_.source_identity);
+  // __DATE__ as a plain compile would expand it now (keyable_time_macros): another day, another entry.
+  if (entry.date_keyed) h.add_field("date", date_macro_text(std::time(nullptr)));
+  // nvcc's -rdc module id (__nv_module_id) and cudafe++'s _INTERNAL_ names hash the source's real path
+  // (another id at another path), so such an object is stored per real source path.
+  if (entry.path_specific) h.add_field("source-path", explain::real_source_path(job_));
   if (entry.checkout_specific) {
     for (const auto& root : job_.roots.roots()) h.add_field("root", root.path);
+  }
+  for (const auto& name : entry.object_roots) {
+    const auto& roots = job_.roots.roots();
+    const auto here = std::find_if(roots.begin(), roots.end(), [&](const auto& r) { return r.name == name; });
+    if (here == roots.end()) return std::nullopt;
+    h.add_field("object-root", name + "=" + here->path);  // the spelling the object holds
   }
   return h.finish();
 }
 
 // Why a file the entry records makes it specific to this checkout: it lies outside every path root and
 // every directory the key names literally. nullopt when it does not. A path below a root is joined to
-// each checkout's own root as spelled. Elsewhere "." and ".." count by what they mean, not by their
+// each checkout's own root as spelled; one spelled below a literal directory's spelling is as literal
+// ("<p>/Samples/x/../../Common/../inc", a candidate climbing out of CMake's "<p>/Samples/x/../../Common":
+// the key holds that spelling). Elsewhere "." and ".." count by what they mean, not by their
 // spelling: "/p/x/../inc/h.h" lies in a literal "-I/p/inc" when the kernel resolves "/p/x/.." to "/p"
 // (x is no symbolic link); through a link it is taken as the compiler opened it (the real path of its
 // directory), and one whose directory cannot be resolved stays specific.
@@ -267,15 +327,75 @@ bool world_writable(const std::string& dir) {
   std::_Exit(127);
 }
 
-}  // namespace
-
 using pipeline_steps::Counts;
 using pipeline_steps::Pipeline;
 
+// What one compile writes when it ends, in one place: its counts (kache -s) and its event (kache report).
+class Accounting {
+ public:
+  Accounting(const Invocation& inv, const Config& cfg) : inv_(inv), cfg_(cfg), stats_(cfg.cache_dir) {}
+  void finish(const Counts& counts, const Pipeline* pipeline) noexcept {
+    stats_.add(counts);
+    if (cfg_.events && !cfg_.cache_dir_refused) log_event(counts, pipeline);
+  }
+
+ private:
+  void log_event(const Counts& counts, const Pipeline* pipeline) const noexcept {
+    try {
+      CompileEvent e;
+      e.time_ms = started_ms_;
+      e.build = event_build_id(std::getenv("KACHE_BUILD_ID"));
+      e.pid = static_cast<std::uint32_t>(::getpid());
+      e.tool = util::basename(inv_.compiler_arg);
+      e.outcome = event_outcome(counts);
+      e.reason = event_reason(counts);
+      e.counts = counts;
+      e.direct = cfg_.direct_mode;
+      e.wall_us = static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_).count());
+      e.cpu_us = cpu_us();
+      if (pipeline) {
+        auto facts = pipeline->event_facts();
+        e.source = std::move(facts.source);
+        e.language = event_language(facts.language, e.source, e.tool);
+        e.miss_cost_ms = facts.miss_cost_ms;
+        e.cause = std::move(facts.cause);
+        e.cause_detail = std::move(facts.cause_detail);
+        e.stages = std::move(facts.stages);
+      }
+      if (cfg_.events_command_line) e.command = inv_.argv();  // asked for: it may hold tokens
+      EventLog(cfg_.cache_dir).append(e);
+    } catch (...) {
+      // A diagnostic: the build goes on without it.
+    }
+  }
+  // kache's own CPU time and that of the processes it waited for (the compiler of a miss).
+  static std::uint64_t cpu_us() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    rusage children{};
+    ::getrusage(RUSAGE_CHILDREN, &children);
+    const auto tv_us = [](const timeval& tv) { return tv.tv_sec * 1000000 + tv.tv_usec; };
+    return static_cast<std::uint64_t>(ts.tv_sec * 1000000 + ts.tv_nsec / 1000 + tv_us(children.ru_utime) +
+                                      tv_us(children.ru_stime));
+  }
+
+  const Invocation& inv_;
+  const Config& cfg_;
+  StatsFile stats_;
+  std::int64_t started_ms_ = util::now_ns() / 1000000;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
 int run_compiler(const Invocation& inv, const Config& cfg) {
   auto& log = core::log();
-  StatsFile stats(cfg.cache_dir);
+  Accounting accounting(inv, cfg);
   Counts counts;
+  // The stores outlive the pipeline, whose end flushes the identities it verified.
+  std::optional<LayeredPipelineStore> store;
+  std::optional<Pipeline> pipeline;
   auto pass = [&](std::string_view name, const std::string& detail) {
     // A failed compile was counted where it failed (compile_failed), and is the user's to read.
     if (name != reason::kCompileFailed) {
@@ -283,11 +403,12 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
       log.debug("passthrough ({}){}{} -- {}", name, detail.empty() ? "" : ": ", detail,
                 reason_sentence(ReasonCategory::Passthrough, name));
     }
-    stats.add(counts);
+    accounting.finish(counts, pipeline ? &*pipeline : nullptr);
     run_unchanged(inv);
   };
   if (cfg.disable) pass(reason::kDisabled, "");
-  if (cfg.cache_dir_refused) pass(reason::kCacheDirRefused, "");
+  // No cache to count in: the default directory is another cache, not the one asked for.
+  if (cfg.cache_dir_refused) run_unchanged(inv);
   if (!cfg.allow_world_writable && world_writable(cfg.cache_dir)) {
     // Anyone could plant an entry there (an object with code of theirs): never read from it.
     log.warn(
@@ -299,17 +420,18 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
   auto adapter = compiler::find_adapter(inv.compiler_arg, inv.args);
   if (!adapter) pass(reason::kUnsupportedCompiler, inv.compiler_arg);
 
-  // The stores outlive the pipeline, whose end flushes the identities it verified.
-  std::optional<LayeredPipelineStore> store;
-  std::optional<Pipeline> pipeline;
   try {
     store.emplace(cfg);
     pipeline.emplace(inv, cfg, *adapter, counts, *store);
     std::optional<int> code = pipeline->run();
     if (pipeline->corrupt_found() > 0) counts[counter::kCorrupt] += pipeline->corrupt_found();
     pipeline->add_storage_counts(counts);
+    // A remote that failed is kache's own failure to count, where `kache -s` shows them: `errors`.
+    if (counts.contains("remote_errors") || counts.contains("remote_timeouts")) {
+      count_reason(counts, ReasonCategory::Error, reason::kRemoteFailed);
+    }
     if (!code || *code < 0) pass(pipeline->passthrough().reason, pipeline->passthrough().detail);
-    stats.add(counts);
+    accounting.finish(counts, &*pipeline);
     if (log.should_log(spdlog::level::debug)) {
       // kache's own cost (all its threads, not the compiler it ran): what a cache adds to a compile.
       // CLOCK_PROCESS_CPUTIME_ID is exact; getrusage's times can be tick-sampled.
@@ -323,7 +445,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     // real compiler now gives the build what it asked for.
     log.info("internal error ({}): running the compiler uncached", e.what());
     count_reason(counts, ReasonCategory::Error, reason::kInternal);
-    stats.add(counts);
+    accounting.finish(counts, nullptr);
     run_unchanged(inv);
   }
 }

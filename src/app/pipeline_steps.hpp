@@ -3,6 +3,7 @@
 // run: plan -> key -> look up -> restore | run -> verify -> store), lookup.cpp (the hit path) and miss.cpp
 // (run, verify, store) define.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
@@ -60,6 +61,9 @@ class Margins {
   std::unordered_map<std::uint64_t, std::int64_t> by_dev_;
 };
 
+// __DATE__ as GCC and clang expand it at time t without SOURCE_DATE_EPOCH: "Dec  6 2026", local time.
+std::string date_macro_text(std::time_t t);
+
 class Pipeline {
  public:
   Pipeline(const Invocation& inv, const Config& cfg, compiler::Adapter& adapter, Counts& counts, PipelineStore& store)
@@ -72,6 +76,15 @@ class Pipeline {
 
   // Returns the exit code, or nullopt when the invocation must run unchanged (passthrough_ is set).
   std::optional<int> run();
+  // What the event log records of this compile beyond its counts (issue 32; core/events.hpp).
+  struct EventFacts {
+    std::string source;    // relative to the working directory; empty before a job was planned
+    std::string language;  // the key's "language" field, if any
+    std::uint64_t miss_cost_ms = 0;  // a miss: its own wall time; a hit: the stored miss's
+    std::string cause, cause_detail;
+    std::vector<std::string> stages;
+  };
+  EventFacts event_facts() const;
   const compiler::Passthrough& passthrough() const { return passthrough_; }
   int corrupt_found() const { return store_.corrupt_found(); }
   void add_storage_counts(Counts& counts) const {
@@ -101,7 +114,7 @@ class Pipeline {
   bool verify_absent(ManifestEntry& entry, bool& refreshed);
   bool same_listing(const std::string& dir, const util::Digest& listing, util::FileIdentity& guard, bool& refreshed);
   util::Digest result_key(const std::vector<ManifestFile>& files) const;
-  util::Digest storage_key(const ManifestEntry& entry) const;
+  std::optional<util::Digest> storage_key(const ManifestEntry& entry) const;
   std::optional<std::string> outside_roots(const std::string& path) const;
   std::optional<compiler::Passthrough> unwritable_destination() const;
   std::optional<compiler::Passthrough> special_destination() const;
@@ -121,6 +134,8 @@ class Pipeline {
     bool assembler_unchecked = false;
     // That check's preprocessed source: every time macro expanded, however its result is used.
     std::string preprocessed;
+    // The time macros the compile expanded, as the adapter read them from that run (nullopt: unknown).
+    std::optional<compiler::TimeMacros> time_macros = compiler::TimeMacros::none;
   };
   struct HashedClosure {
     std::vector<ManifestFile> files;
@@ -137,6 +152,13 @@ class Pipeline {
     std::vector<PathPatch> patches;  // where those placeholders lie (replaced in the installed file)
     std::string stdout_text, stderr_text;
   };
+  // Why a stored entry is for this checkout only ("" when it is shared), and what ties it here: the
+  // roots (by name) its object names, or every root (a scan cannot tell).
+  struct PerCheckout {
+    std::string why;
+    std::vector<std::string> roots;
+    bool all_roots = false;
+  };
   int miss();
   compiler::MissPaths miss_paths(const std::string& scratch_dir) const;
   Outcome<Compiled> compile(const compiler::MissPaths& paths);
@@ -152,7 +174,9 @@ class Pipeline {
   Outcome<HashedClosure> hash_closure(const std::vector<std::string>& closure, std::int64_t start);
   Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
                             const util::ProcessResult& r, const std::string& dep_text, std::string object);
-  Outcome<std::string> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  Outcome<PerCheckout> shareable_object(const std::string& object, const std::string& scratch_dir) const;
+  // The roots bytes name that the key does not hold (the object scan of shareable_object).
+  void add_unkeyed_roots(std::string_view bytes, PerCheckout& per_checkout) const;
   bool patches_for_here(const CacheEntryView& ce, std::vector<PathPatch>& patches) const;
   Outcome<Done> toolchain_held() const;
   Outcome<Done> templatable_depfile(const std::string& dep_text) const;
@@ -160,10 +184,11 @@ class Pipeline {
   Outcome<Done> no_precompiled_header(const std::vector<std::string>& closure) const;
   Outcome<Done> add_assembler_inputs(const compiler::MissPaths& paths, const Compiled& compiled,
                                      std::vector<std::string>& closure) const;
-  Outcome<Done> no_unpinned_time(const Installed& installed, const Compiled& compiled,
+  Outcome<bool> keyable_time_macros(const Compiled& compiled) const;
+  Outcome<Done> no_unpinned_time(bool date_keyed, const Installed& installed, const Compiled& compiled,
                                  const std::vector<ManifestFile>& files) const;
   ManifestEntry describe_entry(std::vector<ManifestFile> files, const std::vector<std::string>& closure,
-                               const std::string& object, bool checkout_specific) const;
+                               const std::string& object, const PerCheckout& per_checkout) const;
   bool record_direct_lookup(ManifestEntry& entry, const std::vector<std::string>& closure,
                             const std::vector<std::string>& has_include, bool opaque, std::int64_t start);
   bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);
@@ -171,6 +196,10 @@ class Pipeline {
   CacheEntry cache_entry(const std::string& dep_text, Installed& installed) const;
   void store_result(ManifestEntry entry, const CacheEntry& ce, bool recorded, const std::string& per_checkout);
   storage::StorageStatus add_to_manifest(ManifestEntry entry);
+
+  // Why this miss missed (core/reasons.hpp MissCause), decided before its own record is stored.
+  void decide_miss_cause(const std::vector<ManifestFile>& files);
+  std::uint64_t elapsed_ms() const;
 
   const Invocation& inv_;
   const Config& cfg_;
@@ -184,6 +213,10 @@ class Pipeline {
   Margins margins_;
   // What the miss's stages did (reused, ran, ran whole), for `kache explain`.
   std::vector<std::string> stage_notes_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  util::Digest source_digest_;      // the source's content, as the direct key hashed it
+  std::uint64_t stored_cost_ms_ = 0;  // a hit: what the miss that stored the entry took
+  std::string cause_, cause_detail_;
   VerifiedIdentities verified_;  // shared across this cache dir's compiles; flushed when the pipeline ends
 };
 

@@ -4,6 +4,7 @@
 // dependency closure, which the pipeline records itself), and how to run a miss so the object, the
 // dependency list and the path mapping come out the way the pipeline needs them.
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -38,6 +39,8 @@ struct CompileJob {
   // How the compiler may wrap the depfile's lines (gcc/clang): the miss stores the first that
   // reproduces its depfile, and a hit re-wraps with it. None (nvcc): restored as stored.
   std::vector<core::DepfileLayout> depfile_layouts;
+  // How the compiler escapes paths in the depfile (nvcc: spaces only; GCC and clang differ).
+  core::MakeEscaping depfile_escaping = core::MakeEscaping::spaces_only;
   core::PathRoots roots;                                        // empty when paths are keyed literally
   std::vector<std::pair<std::string, std::string>> key_fields;  // named, in order
   std::vector<std::string> search_dirs;  // include search path (absolute), for the absent-path watch
@@ -65,6 +68,9 @@ struct CompileJob {
   // root that appears makes the entry specific to this checkout (all roots keyed) instead of unstored.
   bool object_names_roots = false;
   std::vector<std::string> keyed_roots;  // root paths the key names literally
+  // The command names an execution character set the object scan cannot read (names_foreign_charset in
+  // job_paths.hpp): no scan can prove the object free of roots, so it is stored per checkout.
+  bool foreign_charset = false;
   // The object's file name in the miss's scratch directory (empty: the output's). nvcc -objtemp
   // names intermediates after it, and they reach the symbol table and -g debug info, so a name that
   // does not depend on -o keeps the object independent of the output path.
@@ -86,6 +92,10 @@ struct CompileJob {
   enum class AssemblerInputs { scanned, listed, checked };
   AssemblerInputs assembler_inputs = AssemblerInputs::scanned;
 };
+
+// The time macros a compile expanded, as its compiler reports them (Adapter::time_macros): __DATE__
+// alone, or __TIME__/__TIMESTAMP__ (with or without __DATE__).
+enum class TimeMacros { none, date, time };
 
 struct MissPaths {
   std::string scratch_dir;  // private directory next to the output
@@ -109,6 +119,10 @@ class Adapter {
   // The compile's command with its outputs dropped and -E: the preprocessed source on stdout, for
   // CompileJob::AssemblerInputs::checked. Empty when the adapter has none.
   virtual std::vector<std::string> preprocess_command(const core::Invocation&, const CompileJob&) const { return {}; }
+  // Which time macros the compile expanded, read from the run of preprocess_command (its stdout and
+  // stderr); nullopt when that run cannot say. Adapters whose misses pin the times (nvcc, through
+  // SOURCE_DATE_EPOCH, spec 000) or that have no such run answer none.
+  virtual std::optional<TimeMacros> time_macros(const util::ProcessResult&) const { return TimeMacros::none; }
   // Runs the miss's command (argv, in env) as the compiler's own stages, some served from and the others
   // kept in `stages` (nvcc: cicc and ptxas, one per architecture). A string says why it cannot, and
   // the pipeline runs argv whole: "unsupported" where the adapter has no stages.

@@ -16,13 +16,13 @@ void pin_source_date_epoch(util::Environment& env, const core::Config& cfg) {
   }
 }
 
-bool records_command_line(const std::vector<std::string>& args) {
-  bool switches = false;     // -f[no-]record-gcc-switches, the last one
-  bool debug = false;        // -g..., up to a later -g0
-  bool debug_record = true;  // -g[no-]record-gcc-switches / -g[no-]record-command-line, the last one
+bool records_command_line(const std::vector<std::string>& args, bool debug_record_default) {
+  bool switches = false;  // -f[no-]record-gcc-switches / clang's -f[no-]record-command-line, the last one
+  bool debug = false;     // -g..., up to a later -g0
+  bool debug_record = debug_record_default;  // -g[no-]record-gcc-switches / -g[no-]record-command-line
   auto apply = [&](std::string_view a) {
-    if (a == "-frecord-gcc-switches") switches = true;
-    else if (a == "-fno-record-gcc-switches") switches = false;
+    if (a == "-frecord-gcc-switches" || a == "-frecord-command-line") switches = true;
+    else if (a == "-fno-record-gcc-switches" || a == "-fno-record-command-line") switches = false;
     else if (a == "-grecord-gcc-switches" || a == "-grecord-command-line") debug_record = true;
     else if (a == "-gno-record-gcc-switches" || a == "-gno-record-command-line") debug_record = false;
     else if (a == "-g0") debug = false;

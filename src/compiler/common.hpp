@@ -27,9 +27,10 @@ struct Refusals {
 // The allow-list ([cc] extra_allowlist_flags) names arg: the flag itself, or the flag followed by "=value".
 bool allowlist_names(const std::vector<std::string>& allowlist, std::string_view arg);
 
-// A miss runs with SOURCE_DATE_EPOCH pinned (nvcc.source_date_epoch, "0" by default), so __DATE__ and
-// __TIME__ give identical rebuilds. A build's own value wins; the value is deliberately not keyed
-// (spec 000): a hit keeps the date it was built with.
+// An nvcc (and hipcc) miss runs with SOURCE_DATE_EPOCH pinned (nvcc.source_date_epoch, "0" by default),
+// so __DATE__ and __TIME__ give identical rebuilds. A build's own value wins; the value is deliberately
+// not keyed (spec 000): a hit keeps the date it was built with. gcc and clang misses are not pinned
+// (gcc/adapter.cpp: a plain build's date, the build's own value keyed).
 void pin_source_date_epoch(util::Environment& env, const core::Config& cfg);
 
 // Whether a compile with these arguments records its command line in the object: -frecord-gcc-switches
@@ -37,7 +38,9 @@ void pin_source_date_epoch(util::Environment& env, const core::Config& cfg);
 // -grecord-command-line). A flag kache adds to a miss (-frandom-seed) would show there, where the plain
 // build's object has none. Over-approximates: values of -Xcompiler/-Wp-style lists are split at commas,
 // and any -g option but -g0 counts as debug info.
-bool records_command_line(const std::vector<std::string>& args);
+// debug_record_default: whether debug info records the switches unless told otherwise (GCC's
+// -grecord-gcc-switches is on by default; clang's -grecord-command-line is off).
+bool records_command_line(const std::vector<std::string>& args, bool debug_record_default = true);
 
 // kache reads the compiler's stderr through a pipe, where GCC and clang do not colour (their default is
 // -fdiagnostics-color=auto: colour when stderr is a terminal). When kache's own stderr is a terminal and

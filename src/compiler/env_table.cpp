@@ -137,8 +137,8 @@ constexpr EnvRule kRules[] = {
     {"TERM_URLS", E::Keyed, "", R::host},
     // Assembler options cc1plus records for LTO (the driver sets it only when -Wa is given).
     {"COLLECT_AS_OPTIONS", E::Keyed, "", R::host},
-    // __DATE__/__TIME__: kache pins it on a miss and the spec keeps it out of the key (a hit keeps
-    // the date it was built with).
+    // __DATE__/__TIME__: kache pins it on an nvcc miss and the spec keeps it out of the key (a hit
+    // keeps the date it was built with); the gcc adapter keys the build's own value and pins nothing.
     {"SOURCE_DATE_EPOCH", E::Modeled, "", R::host},
     // Local time of __TIMESTAMP__ (and of __DATE__ when SOURCE_DATE_EPOCH is unset). Keyed verbatim;
     // /etc/localtime is not, and files using __TIMESTAMP__ are the hidden-inputs helper's topic.

@@ -18,7 +18,11 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
   for (std::size_t i = 0; i < base_dirs.size(); ++i) {
     bases.push_back({util::absolute_path(base_dirs[i], cwd), "/kache/base" + std::to_string(i)});
   }
-  const bool pwd_spelled = !pwd.empty() && pwd != cwd;
+  // A $PWD spelled with trailing slashes ("/a/b/") names the root without them; the compiler's strings
+  // ("/a/b/" as DW_AT_comp_dir) then hold the root followed by '/', as for any path below it.
+  std::string pwd_root = pwd;
+  while (pwd_root.size() > 1 && pwd_root.back() == '/') pwd_root.pop_back();
+  const bool pwd_spelled = !pwd_root.empty() && pwd_root != cwd;
   std::vector<core::PathRoots::Root> roots = {
       {cwd, "/kache/build"},
       {util::dirname(source), "/kache/src"},
@@ -37,7 +41,7 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
     for (auto& r : roots) {
       if (!util::path_starts_with(r.path, cwd)) continue;
       aliases.push_back({r.path, r.name});
-      r.path = pwd + r.path.substr(cwd.size());
+      r.path = pwd_root + r.path.substr(cwd.size());
     }
   }
   return core::PathRoots::with_aliases(std::move(roots), std::move(aliases));
@@ -45,7 +49,7 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
 
 std::string compiler_pwd(const std::string& cwd, const util::Environment& env) {
   const std::optional<std::string> pwd = util::env_get(env, "PWD");
-  if (!pwd || !pwd->starts_with("/") || *pwd == cwd || util::lexically_normal(*pwd) != *pwd) return cwd;
+  if (!pwd || !pwd->starts_with("/") || *pwd == cwd) return cwd;
   const auto named = util::stat_identity(*pwd);
   const auto here = util::stat_identity(cwd);
   if (!named || !here || named->dev != here->dev || named->ino != here->ino) return cwd;
@@ -93,6 +97,53 @@ bool asks_compressed_debug(const std::vector<std::string>& args, const std::stri
   return any_holds(args, flag_variables, {"-gz", "--compress-debug-sections", "-compress-debug-sections"}, true);
 }
 
+namespace {
+bool scannable_charset(std::string_view option, std::string value) {
+  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (option == "-fexec-charset=") return value == "UTF-8" || value == "UTF8";
+  for (std::string_view family : {"UTF-16", "UTF-32", "UCS-2", "UCS-4", "UTF16", "UTF32", "UCS2", "UCS4"}) {
+    for (std::string_view order : {"", "LE", "BE"}) {
+      if (value == std::string(family) + std::string(order)) return true;
+    }
+  }
+  return false;
+}
+
+bool text_names_foreign_charset(const std::string& text) {
+  for (std::string_view option : {"-fexec-charset=", "-fwide-exec-charset="}) {
+    for (std::size_t hit = text.find(option); hit != std::string::npos; hit = text.find(option, hit + 1)) {
+      const std::size_t begin = hit + option.size();
+      const std::size_t end = text.find_first_of(", ", begin);
+      if (!scannable_charset(option, text.substr(begin, end == std::string::npos ? end : end - begin))) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool names_foreign_charset(const std::vector<std::string>& args, const std::string& flag_variables) {
+  return text_names_foreign_charset(flag_variables) ||
+         std::any_of(args.begin(), args.end(), [](const std::string& a) { return text_names_foreign_charset(a); });
+}
+
+bool asks_lto(const std::vector<std::string>& args, const std::string& flag_variables) {
+  bool lto = false;
+  auto scan = [&](std::string_view text) {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      const std::size_t end = text.find_first_of(", =", start);
+      const std::string_view token = text.substr(start, end == std::string_view::npos ? end : end - start);
+      if (token == "-flto") lto = true;  // "-flto=auto" reads as "-flto", then "auto"
+      if (token == "-fno-lto") lto = false;
+      if (end == std::string_view::npos) break;
+      start = end + 1;
+    }
+  };
+  for (const auto& a : args) scan(a);
+  scan(flag_variables);
+  return lto;
+}
+
 void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,
                  const std::string& output_written, const std::string& depfile_written) {
   job.source = util::absolute_path(source_written, cwd);
@@ -104,24 +155,12 @@ void place_files(CompileJob& job, const std::string& cwd, const std::string& sou
   }
 }
 
-bool names_path(const std::string& value, const std::string& root) {
-  for (std::size_t hit = value.find(root); hit != std::string::npos; hit = value.find(root, hit + 1)) {
-    const std::size_t end = hit + root.size();
-    if (end == value.size()) return true;
-    const unsigned char next = static_cast<unsigned char>(value[end]);
-    if (!(std::isalnum(next) || std::string_view("._-+@~#%").find(static_cast<char>(next)) != std::string_view::npos)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, std::string>>& fields,
                                              std::size_t keyed, const core::PathRoots& roots) {
   std::vector<std::string> keyed_roots;
   for (const auto& r : roots.roots()) {
     if (std::any_of(fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(keyed),
-                    [&](const auto& field) { return names_path(field.second, r.path); })) {
+                    [&](const auto& field) { return core::names_path(field.second, r.path); })) {
       fields.emplace_back("root", r.name + "=" + r.path);
       keyed_roots.push_back(r.path);
       core::log().trace("path root {} keyed literally as {} (a keyed value names it)", r.name, r.path);
@@ -130,9 +169,27 @@ std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, 
   return keyed_roots;
 }
 
+std::optional<core::PathRoots::KeyedValue> key_prefix_map_rule(const std::string& arg, const core::PathRoots& roots) {
+  for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
+    if (!arg.starts_with(kind)) continue;
+    const std::size_t eq = arg.find('=', kind.size());
+    if (eq == std::string::npos) return std::nullopt;
+    const auto old_path = roots.key_value(arg.substr(kind.size(), eq - kind.size()));
+    return core::PathRoots::KeyedValue{std::string(kind) + old_path.form + arg.substr(eq),
+                                       std::string(kind) + ": " + old_path.why};
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> keyed_args(std::vector<std::string> args, const std::vector<PathValue>& values,
                                     const core::PathRoots& roots) {
   if (!roots.enabled()) return args;
+  for (std::string& a : args) {
+    if (auto rule = key_prefix_map_rule(a, roots); rule && rule->form != a) {
+      core::log().trace("path {} keyed as {} ({})", a, rule->form, rule->why);
+      a = rule->form;
+    }
+  }
   for (const auto& pv : values) {
     std::string& a = args[pv.index];
     const auto keyed = roots.key_value(a.substr(pv.offset));
@@ -153,8 +210,10 @@ void set_job_roots(CompileJob& job, const std::string& cwd, const core::Config& 
     job.source_identity = job.source;
   }
   // Issue 27: debug names through placeholders replaced by this checkout's roots (none with the user's
-  // own debug maps or compressed debug sections).
-  job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(args) && !asks_compressed_debug(args);
+  // own debug maps, compressed debug sections or LTO code, where no placeholder could be replaced).
+  job.debug_placeholders =
+      job.roots.enabled() && !has_user_debug_maps(args) && !asks_compressed_debug(args) && !asks_lto(args);
+  job.foreign_charset = names_foreign_charset(args);
 }
 
 void add_path_key_fields(std::vector<std::pair<std::string, std::string>>& fields, const CompileJob& job,
@@ -171,6 +230,17 @@ std::string scratch_prefix_map(const CompileJob& job, const std::string& scratch
   const std::string out_dir = util::dirname(job.output);
   const std::string scratch_as = job.debug_placeholders ? job.roots.debug_form(out_dir) : out_dir;
   return "-ffile-prefix-map=" + scratch_dir + "=" + scratch_as;
+}
+
+void add_literal_dir(CompileJob& job, const std::string& dir) {
+  if (!dir.starts_with('/')) return;
+  std::string spelled = dir;
+  while (spelled.size() > 1 && spelled.back() == '/') spelled.pop_back();
+  for (std::string d : {spelled, util::lexically_normal(dir)}) {
+    if (std::find(job.literal_dirs.begin(), job.literal_dirs.end(), d) == job.literal_dirs.end()) {
+      job.literal_dirs.push_back(std::move(d));
+    }
+  }
 }
 
 void add_search_dir(CompileJob& job, const std::string& cwd, const std::string& dir) {

@@ -2,6 +2,7 @@
 // Path handling both adapters need for a CompileJob: the standard path roots (build, source and
 // output directories, [paths] base_dirs), the roots a keyed value names, and the include search path
 // GCC's environment variables add. Both adapters use these.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,9 +22,10 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
                                const std::string& pwd = "");
 
 // The working directory as GCC names it in debug info (libiberty's getpwd): $PWD when it is absolute and
-// names the same directory as "." (same device and inode), else cwd. A $PWD that is not lexically
-// normal ("/a/./b", "/a/b/") is not taken: the prefix rules match spellings, and such a spelling
-// left unmapped only makes the entry specific to this checkout.
+// names the same directory as "." (same device and inode), else cwd. Taken as spelled, however it is
+// spelled ("/a/tools/../build", "/a/./b", "/a/b/"): GCC 12 and clang 14/19 write such a $PWD verbatim
+// as DW_AT_comp_dir (measured with readelf), and only a root spelled the same is mapped to a
+// placeholder; left unmapped, the spelling is no root's text, so the scan would not see it either.
 std::string compiler_pwd(const std::string& cwd, const util::Environment& env);
 
 // Whether the user's command line (or flag variables) carries its own debug path mapping
@@ -33,20 +35,34 @@ bool has_user_debug_maps(const std::vector<std::string>& args, const std::string
 // Whether the command asks for compressed debug sections (-gz, -gz=zlib, --compress-debug-sections
 // passed to the assembler): placeholders there could not be replaced in place.
 bool asks_compressed_debug(const std::vector<std::string>& args, const std::string& flag_variables = "");
+// Whether the command names an execution character set whose string literals the object scan cannot
+// read (PathRoots::roots_in searches UTF-8, UTF-16 and UTF-32): -fexec-charset other than UTF-8, or
+// -fwide-exec-charset other than UTF-16/UTF-32/UCS-2/UCS-4 in either byte order (EBCDIC, say). A root
+// in such a literal is invisible, so the object is stored per checkout (CompileJob::foreign_charset).
+bool names_foreign_charset(const std::vector<std::string>& args, const std::string& flag_variables = "");
+
+// Whether the command compiles for link-time optimization (the last of -flto, -flto=<n|auto|thin|full>
+// and -fno-lto, also inside nvcc's comma lists and the flag variables): the object's code and its
+// locations go into GCC's compressed .gnu.lto_* sections or LLVM bitcode, where a placeholder could be
+// neither found nor replaced, so the miss writes none (issue 35).
+bool asks_lto(const std::vector<std::string>& args, const std::string& flag_variables = "");
 
 // Sets the job's source, output and (when depfile_written is not empty) depfile: absolute (joined to
 // cwd, for kache's own use) and as written on the command line (what the compiler itself names).
 void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,
                  const std::string& output_written, const std::string& depfile_written);
 
-// Whether `value` may name `root` or a path below it: an occurrence of the root's spelling not
-// continued by more characters of the same path component.
-bool names_path(const std::string& value, const std::string& root);
-
 // Appends ("root", "<name>=<path>") for each root one of fields[0, keyed) names, so equal keys map
 // such values alike. Returns the real paths of the roots so keyed.
 std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, std::string>>& fields,
                                              std::size_t keyed, const core::PathRoots& roots);
+
+// A user's -ffile-prefix-map=OLD=NEW (or -fmacro-/-fdebug-prefix-map) with OLD keyed as the roots map it:
+// OLD a root ("-ffile-prefix-map=<checkout>=." with the checkout a base dir) is keyed by the root's
+// name, so two checkouts given the same recipe key alike. The user's rules come after kache's and win
+// (GCC and clang apply the last matching rule), so the object names NEW + the rest below OLD: the
+// same bytes in every checkout that keys alike. nullopt for any other argument.
+std::optional<core::PathRoots::KeyedValue> key_prefix_map_rule(const std::string& arg, const core::PathRoots& roots);
 
 // A path-valued option's value inside the keyed command line: args[index].substr(offset) (-I<dir>, the
 // argument after -MF, spec 003's -Xclang -dependency-file value).
@@ -77,6 +93,13 @@ void add_path_key_fields(std::vector<std::pair<std::string, std::string>>& field
 // The -ffile-prefix-map a miss adds last so the scratch directory it writes into names the output's
 // directory (through its placeholder when the job has them), as a plain compile names it.
 std::string scratch_prefix_map(const CompileJob& job, const std::string& scratch_dir);
+
+// Appends an absolute include dir to job.literal_dirs as spelled (trailing slashes dropped) and as its
+// lexical normal form. A path the compiler names below the spelling ("<d>/../inc", a header or a watched
+// absent candidate climbing out of d with "..") is as literal as d itself: the key holds d as written,
+// so it names the same file in every compile with this key (CMake keeps include_directories(../x) as
+// "<source dir>/../x"). A relative dir adds nothing.
+void add_literal_dir(CompileJob& job, const std::string& dir);
 
 // The directories an include-path variable (CPATH, C_INCLUDE_PATH, ...) adds, as GCC reads it: unset
 // or empty adds nothing; an empty element (":x", "x:", "a::b") is the cwd (".").

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 #include <system_error>
 
@@ -127,6 +128,53 @@ void ProbeFiles::add(const std::string& role, const std::string& path) {
   recorded_.push_back({role, path, *id, ""});
   // The input audits (tests/integration/test_gcc_input_audit.py) read what the toolchain id covers here.
   core::log().trace("toolchain file {} {}", role, path);
+}
+
+namespace {
+
+// Scripts worth reading for the programs they name are small; a larger file is a program of its own.
+constexpr std::int64_t kMaxScriptBytes = 64 * 1024;
+
+bool is_executable_file(const std::string& path) {
+  auto id = util::stat_identity(path);
+  return id && !id->is_dir && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Each word of `text` that starts with '/', up to the first character a shell would end it at.
+std::vector<std::string> absolute_words(const std::string& text) {
+  std::vector<std::string> words;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '/' || (i > 0 && std::strchr(" \t\n=\"'(:;`|&", text[i - 1]) == nullptr)) continue;
+    std::size_t end = i;
+    while (end < text.size() && std::strchr(" \t\n\"'();`|&<>$", text[end]) == nullptr) ++end;
+    words.push_back(text.substr(i, end - i));
+    i = end;
+  }
+  return words;
+}
+
+}  // namespace
+
+void ProbeFiles::add_program(const std::string& role, const std::string& path) {
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(path, ec);
+  const std::string program = ec ? path : real.string();
+  add(role, path);  // the name the driver runs (a link's own identity), and what it resolves to
+  add(role, program);
+  auto id = util::stat_identity(program);
+  if (!id || id->is_dir || id->size > kMaxScriptBytes) return;
+  const std::string text = util::read_file(program);
+  if (!text.starts_with("#!")) return;
+  const std::size_t line_end = std::min(text.find('\n'), text.size());
+  // The interpreter: the first word of the #! line (`/usr/bin/env` of `#!/usr/bin/env perl` too).
+  if (const auto shebang = absolute_words(" " + text.substr(2, line_end - 2)); !shebang.empty()) {
+    const auto interpreter = std::filesystem::canonical(shebang.front(), ec);
+    if (!ec && is_executable_file(interpreter.string())) add(role + ":interpreter", interpreter.string());
+  }
+  for (const auto& word : absolute_words(text.substr(line_end))) {
+    const auto target = std::filesystem::canonical(word, ec);
+    if (!ec && target.string() != program && is_executable_file(target.string())) add(role + ":runs", target.string());
+  }
 }
 
 void ProbeFiles::digest_pending() {

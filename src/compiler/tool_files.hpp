@@ -78,6 +78,11 @@ class ProbeFiles {
   std::string resolve(const std::string& word);
   // Records a file whose content becomes part of the toolchain id under `role`.
   void add(const std::string& role, const std::string& path);
+  // Records a program a driver runs, as add() does its real path. A script (#!) runs more than itself:
+  // its interpreter and every program it names by absolute path (`exec /usr/local/cuda-13.0/bin/ptxas
+  // "$@"`, the form of a toolkit's wrappers on PATH) are recorded as well. A name the script builds at
+  // run time is not seen here; its text is keyed, so a change of the script itself still misses.
+  void add_program(const std::string& role, const std::string& path);
   // Digests every file recorded so far that has none yet: from the content memo, else hashed over a
   // few threads (largest first, so cicc does not finish alone). A probe calls it while the processes
   // it waits on run. Throws std::system_error when a file cannot be read.

@@ -10,7 +10,6 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -20,6 +19,7 @@
 
 #include "core/log.hpp"
 #include "util/cache_umask.hpp"
+#include "util/fs.hpp"
 #include "util/lock.hpp"
 
 namespace kache::core {
@@ -450,6 +450,10 @@ const KeySpec kKeys[] = {
      set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean"},
     {"nvcc", "stages", "KACHE_NVCC_STAGES", set_bool<&Config::nvcc_stages>, set_bool_node<&Config::nvcc_stages>,
      show_bool<&Config::nvcc_stages>, "a boolean"},
+    {"events", "enabled", "KACHE_EVENTS", set_bool<&Config::events>, set_bool_node<&Config::events>,
+     show_bool<&Config::events>, "a boolean"},
+    {"events", "command_line", "KACHE_EVENTS_COMMAND_LINE", set_bool<&Config::events_command_line>,
+     set_bool_node<&Config::events_command_line>, show_bool<&Config::events_command_line>, "a boolean"},
     // After the rows above, for the same reason.
     {"remote_execution", "server", "KACHE_REMOTE_EXECUTION", set_remote_execution_server, nullptr,
      [](const Config& c) {
@@ -482,6 +486,13 @@ std::vector<std::string> config_environment_variables() {
 namespace {
 
 std::string full_name(const KeySpec& k) { return fmt::format("{}.{}", k.section, k.name); }
+
+// What a refused value leaves in force. A refused cache.dir leaves no cache: compiles pass through
+// (passthrough.cache-dir-refused) and kache's commands refuse; the default directory is not a fallback.
+std::string what_applies_instead(const KeySpec& k, const Config& c) {
+  if (k.from_string == set_dir) return "no cache is used: every compile passes through until it is fixed";
+  return "using " + k.show(c);
+}
 
 }  // namespace
 
@@ -555,9 +566,9 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
     note_bare_size(c, k, text ? *text : render_node(n), location(file, n));
   } else {
     if (k.from_string == set_dir) c.cache_dir_refused = true;
-    c.problems.push_back(fmt::format("kache: {} = {} in {} {}; using {}.", full_name(k),
+    c.problems.push_back(fmt::format("kache: {} = {} in {} {}; {}.", full_name(k),
                                      text ? fmt::format("'{}'", quotable(k, *text)) : render_node(n), location(file, n),
-                                     error, k.show(c)));
+                                     error, what_applies_instead(k, c)));
   }
 }
 
@@ -567,25 +578,27 @@ bool read_file_layer(Config& c, const std::string& file, bool in_cache_dir) {
   if (file.empty()) return false;
   std::error_code ec;
   if (!fs::exists(file, ec)) return false;  // no file is the normal case
-  if (fs::is_directory(file, ec)) {
-    c.problems.push_back(
-        fmt::format("kache: the config file {} is a directory, not a file; its settings are not "
-                    "read (set KACHE_CONFIG to a file).",
-                    file));
+  std::string kind;
+  std::optional<std::string> text;
+  try {
+    text = util::read_regular_file(file, &kind);
+  } catch (const std::exception&) {
+    c.problems.push_back(fmt::format("kache: cannot read {}; using the built-in defaults for its settings.", file));
     return false;
   }
-
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (!in) {
-    c.problems.push_back(fmt::format("kache: cannot read {}; using the built-in defaults for its settings.", file));
+  if (!text) {
+    // A FIFO would block every compile (in a group-shared cache dir, anyone's), so it is never opened
+    // for reading: refused like any file that is not a regular one.
+    c.problems.push_back(
+        fmt::format("kache: the config file {} is {}, not a regular file; its settings are not "
+                    "read (set KACHE_CONFIG to a file).",
+                    file, kind));
     return false;
   }
 
   toml::table root;
   try {
-    root = toml::parse(buffer.str(), file);
+    root = toml::parse(*text, file);
   } catch (const toml::parse_error& e) {
     c.problems.push_back(fmt::format("kache: {} is not valid TOML ({} at line {}); ignoring the whole file.", file,
                                      e.description(), e.source().begin.line));
@@ -647,7 +660,8 @@ void read_env_layer(Config& c) {
       note_bare_size(c, k, value, k.env);
     } else {
       if (k.from_string == set_dir) c.cache_dir_refused = true;
-      c.problems.push_back(fmt::format("kache: {}='{}' {}; using {}.", k.env, quotable(k, value), error, k.show(c)));
+      c.problems.push_back(
+          fmt::format("kache: {}='{}' {}; {}.", k.env, quotable(k, value), error, what_applies_instead(k, c)));
     }
   }
 }
@@ -688,6 +702,26 @@ Config load_config() {
     for (auto& url : c.remote_urls) apply_secrets(url, secrets);
   }
   return c;
+}
+
+bool parse_age(const std::string& text, std::int64_t& seconds) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (value < 0) return false;
+  const std::string unit = text.substr(used);
+  const std::int64_t scale = unit.empty() || unit == "s" ? 1
+                             : unit == "m"               ? 60
+                             : unit == "h"               ? 3600
+                             : unit == "d"               ? 86400
+                                                         : 0;
+  if (scale == 0) return false;
+  seconds = value * scale;
+  return true;
 }
 
 bool parse_size(const std::string& text, std::uint64_t& bytes) {
@@ -894,11 +928,11 @@ void set_config_value(const std::string& file, const std::string& section, const
   std::string text;
   std::error_code ec;
   if (fs::exists(file, ec)) {
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (!in) throw std::runtime_error(fmt::format("cannot read {}", file));
-    text = buffer.str();
+    std::string kind;
+    std::optional<std::string> read = util::read_regular_file(file, &kind);
+    if (!read)
+      throw std::runtime_error(fmt::format("{} is {}, not a regular file, so it was left unchanged", file, kind));
+    text = std::move(*read);
     try {
       (void)toml::parse(text, file);
     } catch (const toml::parse_error& e) {
@@ -970,11 +1004,15 @@ std::string describe_config(const Config& config) {
   // The per-user file first (what users look for); the system file is read before it, the cache dir's after.
   const std::pair<const char*, std::string> files[] = {{"config file", config.config_file},
                                                        {"system config (read before it)", system_config_file()},
-                                                       {"cache dir config (read after it)", config.cache_config_file}};
+                                                       {"cache dir config (read after it)",
+                                                        config.cache_dir_refused ? "" : config.cache_config_file}};
   for (const auto& [label, path] : files) {
     const bool read = std::find(config.files_read.begin(), config.files_read.end(), path) != config.files_read.end();
-    out +=
-        fmt::format("{}: {} ({})\n", label, path.empty() ? std::string("(none)") : path, read ? "read" : "not present");
+    std::error_code ec;
+    // A file that is there and was not read is invalid (the problem is printed before this), not absent.
+    const char* state = read ? "read" : !path.empty() && fs::exists(path, ec) ? "not read: see the problem above"
+                                                                              : "not present";
+    out += fmt::format("{}: {} ({})\n", label, path.empty() ? std::string("(none)") : path, state);
   }
   std::size_t key_width = 0;
   std::size_t value_width = 0;
@@ -988,7 +1026,10 @@ std::string describe_config(const Config& config) {
     std::string origin = "default";
     if (it != config.origins.end())
       origin = it->second == "env" ? fmt::format("env {}", k.env) : fmt::format("file {}", it->second);
-    out += fmt::format("{:<{}}  {:<{}}  ({})\n", name, key_width, k.show(config), value_width, origin);
+    // A refused cache.dir leaves no cache: the default directory is not the one in use.
+    const std::string value =
+        k.from_string == set_dir && config.cache_dir_refused ? "refused (see above): no cache" : k.show(config);
+    out += fmt::format("{:<{}}  {:<{}}  ({})\n", name, key_width, value, value_width, origin);
   }
   return out;
 }

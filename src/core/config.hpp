@@ -34,6 +34,8 @@
 //                                                           creates in the cache; outputs keep the user's)
 //   cache.allow_world_writable   KACHE_ALLOW_WORLD_WRITABLE (bool: use a cache dir others may write)
 //   cache.lock_timeout           KACHE_LOCK_TIMEOUT        (seconds: the longest wait for a cache lock)
+//   events.enabled               KACHE_EVENTS              (bool: the per-compile event log kache report reads)
+//   events.command_line          KACHE_EVENTS_COMMAND_LINE (bool: events also hold the command line)
 // A bad key or value produces one sentence naming the key and where it came from; kache then keeps
 // going with the default for that key (the build must keep working).
 #include <cstdint>
@@ -58,6 +60,8 @@ struct Config {
   bool nvcc_path_normalize = true;
   bool nvcc_cache_device_outputs = true;
   bool nvcc_stages = false;
+  bool events = true;                // <cache_dir>/events: one record per compile (core/events.hpp)
+  bool events_command_line = false;  // the command line in each record (it may hold tokens: asked for only)
   std::string nvcc_source_date_epoch = "0";
   std::string remote_storage;  // as configured, secrets included: never printed (--show-config redacts it)
   // remote_storage parsed once, when the layer that sets it is read, with the environment's secrets
@@ -93,6 +97,9 @@ Config load_config();
 // Parses "10G", "512M", "1.5GiB", "123" into bytes; false if malformed.
 bool parse_size(const std::string& text, std::uint64_t& bytes);
 std::string format_size(std::uint64_t bytes);
+// An age: "3d", "12h", "30m", "600s" or plain seconds (kache --evict-older-than, kache report --since);
+// false if malformed.
+bool parse_age(const std::string& text, std::int64_t& seconds);
 // Writes key = value into the config file (used by --max-size); throws on failure.
 void set_config_value(const std::string& file, const std::string& section, const std::string& key,
                       const std::string& value);

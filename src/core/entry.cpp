@@ -53,12 +53,29 @@ std::optional<std::string_view> CacheEntryView::find(OutputType type) const {
   return std::nullopt;
 }
 
+std::string serialize_miss_cost(std::uint64_t ms) {
+  util::Writer w;
+  w.u64(ms);
+  return w.take();
+}
+
+std::uint64_t parse_miss_cost(std::string_view data) {
+  try {
+    util::Reader r(data);
+    const std::uint64_t ms = r.u64();
+    return r.done() ? ms : 0;
+  } catch (const std::runtime_error&) {
+    return 0;
+  }
+}
+
 std::string serialize_path_patches(const std::vector<PathPatch>& patches) {
   util::Writer w;
   w.u32(static_cast<std::uint32_t>(patches.size()));
   for (const auto& p : patches) {
     w.u64(p.offset);
     w.str(p.root_name);
+    w.u64(p.string_size);
   }
   return w.take();
 }
@@ -66,11 +83,12 @@ std::string serialize_path_patches(const std::vector<PathPatch>& patches) {
 std::optional<std::vector<PathPatch>> parse_path_patches(std::string_view data) {
   try {
     util::Reader r(data);
-    const std::uint32_t n = r.count(8 + 8);
+    const std::uint32_t n = r.count(8 + 8 + 8);
     std::vector<PathPatch> patches(n);
     for (auto& p : patches) {
       p.offset = r.u64();
       p.root_name = r.str();
+      p.string_size = r.u64();
     }
     if (!r.done()) return std::nullopt;
     return patches;

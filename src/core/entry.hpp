@@ -1,7 +1,7 @@
 #pragma once
-// What a cached compile stores: its outputs as a typed list (the object, the dependency-file template;
-// later .dwo, fatbin, ptx, cubin as new type numbers), and what the compiler printed (a hit replays it
-// so a warm build shows the same diagnostics as a cold one).
+// What a cached compile stores: its outputs as a typed list (the object, which may be nvcc's fatbin, cubin
+// or ptx; the dependency-file template and what restores it), and what the compiler printed (a hit
+// replays it so a warm build shows the same diagnostics as a cold one).
 //
 // The record ("KEN3"; the store wraps it in a checksummed container, core/entry_format.hpp), integers
 // little endian, str = u64 length + bytes:
@@ -31,7 +31,14 @@ enum class OutputType : std::uint8_t {
   // How the compiler wrapped the depfile's lines ("gcc72", "clang75", "clang75-packed": core/depfile.hpp); a restore
   // re-wraps the depfile with it, as its paths' lengths may differ. Absent: restored as stored.
   depfile_layout = 4,
+  // The milliseconds the miss that stored the entry took (u64), so a hit knows the time it saved (kache
+  // report). Readers that predate it skip it, as they skip every type they do not know.
+  miss_cost = 5,
 };
+
+std::string serialize_miss_cost(std::uint64_t ms);
+// 0 when the bytes are not one.
+std::uint64_t parse_miss_cost(std::string_view data);
 
 struct Output {
   OutputType type;

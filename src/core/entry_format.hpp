@@ -1,5 +1,5 @@
 #pragma once
-// The containers kache stores values in: the same bytes in a local file and (later) a remote value,
+// The containers kache stores values in: the same bytes in a local file and a remote value,
 // read by this one decoder. Every integer is little endian; every checksum is XXH3-128 in hex (32
 // bytes). Version = the last two bytes of the magic; a reader knows every version it may meet.
 //

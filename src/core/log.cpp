@@ -206,6 +206,32 @@ void init_logging(const std::string& filter, const std::string& file, const std:
   }
 }
 
+std::string latest_logged_warning(const std::string& cache_dir) {
+  // The log's tail is enough: a warning repeats at most once an hour, and only its newest is wanted.
+  constexpr off_t kTail = 64 * 1024;
+  const int fd = ::open((cache_dir + "/kache.log").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string text;
+  if (::fstat(fd, &st) == 0) {
+    const off_t from = st.st_size > kTail ? st.st_size - kTail : 0;
+    text.resize(static_cast<std::size_t>(st.st_size - from));
+    const ssize_t got = ::pread(fd, text.data(), text.size(), from);
+    text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  }
+  ::close(fd);
+  std::string_view rest(text);
+  std::string_view latest;
+  while (!rest.empty()) {
+    const std::size_t end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    if (line.starts_with("[kache ") && line.find("] warning: ") != std::string_view::npos) latest = line;
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end + 1);
+  }
+  return std::string(latest);
+}
+
 spdlog::logger& log() {
   State& s = state();
   std::lock_guard lock(s.mutex);

@@ -14,6 +14,9 @@ namespace kache::core {
 // cache_dir: where the default warnings go (empty: stderr, as for kache's own commands).
 void init_logging(const std::string& filter, const std::string& file, const std::string& cache_dir = "");
 spdlog::logger& log();
+// The newest warning line of <cache_dir>/kache.log ("" when there is none): `kache -s` and doctor repeat
+// it, since a build's stderr is often a pipe nobody reads (Ninja's, a CI log's).
+std::string latest_logged_warning(const std::string& cache_dir);
 // The level a filter gives the "kache" target: comma-separated items, each "LEVEL", "TARGET=LEVEL"
 // or the bare target "kache" (= trace); the last item that applies wins, others' targets are ignored.
 // Empty means the default (warn). nullopt if the filter is malformed (unknown level, stray token).

@@ -8,7 +8,7 @@
 namespace kache::core {
 
 namespace {
-constexpr std::uint32_t kManifestMagic = 0x4b4d4e36;  // "KMN6": absent groups carry a listing digest
+constexpr std::uint32_t kManifestMagic = 0x4b4d4e37;  // "KMN7": entries name the roots their object names
 // The fewest bytes each record takes, for Reader::count: a path is a u32 root and a u64 length, an
 // identity five 8-byte fields and a flag.
 constexpr std::size_t kPathMin = 4 + 8;
@@ -54,8 +54,10 @@ std::string serialize_manifest(const Manifest& m) {
   w.u32(static_cast<std::uint32_t>(m.entries.size()));
   for (const auto& e : m.entries) {
     w.bytes(e.result_key.bytes.data(), 32);
-    w.u8(e.path_specific ? 1 : 0);
+    w.u8((e.path_specific ? 1 : 0) | (e.date_keyed ? 2 : 0));
     w.u8(e.checkout_specific ? 1 : 0);
+    w.u32(static_cast<std::uint32_t>(e.object_roots.size()));
+    for (const auto& name : e.object_roots) w.str(name);
     w.i64(e.created_ns);
     w.u32(static_cast<std::uint32_t>(e.files.size()));
     for (const auto& f : e.files) write_file(w, f);
@@ -82,8 +84,12 @@ Manifest deserialize_manifest(std::string_view data) {
   m.entries.resize(n);
   for (auto& e : m.entries) {
     r.bytes(e.result_key.bytes.data(), 32);
-    e.path_specific = r.u8() != 0;
+    const std::uint8_t specific = r.u8();
+    e.path_specific = (specific & 1) != 0;
+    e.date_keyed = (specific & 2) != 0;
     e.checkout_specific = r.u8() != 0;
+    e.object_roots.resize(r.count(kNameMin));
+    for (auto& name : e.object_roots) name = r.str();
     e.created_ns = r.i64();
     e.files.resize(r.count(kFileMin));
     for (auto& f : e.files) f = read_file(r);
@@ -102,6 +108,13 @@ Manifest deserialize_manifest(std::string_view data) {
   }
   if (!r.done()) throw std::runtime_error("trailing bytes in manifest");
   return m;
+}
+
+bool is_older_manifest(std::string_view data) {
+  if (data.size() < 4) return false;
+  util::Reader r(data.substr(0, 4));
+  const std::uint32_t magic = r.u32();
+  return magic >= 0x4b4d4e31 && magic < kManifestMagic;
 }
 
 void manifest_add(Manifest& m, ManifestEntry e) {

@@ -49,8 +49,16 @@ struct ManifestEntry {
   bool path_specific = false;
   // A dependency's absolute path lies outside every root and every directory keyed as written (e.g.
   // GCC printed a canonical path for a header found through a relative -isystem): the path recorded is
-  // this checkout's own, so the result is stored per checkout (keyed by the roots' literal paths).
+  // this checkout's own, so the result is stored per checkout (keyed by every root's path). Also set when
+  // no scan can tell which roots the object names (compressed debug sections).
   bool checkout_specific = false;
+  // The compile expanded __DATE__ (gcc, clang): the result is stored under the day too, so a lookup on
+  // another day misses. Serialized as bit 1 of the path_specific byte.
+  bool date_keyed = false;
+  // The roots (by name: "/kache/src") whose paths the stored object names (__FILE__, assert()): the
+  // result is stored under those roots' paths here, and only those, so every build directory of one
+  // checkout (and any machine with the checkout at the same path) finds it, and no other checkout does.
+  std::vector<std::string> object_roots;
   std::int64_t created_ns = 0;
 };
 
@@ -81,6 +89,9 @@ inline bool is_racy(const util::FileIdentity& id, std::int64_t now, std::int64_t
 
 std::string serialize_manifest(const Manifest& m);
 Manifest deserialize_manifest(std::string_view data);  // throws std::runtime_error when malformed
+// Whether data is a manifest of an earlier format ("KMN1".."KMN6"): no damage, only a miss (the next
+// store replaces it).
+bool is_older_manifest(std::string_view data);
 // Puts e first, dropping an older entry with the same result key and the oldest beyond the cap.
 void manifest_add(Manifest& m, ManifestEntry e);
 

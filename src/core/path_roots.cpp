@@ -1,12 +1,14 @@
 #include "core/path_roots.hpp"
 
-#include <elf.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -18,14 +20,18 @@ namespace kache::core {
 namespace {
 // Placeholders cannot occur in a dependency file: make syntax has no control characters.
 std::string placeholder(std::size_t index) { return "\x01" + std::to_string(index) + "\x01"; }
+// A root spelled verbatim, unescaped: how GCC, clang and nvcc write a -MT target.
+std::string verbatim_placeholder(std::size_t index) { return "\x02" + std::to_string(index) + "\x02"; }
 
-std::string escape_make(const std::string& path) {
-  std::string out;
-  for (char c : path) {
-    if (c == ' ') out += '\\';
-    out += c;
+// Where the first rule's targets end: its first ':' followed by whitespace or the end.
+std::size_t targets_end(const std::string& text) {
+  for (std::size_t i = text.find(':'); i != std::string::npos; i = text.find(':', i + 1)) {
+    if (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\t' || text[i + 1] == '\n' ||
+        text[i + 1] == '\r') {
+      return i;
+    }
   }
-  return out;
+  return 0;
 }
 
 // Whether text[pos, pos + len) is a whole path or its leading directories in make syntax: it starts a
@@ -64,7 +70,96 @@ void replace_path_prefixes(std::string& text, const std::string& path, const std
   text = std::move(out);
 }
 
+// A code point's UTF-16 or UTF-32 code units, in the byte order asked.
+void append_units(std::string& out, char32_t cp, int width, bool big_endian) {
+  auto unit = [&](std::uint32_t u) {
+    for (int i = 0; i < width; ++i) {
+      const int shift = 8 * (big_endian ? width - 1 - i : i);
+      out += static_cast<char>((u >> shift) & 0xff);
+    }
+  };
+  if (width == 2 && cp > 0xffff) {
+    unit(0xd800 + ((cp - 0x10000) >> 10));
+    unit(0xdc00 + ((cp - 0x10000) & 0x3ff));
+  } else {
+    unit(cp);
+  }
+}
+
+// The code points of UTF-8 text; nullopt when it is not valid UTF-8.
+std::optional<std::u32string> decode_utf8(std::string_view text) {
+  std::u32string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const int extra = lead < 0x80 ? 0 : (lead >> 5) == 6 ? 1 : (lead >> 4) == 14 ? 2 : (lead >> 3) == 30 ? 3 : -1;
+    if (extra < 0 || i + static_cast<std::size_t>(extra) >= text.size()) return std::nullopt;
+    char32_t cp = extra == 0 ? lead : lead & (0x3f >> extra);
+    for (int k = 1; k <= extra; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+      if ((c >> 6) != 2) return std::nullopt;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    out += cp;
+    i += static_cast<std::size_t>(extra) + 1;
+  }
+  return out;
+}
 }  // namespace
+
+// A path as the compiler can write it into a string literal: as is (narrow and u8 literals), and as
+// UTF-16 and UTF-32 in both byte orders (L"" is UTF-32 on Linux and UTF-16 under -fshort-wchar, u"" is
+// UTF-16 and U"" UTF-32; big-endian targets swap the bytes). A path that is no valid UTF-8 is also
+// widened byte by byte. Other execution character sets (-fexec-charset) are not searched: compiles
+// that name one are stored per checkout (names_foreign_charset in compiler/job_paths.hpp).
+std::vector<std::string> string_literal_encodings(std::string_view path) {
+  std::vector<std::string> forms{std::string(path)};
+  std::u32string points;
+  if (auto decoded = decode_utf8(path)) {
+    points = std::move(*decoded);
+  } else {
+    for (char c : path) points += static_cast<char32_t>(static_cast<unsigned char>(c));
+  }
+  for (const int width : {2, 4}) {
+    for (const bool big_endian : {false, true}) {
+      std::string form;
+      for (char32_t cp : points) append_units(form, cp, width, big_endian);
+      forms.push_back(std::move(form));
+    }
+  }
+  return forms;
+}
+
+std::string escape_make(std::string_view path, MakeEscaping escaping) {
+  std::string out;
+  std::size_t backslashes = 0;  // just before this character
+  for (char c : path) {
+    if (escaping == MakeEscaping::clang && c == '\\') c = '/';
+    const bool space = c == ' ' || (c == '\t' && escaping == MakeEscaping::gcc);
+    if (space || (c == '#' && escaping != MakeEscaping::spaces_only)) {
+      if (escaping == MakeEscaping::gcc && space) out.append(backslashes, '\\');
+      out += '\\';
+    } else if (c == '$' && escaping != MakeEscaping::spaces_only) {
+      out += '$';
+    }
+    out += c;
+    backslashes = c == '\\' ? backslashes + 1 : 0;
+  }
+  return out;
+}
+
+bool ends_path_component(std::string_view text, std::size_t end) {
+  if (end >= text.size()) return true;
+  const unsigned char next = static_cast<unsigned char>(text[end]);
+  return !(std::isalnum(next) || std::string_view("._-+@~#%").find(static_cast<char>(next)) != std::string_view::npos);
+}
+
+bool names_path(std::string_view text, std::string_view root) {
+  if (root.empty()) return false;
+  for (std::size_t hit = text.find(root); hit != std::string_view::npos; hit = text.find(root, hit + 1)) {
+    if (ends_path_component(text, hit + root.size())) return true;
+  }
+  return false;
+}
 
 std::string debug_placeholder(const std::string& root_name) {
   std::string name = root_name;
@@ -165,28 +260,72 @@ std::string PathRoots::debug_form(const std::string& abs) const {
   return abs;
 }
 
-std::vector<PathPatch> PathRoots::find_placeholders(std::string_view object) const {
-  // One pass for the prefix every placeholder shares (objects with a fatbin run to hundreds of MB),
-  // then which root's placeholder, if any, starts there.
-  std::vector<std::pair<std::string, const std::string*>> mapped;
-  for (const auto& r : roots_) {
-    if (padded_root(r.path)) mapped.emplace_back(debug_placeholder(r.name), &r.name);  // others got no rule
-  }
-  std::vector<PathPatch> patches;
-  if (mapped.empty()) return patches;
+namespace {
+using MappedPlaceholders = std::vector<std::pair<std::string, const std::string*>>;
+
+// The placeholders in bytes (a section at base, or the whole output): one pass for the prefix every
+// placeholder shares (objects with a fatbin run to hundreds of MB), then which root's, if any, starts
+// there, and whether it starts a NUL-terminated string of a string section.
+void find_in(std::string_view bytes, std::uint64_t base, bool strings, const MappedPlaceholders& mapped,
+             PathRoots::Placeholders& found) {
   static constexpr std::string_view kPrefix = "/kache.root.";
   const std::boyer_moore_horspool_searcher searcher(kPrefix.begin(), kPrefix.end());
-  for (auto it = std::search(object.begin(), object.end(), searcher); it != object.end();
-       it = std::search(it + 1, object.end(), searcher)) {
-    const std::string_view here = object.substr(static_cast<std::size_t>(it - object.begin()));
+  for (auto it = std::search(bytes.begin(), bytes.end(), searcher); it != bytes.end();
+       it = std::search(it + 1, bytes.end(), searcher)) {
+    const std::size_t at = static_cast<std::size_t>(it - bytes.begin());
+    const std::string_view here = bytes.substr(at);
     for (const auto& [placeholder, name] : mapped) {
       if (!here.starts_with(placeholder)) continue;
-      patches.push_back({static_cast<std::uint64_t>(it - object.begin()), *name});
-      it += static_cast<std::ptrdiff_t>(placeholder.size() - 1);
+      const std::size_t end = placeholder.size();
+      const bool whole = here.size() == end || here[end] == '/' || here[end] == '\0';
+      PathPatch patch{base + at, *name, 0};
+      const std::size_t nul = here.find('\0', end);
+      if (strings && (at == 0 || bytes[at - 1] == '\0') && nul != std::string_view::npos) patch.string_size = nul + 1;
+      (whole ? found.roots : found.siblings).push_back(std::move(patch));
+      it += static_cast<std::ptrdiff_t>(end - 1);
       break;
     }
   }
-  return patches;
+}
+}  // namespace
+
+PathRoots::Placeholders PathRoots::find_placeholders(std::string_view object) const {
+  MappedPlaceholders mapped;
+  for (const auto& r : roots_) {
+    if (padded_root(r.path)) mapped.emplace_back(debug_placeholder(r.name), &r.name);  // others got no rule
+  }
+  Placeholders found;
+  if (mapped.empty()) return found;
+  const auto sections = elf_sections(object);
+  if (!sections) {
+    find_in(object, 0, false, mapped, found);
+    return found;
+  }
+  auto find_in_debug_sections = [&](std::string_view file, const std::vector<ElfSection>& in) {
+    const auto base = static_cast<std::uint64_t>(file.data() - object.data());
+    for (const auto& s : in) {
+      if (is_debug_section(s)) find_in(file.substr(s.offset, s.size), base + s.offset, holds_strings(s), mapped, found);
+    }
+  };
+  find_in_debug_sections(object, *sections);
+  // Device code objects a host object embeds (hipcc's .hip_fatbin bundle): the prefix maps reach their
+  // debug sections too.
+  for (const auto& s : *sections) {
+    for (const std::string_view code : offload_bundle_entries(object.substr(s.offset, s.size))) {
+      if (const auto inner = elf_sections(code)) find_in_debug_sections(code, *inner);
+    }
+  }
+  auto by_offset = [](const PathPatch& a, const PathPatch& b) { return a.offset < b.offset; };
+  std::sort(found.roots.begin(), found.roots.end(), by_offset);
+  std::sort(found.siblings.begin(), found.siblings.end(), by_offset);
+  return found;
+}
+
+std::optional<std::string> PathRoots::restored_root(const std::string& root_name) const {
+  for (const auto& r : roots_) {
+    if (r.name == root_name && padded_root(r.path)) return r.path;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> PathRoots::patch_text(const std::string& root_name) const {
@@ -196,31 +335,104 @@ std::optional<std::string> PathRoots::patch_text(const std::string& root_name) c
   return std::nullopt;
 }
 
+// One pass over the object whatever the number of forms: every root spelling is absolute, so each of
+// its forms holds a '/' (at offset 0, or 1 and 3 in the big-endian ones); each '/' of the object is
+// tried as that byte of every form not yet found. Five memmem passes per spelling took 1.0 s on 64 MiB
+// with four roots; objects hold few '/' bytes. A form counts only where the path component it ends
+// with ends too (issue 35: "/w/proj" does not name "/w/proj-deps"), read in the form's own code units.
 std::vector<std::size_t> PathRoots::roots_in(std::string_view bytes) const {
-  std::vector<std::size_t> found;
+  struct Form {
+    std::string text;
+    std::size_t slash;  // offset of the first '/' in text
+    std::size_t root;
+    int width;  // bytes per code unit
+    bool big_endian;
+  };
+  // string_literal_encodings' order: narrow, UTF-16LE, UTF-16BE, UTF-32LE, UTF-32BE.
+  constexpr std::pair<int, bool> kUnits[] = {{1, false}, {2, false}, {2, true}, {4, false}, {4, true}};
+  std::vector<Form> forms;
   for (const auto& s : spellings_) {
-    if (std::find(found.begin(), found.end(), s.root) != found.end()) continue;
-    if (bytes.find(s.path) != std::string_view::npos) found.push_back(s.root);
+    std::vector<std::string> encodings = string_literal_encodings(s.path);
+    for (std::size_t i = 0; i < encodings.size() && i < std::size(kUnits); ++i) {
+      const std::size_t slash = encodings[i].find('/');
+      if (slash == std::string::npos) continue;  // roots are absolute: never
+      forms.push_back({std::move(encodings[i]), slash, s.root, kUnits[i].first, kUnits[i].second});
+    }
+  }
+  // Whether the code unit after a match at [begin, end) continues its last path component.
+  auto component_ends = [&](const Form& f, std::size_t end) {
+    if (end + static_cast<std::size_t>(f.width) > bytes.size()) return true;
+    std::uint32_t unit = 0;
+    for (int i = 0; i < f.width; ++i) {
+      const auto byte = static_cast<unsigned char>(bytes[end + static_cast<std::size_t>(i)]);
+      unit |= static_cast<std::uint32_t>(byte) << (8 * (f.big_endian ? f.width - 1 - i : i));
+    }
+    if (unit >= 0x80) return true;  // as ends_path_component reads a byte beyond ASCII
+    const char c = static_cast<char>(unit);
+    return ends_path_component(std::string_view(&c, 1), 0);
+  };
+  std::vector<std::size_t> found;
+  const char* data = bytes.data();
+  for (const void* hit = std::memchr(data, '/', bytes.size()); hit != nullptr && !forms.empty();) {
+    const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - data);
+    for (auto f = forms.begin(); f != forms.end();) {
+      const bool here = at >= f->slash && bytes.size() - (at - f->slash) >= f->text.size() &&
+                        std::memcmp(data + at - f->slash, f->text.data(), f->text.size()) == 0 &&
+                        component_ends(*f, at - f->slash + f->text.size());
+      if (!here) {
+        ++f;
+        continue;
+      }
+      const std::size_t root = f->root;
+      found.push_back(root);
+      std::erase_if(forms, [&](const Form& other) { return other.root == root; });
+      f = forms.begin();
+    }
+    hit = at + 1 < bytes.size() ? std::memchr(data + at + 1, '/', bytes.size() - at - 1) : nullptr;
   }
   std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
   return found;
 }
 
-std::string PathRoots::templatize(const std::string& text) const {
+std::string PathRoots::templatize(const std::string& text, MakeEscaping escaping) const {
   std::string out = text;
-  for (const auto& s : spellings_) replace_path_prefixes(out, escape_make(s.path), placeholder(s.root));
-  return out;
+  for (const auto& s : spellings_) replace_path_prefixes(out, escape_make(s.path, escaping), placeholder(s.root));
+  // A -MT target is written as given, unescaped: a root spelled with a character make escapes is found
+  // there verbatim (the dependencies are escaped, and a raw spelling there could span two of them).
+  const std::size_t end = targets_end(out);
+  std::string targets = out.substr(0, end);
+  for (const auto& s : spellings_) {
+    if (escape_make(s.path, escaping) != s.path) replace_path_prefixes(targets, s.path, verbatim_placeholder(s.root));
+  }
+  return targets + out.substr(end);
 }
 
-std::string PathRoots::instantiate(const std::string& text) const {
+std::string PathRoots::instantiate(const std::string& text, MakeEscaping escaping) const {
   std::string out = text;
-  for (std::size_t i = 0; i < roots_.size(); ++i) util::replace_all(out, placeholder(i), escape_make(roots_[i].path));
+  for (std::size_t i = 0; i < roots_.size(); ++i) {
+    util::replace_all(out, placeholder(i), escape_make(roots_[i].path, escaping));
+    util::replace_all(out, verbatim_placeholder(i), roots_[i].path);
+  }
   return out;
 }
 
 std::string PathRoots::templatize_text(const std::string& text) const {
   std::string out = text;
-  for (const auto& s : spellings_) util::replace_all(out, s.path, placeholder(s.root));
+  for (const auto& s : spellings_) {
+    // Each whole-component occurrence, so "/w/p-deps/h.h" keeps its own path.
+    std::string replaced;
+    std::size_t copied = 0;
+    for (std::size_t hit = out.find(s.path); hit != std::string::npos; hit = out.find(s.path, hit + 1)) {
+      if (hit < copied || !ends_path_component(out, hit + s.path.size())) continue;
+      replaced.append(out, copied, hit - copied);
+      replaced += placeholder(s.root);
+      copied = hit + s.path.size();
+    }
+    if (copied == 0) continue;
+    replaced.append(out, copied);
+    out = std::move(replaced);
+  }
   return out;
 }
 
@@ -230,14 +442,32 @@ std::string PathRoots::instantiate_text(const std::string& text) const {
   return out;
 }
 
+namespace {
+// How many bytes a patch replaces.
+std::uint64_t patch_span(const PathPatch& p) { return p.string_size != 0 ? p.string_size : kPlaceholderLength; }
+
+// What replaces `current` (the patch's span of the stored object) here; nullopt when the span does not
+// hold the placeholder the patch names, or this checkout has no such root (the entry is unusable here).
+std::optional<std::string> replacement(const PathPatch& p, std::string_view current, const PathRoots& roots) {
+  const std::string placeholder = debug_placeholder(p.root_name);
+  if (current.size() != patch_span(p) || !current.starts_with(placeholder)) return std::nullopt;
+  if (p.string_size == 0) return roots.patch_text(p.root_name);
+  const std::optional<std::string> root = roots.restored_root(p.root_name);
+  if (!root || current.back() != '\0' || current.find('\0') != current.size() - 1) return std::nullopt;
+  std::string out = *root;
+  out.append(current.substr(placeholder.size()));  // the rest of the name and its NUL
+  out.resize(current.size(), '\0');                // the root is no longer than the placeholder
+  return out;
+}
+}  // namespace
+
 bool apply_path_patches(std::string& bytes, const std::vector<PathPatch>& patches, const PathRoots& roots) {
   for (const auto& p : patches) {
-    const std::optional<std::string> text = roots.patch_text(p.root_name);
-    if (!text || p.offset > bytes.size() || bytes.size() - p.offset < kPlaceholderLength ||
-        bytes.compare(p.offset, kPlaceholderLength, debug_placeholder(p.root_name)) != 0) {
-      return false;
-    }
-    bytes.replace(p.offset, kPlaceholderLength, *text);
+    if (p.offset > bytes.size() || bytes.size() - p.offset < patch_span(p)) return false;
+    const std::optional<std::string> text =
+        replacement(p, std::string_view(bytes).substr(p.offset, patch_span(p)), roots);
+    if (!text) return false;
+    bytes.replace(p.offset, text->size(), *text);
   }
   return true;
 }
@@ -247,65 +477,22 @@ bool apply_path_patches(const std::string& file, const std::vector<PathPatch>& p
   const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return false;
   bool ok = true;
-  std::string seen(kPlaceholderLength, '\0');
+  std::string seen;
   for (const auto& p : patches) {
-    const std::optional<std::string> text = roots.patch_text(p.root_name);
     const auto at = static_cast<off_t>(p.offset);
     // The placeholder must be where the entry says (the store's checksum covers the bytes; this
     // covers a record that does not describe them).
-    if (!text || ::pread(fd, seen.data(), seen.size(), at) != static_cast<ssize_t>(seen.size()) ||
-        seen != debug_placeholder(p.root_name) ||
-        ::pwrite(fd, text->data(), text->size(), at) != static_cast<ssize_t>(text->size())) {
+    seen.assign(patch_span(p), '\0');
+    std::optional<std::string> text;
+    if (::pread(fd, seen.data(), seen.size(), at) == static_cast<ssize_t>(seen.size()))
+      text = replacement(p, seen, roots);
+    if (!text || ::pwrite(fd, text->data(), text->size(), at) != static_cast<ssize_t>(text->size())) {
       ok = false;
       break;
     }
   }
   ::close(fd);
   return ok;
-}
-
-namespace {
-// The section headers of an ELF file of class C (Elf32_/Elf64_ types), read with bounds checks.
-template <typename Ehdr, typename Shdr>
-bool elf_has_compressed_section(std::string_view f) {
-  Ehdr eh;
-  if (f.size() < sizeof eh) return false;
-  std::memcpy(&eh, f.data(), sizeof eh);
-  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Shdr) || eh.e_shoff > f.size()) return false;
-  auto section = [&](std::uint64_t i, Shdr& sh) {
-    const std::uint64_t at = eh.e_shoff + i * sizeof(Shdr);
-    if (at > f.size() || f.size() - at < sizeof(Shdr)) return false;
-    std::memcpy(&sh, f.data() + at, sizeof sh);
-    return true;
-  };
-  Shdr first;
-  if (!section(0, first)) return false;
-  // More than SHN_LORESERVE sections: the count and the name table's index live in section 0.
-  const std::uint64_t count = eh.e_shnum != 0 ? eh.e_shnum : first.sh_size;
-  const std::uint64_t names_index = eh.e_shstrndx == SHN_XINDEX ? first.sh_link : eh.e_shstrndx;
-  Shdr names;
-  const bool have_names = section(names_index, names) && names.sh_offset <= f.size() &&
-                          f.size() - names.sh_offset >= names.sh_size;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    Shdr sh;
-    if (!section(i, sh)) return false;
-    if (sh.sh_flags & SHF_COMPRESSED) return true;
-    if (have_names && sh.sh_name < names.sh_size) {
-      const std::string_view table = f.substr(names.sh_offset, names.sh_size);
-      if (table.substr(sh.sh_name).starts_with(".zdebug")) return true;
-    }
-  }
-  return false;
-}
-}  // namespace
-
-bool has_compressed_sections(std::string_view object) {
-  if (object.size() < EI_NIDENT || std::memcmp(object.data(), ELFMAG, SELFMAG) != 0) return false;
-  // Objects of this machine's byte order only (kache compiles for the machine it runs on).
-  if (object[EI_DATA] != ELFDATA2LSB) return false;
-  if (object[EI_CLASS] == ELFCLASS64) return elf_has_compressed_section<Elf64_Ehdr, Elf64_Shdr>(object);
-  if (object[EI_CLASS] == ELFCLASS32) return elf_has_compressed_section<Elf32_Ehdr, Elf32_Shdr>(object);
-  return false;
 }
 
 std::string describe_path_keys(const std::vector<std::string>& base_dirs, bool normalize, const std::string& cwd) {
@@ -328,8 +515,9 @@ std::string describe_path_keys(const std::vector<std::string>& base_dirs, bool n
       "  objects name this checkout's real paths: a miss maps each root (up to " +
       std::to_string(kPlaceholderLength) +
       " characters) in debug info to a placeholder\n"
-      "  of that length, replaced in place by the real root (padded with '/') on install and on every hit;\n"
-      "  an object naming a root anyway (__FILE__, assert(), -gz, the user's own prefix maps) is stored per checkout\n"
+      "  of that length, replaced in place by the real root on install and on every hit (exact in string sections,\n"
+      "  padded with '/' where a name's length is fixed); an object naming a root anyway (__FILE__, assert(), -gz,\n"
+      "  the user's own prefix maps) is stored per checkout, and so is LTO code (-flto), which no scan can read\n"
       "  -lineinfo: the source's path as nvcc resolves it is keyed literally (device code names it)\n"
       "  KACHE_LOG=kache=trace shows each path of a compile as keyed, and why\n";
   return out;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/elf.hpp"
+
 namespace kache::core {
 
 // The length of every debug-info placeholder, and so the longest root a placeholder can stand for.
@@ -21,7 +23,9 @@ namespace kache::core {
 inline constexpr std::size_t kPlaceholderLength = 160;
 // Names the placeholder scheme in the key, so entries made under another scheme (the fixed
 // /kache/src names of earlier versions) are never served.
-inline constexpr const char* kPlaceholderScheme = "debug-placeholders-v1/160";
+// v2: names in string sections restored byte-exact (PathPatch::string_size), placeholders searched in
+// debug sections only.
+inline constexpr const char* kPlaceholderScheme = "debug-placeholders-v2/160";
 
 // The placeholder standing for the root named root_name ("/kache/build"): "/kache.root.build" padded
 // with '_' to kPlaceholderLength. No real path spells it; it is always followed by the rest of a path.
@@ -30,11 +34,32 @@ std::string debug_placeholder(const std::string& root_name);
 // ("//////home/u/p" names "/home/u/p" on Linux). nullopt when the path is longer than that.
 std::optional<std::string> padded_root(const std::string& path);
 
+// How a compiler escapes a path in a make-syntax dependency file (measured on paths holding ' ', tab, '#',
+// '$', ':' and '\\'): GCC 12 (libcpp mkdeps) writes "\\ " and "\\<tab>" (doubling the backslashes just
+// before), "\\#" and "$$"; clang 14/19 turn '\\' into '/' and write "\\ ", "\\#" and "$$" (a tab as is);
+// nvcc 12/13 escapes spaces only. None escapes ':' in a dependency.
+enum class MakeEscaping { spaces_only, gcc, clang };
+std::string escape_make(std::string_view path, MakeEscaping escaping);
+
+// Whether text may name `root` or a path below it: an occurrence of the root's spelling not continued
+// by more characters of the same path component (an ASCII letter or digit, or one of "._-+@~#%"): "/w/p"
+// in "/w/p/x.h", "/w/p" or "'/w/p':", not in "/w/p-deps/x.h" nor "/w/p2". GCC's prefix maps and
+// a plain substring search match the spelling alone (issue 35: a sibling "<root>-deps" is no root).
+bool names_path(std::string_view text, std::string_view root);
+// The same at one occurrence: text[pos, pos + root_size) is the root's spelling.
+bool ends_path_component(std::string_view text, std::size_t end);
+
 // Where a placeholder lies in a stored object, and which root (by name: indices differ between
 // checkouts whose roots coincide differently) it stands for.
 struct PathPatch {
   std::uint64_t offset = 0;
   std::string root_name;
+  // 0: a name of fixed length (DWARF 4's line-table directories, an inline DW_FORM_string): the
+  // placeholder is replaced by the root left-padded with '/'. Else the size, its NUL included, of the
+  // string the placeholder starts in a string section (holds_strings: .debug_str, .debug_line_str):
+  // replaced by the root, the rest of the string and NULs up to that size, so the name reads exactly
+  // as the compiler writes it here (gdb's `info source`, `set substitute-path`, addr2line).
+  std::uint64_t string_size = 0;
   bool operator==(const PathPatch&) const = default;
 };
 
@@ -94,17 +119,29 @@ class PathRoots {
   // abs as the debug maps write it: the placeholder of the root it lies below plus the rest, or abs
   // itself when no placeholder covers it.
   std::string debug_form(const std::string& abs) const;
-  // Every placeholder of a mapped root in an object (ascending offsets).
-  std::vector<PathPatch> find_placeholders(std::string_view object) const;
+  // The placeholders of mapped roots in an object (ascending offsets): in its debug sections and those of
+  // the device code objects it embeds (a clang offload bundle), where the prefix maps put them (a string
+  // literal spelled like one elsewhere is the program's own); in the whole output when it is no ELF
+  // file. GCC's and clang's prefix maps match a root's spelling as a string, so "/w/p-deps/h.h" came out as the
+  // placeholder of "/w/p" followed by "-deps/h.h": such a sibling (a placeholder continued by more of its path
+  // component) names no root, and is replaced by this checkout's root in the stored bytes too.
+  struct Placeholders {
+    std::vector<PathPatch> roots;     // followed by '/', a NUL or the end: this checkout's root on restore
+    std::vector<PathPatch> siblings;  // a path beside the root: its own text, here and in the entry
+  };
+  Placeholders find_placeholders(std::string_view object) const;
   // What replaces a patch's placeholder here; nullopt when this checkout has no such root or its path is
   // longer than a placeholder (the entry cannot be restored here).
   std::optional<std::string> patch_text(const std::string& root_name) const;
+  // The root's path itself (for a name restored byte-exact); nullopt as for patch_text.
+  std::optional<std::string> restored_root(const std::string& root_name) const;
   // The roots (indices into roots()) a spelling of which appears in bytes (the object scan).
   std::vector<std::size_t> roots_in(std::string_view bytes) const;
 
   // Replaces root spellings in text by placeholders / placeholders by roots (dependency files).
-  std::string templatize(const std::string& text) const;
-  std::string instantiate(const std::string& text) const;
+  // escaping: how the compiler that wrote the text spells a path (a root is found, and written, so).
+  std::string templatize(const std::string& text, MakeEscaping escaping = MakeEscaping::spaces_only) const;
+  std::string instantiate(const std::string& text, MakeEscaping escaping = MakeEscaping::spaces_only) const;
   // The same for plain text (the compiler's diagnostics): paths as written, without make's escaping.
   std::string templatize_text(const std::string& text) const;
   std::string instantiate_text(const std::string& text) const;
@@ -119,17 +156,16 @@ class PathRoots {
   std::vector<Spelling> spellings_;  // every root's path and aliases, longest first
 };
 
+// The byte strings a string literal holding `path` can be in an object: the path itself (narrow and u8
+// literals) and its UTF-16 and UTF-32 forms in both byte orders (wide, u and U literals).
+std::vector<std::string> string_literal_encodings(std::string_view path);
+
 // Replaces the placeholder at each patch's offset in file by this checkout's root (pwrite in place;
 // sizes and offsets in the ELF file stay). False when a root is missing or too long, or the file does
 // not hold the placeholder there (the file is then unusable).
 bool apply_path_patches(const std::string& file, const std::vector<PathPatch>& patches, const PathRoots& roots);
 // The same on bytes in memory.
 bool apply_path_patches(std::string& bytes, const std::vector<PathPatch>& patches, const PathRoots& roots);
-
-// Whether an ELF object has a compressed section (SHF_COMPRESSED, or a .zdebug* section of the older
-// GNU scheme): a placeholder in it cannot be replaced in place, nor a root in it found by a scan.
-// False for anything that is not ELF.
-bool has_compressed_sections(std::string_view object);
 
 // For kache --show-config: the roots a compile in `cwd` gets (the working directory, each base dir;
 // the source's and the output's directories are per compile) and how path values are keyed.

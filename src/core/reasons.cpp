@@ -1,5 +1,7 @@
 #include "core/reasons.hpp"
 
+#include <utility>
+
 namespace kache::core {
 
 namespace {
@@ -55,6 +57,9 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "device-debug", "Device debug information (-G) embeds the absolute source path and changes code."},
     {C::Passthrough, "machine-native",
      "A value resolved from the build machine (-arch=native, -march=native) is used."},
+    {C::Passthrough, "shell-expansion",
+     "An nvcc argument (or the working directory or TMPDIR) holds $ or a backquote, which nvcc's /bin/sh steps "
+     "expand from the environment or by running a command: pass the expanded value from the build system instead."},
     {C::Passthrough, "hidden-input",
      "A flag makes the compiler read inputs no dependency list names (host -I/-D/-include, -ldir, -target-dir)."},
     {C::Passthrough, "keep-temps",
@@ -120,6 +125,12 @@ constexpr Reason kReasons[] = {
     {C::Passthrough, "compressed-debug",
      "The object's debug sections came out compressed where kache's path placeholders were written (they "
      "cannot be replaced there), so the command ran unchanged."},
+    {C::Passthrough, "records-command-line",
+     "clang records its whole command line in the object (-grecord-command-line, -frecord-command-line), so "
+     "kache's own flags and scratch output would show there."},
+    {C::Passthrough, "lto-object",
+     "The object holds LTO code (GCC's compressed .gnu.lto_* sections, LLVM bitcode), where paths can be neither "
+     "seen nor replaced: stored for this checkout only, or run unchanged where kache's placeholders went in."},
 
     // ---- the user's compile failed --------------------------------------------------------------
     {C::CompileFailed, "compile-failed",
@@ -128,6 +139,8 @@ constexpr Reason kReasons[] = {
     // ---- errors inside kache --------------------------------------------------------------------
     {C::Error, "storage-read", "The cache could not be read (a manifest); the lookup counted as a miss."},
     {C::Error, "storage-write", "The result could not be written to the cache; the build got its object all the same."},
+    {C::Error, "remote-failed",
+     "A remote store refused, could not be reached or did not answer in time; the compile went on without it."},
     {C::Error, "internal", "kache failed internally and ran the compiler uncached."},
 
     // ---- compiled, installed, not stored ----------------------------------------------------------
@@ -135,6 +148,9 @@ constexpr Reason kReasons[] = {
     {C::NotStored, "input-changed", "A file the compile read changed during the compile or while kache hashed it."},
     {C::NotStored, "lock-timeout",
      "A lock of the cache was held longer than cache.lock_timeout (a stopped process?); the result is not stored."},
+    {C::NotStored, "compressed-fatbin",
+     "nvcc compressed device code in a way kache cannot read back, so the object cannot be proven free of this "
+     "checkout's paths: stored for this checkout only."},
     {C::NotStored, "depfile-target",
      "The dependency file does not start with its target, so the target could not be templated."},
     {C::NotStored, "path-in-object", "The object contains kache's scratch directory, a path of no build, so it is not stored."},
@@ -150,12 +166,82 @@ constexpr Reason kReasons[] = {
     {C::NotStored, "assembler-inputs",
      "The assembler may have read files of its own (.incbin/.include in a .S file or inline asm) that kache could "
      "not list (clang's integrated assembler writes no dependency list, or the list was not written)."},
+    {C::NotStored, "time-macro",
+     "The compiler (-Wdate-time) reports __TIME__ or __TIMESTAMP__ expanded, however spelled, or could not say: a "
+     "later hit would replay a stale time (__DATE__ alone is stored under the day)."},
     {C::NotStored, "unpinned-time",
      "The output holds __DATE__/__TIME__ of the compile's wall clock or a __TIMESTAMP__ of a file time "
      "(SOURCE_DATE_EPOCH not honoured, e.g. clang 14): a later hit would replay a stale time."},
 };
 
+// Misconfigurations first: a report lists them before the causes a build's own changes give.
+constexpr MissCause kMissCauses[] = {
+    {"per-checkout-entry", true,
+     "Entries were stored for this checkout only, because the objects name its path (__FILE__, assert(), "
+     "-lineinfo), so another checkout or build directory misses them.",
+     "Map the checkout to a portable path: -ffile-prefix-map=$PWD=. (or -fmacro-prefix-map) in the flags and "
+     "paths.base_dirs set to the checkout's root (docs/sharing.md)."},
+    {"absolute-path", true,
+     "An absolute path outside every path root (-I/home/me/proj/include, CMake's ${CMAKE_SOURCE_DIR}/include) "
+     "names the checkout in the key, so another checkout's entries of the same sources are never found.",
+     "Set paths.base_dirs (KACHE_PATHS_BASE_DIRS) to the checkout's root, or spell the path relative to the build "
+     "directory (docs/sharing.md)."},
+    {"toolchain-changed", true,
+     "The compiler or toolkit differs from the one the entries were stored with (another nvcc, gcc or host "
+     "compiler, or a toolkit changed mid-build).",
+     "Build with one toolchain (PATH, CUDA_HOME, -ccbin pinned for the whole build)."},
+    {"volatile-define", true,
+     "A -D value changes from build to build (a time, a build number, a commit), so every build keys its "
+     "compiles anew.",
+     "Give the value to one generated source compiled once, or a fixed value in cached builds."},
+    {"volatile-time", true,
+     "__DATE__, __TIME__ or __TIMESTAMP__ reach the object, so the result cannot be stored.",
+     "Set SOURCE_DATE_EPOCH (kache sets it for nvcc: nvcc.source_date_epoch), or drop the macros."},
+    {"remote-failed", true, "A remote store refused, failed or timed out, so it served nothing to this compile.",
+     "Check the remote with `kache doctor`: its URL, credentials, connect-timeout and the server's health."},
+    {"direct-mode-off", true,
+     "cache.direct_mode is off: every lookup runs the compiler's dependency listing before it can hit.",
+     "Set cache.direct_mode = true (the default)."},
+    {"flags-changed", false, "The compile's flags differ from those of the entries recorded for its source.", ""},
+    {"environment-changed", false,
+     "An environment variable the key holds differs from the entries recorded for this source.", ""},
+    {"source-changed", false, "The source changed since its entries were stored.", ""},
+    {"header-changed", false, "A header the source includes changed since its entries were stored.", ""},
+    {"entry-gone", false,
+     "The compile matches a recorded entry that is gone (evicted, removed by -C, or never stored here).",
+     "Raise cache.max_size if entries are evicted within a build."},
+    {"new-source", false, "No entry was recorded for this source before: a cold cache or a new file.", ""},
+};
+
+// Counters a compile counts that name the cause of its miss. Not stored_per_checkout.*: storing an entry
+// for this checkout is what a miss did, not why it missed (measured on ggml and cuda-samples: a cold
+// build's 172 and 58 first misses were reported as misconfigured); a miss of an entry stored for another
+// checkout is found by comparing the recorded entries (explain's stored-for difference).
+constexpr std::pair<std::string_view, std::string_view> kCauseOfCounter[] = {
+    {"not_stored.unpinned-time", "volatile-time"},
+    {"not_stored.timestamp", "volatile-time"},
+    {"remote_errors", "remote-failed"},
+    {"remote_timeouts", "remote-failed"},
+    {"remote_skipped", "remote-failed"},
+};
+
 }  // namespace
+
+std::span<const MissCause> all_miss_causes() { return kMissCauses; }
+
+const MissCause* find_miss_cause(std::string_view name) {
+  for (const MissCause& c : kMissCauses) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const MissCause* cause_of_counter(std::string_view counter) {
+  for (const auto& [name, cause] : kCauseOfCounter) {
+    if (name == counter) return find_miss_cause(cause);
+  }
+  return nullptr;
+}
 
 std::span<const Reason> all_reasons() { return kReasons; }
 

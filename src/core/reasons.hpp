@@ -43,6 +43,39 @@ std::string counter_name(ReasonCategory category, std::string_view name);
 // The reason's sentence, or a fixed one for a name the table lacks.
 std::string_view reason_sentence(ReasonCategory category, std::string_view name);
 
+// Why a miss missed, in words a user acts on (issue 32): `kache report` and `kache doctor` group a
+// build's misses by cause, misconfigurations first, each with its fix. A cause comes from a reason the
+// compile counted (cause_of_counter) or from comparing the miss with the recorded entries of its
+// source (app/explain.cpp miss_cause). Names are stable: they are keys in the event log.
+struct MissCause {
+  std::string_view name;
+  bool misconfiguration;      // the build's setup costs the hits, not the code changing
+  std::string_view sentence;  // what happened
+  std::string_view fix;       // what to do; empty where nothing is to be done
+};
+std::span<const MissCause> all_miss_causes();
+const MissCause* find_miss_cause(std::string_view name);
+// The cause a counter a compile counted points to ("not_stored.unpinned-time" -> "volatile-time",
+// "stored_per_checkout.path-in-object" -> "per-checkout-entry", "remote_errors" -> "remote-failed"),
+// or nullptr.
+const MissCause* cause_of_counter(std::string_view counter);
+
+namespace cause {
+inline constexpr std::string_view kPerCheckoutEntry = "per-checkout-entry";
+inline constexpr std::string_view kAbsolutePath = "absolute-path";
+inline constexpr std::string_view kToolchainChanged = "toolchain-changed";
+inline constexpr std::string_view kVolatileDefine = "volatile-define";
+inline constexpr std::string_view kVolatileTime = "volatile-time";
+inline constexpr std::string_view kRemoteFailed = "remote-failed";
+inline constexpr std::string_view kDirectModeOff = "direct-mode-off";
+inline constexpr std::string_view kFlagsChanged = "flags-changed";
+inline constexpr std::string_view kEnvironmentChanged = "environment-changed";
+inline constexpr std::string_view kSourceChanged = "source-changed";
+inline constexpr std::string_view kHeaderChanged = "header-changed";
+inline constexpr std::string_view kEntryGone = "entry-gone";
+inline constexpr std::string_view kNewSource = "new-source";
+}  // namespace cause
+
 // Names of the reasons produced by kache's core itself (the compiler adapters' reasons live in their
 // own tables, and are rows here as well).
 namespace reason {
@@ -55,11 +88,14 @@ inline constexpr std::string_view kOutputSpecial = "output-special";
 inline constexpr std::string_view kCompileFailed = "compile-failed";
 inline constexpr std::string_view kStorageRead = "storage-read";
 inline constexpr std::string_view kStorageWrite = "storage-write";
+inline constexpr std::string_view kRemoteFailed = "remote-failed";
 inline constexpr std::string_view kInternal = "internal";
 inline constexpr std::string_view kClosureUnreadable = "closure-unreadable";
 inline constexpr std::string_view kInputChanged = "input-changed";
 inline constexpr std::string_view kPathInObject = "path-in-object";
 inline constexpr std::string_view kCompressedDebug = "compressed-debug";
+inline constexpr std::string_view kLtoObject = "lto-object";
+inline constexpr std::string_view kCompressedFatbin = "compressed-fatbin";
 inline constexpr std::string_view kDepfileTarget = "depfile-target";
 inline constexpr std::string_view kPrecompiledHeader = "precompiled-header";
 inline constexpr std::string_view kLockTimeout = "lock-timeout";
@@ -68,6 +104,7 @@ inline constexpr std::string_view kSourceSpecial = "source-special";
 inline constexpr std::string_view kOutputPathThroughLink = "output-path-through-link";
 inline constexpr std::string_view kAssemblerInputs = "assembler-inputs";
 inline constexpr std::string_view kUnpinnedTime = "unpinned-time";
+inline constexpr std::string_view kTimeMacro = "time-macro";
 }  // namespace reason
 
 }  // namespace kache::core

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "core/config.hpp"
+
 namespace kache::core {
 
 namespace {
@@ -164,6 +166,34 @@ void parse_authority(std::string_view spec, std::string_view authority, RemoteUr
   }
 }
 
+// An AWS region name: lowercase letters, digits and '-' ("us-east-1", "eu-central-1"); S3-compatible
+// servers take any such word ("garage", "auto").
+bool valid_region(std::string_view region) {
+  if (region.empty() || region.size() > 64) return false;
+  for (char c : region) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+RemoteUrl parse_endpoint(std::string_view spec, std::string_view endpoint);
+
+void parse_s3_attribute(std::string_view spec, std::string_view name, std::string_view value, RemoteUrl& url) {
+  if (name == "region") {
+    if (!valid_region(value)) fail(spec, "region takes a name of lowercase letters, digits and '-'");
+    url.region = std::string(value);
+  } else if (name == "endpoint") {
+    (void)parse_endpoint(spec, value);
+    url.endpoint = std::string(value);
+  } else if (value == "path") {
+    url.addressing = S3Addressing::path;
+  } else if (value == "virtual") {
+    url.addressing = S3Addressing::virtual_hosted;
+  } else {
+    fail(spec, "addressing must be path or virtual");
+  }
+}
+
 void parse_attribute(std::string_view spec, std::string_view attribute, RemoteUrl& url) {
   const std::size_t eq = attribute.find('=');
   const std::string_view name = attribute.substr(0, eq);
@@ -181,6 +211,15 @@ void parse_attribute(std::string_view spec, std::string_view attribute, RemoteUr
     url.connect_timeout_ms = timeout();
   } else if (name == "operation-timeout") {
     url.operation_timeout_ms = timeout();
+  } else if (name == "region" || name == "endpoint" || name == "addressing") {
+    if (url.scheme != Scheme::s3) fail(spec, std::string(name) + " applies to s3 URLs only");
+    parse_s3_attribute(spec, name, value.value_or(""), url);
+  } else if (name == "max-size") {
+    if (url.scheme != Scheme::file) fail(spec, "max-size applies to file URLs only");
+    if (!value || !parse_size(std::string(*value), url.max_size)) fail(spec, "max-size takes a size (e.g. 500G)");
+  } else if (name == "shards") {
+    // Read before the address (find_shards); here only its place among the attributes is checked.
+    if (url.shards.empty()) fail(spec, "shards= needs one '*' in the URL's host[:port]");
   } else if (name == "layout") {
     if (!url.is_http()) fail(spec, "layout applies to http and https URLs only");
     if (value == "flat") {
@@ -194,8 +233,43 @@ void parse_attribute(std::string_view spec, std::string_view attribute, RemoteUr
     }
   } else {
     fail(spec, "unknown attribute '" + std::string(name) +
-                   "' (known: read-only, connect-timeout, operation-timeout, layout)");
+                   "' (known: read-only, connect-timeout, operation-timeout, layout, region, endpoint, addressing, "
+                   "shards, max-size)");
   }
+}
+
+// S3 bucket names: 3 to 63 lowercase letters, digits, '-' and '.' (AWS's rules; no credentials, no port).
+bool valid_bucket(std::string_view bucket) {
+  if (bucket.size() < 3 || bucket.size() > 63) return false;
+  for (char c : bucket) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  }
+  return true;
+}
+
+// s3://BUCKET[/PREFIX] and file:///PATH: no credentials or port in either (S3's come from the environment).
+void parse_object_store(std::string_view spec, std::string_view text, RemoteUrl& url) {
+  if (url.scheme == Scheme::file) {
+    if (text.empty() || text.front() != '/') fail(spec, "expected file:///absolute/path");
+    if (text.size() < 2 || !valid_http_path(text) || text.find('%') != std::string_view::npos) {
+      fail(spec, "invalid character in the path (no blank, '%', '?', '#', '|' or '\\')");
+    }
+    while (text.size() > 1 && text.back() == '/') text.remove_suffix(1);
+    url.path = std::string(text);
+    return;
+  }
+  const std::size_t slash = text.find('/');
+  const std::string_view bucket = text.substr(0, slash);
+  if (!valid_bucket(bucket)) {
+    fail(spec, "expected s3://BUCKET[/PREFIX], the bucket 3 to 63 lowercase letters, digits, '-' or '.'");
+  }
+  url.host = std::string(bucket);
+  std::string_view prefix = slash == std::string_view::npos ? std::string_view() : text.substr(slash);
+  if (!valid_http_path(prefix) || prefix.find('%') != std::string_view::npos) {
+    fail(spec, "invalid character in the prefix");
+  }
+  while (!prefix.empty() && prefix.back() == '/') prefix.remove_suffix(1);
+  url.path = std::string(prefix);
 }
 
 }  // namespace
@@ -210,6 +284,10 @@ const char* scheme_name(Scheme scheme) {
       return "http";
     case Scheme::https:
       return "https";
+    case Scheme::s3:
+      return "s3";
+    case Scheme::file:
+      return "file";
   }
   return "?";
 }
@@ -238,12 +316,18 @@ namespace {
 // Attribute values that can be shown: the rest (a mistyped "password=", "token=", anything unknown) may
 // carry a secret, so only its name is printed.
 bool attribute_value_shown(std::string_view name) {
-  return name == "connect-timeout" || name == "operation-timeout" || name == "layout" || name == "read-only";
+  return name == "connect-timeout" || name == "operation-timeout" || name == "layout" || name == "read-only" ||
+         name == "region" || name == "endpoint" || name == "addressing" || name == "shards" ||
+         name == "max-size";
 }
 
 // "name=value" kept for known names, "name=***" otherwise.
 std::string redact_attribute(std::string_view attribute) {
   const std::size_t eq = attribute.find('=');
+  // An endpoint= is shown as a URL is: a mistyped "http://user:secret@host" keeps its secret hidden.
+  if (eq != std::string_view::npos && attribute.substr(0, eq) == "endpoint") {
+    return "endpoint=" + redact_unparsed(attribute.substr(eq + 1));
+  }
   if (eq == std::string_view::npos || attribute_value_shown(attribute.substr(0, eq))) return std::string(attribute);
   return std::string(attribute.substr(0, eq)) + "=***";
 }
@@ -319,6 +403,8 @@ int RemoteUrl::effective_port() const {
     case Scheme::https:
       return 443;
     case Scheme::redis_unix:
+    case Scheme::s3:
+    case Scheme::file:
       return 0;
   }
   return 0;
@@ -346,8 +432,12 @@ std::string RemoteUrl::to_string(bool with_secrets) const {
   if (scheme == Scheme::redis_unix) {
     out += path;
     if (db != 0) out += "?db=" + std::to_string(db);
+  } else if (scheme == Scheme::file) {
+    out += path;
+  } else if (scheme == Scheme::s3) {
+    out += host + path;
   } else {
-    out += host_port();
+    out += shards.empty() ? host_port() : shard_address;
     if (is_http()) out += path;
     if (scheme == Scheme::redis && db != 0) out += "/" + std::to_string(db);
   }
@@ -357,6 +447,13 @@ std::string RemoteUrl::to_string(bool with_secrets) const {
     out += "|operation-timeout=" + std::to_string(operation_timeout_ms);
   }
   if (is_http() && layout != HttpLayout::subdirs) out += std::string("|layout=") + layout_name(layout);
+  if (!region.empty()) out += "|region=" + region;
+  if (!endpoint.empty()) out += "|endpoint=" + endpoint;
+  if (addressing != S3Addressing::automatic) {
+    out += addressing == S3Addressing::path ? "|addressing=path" : "|addressing=virtual";
+  }
+  if (max_size != 0) out += "|max-size=" + std::to_string(max_size);
+  for (std::size_t i = 0; i < shards.size(); ++i) out += (i == 0 ? "|shards=" : ",") + shards[i];
   return out;
 }
 
@@ -364,34 +461,107 @@ std::string RemoteUrl::identity() const {
   std::string out = std::string(scheme_name(scheme)) + "://";
   if (!user.empty()) out += percent_encode(user) + "@";
   if (scheme == Scheme::redis_unix) return out + path + "?db=" + std::to_string(db);
-  out += host_port();
+  if (scheme == Scheme::file) return out + path;
+  // The same bucket behind two endpoints is two servers (their breakers fail apart).
+  if (scheme == Scheme::s3) return out + host + path + (endpoint.empty() ? "" : "@" + endpoint);
+  out += shards.empty() ? host_port() : shard_address;
   if (is_http()) return out + path;
   return out + "/" + std::to_string(db);
 }
 
 std::string RemoteUrl::http_base() const { return std::string(scheme_name(scheme)) + "://" + host_port() + path; }
 
+namespace {
+
+// A shard name stands where a host name or a port goes: letters, digits, '-' and '.'.
+bool valid_shard_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!is_unreserved(c) || c == '~' || c == '_') return false;
+  }
+  return true;
+}
+
+// shards=a,b,c: fills url.shards and url.shard_address, and returns the address with the first name in
+// place of the '*' (what is parsed as the URL); the address unchanged without shards=.
+std::string find_shards(std::string_view spec, std::string_view address, RemoteUrl& url) {
+  const std::size_t bar = spec.find('|');
+  std::optional<std::string_view> list;
+  for (std::string_view rest = bar == std::string_view::npos ? "" : spec.substr(bar + 1); !rest.empty();) {
+    const std::size_t next = rest.find('|');
+    const std::string_view attribute = rest.substr(0, next);
+    if (attribute.starts_with("shards=")) list = attribute.substr(7);
+    rest = next == std::string_view::npos ? "" : rest.substr(next + 1);
+  }
+  if (!list) return std::string(address);
+  const std::size_t sep = address.find("://");
+  const std::string_view scheme = address.substr(0, sep == std::string_view::npos ? 0 : sep);
+  if (scheme != "redis" && scheme != "http" && scheme != "https") fail(spec, "shards= applies to redis and http(s)");
+  const std::size_t start = sep + 3;
+  const std::size_t slash = address.find('/', start);
+  const std::size_t end = slash == std::string_view::npos ? address.size() : slash;
+  const std::size_t at = address.substr(0, end).rfind('@');
+  const std::size_t host_start = at == std::string_view::npos || at < start ? start : at + 1;
+  const std::string_view host_port = address.substr(host_start, end - host_start);
+  const std::size_t star = host_port.find('*');
+  if (star == std::string_view::npos || host_port.find('*', star + 1) != std::string_view::npos) {
+    fail(spec, "shards= needs exactly one '*' in the URL's host[:port]");
+  }
+  while (!list->empty()) {
+    const std::size_t comma = list->find(',');
+    const std::string_view name = list->substr(0, comma);
+    if (!valid_shard_name(name)) fail(spec, "a shard name is letters, digits, '-' and '.'");
+    for (const auto& seen : url.shards) {
+      if (seen == name) fail(spec, "a shard is named twice");
+    }
+    url.shards.emplace_back(name);
+    *list = comma == std::string_view::npos ? "" : list->substr(comma + 1);
+  }
+  if (url.shards.empty()) fail(spec, "shards= needs at least one name");
+  url.shard_address = std::string(host_port);
+  std::string first(address);
+  first.replace(host_start + star, 1, url.shards.front());
+  return first;
+}
+
+Scheme scheme_named(std::string_view spec, std::string_view name) {
+  for (Scheme scheme : {Scheme::redis, Scheme::redis_unix, Scheme::http, Scheme::https, Scheme::s3, Scheme::file}) {
+    if (name == scheme_name(scheme)) return scheme;
+  }
+  fail(spec, "unsupported scheme '" + std::string(name) + "' (redis, redis+unix, http, https, s3, file)");
+}
+
+}  // namespace
+
+std::vector<RemoteUrl> RemoteUrl::shard_urls() const {
+  if (shards.empty()) return {*this};
+  std::vector<RemoteUrl> out;
+  for (const std::string& name : shards) {
+    RemoteUrl one = *this;
+    one.shards.clear();
+    one.shard_address.clear();
+    one.port = 0;
+    std::string authority = shard_address;
+    authority.replace(authority.find('*'), 1, name);
+    parse_authority(authority, authority, one);
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
 RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets) {
   const std::size_t bar = spec.find('|');
-  std::string_view text = spec.substr(0, bar);
   RemoteUrl url;
+  const std::string address = find_shards(spec, spec.substr(0, bar), url);
+  std::string_view text = address;
   const std::size_t sep = text.find("://");
   if (sep == std::string_view::npos) fail(spec, "expected scheme://...");
-  const std::string_view scheme = text.substr(0, sep);
-  if (scheme == "redis") {
-    url.scheme = Scheme::redis;
-  } else if (scheme == "redis+unix") {
-    url.scheme = Scheme::redis_unix;
-  } else if (scheme == "http") {
-    url.scheme = Scheme::http;
-  } else if (scheme == "https") {
-    url.scheme = Scheme::https;
-  } else {
-    fail(spec, "unsupported scheme '" + std::string(scheme) + "' (redis, redis+unix, http, https)");
-  }
+  url.scheme = scheme_named(spec, text.substr(0, sep));
   text.remove_prefix(sep + 3);
 
-  if (url.scheme == Scheme::redis_unix) {
+  if (url.scheme == Scheme::s3 || url.scheme == Scheme::file) {
+    parse_object_store(spec, text, url);
+  } else if (url.scheme == Scheme::redis_unix) {
     // redis+unix://[[user]:password@]/path?db=N: the authority is empty or credentials only.
     const std::size_t slash = text.find('/');
     if (slash == std::string_view::npos) fail(spec, "expected redis+unix:///absolute/path/to/socket");
@@ -440,8 +610,49 @@ RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets) 
     }
   }
 
+  if (!url.shards.empty()) {
+    try {
+      (void)url.shard_urls();  // every shard's host[:port] must parse, not only the first one's
+    } catch (const RemoteUrlError& e) {
+      fail(spec, std::string("a shard's address: ") + e.what());
+    }
+  }
   apply_secrets(url, secrets);
   return url;
+}
+
+namespace {
+
+// An s3 endpoint= is an http(s) URL of a host and port alone: credentials go in the environment, and
+// a path would make request paths ambiguous.
+RemoteUrl parse_endpoint(std::string_view spec, std::string_view endpoint) {
+  RemoteUrl server;
+  try {
+    server = parse_remote_url(endpoint, RemoteSecrets{});
+  } catch (const RemoteUrlError&) {
+    fail(spec, "endpoint takes http://HOST[:PORT] or https://HOST[:PORT]");
+  }
+  if (!server.is_http() || !server.user.empty() || server.password || !server.path.empty() ||
+      endpoint.find('|') != std::string_view::npos) {
+    fail(spec, "endpoint takes http://HOST[:PORT] or https://HOST[:PORT] (no credentials, no path)");
+  }
+  return server;
+}
+
+}  // namespace
+
+RemoteUrl s3_endpoint(const RemoteUrl& url) {
+  RemoteUrl server;
+  if (url.endpoint.empty()) {
+    server.scheme = Scheme::https;
+    const std::string bucket_part = url.addressing == S3Addressing::path ? "" : url.host + ".";
+    server.host = bucket_part + "s3." + url.s3_region() + ".amazonaws.com";
+  } else {
+    server = parse_endpoint(url.to_string(false), url.endpoint);
+  }
+  server.connect_timeout_ms = url.connect_timeout_ms;
+  server.operation_timeout_ms = url.operation_timeout_ms;
+  return server;
 }
 
 void apply_secrets(RemoteUrl& url, const RemoteSecrets& secrets) {

@@ -5,13 +5,25 @@
 //   redis://[[user]:password@]host[:port][/db]     (also "password@host", as ccache reads it)
 //   redis+unix:///path/to/socket[?db=N]
 //   http://[user[:password]@]host[:port][/path]     https://... likewise
+//   s3://BUCKET[/PREFIX]                            (AWS S3 or an S3-compatible server, SigV4)
+//   file:///PATH                                    (a directory shared over NFS or SMB)
 //   attributes: read-only | connect-timeout=MS (100) | operation-timeout=MS (2000)
 //               | layout=flat|subdirs|bazel (http and https; default subdirs)
+//               | region=NAME (s3; us-east-1) | endpoint=http[s]://HOST[:PORT] (s3; AWS's own when absent)
+//               | addressing=path|virtual (s3; virtual for AWS, path with an endpoint)
+//               | max-size=SIZE (file; what `kache -c` trims the shared directory to; none by default)
+//               | shards=NAME,NAME,... (redis and http(s), as ccache writes it: the one '*' in the URL's
+//                 host[:port] stands for each name in turn, one server each; keys are spread over them by
+//                 rendezvous hashing, see storage/remote/sharded_store.hpp)
+//
+// S3 credentials never appear in a URL: the S3 backend reads them from the environment (AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or the shared credentials file (storage/remote/aws_credentials).
 //
 // Secrets come from the URL (percent-encoded) or, when the URL has none, from the environment:
 // KACHE_REMOTE_PASSWORD (the Redis password, or the HTTP basic-auth password of a URL naming a user)
 // and KACHE_REMOTE_BEARER_TOKEN (HTTP without user: "Authorization: Bearer TOKEN"). redacted() is the
 // only form that may be printed (--show-config, logs, error messages): every secret in it is "***".
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -20,12 +32,16 @@
 
 namespace kache::core {
 
-enum class Scheme { redis, redis_unix, http, https };
+enum class Scheme { redis, redis_unix, http, https, s3, file };
 enum class HttpLayout {
   flat,     // <path>/<key>
   subdirs,  // <path>/<key[0..2)>/<key[2..)>
   bazel,    // <path>/ac/<64 hex digits> (a Bazel remote cache's action-cache namespace)
 };
+// How an S3 request names the bucket: in the host name (BUCKET.s3.REGION.amazonaws.com) or in the path
+// (ENDPOINT/BUCKET/KEY). automatic: virtual-hosted on AWS, path-style with an endpoint= (MinIO, Ceph,
+// Swift and most S3-compatible servers answer path-style on one host name).
+enum class S3Addressing { automatic, path, virtual_hosted };
 
 const char* scheme_name(Scheme scheme);
 const char* layout_name(HttpLayout layout);
@@ -47,9 +63,10 @@ struct RemoteUrl {
   static constexpr int kDefaultOperationTimeoutMs = 2000;
 
   Scheme scheme = Scheme::redis;
-  std::string host;  // IPv6 addresses without the brackets; empty for redis+unix
+  std::string host;  // IPv6 addresses without the brackets; s3: the bucket; empty for redis+unix and file
   int port = 0;      // 0: not written, the scheme's default applies (see effective_port)
-  // http(s): the path prefix, "" or "/a/b" (no trailing '/'); redis+unix: the socket's path.
+  // http(s) and s3: the path prefix, "" or "/a/b" (no trailing '/'); redis+unix: the socket's path; file:
+  // the shared directory (absolute, no trailing '/').
   std::string path;
   int db = 0;  // redis, redis+unix
   std::string user;
@@ -60,14 +77,26 @@ struct RemoteUrl {
   int connect_timeout_ms = kDefaultConnectTimeoutMs;
   int operation_timeout_ms = kDefaultOperationTimeoutMs;
   HttpLayout layout = HttpLayout::subdirs;
+  std::string region;    // s3: empty means us-east-1
+  std::string endpoint;  // s3: "http[s]://host[:port]" of an S3-compatible server; empty: AWS
+  S3Addressing addressing = S3Addressing::automatic;
+  // shards=: the host[:port] as written, with its one '*', and the names that replace it (empty: one
+  // server). host and port hold the first shard's.
+  std::uint64_t max_size = 0;  // file: max-size= in bytes, 0 = none
+  std::string shard_address;
+  std::vector<std::string> shards;
 
   bool is_redis() const { return scheme == Scheme::redis || scheme == Scheme::redis_unix; }
   bool is_http() const { return scheme == Scheme::http || scheme == Scheme::https; }
+  // s3: the region requests are signed for (us-east-1 when none is written).
+  std::string s3_region() const { return region.empty() ? "us-east-1" : region; }
   int effective_port() const;
   // Whether host is a numeric IPv4 or IPv6 address (connecting needs no name resolution).
   bool host_is_address() const;
   // Whether connecting needs a host name resolved (a TCP remote whose host is not a numeric address).
-  bool needs_name_resolution() const { return scheme != Scheme::redis_unix && !host_is_address(); }
+  bool needs_name_resolution() const {
+    return scheme != Scheme::redis_unix && scheme != Scheme::file && !host_is_address();
+  }
   // host[:port] as a URL or a Host header writes it (an IPv6 address in brackets).
   std::string host_port() const;
   // The URL and its non-default attributes. with_secrets=false is redacted(); with_secrets=true
@@ -77,6 +106,9 @@ struct RemoteUrl {
   // What identifies the server and namespace (scheme, user, host, port, path or db), without secrets
   // or attributes: the breaker keys its state on it.
   std::string identity() const;
+  // One URL per shard (the '*' of shard_address replaced by each name, no shards= of their own); just
+  // this URL when it has no shards.
+  std::vector<RemoteUrl> shard_urls() const;
   // http(s): scheme://host[:port]<path>, what request URLs start with (credentials go in a header, apart).
   std::string http_base() const;
 
@@ -85,6 +117,9 @@ struct RemoteUrl {
 
 // One URL with its attributes. Throws RemoteUrlError naming the problem (the URL in it redacted).
 RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets);
+// s3: the HTTP server requests go to (http or https, host, port and the URL's timeouts): the endpoint=,
+// else AWS's host for the region (with the bucket in it unless addressing=path).
+RemoteUrl s3_endpoint(const RemoteUrl& url);
 // Gives url the environment's secrets where the URL names none (parse_remote_url does this itself).
 void apply_secrets(RemoteUrl& url, const RemoteSecrets& secrets);
 // The whole configured list, split on blanks; an empty list gives no remotes.

@@ -48,6 +48,8 @@ bool VerifiedIdentities::parse_record(std::string_view line, std::string& key, u
   const std::size_t last = line.rfind(' ');
   if (last == std::string_view::npos || !line.starts_with(kRecordMark)) return false;
   const std::string_view payload = line.substr(0, last);
+  // The last space may lie inside the mark itself ("...\n" cut short): no payload then (libFuzzer found it).
+  if (payload.size() < kRecordMark.size()) return false;
   if (line.substr(last + 1) != check_hex(payload)) return false;  // torn or damaged
   const std::string_view rest = payload.substr(kRecordMark.size());
   const std::size_t space = rest.find(' ');

@@ -1,5 +1,5 @@
 #pragma once
-// The interface every backend implements: local disk today, remote servers later. A backend is get,
+// The interface every backend implements: local disk and remote servers (storage/remote/). A backend is get,
 // put and remove on bytes: keys are lowercase hex digests, values are containers of
 // core/entry_format.hpp, the same bytes in every backend. A backend reports failures as values, never
 // by throwing: "error" or "timeout", so the caller (storage/layered.hpp) can switch that backend off

@@ -154,6 +154,33 @@ std::string read_file(const std::string& path) {
   return std::string(buffer.read(path));
 }
 
+std::optional<std::string> read_regular_file(const std::string& path, std::string* kind) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw_errno(errno, "open " + path);
+  UniqueFd guard(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno(errno, "stat " + path);
+  if (!S_ISREG(st.st_mode)) {
+    *kind = S_ISDIR(st.st_mode)    ? "a directory"
+            : S_ISFIFO(st.st_mode) ? "a FIFO"
+            : S_ISSOCK(st.st_mode) ? "a socket"
+                                   : "a device";
+    return std::nullopt;
+  }
+  std::string out;
+  char chunk[64 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(errno, "read " + path);
+    }
+    if (n == 0) break;
+    out.append(chunk, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
 std::string write_temp_file(const std::string& dir, std::string_view stem, std::string_view data) {
   std::string tmp;
   int fd = open_temp(dir, stem, 0666, &tmp);

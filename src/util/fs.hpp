@@ -41,6 +41,12 @@ std::vector<std::optional<FileIdentity>> stat_identities(const std::vector<const
 
 std::string read_file(const std::string& path);
 
+// The content of path when it is a regular file, read without ever waiting: the open does not wait for
+// a FIFO's writer (O_NONBLOCK) and anything but a regular file is refused before a byte is read (a
+// FIFO, a socket or a device could block the reader forever). nullopt with *kind set ("a directory",
+// "a FIFO", "a socket", "a device") when path is no regular file; throws when it cannot be opened or read.
+std::optional<std::string> read_regular_file(const std::string& path, std::string* kind);
+
 // Reads files one after another into one buffer that only grows (hashing a compile's closure:
 // no new pages and no zero-filling per file). A view stays valid until the next read.
 class ReadBuffer {

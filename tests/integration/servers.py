@@ -7,10 +7,13 @@ TLS with a CA made here with the openssl CLI) and a black-hole listener for time
     with servers.Redis(password="pw") as r:   # r.port, r.url ("redis://:pw@127.0.0.1:PORT"), r.get(key)
     with servers.Nginx(tls=True) as n:       # n.url, n.data_dir, n.ca_cert
     with servers.BlackHole(full_backlog=True) as b:   # b.url("redis") -> "redis://127.0.0.1:PORT"
+    with servers.Swift() as s:   # an S3 server: s.endpoint, s.access_key, s.secret_key, s.create_bucket(b)
 
-missing(name) says why a test must skip: the binary is not installed (scripts/setup.sh installs both).
+missing(name) says why a test must skip: the binary is not installed (scripts/setup.sh installs them);
+swift_missing() likewise for OpenStack Swift.
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -263,37 +266,216 @@ class BlackHole(_Server):
         self.listener.close()
 
 
-if __name__ == "__main__":
-    # Smoke check of the helpers themselves: python3 tests/integration/servers.py
-    import base64
-    import ssl
-    import urllib.error
-    import urllib.request
-    with Redis(password="pw", users={"alice": "a"}) as r:
-        assert r.command("SET", "kache:k", b"\x00v") == b"OK" and r.get("kache:k") == b"\x00v"
-        assert r.keys("kache:*") == ["kache:k"]
-    with Nginx(basic_auth=("u", "p w")) as n:
-        auth = "Basic " + base64.b64encode(b"u:p w").decode()
-        req = urllib.request.Request(n.url + "/a/b", data=b"x", method="PUT", headers={"Authorization": auth})
-        urllib.request.urlopen(req).close()
-        assert n.stored_files() == ["a/b"]
+# Debian's interpreter: Swift's modules are installed for it alone (the python3 first on PATH may be another).
+DEBIAN_PYTHON = "/usr/bin/python3"
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+SWIFT_SERVERS = ("swift-account-server", "swift-container-server", "swift-object-server", "swift-proxy-server")
+
+
+def swift_missing():
+    """Why an all-in-one Swift cannot start here, else None."""
+    for name in SWIFT_SERVERS:
+        if not os.path.exists("/usr/bin/" + name):
+            return f"/usr/bin/{name} is not installed (scripts/setup.sh installs Debian's swift packages)"
+    if not os.path.exists("/etc/swift/swift.conf"):
+        return "/etc/swift/swift.conf is missing (the swift package installs it; Swift reads it from that path only)"
+    probe = subprocess.run([DEBIAN_PYTHON, "-c", "import swift.common.middleware.s3api"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"{DEBIAN_PYTHON} cannot import Swift's s3api middleware: {probe.stderr.strip()[-200:]}"
+    return None
+
+
+_RINGS = """
+import sys
+from swift.common.ring import RingBuilder
+swift_dir = sys.argv[1]
+for name, port in zip(("account", "container", "object"), sys.argv[2:]):
+    builder = RingBuilder(6, 1, 1)
+    builder.add_dev({"id": 0, "region": 1, "zone": 1, "ip": "127.0.0.1", "port": int(port), "device": "d1",
+                     "weight": 1.0})
+    builder.rebalance()
+    builder.get_ring().save(f"{swift_dir}/{name}.ring.gz")
+"""
+
+_PROXY_CONF = """
+[pipeline:main]
+pipeline = catch_errors gatekeeper proxy-logging cache listing_formats s3api tempauth copy proxy-logging proxy-server
+
+[app:proxy-server]
+use = egg:swift#proxy
+account_autocreate = true
+
+[filter:catch_errors]
+use = egg:swift#catch_errors
+[filter:gatekeeper]
+use = egg:swift#gatekeeper
+[filter:proxy-logging]
+use = egg:swift#proxy_logging
+[filter:listing_formats]
+use = egg:swift#listing_formats
+[filter:copy]
+use = egg:swift#copy
+[filter:cache]
+use = egg:swift#memcache
+# No memcached: a port nothing listens on, refused at once (a memcached left from another run would keep
+# stale account data and break bucket creation on this fresh storage).
+memcache_servers = 127.0.0.1:{memcache_port}
+[filter:s3api]
+use = egg:swift#s3api
+location = us-east-1
+[filter:tempauth]
+use = egg:swift#tempauth
+user_test_tester = {secret} .admin
+"""
+
+
+class Swift(_Server):
+    """OpenStack Swift all in one on loopback: a proxy with the s3api middleware (an S3 server that
+    verifies SigV4 signatures) and tempauth, and account, container and object servers on one device that
+    is a plain directory. Credentials: access key "test:tester", secret self.secret_key. Each server is one
+    process (workers = 0), stopped by pid."""
+
+    def __init__(self, proxy_clock=None):
+        # proxy_clock: a faketime offset ("+1h") for the proxy, which checks each request's time against
+        # its clock and sends it as Date: a server whose clock is skewed against this machine's.
+        why = swift_missing()
+        if why:
+            raise RuntimeError(why)
+        self.dir = tempfile.mkdtemp(prefix="kache-swift-")
+        self.access_key, self.secret_key = "test:tester", "testing"
+        ports = {name: free_port() for name in ("account", "container", "object", "proxy")}
+        self.port = ports["proxy"]
+        devices = os.path.join(self.dir, "dev")
+        os.makedirs(os.path.join(devices, "d1"))
+        subprocess.run([DEBIAN_PYTHON, "-c", _RINGS, self.dir, str(ports["account"]), str(ports["container"]),
+                        str(ports["object"])], check=True, capture_output=True)
+        user = pwd_name()
+        self.procs = []
         try:
-            urllib.request.urlopen(n.url + "/a/b")
-            raise AssertionError("no 401")
-        except urllib.error.HTTPError as e:
-            assert e.code == 401
-    with Nginx(tls=True) as n:
-        ctx = ssl.create_default_context(cafile=n.ca_cert)
-        req = urllib.request.Request(n.url + "/k", data=b"tls", method="PUT")
-        urllib.request.urlopen(req, context=ctx).close()
-        assert urllib.request.urlopen(n.url + "/k", context=ctx).read() == b"tls"
-    with BlackHole(full_backlog=True) as b:
-        try:
-            socket.create_connection(("127.0.0.1", b.port), timeout=0.2)
-            raise AssertionError("connected")
-        except (TimeoutError, socket.timeout):
-            pass
-    print("servers.py: redis, nginx (basic auth, tls) and black hole ok")
+            for name in ("account", "container", "object", "proxy"):
+                common = (f"[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = {ports[name]}\nswift_dir = {self.dir}\n"
+                          f"devices = {devices}\nmount_check = false\nworkers = 0\nuser = {user}\n"
+                          f"log_name = {name}\n")
+                body = (_PROXY_CONF.format(memcache_port=free_port(), secret=self.secret_key) if name == "proxy" else
+                        f"[pipeline:main]\npipeline = {name}-server\n[app:{name}-server]\nuse = egg:swift#{name}\n")
+                conf = os.path.join(self.dir, f"{name}-server.conf")
+                with open(conf, "w") as f:
+                    f.write(common + body)
+                log = open(os.path.join(self.dir, f"{name}.log"), "w")
+                env = dict(os.environ)
+                if proxy_clock and name == "proxy":
+                    # libfaketime preloaded into the server itself (not the faketime program, whose child
+                    # the server would be: Swift calls setsid(), and stop() could not reach it).
+                    env.update(LD_PRELOAD=LIBFAKETIME, FAKETIME=proxy_clock)
+                self.procs.append(subprocess.Popen([f"/usr/bin/swift-{name}-server", conf, "-v"], stdout=log,
+                                                   stderr=subprocess.STDOUT, start_new_session=True, env=env))
+                log.close()
+            for name in ("account", "container", "object", "proxy"):
+                self._wait_answering(ports[name], name)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_answering(self, port, name):
+        # The port answers once the server runs; 60 s covers a loaded 2-core machine (not a timed assertion).
+        for _ in range(6000):
+            if any(p.poll() is not None for p in self.procs):
+                raise RuntimeError(f"a Swift server exited while starting: {self.log_tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.01)
+        raise RuntimeError(f"swift {name} server on port {port} did not come up: {self.log_tail()}")
+
+    def log_tail(self):
+        out = []
+        for name in ("account", "container", "object", "proxy"):
+            try:
+                with open(os.path.join(self.dir, f"{name}.log")) as f:
+                    out.append(f"{name}: " + f.read()[-600:])
+            except OSError:
+                pass
+        return "\n".join(out)
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def s3(self, method, path, data=b"", secret=None):
+        """One S3 request (path-style, SigV4) as the tempauth user: (status, body). How the tests set up
+        and inspect buckets, by the same protocol kache speaks (Swift's own API needs memcached for tokens)."""
+        return s3_request(self.endpoint, self.access_key, secret or self.secret_key, method, path, data)
+
+    def create_bucket(self, name):
+        status, body = self.s3("PUT", "/" + name)
+        if status != 200:
+            raise RuntimeError(f"creating bucket {name}: HTTP {status} {body[:300]!r}")
+
+    def keys(self, bucket):
+        """The object names stored in a bucket."""
+        status, body = self.s3("GET", "/" + bucket)
+        if status != 200:
+            raise RuntimeError(f"listing bucket {bucket}: HTTP {status} {body[:300]!r}")
+        return sorted(re.findall(r"<Key>([^<]*)</Key>", body.decode()))
+
+    def get(self, bucket, key):
+        return self.s3("GET", f"/{bucket}/{key}")[1]
+
+    def put(self, bucket, key, data):
+        status, body = self.s3("PUT", f"/{bucket}/{key}", data)
+        if status != 200:
+            raise RuntimeError(f"PUT {bucket}/{key}: HTTP {status} {body[:300]!r}")
+
+    def stop(self):
+        for p in getattr(self, "procs", []):
+            if p.poll() is None:
+                p.terminate()
+        for p in getattr(self, "procs", []):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def s3_request(endpoint, access_key, secret, method, path, data=b"", region="us-east-1", when=None):
+    """A path-style S3 request signed with SigV4 (AWS's published algorithm), for test set-up: (status, body)."""
+    import datetime
+    import hashlib
+    import hmac
+    import http.client
+    import urllib.parse
+    host = urllib.parse.urlsplit(endpoint).netloc
+    now = when or datetime.datetime.now(datetime.timezone.utc)
+    amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+    payload = hashlib.sha256(data).hexdigest()
+    headers = {"host": host, "x-amz-content-sha256": payload, "x-amz-date": amz_date}
+    signed = ";".join(sorted(headers))
+    canonical = "\n".join([method, path, "", *(f"{k}:{headers[k]}" for k in sorted(headers)), "", signed, payload])
+    scope = f"{day}/{region}/s3/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    key = ("AWS4" + secret).encode()
+    for part in (day, region, "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    headers["authorization"] = (f"AWS4-HMAC-SHA256 Credential={access_key}/{scope},SignedHeaders={signed},"
+                                f"Signature={signature}")
+    del headers["host"]
+    conn = http.client.HTTPConnection(host, timeout=60)
+    try:
+        conn.request(method, path, body=data, headers=headers)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def pwd_name():
+    import pwd
+    return pwd.getpwuid(os.getuid()).pw_name
 
 
 # --- remote execution (docs/remote-execution.md): PostgreSQL, BuildGrid and kache workers ---------------
@@ -448,3 +630,41 @@ class KacheWorker(_Server):
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    # Smoke check of the helpers themselves: python3 tests/integration/servers.py
+    import base64
+    import ssl
+    import urllib.error
+    import urllib.request
+    with Redis(password="pw", users={"alice": "a"}) as r:
+        assert r.command("SET", "kache:k", b"\x00v") == b"OK" and r.get("kache:k") == b"\x00v"
+        assert r.keys("kache:*") == ["kache:k"]
+    with Nginx(basic_auth=("u", "p w")) as n:
+        auth = "Basic " + base64.b64encode(b"u:p w").decode()
+        req = urllib.request.Request(n.url + "/a/b", data=b"x", method="PUT", headers={"Authorization": auth})
+        urllib.request.urlopen(req).close()
+        assert n.stored_files() == ["a/b"]
+        try:
+            urllib.request.urlopen(n.url + "/a/b")
+            raise AssertionError("no 401")
+        except urllib.error.HTTPError as e:
+            assert e.code == 401
+    with Nginx(tls=True) as n:
+        ctx = ssl.create_default_context(cafile=n.ca_cert)
+        req = urllib.request.Request(n.url + "/k", data=b"tls", method="PUT")
+        urllib.request.urlopen(req, context=ctx).close()
+        assert urllib.request.urlopen(n.url + "/k", context=ctx).read() == b"tls"
+    with BlackHole(full_backlog=True) as b:
+        try:
+            socket.create_connection(("127.0.0.1", b.port), timeout=0.2)
+            raise AssertionError("connected")
+        except (TimeoutError, socket.timeout):
+            pass
+    if not swift_missing():
+        with Swift() as sw:
+            sw.create_bucket("smoke")
+            sw.put("smoke", "k", b"swift")
+            assert sw.keys("smoke") == ["k"] and sw.get("smoke", "k") == b"swift"
+    print("servers.py: redis, nginx (basic auth, tls), black hole and swift ok")

@@ -88,6 +88,21 @@ class ClangCudaInputAudit(KacheTestCase):
         self.assert_audited(["-x", "cuda", "--cuda-device-only", "-c", "--cuda-gpu-arch=sm_80", "-isystem", "stub",
                              "k.cu", "-o", "k.cubin"])
 
+    def test_cubin_through_a_wrapper_script(self):
+        # An installation whose bin/ptxas is a wrapper script (`exec <real ptxas> "$@"`, the form of
+        # /usr/local/bin/ptxas on the CI machine): the real ptxas the script runs is keyed too.
+        real = os.path.realpath(shutil.which("ptxas") or os.path.join(os.path.dirname(os.path.realpath(NVCC)), "ptxas"))
+        home = os.path.dirname(os.path.dirname(real))
+        for d in ("include", "nvvm", "lib64"):
+            os.makedirs(self.path("cuda"), exist_ok=True)
+            os.symlink(os.path.join(home, d), self.path("cuda", d))
+        if os.path.exists(os.path.join(home, "version.json")):
+            os.symlink(os.path.join(home, "version.json"), self.path("cuda", "version.json"))
+        self.write("cuda/bin/ptxas", f'#!/bin/sh\nexec {real} "$@"\n')
+        os.chmod(self.path("cuda/bin/ptxas"), 0o755)
+        self.assert_audited(["-x", "cuda", "--cuda-device-only", "-c", "--cuda-gpu-arch=sm_80",
+                             "--cuda-path=" + self.path("cuda"), "-isystem", "stub", "k.cu", "-o", "k.cubin"])
+
 
 if __name__ == "__main__":
     if CLANG is None or NVCC is None:

@@ -88,12 +88,12 @@ def snapshot(root):
     return found
 
 
-def make_twins(test, tree, dirs):
+def make_twins(test, tree, dirs, prefix="twin"):
     """The twin directories A and B (same tree, different absolute paths), mtimes in the past so kache may
     store every miss: {name: (root, snapshot of the tree)}."""
     twins = {}
     for name in ("A", "B"):
-        root = test.path("twin" + name)
+        root = test.path(prefix + name)
         for rel, text in tree.items():
             p = os.path.join(root, rel)
             os.makedirs(os.path.dirname(p), exist_ok=True)

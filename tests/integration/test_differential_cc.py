@@ -4,8 +4,10 @@ The counterpart of test_differential.py (nvcc) for gcc-12, g++-12, clang-14, cla
 clang++-19. Each case draws a compiler and a command line from a vocabulary of what builds pass: source
 paths absolute (as CMake writes them) or relative, in-source or out-of-source builds (cwd build/),
 outputs in other directories, -g/-g3/-gdwarf-4, -O0/-O2, -MD/-MMD with -MF/-MT/-MP, -I absolute and
-relative, the user's own -ffile-prefix-map/-fdebug-prefix-map/-fmacro-prefix-map, -D forms, and sources
-printing __FILE__ and failing assert(), printing __DATE__/__TIME__, warning and failing to compile.
+relative, the user's own -ffile-prefix-map/-fdebug-prefix-map/-fmacro-prefix-map, -D forms, -flto,
+-grecord-command-line, an include directory beside twin A's root whose name extends it ("<A>-deps"),
+and sources printing __FILE__ and failing assert(), printing __DATE__/__TIME__, warning and failing to
+compile. The twins' paths hold the characters make escapes ('#', '$', ' ').
 It runs the case in two twin directories A and B (same tree, different absolute paths):
   plain in A | kache in A (a miss, or a hit of an earlier case) | kache in A again (a hit) |
   kache in B (a hit of A's entry, or a miss where the object names its checkout) | plain in B.
@@ -68,12 +70,14 @@ DEPFILES = [[], [], ["-MD"], ["-MMD"], ["-MD", "-MF", "{o}.d"], ["-MD", "-MF", "
             ["-MMD", "-MF", "deps/{s}.d"], ["-MD", "-MF", "@ROOT@/deps/{s}.d"], ["-MMD", "-MF", "{s}.mmd"]]
 TARGETS = [[], [], ["-MT", "custom_target"], ["-MT", "@ROOT@/build/{s}.o"], ["-MT", "one", "-MT", "two"],
            ["-MQ", "$weird"]]  # only with a depfile
-INCLUDES = [[], ["-I{rel}inc"], ["-I", "{rel}inc"], ["-I@ROOT@/inc"], ["-iquote", "@ROOT@/inc"]]
+# @SIB@: a directory beside twin A's root whose name starts with it ("<A>-deps"), used by both twins: a
+# string-prefix match of A's root there named "<B>-deps" in B (issue 35).
+INCLUDES = [[], ["-I{rel}inc"], ["-I", "{rel}inc"], ["-I@ROOT@/inc"], ["-iquote", "@ROOT@/inc"], ["-I@SIB@/inc"]]
 PREFIX_MAPS = [[], [], [], ["-ffile-prefix-map=@ROOT@=."], ["-fdebug-prefix-map=@ROOT@=/proj"],
                ["-fmacro-prefix-map=@ROOT@=."], ["-fdebug-prefix-map=@ROOT@=.", "-fmacro-prefix-map=@ROOT@/src=s"]]
 OPTIONAL = [  # each present or not
     ["-DVAL=2"], ["-DVAL=3"], ["-DVAL"], ["-D", "VAL=2"], ["-UVAL"], ["-DNDEBUG"], ["-Wall"], ["-w"], ["-MP"],
-    ["-fPIC"],
+    ["-fPIC"], ["-flto"], ["-grecord-command-line"],
 ]
 
 
@@ -125,7 +129,11 @@ def elf_sections(path):
         name = data[strtab + h[0]:data.index(b"\0", strtab + h[0])].decode()
         if re.match(r"\.(rela?\.)?z?debug", name):
             continue
+        if re.match(r"\.gnu\.(debug)?lto_.*\.[0-9a-f]+$", name):  # named after GCC's random seed, as plain's are
+            continue
         out[f"{name}#{i}"] = b"" if h[1] == 8 else data[h[4]:h[4] + h[5]]  # SHT_NOBITS has no bytes
+        if name == ".shstrtab":  # those names, the seed's part masked
+            out[f"{name}#{i}"] = re.sub(rb"(\.gnu\.(?:debug)?lto_[^\0]*\.)[0-9a-f]+\0", rb"\1<seed>\0", out[f"{name}#{i}"])
     return out
 
 
@@ -153,12 +161,18 @@ class DifferentialCC(KacheTestCase):
         self.env["SOURCE_DATE_EPOCH"] = "0"  # plain and kache alike: __DATE__/__TIME__ compare
         self.prog_dir = self.path("progs")
         os.makedirs(self.prog_dir)
-        self.twins = test_differential.make_twins(self, TREE, DIRS)
+        # Roots holding the characters make escapes ('#', '$', ' '), twin A's with a sibling beside it.
+        self.twins = test_differential.make_twins(self, TREE, DIRS, prefix="tw#1 $x ")
+        self.sibling = self.twins["A"][0] + "-deps"
+        os.makedirs(os.path.join(self.sibling, "inc"))
+        with open(os.path.join(self.sibling, "inc", "h.h"), "w") as f:
+            f.write(TREE["inc/h.h"])
+        os.utime(os.path.join(self.sibling, "inc", "h.h"), (1_700_000_000, 1_700_000_000))
 
     def run_in(self, twin, tool, cc, cwd, args, clock=False):
         """Runs the case in a twin; returns what a build sees, normalized, and removes what it created."""
         root, initial = self.twins[twin]
-        args = [a.replace("@ROOT@", root) for a in args]
+        args = [a.replace("@ROOT@", root).replace("@SIB@", self.sibling) for a in args]
         cmd = ([KACHE, cc] if tool == "kache" else [cc]) + args
         r = subprocess.run(cmd, cwd=os.path.join(root, cwd), env=self.env, capture_output=True, text=True)
         norm = test_differential.Differential.normalize

@@ -82,6 +82,24 @@ class Readme(unittest.TestCase):
                 self.assertTrue(os.path.exists(os.path.join(base, target)), "%s links to missing %s" % (page, target))
 
 
+class Citations(unittest.TestCase):
+    """The documents cite only what a reader of the repository can open: no numbered specifications,
+    design notes or issue files of the project's workspace, no Markdown file that is not in the tree."""
+
+    def test_cite_only_documents_in_the_repository(self):
+        pages = ["README.md", "ARCHITECTURE.md"] + doc_pages() + sorted(
+            os.path.join("docs", "dev", f) for f in os.listdir(os.path.join(ROOT, "docs", "dev")) if f.endswith(".md"))
+        for page in pages:
+            text = read(page)
+            base = os.path.dirname(os.path.join(ROOT, page))
+            for pattern in (r"(?i)\bspec \d{3}\b", r"\bdesign (notes|documents)\b", r"/work/\S*\.md", r"\bdesign/\S+"):
+                self.assertIsNone(re.search(pattern, text), f"{page} cites what the repository does not hold: "
+                                  f"{re.search(pattern, text) and re.search(pattern, text).group(0)}")
+            for cited in re.findall(r"(?<![\w/.-])([\w.-]+(?:/[\w.-]+)*\.md)\b", text):
+                self.assertTrue(os.path.exists(os.path.join(base, cited)) or os.path.exists(os.path.join(ROOT, cited)),
+                                f"{page} cites {cited}, which is not in the repository")
+
+
 class ConfigurationReference(unittest.TestCase):
     """docs/configuration.md's settings table has exactly the rows of the binary's settings table."""
 

@@ -66,6 +66,18 @@ class Explain(KacheTestCase):
         self.write("inc/h.cuh", "#define FACTOR 3.0f\n")
         self.both(BASE, "header", path_end="inc/h.cuh")
 
+    def test_header_included_under_two_spellings_is_one_difference(self):
+        # nvcc's dependency file lists a header included as "g.h" and as "./g.h" twice; explain listed
+        # one change twice.
+        self.write("g.h", "#ifndef G_H\n#define G_H\n#define G 1\n#endif\n")
+        self.write("two.cu", '#include "g.h"\n#include "./g.h"\n__global__ void two(int* p) { *p = G; }\n')
+        args = ["-c", "two.cu", "-o", "two.o"]
+        self.kache(["nvcc"] + args)
+        self.write("g.h", "#ifndef G_H\n#define G_H\n#define G 2\n#endif\n")
+        v = self.explain(args)
+        self.assert_only(v, "header", path_end="g.h")
+        self.assertEqual(len(v["differences"]), 1, json.dumps(v["differences"], indent=1))
+
     def test_changed_toolchain(self):
         # A host compiler earlier on PATH (a wrapper around the same gcc): nvcc runs it, and only the
         # toolchain id (the host compiler's content) changes.

@@ -3,7 +3,8 @@
 Two checkouts of one project at absolute paths of different lengths share one KACHE_DIR. kache adds no
 -fmacro-prefix-map (__FILE__ and assert() print the real path; such an object is stored per checkout),
 and maps each path root in debug info to a fixed-length placeholder that the install (miss) and the
-restore (hit) replace in place by this checkout's root padded with '/': DW_AT_name and DW_AT_comp_dir
+restore (hit) replace in place by this checkout's root (exact in string sections, padded with '/' where a
+name's length is fixed): DW_AT_name and DW_AT_comp_dir
 resolve to this checkout's files and gdb lists the source from its build directory, while a -g build
 of a second checkout still hits. The user's own prefix maps win on every compiler; a root longer than
 a placeholder, -gz, and a checkout reached through a symlink ($PWD) are covered too."""

@@ -129,6 +129,26 @@ class Tree(Installed):
         for name in variables + compiler_variables + settings + options:
             self.assertIn(name, text)
 
+    def test_man_page_speaks_to_every_user_and_has_its_sections(self):
+        page = os.path.join(self.prefix, "share", "man", "man1", "kache.1")
+        r = subprocess.run(["man", "-E", "ascii", "-l", page], capture_output=True, text=True,
+                           env=dict(self.env, MANWIDTH="200", LC_ALL="C"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sections = {}
+        for block in re.split(r"\n(?=[A-Z][A-Z ]+\n)", r.stdout):
+            head, _, body = block.partition("\n")
+            sections[head.strip()] = " ".join(body.split())
+        self.assertIn("a compiler cache for nvcc, gcc/clang and hipcc", sections["NAME"])
+        for recipe in ("kache nvcc", "kache g++", "kache hipcc", "CMAKE_CUDA_COMPILER_LAUNCHER",
+                       "CMAKE_CXX_COMPILER_LAUNCHER", 'HIPCC="kache hipcc"'):
+            self.assertIn(recipe, sections["DESCRIPTION"])
+        for path in ("/etc/kache.toml", "config.toml", "kache.toml", "kache.log"):
+            self.assertIn(path, sections["FILES"])
+        self.assertIn("compiler's own status", sections["EXIT STATUS"])
+        self.assertIn("Copyright", sections["COPYRIGHT"])
+        # The environment table's rows no user sets are explained, not listed bare.
+        self.assertIn("names no user sets on purpose", sections["COMPILER ENVIRONMENT"])
+
     def test_completions(self):
         bash = os.path.join(self.prefix, "share", "bash-completion", "completions", "kache")
         r = subprocess.run(["bash", "-c", f"source {bash} && complete -p kache"], capture_output=True, text=True)
@@ -182,6 +202,29 @@ class DebianPackage(Installed):
         info = subprocess.run(["dpkg-deb", "-I", self.deb], capture_output=True, text=True, check=True).stdout
         self.assertNotIn("Depends:", info)  # static: nothing to depend on
         self.assertIn("Apache License 2.0", info)
+
+    def test_installed_size_counts_links_once_and_the_program_is_stripped(self):
+        # Each of the 8 masquerade links was counted as a copy of the program (Installed-Size 133 MiB for
+        # a 15 MB program), and the program shipped with its debug info.
+        self.assertIsNotNone(self.deb, "cpack -G DEB made no package")
+        info = subprocess.run(["dpkg-deb", "-f", self.deb, "Installed-Size"], capture_output=True, text=True,
+                              check=True).stdout
+        self.assertLess(int(info), 20 * 1024, f"Installed-Size {info.strip()} KiB")
+        root = self.path("stripped")
+        subprocess.run(["dpkg", "-x", self.deb, root], check=True, capture_output=True)
+        program = os.path.join(root, "usr", "bin", "kache")
+        described = subprocess.run(["file", program], capture_output=True, text=True, check=True).stdout
+        self.assertNotIn("not stripped", described)
+        self.assertNotIn(".debug_info", subprocess.run(["readelf", "-S", program], capture_output=True,
+                                                       text=True, check=True).stdout)
+        # Its debug info is in the dbgsym package beside it, under the program's build id.
+        ddebs = glob.glob(os.path.join(os.path.dirname(self.deb), "*-dbgsym_*.ddeb"))
+        self.assertEqual(len(ddebs), 1, os.listdir(os.path.dirname(self.deb)))
+        listing = subprocess.run(["dpkg-deb", "-c", ddebs[0]], capture_output=True, text=True, check=True).stdout
+        self.assertRegex(listing, r"\./usr/lib/debug/\.build-id/[0-9a-f]{2}/[0-9a-f]+\.debug")
+        # The links stay links: a link named gcc still runs the program (the next test compiles through it).
+        links = subprocess.run(["dpkg-deb", "-c", self.deb], capture_output=True, text=True, check=True).stdout
+        self.assertIn("./usr/lib/kache/gcc -> ../../bin/kache", links)
 
     def test_unpacked_package_compiles_and_hits_through_its_link(self):
         self.assertIsNotNone(self.deb, "cpack -G DEB made no package")

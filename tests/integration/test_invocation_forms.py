@@ -61,6 +61,34 @@ class InvocationForms(KacheTestCase):
     def test_symlink_named_nvcc_compiles_and_caches(self):
         self.miss_then_hit(lambda: self.run_through_link(["-c", "k.cu", "-o", "k.o"]))
 
+    def masquerade_links(self):
+        """A directory of links nvcc, gcc, g++, cc, c++ -> kache, as a user puts first on PATH."""
+        d = self.path("bin-links")
+        os.makedirs(d)
+        for name in ("nvcc", "gcc", "g++", "cc", "c++"):
+            os.symlink(KACHE, os.path.join(d, name))
+        return d
+
+    def test_nvcc_inner_host_compiles_step_aside_with_debug_logging(self):
+        # nvcc runs its host compiler (g++ on PATH: the link) inside a compile kache serves. That step is
+        # the outer compile's business: not cached, not counted, silent. With KACHE_LOG=kache=debug the
+        # inner kache's timestamped lines used to land in nvcc's stderr, so no outer result was ever
+        # stored (0 hits in 3 builds), and each inner compile counted as a passthrough.
+        links = self.masquerade_links()
+        env = dict(self.env, PATH=links + os.pathsep + os.environ["PATH"])
+        for logging in ({}, {"KACHE_LOG": "kache=debug"}):
+            with self.subTest(logging=logging):
+                self.kache(["--clear"])
+                self.zero()
+                for _ in range(3):
+                    if os.path.exists(self.path("k.o")):
+                        os.unlink(self.path("k.o"))
+                    r = subprocess.run(["nvcc", "-c", "k.cu", "-o", "k.o"], cwd=self.ws, env=dict(env, **logging),
+                                       capture_output=True, text=True, timeout=300)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                s = self.assert_counts(hits=2, misses=1, passthrough=0)
+                self.assertEqual(s["passthrough_reasons"], {})
+
     def test_nvcc_exe_is_recognized(self):
         # A script, not a symlink: nvcc finds its toolkit from argv[0] without resolving links, so even
         # plain nvcc fails through a link named nvcc.exe in another directory.

@@ -19,6 +19,9 @@ import kachetest
 from kachetest import KacheTestCase
 
 COMPILED = ["saxpy", "reduce", "scale", "device_ops", "sumsq", "main"]  # one nvcc -c / -dc each
+# The -dc objects: nvcc's __nv_module_id hashes the source's real path, so they are stored per source
+# path and a checkout at another path misses them (serving the first's would carry the first's id).
+RDC = ["device_ops", "sumsq"]
 PRODUCTS = [c + ".o" for c in COMPILED] + ["device_link.o", "saxpy"]
 
 
@@ -53,14 +56,14 @@ class Make(KacheTestCase):
         if os.environ.get("KACHE_KEEP_TEST_DIRS") != "1":
             shutil.rmtree(cls.root, ignore_errors=True)
 
-    def build_all_hits(self, checkout, build, label):
+    def build_all_hits(self, checkout, build, label, misses=0):
         shutil.copytree(self.seed_cache, self.cache)
         self.zero()
         env = dict(self.env, KACHE_PATHS_BASE_DIRS=checkout)
         make(checkout, build, env, nvcc=buildsys.LAUNCHER + " nvcc")
         s = self.stats()
-        self.assertEqual((s["misses"], s["hits"]), (0, len(COMPILED)),
-                         f"{label}: want 100 % hits over {len(COMPILED)} compile steps; stats {s}")
+        self.assertEqual((s["misses"], s["hits"]), (misses, len(COMPILED) - misses),
+                         f"{label}: want {misses} misses over {len(COMPILED)} compile steps; stats {s}")
         self.assertLessEqual(set(s["passthrough_reasons"]), {"device-link", "link"}, f"{label}: {s}")
         r = buildsys.run(["make", "-C", checkout, "-q", "BUILD=" + build, "NVCC=" + buildsys.LAUNCHER + " nvcc"],
                          cwd=checkout, env=env, check=False)
@@ -92,10 +95,15 @@ class Make(KacheTestCase):
         self.build_all_hits(self.checkout, "build", "second build")
         self.assert_equivalent(self.checkout, "build", "second build")
 
-    def test_moved_checkout_is_all_hits(self):
+    def test_moved_checkout_hits_all_but_its_rdc_objects(self):
         moved = buildsys.copy_example("saxpy", self.path("elsewhere", "deeper", "saxpy"))
-        self.build_all_hits(moved, "build", "moved checkout")
+        self.build_all_hits(moved, "build", "moved checkout", misses=len(RDC))
         self.assert_equivalent(moved, "build", "moved checkout", buildsys.PATH_FREE_SECTIONS)
+        # The -dc objects carry this checkout's module id, as plain nvcc's here do, not the first's.
+        for name in RDC:
+            here = buildsys.module_id(os.path.join(moved, "build", name + ".o"))
+            first = buildsys.module_id(os.path.join(self.checkout, "build-plain", name + ".o"))
+            self.assertNotEqual(here, first, f"{name}.o names the first checkout's module id")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ black-holed server and a corrupt or unauthenticated one never break a build and 
 object, and the stats count what happened.
 """
 import glob
+import json
 import os
 import re
 import shutil
@@ -134,6 +135,25 @@ class SharedThroughServers(RemoteCase):
             self.env["KACHE_REMOTE_CA_FILE"] = nginx.ca_cert
             self.share_through(nginx.url + "/cache|layout=bazel")
 
+    def test_ca_file_is_an_extra_ca_beside_the_systems(self):
+        # remote.ca_file adds a CA; the system's (here OpenSSL's SSL_CERT_FILE, holding a second CA made
+        # here) stay trusted beside it. Each server is signed by its own CA.
+        with servers.Nginx(tls=True) as private, servers.Nginx(tls=True) as public:
+            for name, nginx in (("private", private), ("public", public)):
+                with self.subTest(server=name):
+                    env = self.env_for("one", nginx.url + "/cache", KACHE_DIR=self.path("cache-" + name),
+                                       KACHE_REMOTE_CA_FILE=private.ca_cert, SSL_CERT_FILE=public.ca_cert)
+                    self.compile("one", "a", env)
+                    s = self.stats_of(env)
+                    self.assertEqual((s["remote_errors"], s["remote_writes"] > 0), (0, True), s)
+                    self.assertTrue(nginx.stored_files())
+            # Neither CA trusts a server signed by another: the ca_file widens trust by its own CA only.
+            env = self.env_for("one", public.url + "/cache", KACHE_DIR=self.path("cache-neither"),
+                               KACHE_REMOTE_CA_FILE=private.ca_cert, SSL_CERT_FILE=private.ca_cert)
+            self.compile("one", "a", env)
+            s = self.stats_of(env)
+            self.assertEqual((s["remote_errors"] > 0, s["remote_writes"]), (True, 0), s)
+
     def test_show_config_redacts_the_password(self):
         r = self.kache(["--show-config"], env={"KACHE_REMOTE_STORAGE": "redis://:hunter2@127.0.0.1:1"})
         self.assertIn("redis://:***@127.0.0.1:1", r.stdout)
@@ -196,6 +216,25 @@ class Outages(RemoteCase):
         if build_ended_ns >= open_until_ns:
             self.skipTest("the second build outlasted the breaker's 30 s window (a slow machine)")
         self.assertEqual((s["misses"], s["remote_errors"], s["remote_skipped"]), (6, 3, 3), s)
+
+    def test_refused_server_is_a_warning_in_the_log_and_in_the_stats(self):
+        # Under Ninja a compile's stderr is a pipe: a refused remote must still reach the user, in the cache's
+        # kache.log (with what to do), in `kache -s` (the top `errors` line and the newest warning) and doctor.
+        url = f"redis://127.0.0.1:{servers.free_port()}"
+        env = self.env_for("one", url)
+        r = self.compile("one", "a", env)
+        self.assertEqual(r.stderr, "", "a compile's stderr is the compiler's; the warning goes to the log")
+        log = self.cache_log("one")
+        self.assertRegex(log, r"\] warning: remote storage redis://127\.0\.0\.1:\d+ failed to read: .*kache doctor")
+        s = self.stats_of(env)
+        self.assertEqual((s["errors"], s["error_reasons"]), (1, {"remote-failed": 1}), s)
+        self.assertIn("remote storage redis://127.0.0.1", s["last_warning"])
+        text = self.kache(["-s"], env=env).stdout
+        self.assertRegex(text, r"(?m)^errors +1$")
+        self.assertRegex(text, r"(?m)^last warning +\[kache .*remote storage redis://127\.0\.0\.1")
+        r = self.kache(["doctor", "--json"], env=env, check=False)
+        rows = {f'{x["section"]}.{x["name"]}': x for x in json.loads(r.stdout)["rows"]}
+        self.assertIn("remote storage", rows["cache.last-warning"]["value"])
 
     def test_black_holed_server_times_out(self):
         for full in (False, True):
@@ -276,7 +315,7 @@ class Signing(RemoteCase):
         return self.write(name, text)
 
     def test_same_key_shares(self):
-        key = self.key_file("team.key", "team secret\n")
+        key = self.key_file("team.key", "team secret of sixteen bytes or more\n")
         with servers.Redis() as redis:
             self.build("one", self.env_for("one", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key))
             two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key)
@@ -290,8 +329,8 @@ class Signing(RemoteCase):
     def test_other_key_is_refused(self):
         with servers.Redis() as redis:
             self.build("one", self.env_for("one", redis.url,
-                                           KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("a.key", "attacker")))
-            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team"))
+                                           KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("a.key", "attacker secret of sixteen bytes")))
+            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team secret of sixteen bytes"))
             self.build("two", two)
             s = self.stats_of(two)
             self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
@@ -301,7 +340,7 @@ class Signing(RemoteCase):
     def test_unsigned_values_are_refused_with_a_key(self):
         with servers.Redis() as redis:
             self.build("one", self.env_for("one", redis.url))
-            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team"))
+            two = self.env_for("two", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("b.key", "team secret of sixteen bytes"))
             self.build("two", two)
             s = self.stats_of(two)
             self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
@@ -309,7 +348,7 @@ class Signing(RemoteCase):
             self.assert_plain_equivalent("two")
 
     def test_signed_value_with_a_forged_payload_is_refused(self):
-        key = self.key_file("team.key", "team")
+        key = self.key_file("team.key", "team secret of sixteen bytes")
         with servers.Redis() as redis:
             self.build("one", self.env_for("one", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=key))
             # Keep every trailer, change the payload: the signature no longer matches.
@@ -321,6 +360,15 @@ class Signing(RemoteCase):
             s = self.stats_of(two)
             self.assertEqual((s["hits"], s["misses"]), (0, 3), s)
             self.assertGreater(s["remote_bad_signature"], 0, s)
+
+    def test_short_key_turns_remotes_off(self):
+        # A 4-byte key was accepted: a secret anyone can guess signs nothing.
+        with servers.Redis() as redis:
+            env = self.env_for("one", redis.url, KACHE_REMOTE_SIGNING_KEY_FILE=self.key_file("short.key", "team"))
+            r = self.compile("one", "a", env)
+            self.assertEqual(r.stderr, "")
+            self.assertIn("holds 4 bytes, fewer than 16; remote storage is off", self.cache_log("one"))
+            self.assertEqual(redis.keys(), [])
 
     def test_unreadable_key_file_turns_remotes_off(self):
         with servers.Redis() as redis:

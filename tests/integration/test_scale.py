@@ -220,7 +220,9 @@ class DotDotIncludeDir(ScaleCase):
             logs += log
             subprocess.run(["gcc", "-c", src, f"-I{include}", "-o", "plain.o"], cwd=self.path(build), check=True)
             self.assert_same_object(self.path(build, "o.o"), self.path(build, "plain.o"))
-        self.assertIn("passes through a symbolic link", logs)
+        # The header lies in the -I dir as spelled, which is keyed as written (issue 35: a literal dir is
+        # known as spelled and as it resolves), so no entry of another spelling is ever taken for it.
+        self.assertNotIn("specific to this checkout", logs)
         # The link now leads elsewhere: proj/lib/inc is what the compiler reads; never the old object.
         os.unlink(self.path("proj/lib/link"))
         os.symlink(self.path("proj/lib/x"), self.path("proj/lib/link"))

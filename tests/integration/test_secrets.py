@@ -65,6 +65,18 @@ class NoSecretPrinted(KacheTestCase):
             with self.subTest(url=url):
                 self.assert_no_secret({"KACHE_REMOTE_STORAGE": url}, f"KACHE_REMOTE_STORAGE={url}")
 
+    def test_aws_credentials(self):
+        # S3 keys from the environment or a profile of the shared credentials file: a dead endpoint, and
+        # a bucket on AWS's own host name (unresolvable here or refused: either way a failure to report).
+        creds = self.write("aws-credentials", f"[ci]\naws_access_key_id = AKID\naws_secret_access_key = {SECRET}\n"
+                                              f"aws_session_token = {SECRET}tok\n")
+        port = servers.free_port()
+        for url in (f"s3://kache-bucket/p|endpoint=http://127.0.0.1:{port}", "s3://kache-bucket|connect-timeout=50"):
+            for env in ({"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_SESSION_TOKEN": SECRET},
+                        {"AWS_SHARED_CREDENTIALS_FILE": creds, "AWS_PROFILE": "ci"}):
+                with self.subTest(url=url, env=sorted(env)):
+                    self.assert_no_secret(dict(env, KACHE_REMOTE_STORAGE=url), f"{url} with {sorted(env)}")
+
     def test_config_file(self):
         port = servers.free_port()
         for url in url_forms(port):

@@ -666,6 +666,25 @@ class UnusableCache(StoreTestCase):
                         "the debug log does not report the failed store:\n" + "\n".join(kache_lines))
         self.assertGreaterEqual(self.stats()["errors"], 2)
 
+    def test_unwritable_store_is_a_warning_in_the_log_and_in_the_stats(self):
+        # A build's stderr is a pipe (Ninja): the cache that stores nothing must show in kache.log, once
+        # for every compile of the hour, and as the newest warning of `kache -s`.
+        os.makedirs(self.cache)
+        for c in "0123456789abcdef":
+            with open(os.path.join(self.cache, c), "w") as f:
+                f.write("not a directory\n")
+        self.write("k.cu", KERNEL)
+        self.write("w.cu", WARNING_SOURCE)
+        self.assertEqual(self.build().stderr, "")
+        self.build("w.cu", "w.o")
+        with open(os.path.join(self.cache, "kache.log")) as f:
+            warnings = [l for l in f.read().splitlines() if "] warning: " in l]
+        self.assertEqual(len(warnings), 1, warnings)
+        self.assertIn(f"cannot store in the cache directory {self.cache} (Not a directory)", warnings[0])
+        s = self.stats()
+        self.assertEqual(s["last_warning"], warnings[0])
+        self.assertIn("last warning", self.kache(["-s"]).stdout)
+
     def test_full_cache_filesystem(self):
         # 128 KiB: room for the toolchain memo (a page per memoized toolchain file on tmpfs) and one
         # small entry, not for the big one.
@@ -727,6 +746,13 @@ class UnusableCache(StoreTestCase):
         r = self.build("n.cu", "n.o", env=env)
         self.assertEqual((r.stdout, r.stderr), ("", ""))
         self.assert_object_is_nvccs("n.o", new, ["-c"], "n")
+
+        # doctor says what a read-only cache does: it used to say every compile runs uncached.
+        r = self.kache(["doctor", "--json"], env=env, check=False)
+        rows = {f'{x["section"]}.{x["name"]}': x for x in json.loads(r.stdout)["rows"]}
+        self.assertEqual(rows["cache.writable"]["status"], "fail")
+        self.assertIn("compiles still hit what the cache holds", rows["cache.writable"]["message"])
+        self.assertIn("Read-only file system", rows["cache.writable"]["message"])
 
 
 # ======================================================================================================
@@ -894,12 +920,18 @@ class Cli(StoreTestCase):
     def test_version_and_help(self):
         for flag in ("--version", "-V"):
             r = self.kache([flag])
-            self.assertRegex(r.stdout, r"^kache \d+\.\d+")
+            self.assertRegex(r.stdout, r"^kache \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|[\w.-]+-g[0-9a-f]{12}|unknown)(-dirty)?\)\n")
+            if os.path.exists(os.path.join(kachetest.SOURCE_DIR, ".git")):
+                self.assertNotIn("(commit unknown)", r.stdout, "built from a git checkout: the commit is known")
         for flag in ("--help", "-h"):
             r = self.kache([flag])
             self.assertEqual(r.returncode, 0)
             self.assertIn("--show-stats", r.stdout)
-            self.assertIn("kache nvcc", r.stdout)
+            # Every kind of user finds their compiler and a recipe (the help opened "for nvcc." alone).
+            self.assertIn("a compiler cache for nvcc, gcc/clang and hipcc", r.stdout)
+            for recipe in ("kache nvcc", "kache g++", "kache hipcc", "CMAKE_CUDA_COMPILER_LAUNCHER",
+                           "CMAKE_CXX_COMPILER_LAUNCHER", 'HIPCC="kache hipcc"', "PATH=/usr/lib/kache:$PATH"):
+                self.assertIn(recipe, r.stdout)
 
     def test_bad_config_value_in_the_environment(self):
         self.write("k.cu", KERNEL)

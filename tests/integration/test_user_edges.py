@@ -119,6 +119,33 @@ class KacheHousekeeping(KacheTestCase):
         self.assertIn("entry files", self.kache(["-s"]).stdout)
         self.assertIn("compiles served from the cache", self.kache(["-s", "-v"]).stdout)
 
+    def test_evict_older_than_shows_progress_on_a_terminal(self):
+        import pty
+        import select
+        self.compile_one()
+        four_days_ago = time.time() - 4 * 86400
+        for root, _, files in os.walk(self.cache):
+            for name in files:
+                if re.fullmatch(r"[0-9a-f]{8,}", name):
+                    os.utime(os.path.join(root, name), (four_days_ago, four_days_ago))
+        master, slave = pty.openpty()
+        r = subprocess.run([KACHE, "--evict-older-than", "3d"], cwd=self.ws, env=self.env, stderr=slave,
+                           capture_output=False, stdout=subprocess.PIPE, text=True)
+        os.close(slave)
+        text = b""
+        while select.select([master], [], [], 0)[0]:  # what was written before the process ended
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            text += chunk
+        os.close(master)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("Removed 2", r.stdout)
+        self.assertIn("kache: removing old entries 100 %", text.decode())
+
     def test_evict_older_than_cleanup_and_compression(self):
         self.compile_one()
         self.assertEqual(self.stats()["entries"], 2)
@@ -237,10 +264,44 @@ class QuietCompiles(KacheTestCase):
         r = self.kache(["nvcc", "-c", "k.cu", "-o", "k.o"], env=env)
         self.assertEqual(r.stderr, "")
         self.assertFalse(os.path.exists(self.path("relative-cache")), "a cache under the working directory")
-        s = json.loads(self.kache(["-s", "--json"], env=env).stdout)
-        self.assertEqual(s["passthrough_reasons"], {"cache-dir-refused": 1})
+        # The refusal is what every command reports: the default directory is another cache, never a
+        # fallback (-s and -p used to say "using ~/.cache/kache" and show that cache's figures).
+        default = self.path("xdg", "kache")
+        for args in (["-s", "--json"], ["-s"], ["-C"]):
+            with self.subTest(args=args):
+                r = self.kache(args, env=env, check=False)
+                self.assertEqual((r.returncode, r.stdout), (1, ""), r.stderr)
+                self.assertIn("relative path", r.stderr)
+                self.assertIn("every compile passes through", r.stderr)
+                self.assertNotIn(default, r.stdout + r.stderr)
         r = self.kache(["-p"], env=env)
         self.assertIn("relative path", r.stderr)
+        self.assertRegex(r.stdout, r"(?m)^cache\.dir +refused \(see above\): no cache ")
+        self.assertNotIn(default, r.stdout)
+        self.assertFalse(os.path.exists(os.path.join(default, "stats.journal")), "counted in another cache")
+        r = self.kache(["doctor", "--json"], env=env, check=False)
+        rows = {f'{x["section"]}.{x["name"]}': x for x in json.loads(r.stdout)["rows"]}
+        self.assertEqual(rows["config.cache-dir"]["status"], "fail")
+        self.assertEqual([k for k in rows if k.startswith("cache.")], [], "doctor showed another cache")
+
+    def test_cache_dir_that_is_a_file(self):
+        # -C used to say it removed 0 entries from a file, as if it were an empty cache.
+        self.write("not-a-dir", "a regular file\n")
+        env = {"KACHE_DIR": self.path("not-a-dir")}
+        for args in (["-C"], ["-s"], ["-c"]):
+            with self.subTest(args=args):
+                r = self.kache(args, env=env, check=False)
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn("is not a directory", r.stderr)
+                self.assertNotIn("Removed", r.stdout)
+        self.assertEqual(self.read("not-a-dir"), "a regular file\n")
+
+    def test_invalid_config_file_is_not_shown_as_absent(self):
+        self.write(".kache.toml", "[cache\nmax_size = 1\n")
+        r = self.kache(["-p"])
+        self.assertIn("is not valid TOML", r.stderr)
+        line = next(l for l in r.stdout.splitlines() if l.startswith("config file:"))
+        self.assertIn("(not read: see the problem above)", line)
 
     def test_config_path_that_is_a_directory(self):
         self.write("k.cu", KERNEL, mtime_ns=OLD)

@@ -1,14 +1,14 @@
-// kache doctor's readers of toolkit headers: the host-compiler bound of crt/host_config.h and the
+// nvcc's doctor readers of toolkit headers (compiler/nvcc/doctor.hpp): the host-compiler bound of crt/host_config.h and the
 // exception specification of crt/math_functions.h's cospi, on the shapes real toolkits ship.
 #include <gtest/gtest.h>
 
 #include "app/cli.hpp"
-#include "app/doctor.hpp"
+#include "compiler/nvcc/doctor.hpp"
 
 namespace {
 
-using kache::app::doctor::math_functions_lacks_noexcept;
-using kache::app::doctor::newest_host_major;
+using kache::compiler::nvcc::math_functions_lacks_noexcept;
+using kache::compiler::nvcc::newest_host_major;
 
 // As CUDA 13.0's crt/host_config.h spells both bounds.
 constexpr const char* kHostConfig13 = R"(

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/common.hpp"
+#include "compiler/gcc/adapter.hpp"
 #include "compiler/gcc/flag_table.hpp"
 #include "compiler/gcc/host_rules.hpp"
 #include "compiler/gcc/plan.hpp"
@@ -282,3 +283,26 @@ TEST(MissFlags, DiagnosticsColourAsOnTheTerminal) {
             "-fdiagnostics-color=always");
   EXPECT_EQ(diagnostics_colour_flag({"-c", "a.c", "-frecord-gcc-switches"}, term, true, true), "");
 }
+
+namespace {
+using kache::compiler::TimeMacros;
+using kache::compiler::gcc::reported_time_macros;
+
+TEST(GccTimeMacros, ReadFromTheCompilersDateTimeWarnings) {
+  const std::string gcc_date =
+      "a.c:4:17: warning: macro \"__DATE__\" might prevent reproducible builds [-Wdate-time]\n";
+  const std::string gcc_stamp =
+      "a.c:3:1: warning: macro \"__TIMESTAMP__\" might prevent reproducible builds [-Wdate-time]\n";
+  const std::string clang_any =
+      "a.c:3:10: warning: expansion of date or time macro is not reproducible [-Wdate-time]\n";
+  EXPECT_EQ(reported_time_macros("", "int x;\n", false), TimeMacros::none);
+  EXPECT_EQ(reported_time_macros("a.c:1:1: warning: unused [-Wunused]\n", "", false), TimeMacros::none);
+  EXPECT_EQ(reported_time_macros(gcc_date, "", false), TimeMacros::date);
+  EXPECT_EQ(reported_time_macros(gcc_date + gcc_stamp, "", false), TimeMacros::time);
+  EXPECT_EQ(reported_time_macros(clang_any, "", true), TimeMacros::time);  // clang does not name the macro
+  // A pragma that can silence the warning: nothing the run says can be believed.
+  EXPECT_EQ(reported_time_macros("", "#pragma clang diagnostic ignored \"-Wdate-time\"\n", true), std::nullopt);
+  EXPECT_EQ(reported_time_macros("", "  #pragma GCC diagnostic ignored \"-Weverything\"\n", false), std::nullopt);
+  EXPECT_EQ(reported_time_macros("", "#pragma GCC diagnostic ignored \"-Wunused\"\n", false), TimeMacros::none);
+}
+}  // namespace

@@ -22,7 +22,10 @@ TEST(JobPaths, TheBuildRootIsSpelledAsPwdWhenItNamesTheWorkingDirectory) {
   EXPECT_EQ(compiler_pwd(real, {"PWD=" + link}), link);
   EXPECT_EQ(compiler_pwd(real, {}), real);                            // no $PWD
   EXPECT_EQ(compiler_pwd(real, {"PWD=link/build"}), real);            // relative
-  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link + "/"}), real);         // not lexically normal
+  // Not lexically normal: taken as spelled, as GCC and clang write it (issue 35 item 5).
+  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link + "/"}), link + "/");
+  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link + "/../build"}), link + "/../build");
+  EXPECT_EQ(compiler_pwd(real, {"PWD=" + link + "/../nowhere"}), real);  // names no directory
   EXPECT_EQ(compiler_pwd(real, {"PWD=" + dir.string()}), real);       // another directory
   // The output directory (the cwd) dedups with the build root under either spelling, so the key's
   // cwd and output fields read as in a checkout reached without a symlink.
@@ -31,6 +34,11 @@ TEST(JobPaths, TheBuildRootIsSpelledAsPwdWhenItNamesTheWorkingDirectory) {
   EXPECT_EQ(roots.key_form(real), "/kache/build");
   EXPECT_EQ(roots.key_form(real + "/a.o"), "/kache/build/a.o");
   EXPECT_EQ(roots.key_form(link + "/x.h"), "/kache/build/x.h");
+  // A trailing slash is no part of the root: the placeholder stands for the directory.
+  const auto slashed = standard_roots(real, real + "/../src/a.c", real + "/out/a.o", {}, nullptr, link + "//");
+  EXPECT_EQ(slashed.roots()[0].path, link);
+  EXPECT_EQ(slashed.roots()[2].path, link + "/out");
+  EXPECT_EQ(slashed.key_form(link + "/x.h"), "/kache/build/x.h");
   std::filesystem::remove_all(dir);
 }
 
@@ -47,6 +55,46 @@ TEST(JobPaths, TheUsersDebugMapsAndCompressedDebugAreSeen) {
   EXPECT_TRUE(asks_compressed_debug({"-Xcompiler", "-gz"}));
   EXPECT_FALSE(asks_compressed_debug({"-gz=none"}));
   EXPECT_FALSE(asks_compressed_debug({"-g", "-gzip-like"}));
+}
+
+TEST(JobPaths, ExecutionCharacterSetsTheObjectScanCannotReadAreSeen) {
+  EXPECT_FALSE(names_foreign_charset({"-c", "-fexec-charset=UTF-8", "-fwide-exec-charset=utf-16be"}));
+  EXPECT_FALSE(names_foreign_charset({"-fwide-exec-charset=UTF-32LE", "-fexec-charset=utf8"}));
+  EXPECT_TRUE(names_foreign_charset({"-fexec-charset=IBM1047"}));
+  EXPECT_TRUE(names_foreign_charset({"-fwide-exec-charset=EBCDIC-US"}));
+  EXPECT_TRUE(names_foreign_charset({"-Xcompiler", "-O2,-fexec-charset=latin1"}));  // nvcc's list
+  EXPECT_TRUE(names_foreign_charset({"-c"}, "-Xcompiler -fexec-charset=cp1252"));   // NVCC_APPEND_FLAGS
+}
+
+// Issue 35: the user's prefix map whose old path is a root (the checkout as a base dir) is keyed by the
+// root's name, so two checkouts given the same recipe key alike; gcc's own arguments and nvcc's
+// -Xcompiler values alike.
+TEST(JobPaths, AUsersPrefixMapIsKeyedByTheRootItsOldPathIs) {
+  const auto one = standard_roots("/w/one/build", "/w/one/src/a.c", "/w/one/build/a.o", {"/w/one"}, nullptr);
+  const auto two = standard_roots("/w/two/build", "/w/two/src/a.c", "/w/two/build/a.o", {"/w/two"}, nullptr);
+  for (const char* kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
+    const auto a = key_prefix_map_rule(std::string(kind) + "/w/one=.", one);
+    const auto b = key_prefix_map_rule(std::string(kind) + "/w/two=.", two);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->form, std::string(kind) + "/kache/base0=.");
+    EXPECT_EQ(a->form, b->form);
+  }
+  EXPECT_EQ(key_prefix_map_rule("-ffile-prefix-map=/elsewhere=.", one)->form, "-ffile-prefix-map=/elsewhere=.");
+  EXPECT_FALSE(key_prefix_map_rule("-ffile-prefix-map", one));
+  EXPECT_FALSE(key_prefix_map_rule("-I/w/one/include", one));
+  EXPECT_EQ(keyed_args({"-O2", "-ffile-prefix-map=/w/one=."}, {}, one),
+            (std::vector<std::string>{"-O2", "-ffile-prefix-map=/kache/base0=."}));
+}
+
+// Issue 35: an include dir is literal as spelled ("<p>/x/../../Common", as CMake passes
+// include_directories(../../Common) on) and as it resolves, so a path climbing out of its spelling is
+// literal too.
+TEST(JobPaths, ALiteralDirIsKnownAsSpelledAndAsNormal) {
+  CompileJob job;
+  add_literal_dir(job, "/p/Samples/x/../../Common/");
+  add_literal_dir(job, "/p/Common");
+  add_literal_dir(job, "relative/dir");
+  EXPECT_EQ(job.literal_dirs, (std::vector<std::string>{"/p/Samples/x/../../Common", "/p/Common"}));
 }
 
 }  // namespace

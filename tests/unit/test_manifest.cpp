@@ -4,6 +4,7 @@
 #include "core/manifest.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
+#include "util/serial.hpp"
 
 namespace kache::core {
 namespace {
@@ -35,6 +36,7 @@ ManifestEntry entry(char tag, std::size_t files) {
   e.absent = {guarded, toolchain, plain};
   e.path_specific = tag == 'p';
   e.checkout_specific = tag == 'c';
+  if (tag == 'r') e.object_roots = {"/kache/src", "/kache/base0"};
   return e;
 }
 
@@ -66,6 +68,30 @@ TEST(Manifest, RoundTripKeepsEveryField) {
   EXPECT_FALSE(a.absent[2].guarded);
 }
 
+// Which roots an entry's object names (issue 35): what its storage key combines, read back in order.
+TEST(Manifest, RoundTripKeepsTheRootsTheObjectNames) {
+  Manifest m;
+  manifest_add(m, entry('r', 1));
+  manifest_add(m, entry('a', 1));
+  const Manifest back = deserialize_manifest(serialize_manifest(m));
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_TRUE(back.entries[0].object_roots.empty());
+  EXPECT_EQ(back.entries[1].object_roots, (std::vector<std::string>{"/kache/src", "/kache/base0"}));
+  EXPECT_FALSE(back.entries[1].checkout_specific);
+}
+
+// A manifest of the format before (KMN6, no roots recorded) is never read as this one: a plain miss.
+TEST(Manifest, AnEarlierFormatIsRecognizedNotRead) {
+  util::Writer w;
+  w.u32(0x4b4d4e36);
+  w.u32(0);
+  const std::string older = w.take();
+  EXPECT_TRUE(is_older_manifest(older));
+  EXPECT_THROW(deserialize_manifest(older), std::runtime_error);
+  EXPECT_FALSE(is_older_manifest(serialize_manifest(Manifest{})));
+  EXPECT_FALSE(is_older_manifest("xx"));
+}
+
 TEST(Manifest, TruncatedOrForeignDataIsRejected) {
   Manifest m;
   manifest_add(m, entry('a', 3));
@@ -84,7 +110,7 @@ TEST(Manifest, DamagedCountsAndRootIndicesAreRejectedBeforeAllocating) {
   Manifest m;
   manifest_add(m, entry('a', 1));
   const std::string good = serialize_manifest(m);
-  const std::size_t files_count_at = 4 + 4 + 32 + 1 + 1 + 8;
+  const std::size_t files_count_at = 4 + 4 + 32 + 1 + 1 + 4 + 8;  // past the (empty) object roots' count
   std::string data = good;
   data.replace(files_count_at, 4, std::string("\0\0\0\xff", 4));
   EXPECT_THROW(deserialize_manifest(data), std::runtime_error);

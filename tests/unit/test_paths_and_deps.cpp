@@ -80,7 +80,7 @@ TEST(PathRoots, PlaceholdersAreFoundAndReplacedInPlaceByThisCheckoutsRoots) {
   const std::string ph_src = debug_placeholder("/kache/src"), ph_build = debug_placeholder("/kache/build");
   std::string object = std::string("\x7f" "ELF junk\0", 10) + ph_build + std::string(1, '\0') + ph_src + "/a.c" +
                        std::string(1, '\0') + ph_build + "/x";
-  const auto patches = roots().find_placeholders(object);
+  const auto patches = roots().find_placeholders(object).roots;
   ASSERT_EQ(patches.size(), 3u);
   EXPECT_EQ(patches[0], (PathPatch{10, "/kache/build"}));
   EXPECT_EQ(patches[1], (PathPatch{11 + kPlaceholderLength, "/kache/src"}));
@@ -117,6 +117,26 @@ TEST(PathRoots, AnAliasSpellingKeysAndMapsAsItsRoot) {
   EXPECT_EQ(r.debug_map_flags().size(), 3u);
   EXPECT_EQ(r.roots_in("text /real/b/k.c"), (std::vector<std::size_t>{0}));
   EXPECT_EQ(*r.patch_text("/kache/build"), std::string(kPlaceholderLength - 7, '/') + "/link/b");
+}
+
+TEST(PathRoots, RootsAreFoundInEveryStringLiteralEncoding) {
+  const PathRoots r(std::vector<PathRoots::Root>{{"/w/src", "/kache/src"}});
+  // L"" (UTF-32LE here; UTF-16LE under -fshort-wchar), u"" and U"", and big-endian targets' forms.
+  const std::string utf16le("/\0w\0/\0s\0r\0c\0", 12), utf16be("\0/\0w\0/\0s\0r\0c", 12);
+  const std::string utf32le("/\0\0\0w\0\0\0/\0\0\0s\0\0\0r\0\0\0c\0\0\0", 24);
+  const std::string utf32be("\0\0\0/\0\0\0w\0\0\0/\0\0\0s\0\0\0r\0\0\0c", 24);
+  for (const std::string& form : {utf16le, utf16be, utf32le, utf32be}) {
+    EXPECT_EQ(r.roots_in("\x01" + form + "/x.c"), (std::vector<std::size_t>{0}));
+  }
+  EXPECT_TRUE(r.roots_in(std::string("/\0w\0/\0s\0r\0", 10)).empty());
+  // Beyond ASCII the code units are the code point's: U+00E9 is one UTF-16 unit, U+1F600 two (surrogates).
+  const auto e_acute = string_literal_encodings("/\xc3\xa9");
+  ASSERT_EQ(e_acute.size(), 5u);
+  EXPECT_EQ(e_acute[1], std::string("/\0\xe9\0", 4));
+  EXPECT_EQ(string_literal_encodings("\xf0\x9f\x98\x80")[1], std::string("\x3d\xd8\x00\xde", 4));
+  EXPECT_EQ(string_literal_encodings("\xf0\x9f\x98\x80")[4], std::string("\0\x01\xf6\x00", 4));
+  // Not UTF-8: widened byte by byte.
+  EXPECT_EQ(string_literal_encodings("/\xff")[1], std::string("/\0\xff\0", 4));
 }
 
 TEST(ElfSections, CompressedSectionsAreSeen) {

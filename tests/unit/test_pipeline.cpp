@@ -94,6 +94,12 @@ class CopyAdapter final : public compiler::Adapter {
     job.key_fields = {{"compiler", "test"}};
     job.source_identity = job.source;
     job.description = "the test adapter";
+    // The build, source and output directories as path roots, as the real adapters map them.
+    if (with_roots) {
+      job.roots = core::PathRoots({{util::lexically_normal(inv.cwd), "/kache/build"},
+                                   {util::dirname(job.source), "/kache/src"},
+                                   {util::dirname(job.output), "/kache/out"}});
+    }
     return job;
   }
   std::vector<std::string> miss_command(const Invocation& inv, const compiler::CompileJob& job,
@@ -110,6 +116,7 @@ class CopyAdapter final : public compiler::Adapter {
   std::vector<std::string> path_specific_markers() const override { return {}; }
 
   std::string touch_during_compile;
+  bool with_roots = false;
 };
 
 class PipelineTest : public ::testing::Test {
@@ -138,12 +145,12 @@ class PipelineTest : public ::testing::Test {
     std::string passthrough;  // its reason
     Counts counts;
   };
-  Run compile(std::vector<std::string> args, PipelineStore& store) {
+  Run compile(std::vector<std::string> args, PipelineStore& store, const std::string& cwd = "") {
     Invocation inv;
     inv.compiler_arg = "sh";
     inv.compiler_path = "/bin/sh";
     inv.args = std::move(args);
-    inv.cwd = dir_.path();
+    inv.cwd = cwd.empty() ? dir_.path() : cwd;
     inv.env = util::current_environment();
     Run run;
     Pipeline pipeline(inv, cfg_, adapter_, run.counts, store);
@@ -182,6 +189,28 @@ TEST_F(PipelineTest, MissStoresAndTheSameCompileHits) {
   EXPECT_EQ(count(hit, counter::kDirectHits), 1u);
   EXPECT_EQ(count(hit, counter::kMisses), 0u);
   EXPECT_EQ(util::read_file(path("out/a.o")), "#include \"h.h\"\nint a;\n");  // restored, not compiled
+}
+
+// Issue 35: an object naming only its source directory (__FILE__) is stored under that directory's path
+// alone, so a second build directory of the checkout hits it; a copy of the source elsewhere does not.
+TEST_F(PipelineTest, AnObjectNamingTheSourceDirHitsFromEveryBuildDir) {
+  adapter_.with_roots = true;
+  util::create_directories(path("src"));
+  for (const char* dir : {"b1", "b2", "other/src", "other/b1"}) util::create_directories(path(dir));
+  write("src/f.c", "const char* f = \"" + path("src") + "/f.c\";\n");
+  write("other/src/f.c", util::read_file(path("src/f.c")));
+  const Run first = compile({"../src/f.c", "f.o"}, store_, path("b1"));
+  ASSERT_EQ(first.code, 0) << first.passthrough;
+  EXPECT_EQ(count(first, counter::kStoredPerCheckoutPrefix + std::string("path-in-object")), 1u);
+  const Run second = compile({"../src/f.c", "f.o"}, store_, path("b2"));
+  ASSERT_EQ(second.code, 0) << second.passthrough;
+  EXPECT_EQ(count(second, counter::kHits), 1u);
+  EXPECT_EQ(util::read_file(path("b2/f.o")), util::read_file(path("src/f.c")));
+  // The same bytes in another checkout would name the first one's directory: not found there.
+  const Run elsewhere = compile({"../src/f.c", "f.o"}, store_, path("other/b1"));
+  ASSERT_EQ(elsewhere.code, 0) << elsewhere.passthrough;
+  EXPECT_EQ(count(elsewhere, counter::kHits), 0u);
+  EXPECT_EQ(count(elsewhere, counter::kMisses), 1u);
 }
 
 TEST_F(PipelineTest, ChangedHeaderIsNoHit) {

@@ -76,7 +76,7 @@ Found produced_passthrough_reasons() {
        {core::reason::kDisabled, core::reason::kUnsupportedCompiler, core::reason::kOutputDirMissing,
         core::reason::kOutputDirUnwritable, core::reason::kCacheWorldWritable, core::reason::kOutputSpecial,
         core::reason::kCompressedDebug, core::reason::kSourceSpecial, core::reason::kOutputPathThroughLink,
-        core::reason::kCacheDirRefused}) {
+        core::reason::kCacheDirRefused, core::reason::kLtoObject}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;
@@ -88,13 +88,14 @@ Found produced_not_stored_reasons() {
   for (std::string_view name :
        {core::reason::kClosureUnreadable, core::reason::kInputChanged, core::reason::kPathInObject,
         core::reason::kDepfileTarget, core::reason::kLockTimeout, core::reason::kPrecompiledHeader,
-        core::reason::kAssemblerInputs, core::reason::kUnpinnedTime}) {
+        core::reason::kAssemblerInputs, core::reason::kUnpinnedTime, core::reason::kTimeMacro,
+        core::reason::kCompressedFatbin}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;
 }
 
-const std::set<std::string> kProducedErrors = {"storage-read", "storage-write", "internal"};
+const std::set<std::string> kProducedErrors = {"storage-read", "storage-write", "remote-failed", "internal"};
 
 }  // namespace
 

@@ -154,7 +154,8 @@ TEST(RemoteUrl, Errors) {
   EXPECT_NE(error_of("http://h|connect-timeout=0").find("milliseconds"), std::string::npos);
   EXPECT_NE(error_of("http://h|connect-timeout=abc").find("milliseconds"), std::string::npos);
   EXPECT_NE(error_of("http://h|read-only=yes").find("no value"), std::string::npos);
-  EXPECT_NE(error_of("http://h|shards=4").find("unknown attribute 'shards'"), std::string::npos);
+  EXPECT_NE(error_of("http://h|shards=4").find("exactly one '*'"), std::string::npos);
+  EXPECT_NE(error_of("http://h|weights=4").find("unknown attribute 'weights'"), std::string::npos);
   EXPECT_NE(error_of("http://h/a?b").find("query"), std::string::npos);
   EXPECT_NE(error_of("http://:pw@h").find("user name"), std::string::npos);
   EXPECT_NE(error_of("redis://%zz@h").find("percent"), std::string::npos);

@@ -65,7 +65,7 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
   auto add_dir = [&](const std::string& d, bool literal_if_absolute) {
     if (d.empty()) return;
     add_search_dir(job, cwd, d);
-    if (literal_if_absolute && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
+    if (literal_if_absolute) add_literal_dir(job, d);
   };
   add_dir(util::dirname(plan.source), false);  // quoted includes: the source's directory, as spelled
   add_dir(util::dirname(job.source), false);
@@ -129,8 +129,21 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   const bool clang = tc.description.find("clang version") != std::string::npos;
+  clang_ = clang;
+  // A miss leaves SOURCE_DATE_EPOCH as the build has it (pinned for nvcc only, spec 000): __DATE__ and
+  // __TIME__ follow it when exported, so its value is an input; unset, they are the wall clock's and
+  // the miss asks the compiler which it expanded (Adapter::time_macros).
+  k.emplace_back("source-date-epoch", util::env_get(inv.env, "SOURCE_DATE_EPOCH").value_or("<unset>"));
+  // clang records its driver's whole command line (measured, clang 14 and 19: DW_AT_producer under
+  // -grecord-command-line, .GCC.command.line under -frecord-command-line), kache's prefix maps and
+  // scratch -o included, where a plain compile records the user's: no miss can give plain's object.
+  // (GCC leaves -o, -MF and prefix maps out of what it records; kache's -frandom-seed stays off.)
+  if (clang && records_command_line(inv.args, false)) {
+    return Passthrough{"records-command-line", "clang records the command line in the object"};
+  }
   job.depfile_layouts = clang ? std::vector{core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed}
                              : std::vector{core::DepfileLayout::gcc72};
+  job.depfile_escaping = clang ? core::MakeEscaping::clang : core::MakeEscaping::gcc;
   // Diagnostics coloured as on the user's terminal (see diagnostics_colour_flag): stored apart.
   colour_flag_ = diagnostics_colour_flag(inv.args, inv.env, clang, ::isatty(STDERR_FILENO) == 1);
   k.emplace_back("diagnostics-colour", colour_flag_.empty() ? "as-given" : colour_flag_);
@@ -146,8 +159,9 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
   std::vector<std::string> argv = {inv.compiler_arg};
   // kache's flags come before the user's: GCC and clang let the last -frandom-seed win. A fixed seed
   // fixes the names GCC derives from it, so two misses give byte-identical objects; left out where the
-  // object would record it (DW_AT_producer, .GCC.command.line) and plain's would not.
-  if (!records_command_line(inv.args)) argv.push_back("-frandom-seed=" + paths.seed);
+  // object would record it (DW_AT_producer, .GCC.command.line, GCC's .gnu.lto_.opts under -flto) and
+  // plain's would not.
+  if (!records_command_line(inv.args) && !asks_lto(inv.args)) argv.push_back("-frandom-seed=" + paths.seed);
   // Not recorded by the object (only -flto records -Wa options: no listing then).
   if (job.assembler_inputs == CompileJob::AssemblerInputs::listed) argv.push_back("-Wa,--MD," + paths.assembler_depfile);
   // Debug names through placeholders (PathRoots::debug_map_flags); none when the user maps paths
@@ -177,9 +191,8 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, c
   return argv;
 }
 
-void GccAdapter::miss_environment(util::Environment& env, const core::Config& cfg) const {
-  pin_source_date_epoch(env, cfg);
-}
+// Nothing pinned: a plain gcc or clang prints today's __DATE__, and so does a miss (see prepare).
+void GccAdapter::miss_environment(util::Environment&, const core::Config&) const {}
 
 std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv, const CompileJob& job) const {
   if (!job.depfile_partial) return {};
@@ -187,9 +200,57 @@ std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv
   return without_outputs(inv, "-M");
 }
 
-std::vector<std::string> GccAdapter::preprocess_command(const core::Invocation& inv, const CompileJob& job) const {
-  if (job.assembler_inputs != CompileJob::AssemblerInputs::checked) return {};
-  return without_outputs(inv, "-E");
+// The preprocessed source serves the assembler check (AssemblerInputs::checked) and, for every compile,
+// says which time macros it expanded: -Wdate-time warns at each expansion of __DATE__, __TIME__ and
+// __TIMESTAMP__, however it was spelled (token pasting, a macro of a header), in GCC and clang alike.
+// This run's diagnostics go to kache only, never to the user's stderr; the user's -w (which would
+// silence it) is dropped and -Werror cannot fail it. -Wsystem-headers reaches expansions inside system
+// headers and `#pragma GCC system_header` files; diagnostic pragmas are checked in the output.
+std::vector<std::string> GccAdapter::preprocess_command(const core::Invocation& inv, const CompileJob&) const {
+  std::vector<std::string> argv = without_outputs(inv, "-E");
+  std::erase_if(argv, [](const std::string& a) { return a == "-w" || a == "--no-warnings"; });
+  argv.insert(argv.end(), {"-Wdate-time", "-Wno-error", "-Wno-error=date-time", "-Wsystem-headers",
+                           "-fdiagnostics-show-option", "-fdiagnostics-color=never", "-fmessage-length=0",
+                           clang_ ? "-fdiagnostics-format=clang" : "-fdiagnostics-format=text"});
+  return argv;
+}
+
+std::optional<TimeMacros> GccAdapter::time_macros(const util::ProcessResult& preprocessed) const {
+  if (!preprocessed.ok()) return std::nullopt;
+  return reported_time_macros(preprocessed.err, preprocessed.out, clang_);
+}
+
+std::optional<TimeMacros> reported_time_macros(std::string_view diagnostics, std::string_view preprocessed,
+                                               bool clang) {
+  auto lines = [](std::string_view text, auto&& each) {
+    while (!text.empty()) {
+      const std::size_t end = std::min(text.find('\n'), text.size());
+      each(text.substr(0, end));
+      text.remove_prefix(std::min(end + 1, text.size()));
+    }
+  };
+  bool silenced = false;
+  lines(preprocessed, [&](std::string_view line) {
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || !line.substr(first).starts_with("#pragma")) return;
+    if (line.find("diagnostic") == std::string_view::npos) return;
+    if (line.find("date-time") != std::string_view::npos || line.find("everything") != std::string_view::npos) {
+      silenced = true;
+    }
+  });
+  if (silenced) return std::nullopt;
+  TimeMacros used = TimeMacros::none;
+  lines(diagnostics, [&](std::string_view line) {
+    if (line.find("-Wdate-time]") == std::string_view::npos) return;
+    const bool date_only =
+        !clang && line.find("__DATE__") != std::string_view::npos && line.find("__TIME") == std::string_view::npos;
+    if (!date_only) {
+      used = TimeMacros::time;
+    } else if (used == TimeMacros::none) {
+      used = TimeMacros::date;
+    }
+  });
+  return used;
 }
 
 std::vector<std::string> GccAdapter::without_outputs(const core::Invocation& inv, const char* mode) const {

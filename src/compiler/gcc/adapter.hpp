@@ -14,6 +14,7 @@ class GccAdapter final : public Adapter {
   void miss_environment(util::Environment& env, const core::Config& cfg) const override;
   std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::vector<std::string> preprocess_command(const core::Invocation& inv, const CompileJob& job) const override;
+  std::optional<TimeMacros> time_macros(const util::ProcessResult& preprocessed) const override;
   std::vector<std::string> path_specific_markers() const override { return {}; }
 
  private:
@@ -21,6 +22,14 @@ class GccAdapter final : public Adapter {
   // The user's command without its outputs, dependency options and -c, ending in `mode` (-M, -E).
   std::vector<std::string> without_outputs(const core::Invocation& inv, const char* mode) const;
   std::string colour_flag_;  // prepare()'s diagnostics_colour_flag, appended to the miss command
+  bool clang_ = false;       // the driver is clang's (its -Wdate-time does not name the macro)
 };
+
+// Which time macros a preprocessing run with -Wdate-time reported (its diagnostics, as text, one per
+// line) and whether it can be believed: nullopt when the preprocessed text holds a diagnostic pragma
+// that names date-time or everything (it can silence the warning, clang honours it under -E). GCC
+// names the macro ("macro \"__DATE__\" might prevent..."); clang does not, so every clang report
+// counts as __TIME__.
+std::optional<TimeMacros> reported_time_macros(std::string_view diagnostics, std::string_view preprocessed, bool clang);
 
 }  // namespace kache::compiler::gcc

@@ -30,7 +30,7 @@ void DriverPrograms::add_to(ProbeFiles& files) {
     if (path.empty()) throw std::runtime_error("the host compiler named no program for -print-prog-name=" + prog);
     if (path.find('/') == std::string::npos && prog.starts_with("cc1")) continue;
     path = files.resolve(path);
-    if (!path.empty()) files.add("host:" + prog, path);
+    if (!path.empty()) files.add_program("host:" + prog, path);
   }
 }
 

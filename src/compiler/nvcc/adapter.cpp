@@ -28,18 +28,14 @@ core::PathRoots::KeyedValue key_host_prefix_maps(const std::string& value, const
   std::size_t start = 0;
   while (true) {
     const std::size_t end = value.find(',', start);
-    std::string token = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
-      if (!token.starts_with(kind)) continue;
-      const std::size_t eq = token.find('=', kind.size());
-      if (eq == std::string::npos) break;
-      const auto old_path = roots.key_value(token.substr(kind.size(), eq - kind.size()));
+    const std::string token = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (auto rule = key_prefix_map_rule(token, roots)) {
       if (!out.why.empty()) out.why += "; ";
-      out.why += std::string(kind) + ": " + old_path.why;
-      token = std::string(kind) + old_path.form + token.substr(eq);
-      break;
+      out.why += rule->why;
+      out.form += rule->form;
+    } else {
+      out.form += token;
     }
-    out.form += token;
     if (end == std::string::npos) break;
     out.form += ',';
     start = end + 1;
@@ -125,7 +121,9 @@ void key_compile_shape(CompileJob& job, const CompilePlan& plan, const Toolchain
   // the installed one names this checkout's files; __FILE__ keeps the real path (an object naming a
   // root is stored per checkout). None with the user's own host debug maps or compressed debug.
   job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(inv.args, plan.append_flags) &&
-                           !asks_compressed_debug(inv.args, plan.append_flags);
+                           !asks_compressed_debug(inv.args, plan.append_flags) &&
+                           !asks_lto(inv.args, plan.append_flags);
+  job.foreign_charset = names_foreign_charset(inv.args, plan.append_flags);
   k.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
   // The working directory is the build root: with roots it is keyed by its fixed name only (the prefix
   // maps rewrite it wherever the host compiler writes it, -g's DW_AT_comp_dir included).
@@ -239,7 +237,7 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
   add_dir(util::dirname(job.source));
   for (const auto& d : plan.include_dirs) {
     add_dir(d);
-    if (!d.empty() && d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
+    add_literal_dir(job, d);
   }
   // A pre-included file (-include / --pre-include) is looked up in the working directory first (GCC:
   // "the first directory searched for file is the preprocessor's working directory"), then along the
@@ -249,7 +247,7 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
   for (const char* var : {"CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"}) {
     for (const auto& d : include_path_dirs(inv.env, var)) {
       add_dir(d);
-      if (d[0] == '/') job.literal_dirs.push_back(util::lexically_normal(d));
+      add_literal_dir(job, d);
     }
   }
   for (const auto& d : tc.include_dirs) add_dir(d);
@@ -266,6 +264,13 @@ std::variant<Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocatio
   if (auto r = env_refusal(inv.env, EnvRoute::nvcc)) return Passthrough{r->reason, r->variable + " is set"};
   CompileJob job;
   const std::string cwd = util::lexically_normal(inv.cwd);
+  // A miss names files by absolute paths below the working directory (its scratch directory), which
+  // nvcc's shell would expand (see plan.cpp), where the plain command's relative names need not.
+  if (cwd.find_first_of("$`") != std::string::npos) return Passthrough{"shell-expansion", "working directory " + cwd};
+  // nvcc's intermediates are named below TMPDIR in the same quoted commands.
+  if (auto tmp = util::env_get(inv.env, "TMPDIR"); tmp && tmp->find_first_of("$`") != std::string::npos) {
+    return Passthrough{"shell-expansion", "TMPDIR=" + *tmp};
+  }
   place_job(job, plan_, inv, cfg, cwd);
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, plan_.ccbin,
                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
@@ -303,7 +308,8 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
   // fixes anonymous-namespace names, so two misses give byte-identical objects; left out where the
   // object would record it. Each root's debug names become placeholders (none when the user maps
   // paths: theirs alone decide).
-  if (!records_command_line(inv.args)) argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
+  if (!records_command_line(inv.args) && !asks_lto(inv.args))
+    argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
   if (job.debug_placeholders) {
     for (const auto& f : job.roots.debug_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
   }

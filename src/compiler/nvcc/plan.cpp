@@ -73,6 +73,13 @@ class Planner {
     for (std::size_t i = 0; i < args_.size(); ++i) all_.push_back({args_[i], Origin::User, i});
     for (const auto& a : append_) all_.push_back({a, Origin::Append, 0});
 
+    // nvcc runs its steps through /bin/sh with every argument in double quotes (measured with nvcc 13:
+    // `-D "WHO=\"$VAR\""` in --dryrun), so `$VAR`, `${...}`, `$(...)` and backquotes in a -D value, an
+    // -Xcompiler value, an -I path or a file name are expanded from the environment or by running
+    // commands: no key can name what the shell reads.
+    for (const auto& a : all_) {
+      if (a.text.find_first_of("$`") != std::string_view::npos) refuse("shell-expansion", std::string(a.text));
+    }
     for (std::size_t i = 0; i < all_.size(); ++i) i = scan(i);
     return decide();
   }

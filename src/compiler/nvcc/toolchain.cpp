@@ -123,16 +123,9 @@ struct HostQuestions {
   gcc::DriverIncludeDirs dirs;
 };
 
-// What nvcc --dryrun says: the host compiler it runs, the host dialect cudafe++ is told, nvcc.profile's
-// variables and the programs of a compile.
-struct DryRun {
-  std::string host_word, host_version_token;
-  std::vector<std::pair<std::string, std::string>> profile_vars;  // in nvcc's order
-  std::map<std::string, std::string> vars;
-  std::vector<std::string> programs;
-};
+}  // namespace
 
-DryRun read_dry_run(const std::string& text, Memo& m) {
+DryRun read_dry_run(const std::string& text) {
   DryRun run;
   auto& [host_word, host_version_token, profile_vars, vars, programs] = run;
   std::istringstream lines(text);
@@ -142,11 +135,9 @@ DryRun read_dry_run(const std::string& text, Memo& m) {
     std::string body = line.substr(3);
     if (auto var = dry_run_variable(body)) {
       vars[var->first] = var->second;
-      if (var->first == "PATH") m.tools.search_path = var->second;
       // PATH and LD_LIBRARY_PATH carry the caller's values; what they select is covered by the
       // resolved tools' content and the LD_LIBRARY_PATH key field.
-      else if (var->first != "LD_LIBRARY_PATH")
-        profile_vars.push_back(*var);
+      if (var->first != "PATH" && var->first != "LD_LIBRARY_PATH") profile_vars.push_back(*var);
       continue;
     }
     auto words = util::split_quoted_words(body);
@@ -165,6 +156,8 @@ DryRun read_dry_run(const std::string& text, Memo& m) {
   return run;
 }
 
+namespace {
+
 // The files the toolchain id hashes, found from the dry run: the host compiler, nvcc's programs, cicc's
 // libdevice, the real nvcc and its nvcc.profile; and the variables an edited profile pulls in.
 void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std::string& nvcc_path,
@@ -178,7 +171,7 @@ void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std:
   for (const auto& p : run.programs) {
     const std::string path = files.resolve(p);
     if (path.empty()) throw std::runtime_error("nvcc's tool '" + p + "' not found on its PATH");
-    files.add("tool:" + util::basename(p), path);
+    files.add_program("tool:" + util::basename(p), path);
   }
   // cicc reads libdevice from NVVMIR_LIBRARY_DIR (nvcc passes it in cicc's environment, not its command).
   if (auto it = run.vars.find("NVVMIR_LIBRARY_DIR"); it != run.vars.end() && !it->second.empty()) {
@@ -272,8 +265,9 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   const util::ProcessResult dr = dryrun_answer.get();
   if (!dr.ok()) throw std::runtime_error("nvcc --dryrun failed: " + first_line(dr.err));
 
-  DryRun run = read_dry_run(dr.err + dr.out, m);
+  DryRun run = read_dry_run(dr.err + dr.out);
   std::map<std::string, std::string>& vars = run.vars;
+  if (auto path = vars.find("PATH"); path != vars.end()) m.tools.search_path = path->second;
   if (run.host_word.empty()) throw std::runtime_error("cannot find the host compiler in nvcc --dryrun");
 
   add_dry_run_files(files, m, run, nvcc_path, env, cwd);

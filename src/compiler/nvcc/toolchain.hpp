@@ -1,8 +1,10 @@
 #pragma once
 // What nvcc would run: its own version and the host compiler it drives, probed through
 // `nvcc --dryrun` and `<host> --version`, and memoized so a hit runs no process at all.
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/tool_files.hpp"
@@ -18,6 +20,17 @@ struct Toolchain {
   bool from_memo = false;
   ToolFiles files;  // what the id was read from, for the miss to check after its compile
 };
+
+// What `nvcc --dryrun` says: the host compiler it runs, the host dialect cudafe++ is told, nvcc.profile's
+// variables and the programs of a compile. The one reader of a dry run's commands (the probe's and
+// doctor's); its variable lines are read by stages' dry_run_variable.
+struct DryRun {
+  std::string host_word, host_version_token;
+  std::vector<std::pair<std::string, std::string>> profile_vars;  // in nvcc's order, PATH and LD_LIBRARY_PATH apart
+  std::map<std::string, std::string> vars;                        // every "#$ NAME=value"
+  std::vector<std::string> programs;                               // the programs it runs, variables expanded
+};
+DryRun read_dry_run(const std::string& text);
 
 // nvcc_path: the resolved nvcc executable. memo_dir: where probe results are kept ("" = no memo).
 // Throws std::runtime_error when nvcc or the host compiler cannot be probed.

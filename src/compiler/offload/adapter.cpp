@@ -193,6 +193,7 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
   job.depfile_layouts = {core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed};
+  job.depfile_escaping = core::MakeEscaping::clang;
 
   add_search_dirs(job, cp, tc, cwd);
   job.assembler_inputs = CompileJob::AssemblerInputs::scanned;

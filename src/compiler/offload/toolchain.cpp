@@ -262,7 +262,7 @@ Memo probe(Driver driver, const std::string& compiler, const std::vector<std::st
   // Every program the plan runs, and every bitcode file a device compile links.
   std::set<std::string> bitcode_dirs;
   for (const auto& job : plan.jobs) {
-    pf.add("job", real_path(job[0]));
+    pf.add_program("job", job[0]);
     for (std::size_t i = 1; i + 1 < job.size(); ++i) {
       if (job[i] == "-mlink-builtin-bitcode") {
         pf.add("bitcode", job[i + 1]);

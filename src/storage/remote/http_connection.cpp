@@ -107,7 +107,8 @@ struct HttpConnection::State {
 
   // The parts of one exchange, in order (HttpConnection::exchange).
   bool send(const HttpRequest& request, const core::RemoteUrl& url, bool reused, AnswerParser& parser);
-  void skip_interim_answers(std::optional<AnswerParser>& parser, const core::RemoteUrl& url);
+  // head: the answer has no body (a HEAD's), whatever its Content-Length says.
+  void skip_interim_answers(std::optional<AnswerParser>& parser, const core::RemoteUrl& url, bool head);
   void read_body(const HttpRequest& request, const core::RemoteUrl& url, AnswerParser& parser);
   // Closes the connection and makes the RemoteError for what failed.
   RemoteError fail(const core::RemoteUrl& url, const beast::error_code& ec, const char* doing);
@@ -136,6 +137,7 @@ void prepare(http::request<Body>& req, const HttpRequest& request, const core::R
   req.set(http::field::host, url.host_port());
   req.set(http::field::user_agent, "kache/" KACHE_VERSION);
   if (!auth.empty()) req.set(http::field::authorization, auth);
+  for (const auto& [name, value] : request.headers) req.set(name, value);
   req.keep_alive(true);
 }
 
@@ -165,9 +167,9 @@ void HttpConnection::connect(Clock::time_point deadline) {
       ::OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
       net::ssl::context tls(net::ssl::context::tls_client);
       tls.set_verify_mode(net::ssl::verify_peer);
-      if (ca_file_.empty()) {
-        trust_system_cas(tls.native_handle());
-      } else if (::SSL_CTX_load_verify_locations(tls.native_handle(), ca_file_.c_str(), nullptr) != 1) {
+      // remote.ca_file is an extra CA (a private server's), trusted beside the system's, never instead.
+      trust_system_cas(tls.native_handle());
+      if (!ca_file_.empty() && ::SSL_CTX_load_verify_locations(tls.native_handle(), ca_file_.c_str(), nullptr) != 1) {
         throw RemoteError(RemoteFailure::Kind::error, url_.redacted() + ": cannot read the CA file " + ca_file_);
       }
       s.tls.emplace(std::move(tls));
@@ -208,8 +210,10 @@ void HttpConnection::connect(Clock::time_point deadline) {
 bool HttpConnection::State::send(const HttpRequest& request, const core::RemoteUrl& url, bool reused,
                                  AnswerParser& parser) {
   http::request<http::span_body<const char>> put{http::verb::put, "", 11};
-  http::request<http::empty_body> other{request.method == HttpMethod::get ? http::verb::get : http::verb::delete_, "",
-                                        11};
+  const http::verb verb = request.method == HttpMethod::get    ? http::verb::get
+                          : request.method == HttpMethod::head ? http::verb::head
+                                                               : http::verb::delete_;
+  http::request<http::empty_body> other{verb, "", 11};
   if (request.method == HttpMethod::put) {
     prepare(put, request, url, authorization);
     put.body() = http::span_body<const char>::value_type(request.body.data(), request.body.size());
@@ -251,9 +255,11 @@ bool HttpConnection::State::send(const HttpRequest& request, const core::RemoteU
 }
 
 // Interim answers (100 Continue, 102 Processing, 103 Early Hints) come before the answer.
-void HttpConnection::State::skip_interim_answers(std::optional<AnswerParser>& parser, const core::RemoteUrl& url) {
+void HttpConnection::State::skip_interim_answers(std::optional<AnswerParser>& parser, const core::RemoteUrl& url,
+                                                 bool head) {
   while (parser->get().result_int() / 100 == 1 && parser->get().result_int() != 101) {
     parser.emplace();
+    if (head) parser->skip(true);
     beast::error_code ec;
     with_stream([&](auto& stream) {
       ec = run([&](auto handler) { http::async_read_header(stream, buffer, *parser, std::move(handler)); });
@@ -265,6 +271,7 @@ void HttpConnection::State::skip_interim_answers(std::optional<AnswerParser>& pa
 // Reads the answer's body within answer_body_bound; a larger one ends the connection and throws.
 void HttpConnection::State::read_body(const HttpRequest& request, const core::RemoteUrl& url, AnswerParser& parser) {
   const long status = static_cast<long>(parser.get().result_int());
+  if (request.method == HttpMethod::head) return;  // no body follows, whatever Content-Length says
   const std::uint64_t limit = answer_body_bound(request, status);
   const auto too_large = [&] {
     close();  // the rest of the body is never read: this connection is done
@@ -292,11 +299,15 @@ RemoteError HttpConnection::State::fail(const core::RemoteUrl& url, const beast:
 HttpResponse HttpConnection::exchange(const HttpRequest& request, bool reused) {
   State& s = *state_;
   std::optional<AnswerParser> parser(std::in_place);
+  if (request.method == HttpMethod::head) parser->skip(true);
   const bool sent = s.send(request, url_, reused, *parser);
-  s.skip_interim_answers(parser, url_);
+  s.skip_interim_answers(parser, url_, request.method == HttpMethod::head);
   s.read_body(request, url_, *parser);
   HttpResponse response;
   response.status = static_cast<long>(parser->get().result_int());
+  if (const auto date = parser->get().find(http::field::date); date != parser->get().end()) {
+    response.date = std::string(date->value());
+  }
   // The connection serves the next request only when this exchange ended cleanly: the whole request
   // went out, the server keeps the connection, and nothing follows the answer (bytes after it are
   // no answer to anything this client asked).

@@ -11,10 +11,10 @@
 // a numeric address is resolved by c-ares (host_names.hpp). A connection the server closed while idle
 // is retried once on a new one.
 //
-// https: the server's certificate is verified against `ca_file` when given (remote.ca_file), else the
-// system's CAs (OpenSSL's default paths, SSL_CERT_FILE and SSL_CERT_DIR honoured, then the usual
-// bundle locations of Debian, Fedora, SUSE and Alpine, as a static OpenSSL's compiled-in directory may
-// not exist on this host), and must name the URL's host (a DNS name, or an IP address in its
+// https: the server's certificate is verified against the system's CAs and, when given, the extra CAs
+// of `ca_file` (remote.ca_file) besides them. The system's CAs: OpenSSL's default paths, SSL_CERT_FILE and SSL_CERT_DIR
+// honoured, then the usual bundle locations of Debian, Fedora, SUSE and Alpine, as a static OpenSSL's compiled-in
+// directory may not exist on this host), and must name the URL's host (a DNS name, or an IP address in its
 // subjectAltName); the host name is sent as SNI.
 #include <chrono>
 #include <memory>

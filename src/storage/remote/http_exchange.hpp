@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/remote_url.hpp"
 
 namespace kache::storage::remote {
 
-enum class HttpMethod { get, put, remove };
+enum class HttpMethod { get, put, remove, head };
 
 // The most of an error page, or of the answer to a PUT or DELETE, that is read (only their status
 // matters); only a GET's 200 is allowed the request's max_body.
@@ -22,11 +24,15 @@ struct HttpRequest {
   std::string_view target;  // the path, "/cache/ab/cdef" (origin form, already percent-encoded)
   std::string_view body;    // PUT only
   std::uint64_t max_body = UINT64_MAX;  // a longer value (a GET's 200) throws OversizedValue, unread
+  // Headers sent besides Host, User-Agent and the connection's own Authorization (which one named here
+  // replaces): an S3 request's signature and its x-amz-* headers.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 struct HttpResponse {
   long status = 0;
-  std::string body;
+  std::string body;  // empty for HEAD
+  std::string date;  // the Date header as sent, empty if none (S3's clock-skew check)
 };
 
 // The bound on an answer's body: a value (a GET's 200) is allowed the request's max_body; an error

@@ -9,8 +9,8 @@
 // throws OversizedValue without being read whole; other answers' bodies are bounded by
 // kAnswerBodyLimit (http_exchange.hpp), past which they are errors. Credentials: basic auth
 // (user and password from the URL or KACHE_REMOTE_PASSWORD), else a bearer token
-// (KACHE_REMOTE_BEARER_TOKEN). HTTPS verifies the server against ca_file when given (remote.ca_file),
-// else the system's CAs. A read-only URL makes put and remove do nothing. One connection is kept for
+// (KACHE_REMOTE_BEARER_TOKEN). HTTPS verifies the server against the system's CAs and, when given,
+// ca_file's (remote.ca_file) besides them. A read-only URL makes put and remove do nothing. One connection is kept for
 // the process (keep-alive); not for use by two threads.
 #include <cstdint>
 #include <memory>

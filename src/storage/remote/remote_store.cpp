@@ -7,6 +7,34 @@
 
 namespace kache::storage::remote {
 
+std::vector<ProbeFinding> RemoteBackend::probe(std::string_view probe_key) {
+  using Level = ProbeFinding::Level;
+  const std::string shown = name();
+  std::vector<ProbeFinding> rows;
+  try {
+    (void)get(probe_key);
+    rows.push_back({"reachable", Level::ok, shown + ": answers, credentials accepted", "", ""});
+    if (read_only()) {
+      rows.push_back({"writable", Level::ok, shown + ": read-only (as configured)", "", ""});
+    } else {
+      put(probe_key, "kache doctor");
+      remove(probe_key);
+      rows.push_back({"writable", Level::ok, shown + ": yes", "", ""});
+    }
+  } catch (const RemoteError& e) {
+    const bool auth = e.kind() == RemoteFailure::Kind::auth;
+    rows.push_back({auth ? "authenticated" : "reachable", Level::fail, shown,
+                    std::string(e.what()) + ": every compile skips this remote (" +
+                        (auth ? "the credentials are refused" : "it does not answer") + ").",
+                    auth ? "correct the password (KACHE_REMOTE_PASSWORD or the URL) or the user"
+                         : "start the server, or correct remote.storage, or remove it"});
+  } catch (const std::exception& e) {
+    rows.push_back(
+        {"reachable", Level::fail, shown, std::string(e.what()) + ".", "correct remote.storage, or remove it"});
+  }
+  return rows;
+}
+
 RemoteStore::RemoteStore(std::unique_ptr<RemoteBackend> backend, std::string identity,
                          const RemoteStoreOptions& options)
     : backend_(std::move(backend)), max_entry_size_(options.max_entry_size), signing_key_(options.signing_key) {
@@ -15,6 +43,15 @@ RemoteStore::RemoteStore(std::unique_ptr<RemoteBackend> backend, std::string ide
     breaker.dir = options.breaker_dir;
     breaker_.emplace(std::move(breaker), identity);
   }
+}
+
+// A remote that refuses, cannot be reached or does not answer in time: a warning (kache.log, and a
+// terminal once an hour), since every compile then goes on without it. Said once per compile: the
+// layers switch the remote off after its first failure.
+void RemoteStore::warn_failed(const char* doing, const char* what) const {
+  core::log().warn("remote storage {} failed to {}: {}; compiles go on with the local cache only (`kache doctor` "
+                   "checks the remote)",
+                   name(), doing, what);
 }
 
 // Runs one operation of the backend under the breaker: a server the breaker holds open is not asked
@@ -39,13 +76,13 @@ StorageResult<T> RemoteStore::guarded(const char* doing, Op op) {
       // A configuration mistake, not an outage: said once per compile, until the breaker opens.
       core::log().warn("remote storage {} refused the credentials while trying to {}: {}", name(), doing, e.what());
     } else {
-      core::log().info("remote storage {} failed to {}: {}", name(), doing, e.what());
+      warn_failed(doing, e.what());
     }
     return StorageFailure{timeout ? StorageFailure::Kind::timeout : StorageFailure::Kind::error, e.what()};
   } catch (const std::exception& e) {
     if (breaker_) breaker_->record_failure();
     counts_["remote_errors"]++;
-    core::log().info("remote storage {} failed to {}: {}", name(), doing, e.what());
+    warn_failed(doing, e.what());
     return StorageFailure{StorageFailure::Kind::error, e.what()};
   }
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/remote_url.hpp"
 #include "storage/remote/breaker.hpp"
@@ -16,6 +17,17 @@
 #include "storage/storage.hpp"
 
 namespace kache::storage::remote {
+
+// What `kache doctor` says of one remote, one row each: the backend probes its server (each protocol
+// knows what can go wrong with it), app/doctor only prints the rows.
+struct ProbeFinding {
+  enum class Level { ok, warn, fail };
+  std::string check;  // "reachable", "authenticated", "writable", "clock-skew"
+  Level level = Level::ok;
+  std::string value;    // the fact
+  std::string message;  // warn/fail: one sentence saying what is wrong
+  std::string fix;      // warn/fail: what to change
+};
 
 // One server's protocol: get/put/remove that throw RemoteError on failure (a miss is nullopt).
 // Whether the server may be written is decided here, once, when the backend is made: never when its
@@ -35,6 +47,9 @@ class RemoteBackend {
   void remove(std::string_view key) {
     if (!read_only_) erase(key);
   }
+  // The doctor's rows: by default a read of probe_key (reachable, the credentials accepted) and, unless
+  // read-only, a write of it and its removal. Throws nothing.
+  virtual std::vector<ProbeFinding> probe(std::string_view probe_key);
 
  protected:
   virtual void write(std::string_view key, std::string_view value) = 0;
@@ -45,7 +60,7 @@ class RemoteBackend {
 };
 
 struct RemoteStoreOptions {
-  std::string ca_file;                          // remote.ca_file: extra CA for https (empty: the system's)
+  std::string ca_file;                          // remote.ca_file: an extra CA for https, trusted beside the system's
   std::string key_prefix = "kache:";            // Redis keys are <prefix><key>
   std::string breaker_dir;                      // the breakers' state files (empty: no breaker)
   bool read_only = false;                       // remote.read_only: never written, whatever the URL says
@@ -73,6 +88,7 @@ class RemoteStore final : public Storage {
  private:
   template <typename T, typename Op>
   StorageResult<T> guarded(const char* doing, Op op);
+  void warn_failed(const char* doing, const char* what) const;
 
   std::unique_ptr<RemoteBackend> backend_;
   std::optional<Breaker> breaker_;

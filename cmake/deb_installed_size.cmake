@@ -1,0 +1,28 @@
+# Run by cpack once the packages are made (CPACK_POST_BUILD_SCRIPTS, cmake/install.cmake): CPack's DEB
+# generator counts every symlink as a copy of its target in Installed-Size, so the 8 masquerade links
+# made one program declare 9 times its size. Each .deb is unpacked, its Installed-Size set to what its
+# files take (`du --apparent-size`: a link counts its own few bytes) and packed again, owned by root.
+foreach(deb IN LISTS CPACK_PACKAGE_FILES)
+  if(NOT deb MATCHES "\\.deb$")
+    continue()
+  endif()
+  set(tree "${deb}.tree")
+  file(REMOVE_RECURSE "${tree}")
+  execute_process(COMMAND dpkg-deb -R "${deb}" "${tree}" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "dpkg-deb -R ${deb} failed (${rc})")
+  endif()
+  execute_process(COMMAND du -s -k --apparent-size --exclude=DEBIAN "${tree}" OUTPUT_VARIABLE usage RESULT_VARIABLE rc)
+  string(REGEX MATCH "^[0-9]+" kib "${usage}")
+  if(NOT rc EQUAL 0 OR kib STREQUAL "")
+    message(FATAL_ERROR "du of ${tree} failed (${rc})")
+  endif()
+  file(READ "${tree}/DEBIAN/control" control)
+  string(REGEX REPLACE "Installed-Size: [0-9]+" "Installed-Size: ${kib}" control "${control}")
+  file(WRITE "${tree}/DEBIAN/control" "${control}")
+  execute_process(COMMAND dpkg-deb --root-owner-group -b "${tree}" "${deb}" OUTPUT_QUIET RESULT_VARIABLE rc)
+  file(REMOVE_RECURSE "${tree}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "dpkg-deb -b ${deb} failed (${rc})")
+  endif()
+endforeach()

@@ -1,0 +1,58 @@
+#pragma once
+// A directory shared between machines (NFS, SMB, a cluster filesystem) as a store: file:///PATH holds
+// each value in PATH/<key[0..2)>/<key>, as the local store shards its entries.
+//
+// Publishing: a value is written to a new temporary file in the same directory (".tmp.…", O_EXCL, a name
+// no key has) and renamed over the key's path: rename within one directory is atomic on NFS and SMB, so
+// a reader on any machine sees the old value, the new one or none, never a partial one. No lock is ever
+// held across machines: two writers of one key both publish whole values (the same bytes, as a key names
+// one result), the last rename wins.
+//
+// Reading: a file that vanishes (evicted or replaced by another machine) is a miss; one cut short (a
+// server that lost data) is read as it is and fails the layered store's check (a corrupt entry: a miss,
+// removed). Neither fails a build. A hit refreshes the file's mtime at most once an hour, so
+// `kache --evict-older-than AGE` (run by one machine) removes what no machine has used for AGE. A
+// missing PATH is an error (a share that is not mounted), not a miss of every key.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/remote_url.hpp"
+#include "storage/remote/remote_store.hpp"
+
+namespace kache::storage::remote {
+
+class FileStorage final : public RemoteBackend {
+ public:
+  FileStorage(core::RemoteUrl url, std::uint64_t max_body, bool every_remote_read_only);
+  std::string name() const override { return url_.redacted(); }
+  std::optional<std::string> get(std::string_view key) override;
+  // Removes the values not read or written for max_age_s seconds, and temporary files a writer that died
+  // left behind (older than an hour at least). Returns how many values it removed.
+  std::uint64_t evict_older_than(std::int64_t max_age_s);
+  // Removes the least recently used values until the directory holds at most the URL's max-size
+  // (`kache -c`; nothing without one). Returns how many it removed.
+  std::uint64_t trim_to_max_size();
+  std::string key_path(std::string_view key) const;
+
+ protected:
+  void write(std::string_view key, std::string_view value) override;
+  void erase(std::string_view key) override;
+
+ private:
+  void check_mounted();
+  struct Value {
+    std::string path;
+    std::int64_t mtime;
+    std::uint64_t size;
+  };
+  // Every value file, and (when `abandoned_after_s` >= 0) the temporary files older than it removed.
+  std::vector<Value> values(std::int64_t abandoned_after_s);
+
+  core::RemoteUrl url_;
+  std::uint64_t max_body_;
+  bool checked_ = false;
+};
+
+}  // namespace kache::storage::remote

@@ -1,0 +1,118 @@
+// Unit tests for the shared-directory remote (file:///PATH): the URL, publication by rename, a vanished
+// or cut-short file, an unmounted share, read-only, and eviction by age.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <utime.h>
+
+#include <ctime>
+#include <filesystem>
+
+#include "core/remote_url.hpp"
+#include "storage/remote/file_storage.hpp"
+#include "storage/remote/remote_failure.hpp"
+#include "util/fs.hpp"
+
+namespace kache::storage::remote {
+namespace {
+
+class SharedDirectory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "kache-shared-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  FileStorage store(const std::string& attributes = "") {
+    return FileStorage(core::parse_remote_url("file://" + dir_ + "/" + attributes, {}), UINT64_MAX, false);
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_)) {
+      if (e.is_regular_file()) out.push_back(std::filesystem::relative(e.path(), dir_).string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::string dir_;
+};
+
+TEST(FileUrl, Forms) {
+  const auto u = core::parse_remote_url("file:///srv/kache//|read-only", {});
+  EXPECT_EQ(u.scheme, core::Scheme::file);
+  EXPECT_EQ(u.path, "/srv/kache");
+  EXPECT_TRUE(u.read_only);
+  EXPECT_EQ(u.to_string(true), "file:///srv/kache|read-only");
+  EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}), u);
+  const auto limited = core::parse_remote_url("file:///srv/kache|max-size=2k", {});
+  EXPECT_EQ(limited.max_size, 2048u);
+  EXPECT_EQ(limited.to_string(true), "file:///srv/kache|max-size=2048");
+  for (const char* bad : {"file://host/x", "file://", "file:///a b", "file:///a%20b", "file:///x|layout=flat",
+                          "file:///x|max-size=lots", "redis://h|max-size=1G"}) {
+    EXPECT_THROW(core::parse_remote_url(bad, {}), core::RemoteUrlError) << bad;
+  }
+}
+
+TEST_F(SharedDirectory, PublishesWholeValuesByRename) {
+  auto s = store();
+  EXPECT_EQ(s.get("abcdef"), std::nullopt);
+  s.put("abcdef", "value one");
+  EXPECT_EQ(s.get("abcdef"), std::optional<std::string>("value one"));
+  s.put("abcdef", "value two");
+  EXPECT_EQ(s.get("abcdef"), std::optional<std::string>("value two"));
+  EXPECT_EQ(files(), std::vector<std::string>{"ab/abcdef"});  // no temporary file left behind
+  s.remove("abcdef");
+  s.remove("abcdef");  // already gone: no failure
+  EXPECT_EQ(s.get("abcdef"), std::nullopt);
+}
+
+TEST_F(SharedDirectory, CutShortIsReadAsItIsAndVanishedIsAMiss) {
+  auto s = store();
+  s.put("abcdef", "a whole value");
+  ASSERT_EQ(::truncate(s.key_path("abcdef").c_str(), 3), 0);
+  EXPECT_EQ(s.get("abcdef"), std::optional<std::string>("a w"));  // the entry's own check refuses it
+  std::filesystem::remove(s.key_path("abcdef"));
+  EXPECT_EQ(s.get("abcdef"), std::nullopt);
+}
+
+TEST_F(SharedDirectory, AnUnmountedShareIsAnErrorNotAMiss) {
+  FileStorage s(core::parse_remote_url("file://" + dir_ + "/not-mounted", {}), UINT64_MAX, false);
+  EXPECT_THROW(s.get("abcdef"), RemoteError);
+  EXPECT_THROW(s.put("abcdef", "v"), RemoteError);
+}
+
+TEST_F(SharedDirectory, ReadOnlyWritesNothing) {
+  auto s = store("|read-only");
+  s.put("abcdef", "v");
+  EXPECT_TRUE(files().empty());
+}
+
+TEST_F(SharedDirectory, EvictsByAgeAndAbandonedTemporaryFiles) {
+  auto s = store();
+  s.put("aaaaaa", "old");
+  s.put("bbbbbb", "new");
+  util::write_file(util::join_path(dir_, "aa/.tmp.aaaaaa.1.x"), "left by a writer that died");
+  const std::time_t two_days_ago = std::time(nullptr) - 2 * 86400;
+  const struct utimbuf old_times { two_days_ago, two_days_ago };
+  ASSERT_EQ(::utime(s.key_path("aaaaaa").c_str(), &old_times), 0);
+  ASSERT_EQ(::utime(util::join_path(dir_, "aa/.tmp.aaaaaa.1.x").c_str(), &old_times), 0);
+  EXPECT_EQ(s.evict_older_than(86400), 1u);
+  EXPECT_EQ(files(), std::vector<std::string>{"bb/bbbbbb"});
+}
+
+TEST_F(SharedDirectory, TrimsTheLeastRecentlyUsedToMaxSize) {
+  auto s = store("|max-size=250");
+  const std::time_t now = std::time(nullptr);
+  for (int i = 0; i < 4; ++i) {
+    const std::string key = "k" + std::to_string(i) + "xxxx";
+    s.put(key, std::string(100, 'v'));
+    const struct utimbuf times { now - 1000 + i, now - 1000 + i };  // k0 the least recently used
+    ASSERT_EQ(::utime(s.key_path(key).c_str(), &times), 0);
+  }
+  EXPECT_EQ(s.trim_to_max_size(), 2u);
+  EXPECT_EQ(files(), (std::vector<std::string>{"k2/k2xxxx", "k3/k3xxxx"}));
+  EXPECT_EQ(store().trim_to_max_size(), 0u);  // no max-size: nothing
+}
+
+}  // namespace
+}  // namespace kache::storage::remote
