@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
@@ -10,7 +12,7 @@
 #include "compiler/nvcc/toolchain.hpp"
 #include "core/log.hpp"
 #include "core/stats.hpp"
-#include "storage/reapi/worker.hpp"
+#include "storage/reapi/wire.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
 #include "util/text.hpp"
@@ -254,7 +256,11 @@ int run_worker_command(const std::vector<std::string>& args) {
     }
     s.properties.emplace_back(p.substr(0, eq), p.substr(eq + 1));
   }
-  return reapi::run_worker(s);
+  // The worker is kache-reapi (storage/reapi/wire.hpp), the program that links gRPC: kache hands over.
+  const std::string helper = util::join_path(util::dirname(util::self_executable()), std::string(reapi::kHelperName));
+  util::exec_replace(helper, {helper, "worker", reapi::encode_worker_settings(s)}, util::current_environment());
+  fmt::print(stderr, "kache worker: {} cannot be run: {}\n", helper, std::strerror(errno));
+  return 2;
 }
 
 }  // namespace kache::app

@@ -1,8 +1,8 @@
 #pragma once
 // A Remote Execution API (REAPI v2) client (docs/remote-execution.md): an action (command, input root,
 // platform properties) uploaded to a server's CAS and executed there by one of its workers, the result's
-// outputs read back. Plain C++ types here; gRPC and the generated messages stay in client.cpp, so the
-// floors above never compile them. Every call carries a deadline: no failure of the server waits forever.
+// outputs read back. Plain C++ types here; gRPC and the generated messages stay in grpc_client.cpp, which
+// only kache-reapi links (a hit of kache never pays protobuf's start). Every call carries a deadline: no failure of the server waits forever.
 // The ActionCache is read (GetActionResult) as a second cache, never as the authority: the caller
 // verifies and stores what comes back under its own key.
 #include <cstdint>
@@ -74,7 +74,8 @@ class Client {
   virtual std::variant<Failure, ActionOutcome> execute(const ActionSpec& action) = 0;
 };
 
-// A client for the server; the connection opens on the first call.
+// A client for the server. In kache each call runs kache-reapi (helper_client.cpp, wire.hpp), the program
+// that links gRPC; in kache-reapi, open_grpc_client (grpc_client.hpp) speaks gRPC itself.
 std::unique_ptr<Client> open_client(const ServerSettings& settings);
 
 // The REAPI digest of bytes: SHA-256 hex.

@@ -1,4 +1,4 @@
-#include "storage/reapi/client.hpp"
+#include "storage/reapi/grpc_client.hpp"
 
 #include <build/bazel/remote/execution/v2/remote_execution.grpc.pb.h>
 #include <google/longrunning/operations.pb.h>
@@ -7,15 +7,13 @@
 #include <chrono>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 
 #include "storage/reapi/channel.hpp"
-#include "util/hash.hpp"
 
 namespace kache::storage::reapi {
 
 namespace re = build::bazel::remote::execution::v2;
-
-std::string content_digest(std::string_view bytes) { return util::sha256(bytes).hex(); }
 
 namespace {
 
@@ -302,6 +300,8 @@ class GrpcClient final : public Client {
 
 }  // namespace
 
-std::unique_ptr<Client> open_client(const ServerSettings& settings) { return std::make_unique<GrpcClient>(settings); }
+std::unique_ptr<Client> open_grpc_client(const ServerSettings& settings) {
+  return std::make_unique<GrpcClient>(settings);
+}
 
 }  // namespace kache::storage::reapi
