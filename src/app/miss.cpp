@@ -24,6 +24,7 @@
 #include "app/pipeline_steps.hpp"
 #include "app/remote_exec.hpp"
 #include "compiler/adapter.hpp"
+#include "compiler/env_table.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
 #include "core/entry_format.hpp"
@@ -239,7 +240,54 @@ util::ProcessResult Pipeline::run_miss(const compiler::MissPaths& paths, const s
       core::log().debug("miss: nvcc runs whole ({})", why);
     }
   }
+  if (!cfg_.remote_execution_server.empty()) {
+    if (auto remote = run_remote_compile(paths, argv, env)) return std::move(*remote);
+  }
   return util::run_capture(inv_.compiler_path, argv, env);
+}
+
+// A gcc/clang miss run whole on a remote worker (docs/remote-execution.md): the files it reads, as the
+// adapter's listing (-M) says here first, form the action's input root; its outputs come back into the
+// scratch directory and go through every check a local miss's outputs go through. nullopt: it runs here,
+// counted (remote_fallback.<why>) where it was meant to go.
+std::optional<util::ProcessResult> Pipeline::run_remote_compile(const compiler::MissPaths& paths,
+                                                                const std::vector<std::string>& argv,
+                                                                const util::Environment& env) {
+  const std::vector<std::string> listing = adapter_.remote_listing_command(inv_, job_);
+  if (listing.empty()) return std::nullopt;
+  RemoteCompile compile;
+  compile.scratch_dir = paths.scratch_dir;
+  compile.system_dirs = job_.system_dirs;
+  compiler::RemoteCommand& cmd = compile.cmd;
+  cmd.argv = argv;
+  cmd.argv[0] = inv_.compiler_path;
+  cmd.cwd = util::lexically_normal(inv_.cwd);
+  cmd.what = "compile";
+  for (const auto& [name, value] : job_.key_fields) {
+    if (name == "toolchain") cmd.platform.emplace_back("kache-toolchain", value);
+  }
+  // What the compiler reads of the environment (env_table's host rows) and PATH; nothing else leaves.
+  for (const std::string& entry : env) {
+    const std::string name = entry.substr(0, entry.find('='));
+    const auto* rule = compiler::find_env_rule(name, compiler::EnvRoute::host);
+    if (name == "PATH" || (rule && rule->effect != compiler::EnvEffect::Inert)) cmd.env.push_back(entry);
+  }
+  for (const std::string* out : {&paths.object, &paths.depfile, &paths.assembler_depfile}) {
+    const bool named = std::any_of(argv.begin(), argv.end(),
+                                   [&](const std::string& a) { return !out->empty() && a.find(*out) != std::string::npos; });
+    if (named) cmd.outputs.push_back(*out);
+  }
+  std::mutex counts_mutex;
+  RemoteStages remote(cfg_);
+  util::ProcessResult deps = util::run_capture(inv_.compiler_path, listing, env);
+  try {
+    if (!deps.ok()) throw std::runtime_error("the dependency listing failed");
+    for (const auto& dep : parse_depfile(deps.out).deps) compile.closure.push_back(util::join_path(cmd.cwd, dep));
+  } catch (const std::exception& e) {
+    // The compile runs here and says what is wrong in the user's own words.
+    return remote.runs_here("inputs", e.what(), counts_, counts_mutex);
+  }
+  return remote.run_compile(compile, counts_, counts_mutex);
 }
 
 // The files GNU as opened on its own (.incbin, .include), from the list it wrote (-Wa,--MD), join the

@@ -7,8 +7,11 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <set>
+#include <variant>
 #include <fmt/format.h>
 
+#include "compiler/gcc/toolchain.hpp"
 #include "compiler/nvcc/toolchain.hpp"
 #include "core/log.hpp"
 #include "core/stats.hpp"
@@ -18,8 +21,6 @@
 #include "util/text.hpp"
 
 namespace kache::app {
-
-namespace reapi = storage::reapi;
 
 reapi::ServerSettings remote_execution_settings(const core::Config& config) {
   reapi::ServerSettings s;
@@ -125,7 +126,15 @@ std::optional<util::ProcessResult> RemoteStages::run(const compiler::RemoteComma
     return fallback("inputs", e.what(), counts, counts_mutex);
   }
   if (!spec) return fallback("paths", "a temporary lies in the working directory", counts, counts_mutex);
-  auto done = client_->execute(*spec);
+  return execute(*spec, dirs, cmd, counts, counts_mutex);
+}
+
+std::optional<util::ProcessResult> RemoteStages::execute(const reapi::ActionSpec& spec,
+                                                         const std::vector<std::pair<std::string, std::string>>& dirs,
+                                                         const compiler::RemoteCommand& cmd,
+                                                         std::map<std::string, std::uint64_t>& counts,
+                                                         std::mutex& counts_mutex) {
+  auto done = client_->execute(spec);
   if (auto* f = std::get_if<reapi::Failure>(&done)) {
     if (f->reason == "unreachable") {
       std::lock_guard lock(mu_);
@@ -148,6 +157,98 @@ std::optional<util::ProcessResult> RemoteStages::run(const compiler::RemoteComma
   counts[core::counter::kRemoteRanPrefix + cmd.what.substr(0, cmd.what.find(' '))]++;
   core::log().debug("remote execution: {} ran on {}{}", cmd.what, outcome.worker, outcome.cached ? " (cached)" : "");
   return r;
+}
+
+namespace {
+
+// Whether the compile's bytes name its working directory (debug info's DW_AT_comp_dir, coverage notes):
+// on the worker that is another directory.
+bool records_directory(const std::vector<std::string>& argv) {
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if ((a.starts_with("-g") && a != "-g0") || a == "--coverage" || a == "-fprofile-arcs" || a == "-ftest-coverage" ||
+        a.starts_with("-fprofile-generate") || a.starts_with("-fprofile-instr-generate") ||
+        a == "-fcoverage-mapping") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A prefix map only rewrites the paths the compiler writes: without debug info (records_directory) those
+// are __FILE__'s, spelled as the compile found the file, relative for every uploaded file (no other
+// argument names one absolutely) and absolute for the worker's own, the same there as here.
+bool prefix_map(const std::string& arg) {
+  return arg.starts_with("-fdebug-prefix-map=") || arg.starts_with("-ffile-prefix-map=") ||
+         arg.starts_with("-fmacro-prefix-map=");
+}
+
+bool below(const std::string& path, const std::string& dir) {
+  return path.size() > dir.size() && path.starts_with(dir) && (dir.ends_with('/') || path[dir.size()] == '/');
+}
+
+// The action of a whole gcc/clang compile, or why it cannot go: {reason, detail}. The files the compile
+// reads that are not the worker's (below /usr or a system include directory) go up by content at their
+// paths; the scratch directory (the outputs) is spelled from the working directory. An argument naming an
+// uploaded file's directory absolutely would reach another directory on the worker: that compile runs here.
+std::variant<std::pair<std::string, std::string>, reapi::ActionSpec> compile_action_of(
+    const RemoteCompile& c, std::vector<std::string>& uploads, std::vector<std::pair<std::string, std::string>>& dirs) {
+  const compiler::RemoteCommand& cmd = c.cmd;
+  if (records_directory(cmd.argv)) return std::pair{"directory", "the object would name the working directory"};
+  const std::string spelled = relative_spelling(c.scratch_dir, cmd.cwd);
+  if (spelled.empty() || spelled == "." || !c.scratch_dir.starts_with('/')) return std::pair{"paths", c.scratch_dir};
+  dirs = {{c.scratch_dir, spelled}};
+  std::set<std::string> ancestors;
+  for (const std::string& file : c.closure) {
+    const std::string path = util::lexically_normal(file);
+    const bool workers = below(path, "/usr") || std::any_of(c.system_dirs.begin(), c.system_dirs.end(), [&](const auto& d) {
+                           return below(path, util::lexically_normal(d));
+                         });
+    if (workers || std::find(uploads.begin(), uploads.end(), path) != uploads.end()) continue;
+    uploads.push_back(path);
+    for (std::string d = util::dirname(path); d.size() > 1; d = util::dirname(d)) ancestors.insert(d);
+  }
+  reapi::ActionSpec spec;
+  for (std::size_t i = 0; i < cmd.argv.size(); ++i) {
+    std::string arg = cmd.argv[i];
+    const bool scratch = arg.find(c.scratch_dir + "/") != std::string::npos || prefix_map(arg);
+    util::replace_all(arg, c.scratch_dir + "/", spelled + "/");
+    for (const auto& a : ancestors) {
+      if (i > 0 && !scratch && arg.find(a) != std::string::npos) return std::pair{"paths", "the command names " + a};
+    }
+    spec.arguments.push_back(std::move(arg));
+  }
+  for (const std::string& entry : cmd.env) {
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) spec.environment.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  spec.working_directory = root_path(cmd.cwd);
+  for (const auto& out : cmd.outputs) spec.output_files.push_back(relative_spelling(out, cmd.cwd));
+  for (const auto& in : uploads) spec.inputs.push_back({root_path(in), util::read_file(in), false});
+  spec.platform = cmd.platform;
+  spec.platform.emplace_back("OSFamily", "Linux");
+  return spec;
+}
+
+}  // namespace
+
+std::optional<util::ProcessResult> RemoteStages::run_compile(const RemoteCompile& compile,
+                                                             std::map<std::string, std::uint64_t>& counts,
+                                                             std::mutex& counts_mutex) {
+  std::vector<std::string> uploads;
+  std::vector<std::pair<std::string, std::string>> dirs;
+  std::variant<std::pair<std::string, std::string>, reapi::ActionSpec> built;
+  try {
+    built = compile_action_of(compile, uploads, dirs);
+  } catch (const std::exception& e) {
+    return fallback("inputs", e.what(), counts, counts_mutex);
+  }
+  if (auto* why = std::get_if<std::pair<std::string, std::string>>(&built)) {
+    return fallback(why->first, why->second, counts, counts_mutex);
+  }
+  compiler::RemoteCommand cmd = compile.cmd;
+  cmd.inputs = std::move(uploads);
+  return execute(std::get<reapi::ActionSpec>(built), dirs, cmd, counts, counts_mutex);
 }
 
 namespace {
@@ -202,6 +303,32 @@ std::vector<RemoteCheck> check_remote_execution(const core::Config& config, cons
   return rows;
 }
 
+namespace {
+
+// The toolchain ids a worker serves: the given one, that of an nvcc (its host compiler included) and that
+// of a gcc/clang driver (whole compiles), as a compile through kache keys them. Empty after saying why
+// on stderr.
+std::vector<std::string> worker_toolchains(const std::string& given, const std::string& nvcc,
+                                           const std::string& compiler) {
+  std::vector<std::string> ids;
+  if (!given.empty()) ids.push_back(given);
+  const util::Environment env = util::current_environment();
+  for (const std::string* path : {&nvcc, &compiler}) {
+    if (path->empty()) continue;
+    try {
+      ids.push_back(path == &nvcc ? compiler::nvcc::probe_toolchain(nvcc, env, std::nullopt, "").id
+                                  : compiler::gcc::probe_toolchain(compiler, env, "").id);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "kache worker: {} cannot be probed: {}\n", *path, e.what());
+      return {};
+    }
+  }
+  if (ids.empty()) fmt::print(stderr, "kache worker: give --toolchain-id, --nvcc or --compiler\n");
+  return ids;
+}
+
+}  // namespace
+
 int run_worker_command(const std::vector<std::string>& args) {
   CLI::App app{"kache worker: runs a Remote Execution server's actions (docs/remote-execution.md).", "kache worker"};
   reapi::WorkerSettings s;
@@ -213,6 +340,9 @@ int run_worker_command(const std::vector<std::string>& args) {
   std::string nvcc;
   auto* id_option = app.add_option("--toolchain-id", toolchain, "The toolchain id this worker serves (kache-toolchain)");
   app.add_option("--nvcc", nvcc, "Serve the toolchain id of this nvcc (and its host compiler)")->excludes(id_option);
+  std::string compiler;
+  app.add_option("--compiler", compiler, "Also serve the toolchain id of this gcc or clang (whole compiles)")
+      ->excludes(id_option);
   app.add_option("--property", properties, "Another platform property NAME=VALUE this worker serves");
   app.add_option("--work-dir", s.work_dir, "Where the private directories of actions go")->required();
   app.add_option("--bot-id", s.bot_id, "This worker's name (default: host name and pid)");
@@ -227,26 +357,16 @@ int run_worker_command(const std::vector<std::string>& args) {
     return app.exit(e);
   }
   if (const char* token = std::getenv("KACHE_REMOTE_EXECUTION_BEARER_TOKEN")) s.server.bearer_token = token;
-  if (!nvcc.empty()) {
-    try {
-      toolchain = compiler::nvcc::probe_toolchain(nvcc, util::current_environment(), std::nullopt, "").id;
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "kache worker: {} cannot be probed: {}\n", nvcc, e.what());
-      return 2;
-    }
-  }
-  if (toolchain.empty()) {
-    fmt::print(stderr, "kache worker: give --toolchain-id or --nvcc\n");
-    return 2;
-  }
-  fmt::print("kache-worker: toolchain {}\n", toolchain);
+  const std::vector<std::string> toolchains = worker_toolchains(toolchain, nvcc, compiler);
+  if (toolchains.empty()) return 2;
+  for (const auto& id : toolchains) fmt::print("kache-worker: toolchain {}\n", id);
   std::fflush(stdout);
   if (s.bot_id.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     s.bot_id = fmt::format("{}-{}", host, ::getpid());
   }
-  s.properties.emplace_back("kache-toolchain", toolchain);
+  for (const auto& id : toolchains) s.properties.emplace_back("kache-toolchain", id);
   s.properties.emplace_back("OSFamily", "Linux");
   for (const auto& p : properties) {
     const std::size_t eq = p.find('=');

@@ -607,15 +607,17 @@ class BuildGrid(_Server):
 
 
 class KacheWorker(_Server):
-    """`kache worker` serving `server_url`, with the toolchain id of nvcc (or the one given): ready once its
-    bot session exists. ran() counts the actions it ran, from its own log lines."""
+    """`kache worker` serving `server_url`, with the toolchain id of nvcc (or the one given), and that of a
+    gcc/clang `compiler` too when given: ready once its bot session exists. ran() counts the actions it
+    ran, from its own log lines."""
 
-    def __init__(self, kache, server_url, name, nvcc=None, toolchain_id=None):
+    def __init__(self, kache, server_url, name, nvcc=None, toolchain_id=None, compiler=None):
         self.dir = tempfile.mkdtemp(prefix=f"kache-worker-{name}-")
         self.log = os.path.join(self.dir, "worker.log")
         args = [kache, "worker", "--server", server_url, "--work-dir", os.path.join(self.dir, "work"),
                 "--bot-id", name]
         args += ["--nvcc", nvcc] if nvcc else ["--toolchain-id", toolchain_id]
+        args += ["--compiler", compiler] if compiler else []
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_for_line(self.log, "kache-worker: session", self.proc, f"kache worker {name}")

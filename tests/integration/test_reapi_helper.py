@@ -6,7 +6,10 @@ kache linked them: 9.07 M against 6.66 M, callgrind).
       kache-reapi beside it holds them;
   (b) a miss with remote execution set runs kache-reapi: with no server listening, each stage falls back
       as unreachable, counted, and the object is the local one;
-  (c) a kache without kache-reapi beside it: each stage runs here, counted as remote_fallback.error.
+  (c) a kache without kache-reapi beside it: each stage runs here, counted as remote_fallback.error;
+  (d) gcc misses meant to go whole: with no server, unreachable; with -g (the object would name the
+      working directory), directory; with an absolute -I of the project, paths; each object as without
+      remote execution.
 
 No BuildGrid needed; (b) and (c) need nvcc.
 """
@@ -70,6 +73,20 @@ class ReapiHelperTest(KacheTestCase):
         shutil.copy2(os.path.realpath(KACHE), kache)
         self.staged_miss("alone.o", kache=kache)
         self.assertEqual(self.counters("remote_fallback.", kache=kache), {"remote_fallback.error": 4})
+
+    def test_gcc_compiles_that_cannot_go_whole(self):
+        old = 1_600_000_000 * 10**9
+        self.write("main.c", '#include "h.h"\nint f(void) { return H; }\n', mtime_ns=old)
+        self.write("inc/h.h", "#define H 7\n", mtime_ns=old)
+        remote = {"KACHE_REMOTE_EXECUTION": f"grpc://127.0.0.1:{servers.free_port()}"}
+        cases = [("unreachable", ["-Iinc"]), ("directory", ["-Iinc", "-g"]), ("paths", ["-I" + self.path("inc")])]
+        for i, (why, flags) in enumerate(cases):
+            self.zero()
+            out = f"r{i}.o"
+            self.kache(["gcc", "-c", "main.c", "-O1", "-o", out] + flags, env=remote)
+            self.assertEqual(self.counters("remote_fallback."), {f"remote_fallback.{why}": 1}, flags)
+            self.kache(["gcc", "-c", "main.c", "-O1", "-o", f"l{i}.o"] + flags, env={"KACHE_DIR": self.path(f"c{i}")})
+            self.assert_same_object(self.path(out), self.path(f"l{i}.o"))
 
 
 if __name__ == "__main__":

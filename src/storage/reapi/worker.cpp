@@ -163,14 +163,15 @@ class Worker {
     execute(action, command, result, status);
   }
 
-  // "" when every property the action pins is this worker's, else which is not.
+  // "" when every property the action pins is this worker's, else which is not. A worker may serve
+  // several values of one property (an nvcc toolchain and a gcc one).
   std::string platform_mismatch(const re::Platform& platform) const {
-    std::map<std::string, std::string> mine(settings_.properties.begin(), settings_.properties.end());
+    const auto& mine = settings_.properties;
     for (const auto& p : platform.properties()) {
-      auto it = mine.find(p.name());
-      if (it == mine.end() || it->second != p.value()) {
-        return fmt::format("the action needs {}={}, this worker has {}", p.name(), p.value(),
-                           it == mine.end() ? std::string("none") : it->second);
+      if (std::find(mine.begin(), mine.end(), std::pair(p.name(), p.value())) == mine.end()) {
+        std::string has;
+        for (const auto& [name, value] : mine) has += name == p.name() ? (has.empty() ? "" : ", ") + value : "";
+        return fmt::format("the action needs {}={}, this worker has {}", p.name(), p.value(), has.empty() ? "none" : has);
       }
     }
     return "";
