@@ -550,11 +550,23 @@ caches:
     max-cached-refs: 4096
     allow-updates: true
     cache-failed-actions: false
+  - !lru-action-cache &ac2
+    storage: *cas
+    max-cached-refs: 4096
+    allow-updates: true
+    cache-failed-actions: false
 schedulers:
   - !sql-scheduler &sched
     sql: *sql
     storage: *cas
     action-cache: *ac
+    property-set: !dynamic-property-set
+      match-property-keys: []
+      wildcard-property-keys: [OSFamily, kache-toolchain]
+  - !sql-scheduler &sched2
+    sql: *sql
+    storage: *cas
+    action-cache: *ac2
     property-set: !dynamic-property-set
       match-property-keys: []
       wildcard-property-keys: [OSFamily, kache-toolchain]
@@ -569,14 +581,25 @@ instances:
         storage: *cas
       - !bytestream
         storage: *cas
+  - name: "other"
+    services:
+      - !action-cache
+        cache: *ac2
+      - !execution
+        scheduler: *sched2
+      - !cas
+        storage: *cas
+      - !bytestream
+        storage: *cas
 """
 
 
 class BuildGrid(_Server):
     """BuildGrid (PyPI buildgrid, scripts/setup.sh's venv) on a loopback port: in-memory CAS and ActionCache,
-    the Execution and Bots services, its scheduler in a private PostgreSQL. kache-toolchain is a wildcard
-    property here, so that a worker of another toolchain receives actions and refuses them (the fallback
-    the tests check); a production server makes it a match key (docs/remote-execution.md)."""
+    the Execution and Bots services, its scheduler in a private PostgreSQL; a second instance, "other",
+    with its own scheduler and ActionCache (one server start serves several scenarios). kache-toolchain
+    is a wildcard property here, so that a worker of another toolchain receives actions and refuses them
+    (the fallback the tests check); a production server makes it a match key (docs/remote-execution.md)."""
 
     def __init__(self):
         self.postgres = Postgres()
@@ -611,13 +634,14 @@ class KacheWorker(_Server):
     gcc/clang `compiler` too when given: ready once its bot session exists. ran() counts the actions it
     ran, from its own log lines."""
 
-    def __init__(self, kache, server_url, name, nvcc=None, toolchain_id=None, compiler=None):
+    def __init__(self, kache, server_url, name, nvcc=None, toolchain_id=None, compiler=None, instance=None):
         self.dir = tempfile.mkdtemp(prefix=f"kache-worker-{name}-")
         self.log = os.path.join(self.dir, "worker.log")
         args = [kache, "worker", "--server", server_url, "--work-dir", os.path.join(self.dir, "work"),
                 "--bot-id", name]
         args += ["--nvcc", nvcc] if nvcc else ["--toolchain-id", toolchain_id]
         args += ["--compiler", compiler] if compiler else []
+        args += ["--instance", instance] if instance else []
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_for_line(self.log, "kache-worker: session", self.proc, f"kache worker {name}")
