@@ -66,10 +66,17 @@ fi
 
 # BuildGrid, the REAPI server of the remote execution tests (tests/integration/test_remote_exec.py), is on
 # PyPI only: a venv of Debian's python3, pinned. psycopg2 is its scheduler's PostgreSQL driver.
+# A venv whose bgd does not start (an interrupted install, a Python upgraded under it) is made again: the
+# tests skip (77) only when BuildGrid is absent, and fail when it is there and broken.
 buildgrid_venv="${KACHE_BUILDGRID_VENV:-$HOME/.cache/kache-buildgrid}"
-if [[ ! -x "$buildgrid_venv/bin/bgd" ]]; then
-  /usr/bin/python3 -m venv "$buildgrid_venv"
+if ! "$buildgrid_venv/bin/bgd" --help >/dev/null 2>&1; then
+  if [[ -e "$buildgrid_venv" && ! -f "$buildgrid_venv/pyvenv.cfg" ]]; then
+    echo "setup: $buildgrid_venv exists and is not a venv; remove it or set KACHE_BUILDGRID_VENV" >&2
+    exit 1
+  fi
+  /usr/bin/python3 -m venv --clear "$buildgrid_venv"
   "$buildgrid_venv/bin/pip" install --quiet "buildgrid[database]==0.4.4"
+  "$buildgrid_venv/bin/bgd" --help >/dev/null
 fi
 
 if [[ "${1:-}" == "--deps-only" ]]; then

@@ -1,9 +1,12 @@
 // The Client kache uses: each call is one run of kache-reapi (wire.hpp), so that kache itself links
 // neither gRPC nor protobuf and a hit pays nothing for remote execution.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fmt/format.h>
+#include <system_error>
 
 #include "storage/reapi/client.hpp"
 #include "storage/reapi/wire.hpp"
@@ -20,6 +23,23 @@ namespace {
 constexpr double kHelperMarginSeconds = 300;
 
 std::string helper_path() { return util::join_path(util::dirname(util::self_executable()), std::string(kHelperName)); }
+
+// The request in a new file of the temporary directory that only this user can read (it holds the
+// project's files); its path. Throws std::system_error.
+std::string write_private_request(const std::string& request) {
+  std::string path;
+  const int fd = util::create_temp_file(std::filesystem::temp_directory_path().string(), "kache-reapi-request", &path);
+  try {
+    if (::fchmod(fd, 0600) != 0) throw std::system_error(errno, std::generic_category(), "fchmod " + path);
+    util::write_fully(fd, request, path);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    throw;
+  }
+  ::close(fd);
+  return path;
+}
 
 class HelperClient final : public Client {
  public:
@@ -49,7 +69,7 @@ class HelperClient final : public Client {
     if (::access(helper.c_str(), X_OK) != 0) return Failure{"error", helper + " cannot be run"};
     std::string path;
     try {
-      path = util::write_temp_file(std::filesystem::temp_directory_path().string(), "kache-reapi-request", request);
+      path = write_private_request(request);
     } catch (const std::exception& e) {
       return Failure{"inputs", fmt::format("the request could not be written: {}", e.what())};
     }
