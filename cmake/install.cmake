@@ -5,6 +5,8 @@
 include(GNUInstallDirs)
 
 install(PROGRAMS $<TARGET_FILE:${kache_installed_target}> DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME kache)
+# Remote execution's gRPC side, which kache runs from its own directory (docs/remote-execution.md).
+install(PROGRAMS $<TARGET_FILE:kache-reapi> DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 option(KACHE_MAN "Generate and install the manual page (needs help2man)" ON)
 # Not in sanitizer or fuzzer builds: generating it runs their instrumented kache at build time.

@@ -21,6 +21,11 @@ packages=(
   # a GPU developer's machine has one, and the C/C++ input audit (test_gcc_input_audit.py) checks clang
   # with it. Pulls clang-15/llvm-15, the HSA runtime and rocminfo: 28 packages, 103 MB, 656 MB installed.
   hipcc libamdhip64-dev rocm-device-libs
+  # Remote execution (docs/remote-execution.md): gRPC and protobuf, linked statically (cmake/reapi.cmake);
+  # the REAPI .proto files as Bazel vendors them (bazel-bootstrap-source's third_party/); the tests'
+  # BuildGrid needs PostgreSQL for its scheduler and a venv for itself (below).
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc bazel-bootstrap-source
+  postgresql python3-venv
 )
 # Installed without their recommends (a second apt call): OpenStack Swift with its s3api middleware, the
 # real S3 server of the S3 remote's tests (tests/integration/servers.py: Swift; test_s3.py). With its
@@ -57,6 +62,21 @@ fi
 
 if ! command -v nvcc >/dev/null 2>&1; then
   echo "setup: warning: nvcc is not on PATH; kache builds, but the demo and integration tests need it" >&2
+fi
+
+# BuildGrid, the REAPI server of the remote execution tests (tests/integration/test_remote_exec.py), is on
+# PyPI only: a venv of Debian's python3, pinned. psycopg2 is its scheduler's PostgreSQL driver.
+# A venv whose bgd does not start (an interrupted install, a Python upgraded under it) is made again: the
+# tests skip (77) only when BuildGrid is absent, and fail when it is there and broken.
+buildgrid_venv="${KACHE_BUILDGRID_VENV:-$HOME/.cache/kache-buildgrid}"
+if ! "$buildgrid_venv/bin/bgd" --help >/dev/null 2>&1; then
+  if [[ -e "$buildgrid_venv" && ! -f "$buildgrid_venv/pyvenv.cfg" ]]; then
+    echo "setup: $buildgrid_venv exists and is not a venv; remove it or set KACHE_BUILDGRID_VENV" >&2
+    exit 1
+  fi
+  /usr/bin/python3 -m venv --clear "$buildgrid_venv"
+  "$buildgrid_venv/bin/pip" install --quiet "buildgrid[database]==0.4.4"
+  "$buildgrid_venv/bin/bgd" --help >/dev/null
 fi
 
 if [[ "${1:-}" == "--deps-only" ]]; then

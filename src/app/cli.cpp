@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "app/doctor.hpp"
+#include "app/remote_exec.hpp"
 #include "app/explain.hpp"
 #include "app/report.hpp"
 #include "core/build_features.hpp"
@@ -164,6 +165,7 @@ Compiles kache cannot prove safe to cache run the real compiler unchanged.
 
 Diagnostics:
   kache doctor [--json]                       toolchain, driver, cache and config facts (ok/warn/fail)
+  kache worker --server URL --nvcc NVCC --work-dir DIR   a remote execution worker (docs/remote-execution.md)
   kache explain -- nvcc ARGS...               which key field makes this compile miss
   kache explain --last                        the same for the last stored miss
   kache report [--json|--markdown]            what the last build got from the cache, and why it missed
@@ -322,6 +324,11 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
     out["stages"][kind] = {{"hits", figures.hits}, {"misses", figures.misses}, {"ms_saved", figures.ms_saved}};
   }
   out["stages_whole"] = reason_map(stages_whole, std::string_view(counter::kStagesWholePrefix).size());
+  // Remote execution: stages run on workers, per kind, and those run here instead, by why.
+  out["remote_execution"] = {
+      {"ran", reason_map(reasons(stats, counter::kRemoteRanPrefix), std::string_view(counter::kRemoteRanPrefix).size())},
+      {"fallback", reason_map(reasons(stats, counter::kRemoteFallbackPrefix),
+                              std::string_view(counter::kRemoteFallbackPrefix).size())}};
   for (std::string_view name : kRemoteCounters) out[std::string(name)] = stats.get(std::string(name));
   out["cache_size"] = size;
   out["max_size"] = config.max_size;
@@ -332,6 +339,21 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
   out["not_stored_reasons"] = reason_map(not_stored, std::string_view("not_stored.").size());
   out["last_warning"] = last_warning;  // the newest warning line of <cache_dir>/kache.log, "" if none
   fmt::print("{}\n", out.dump(2));
+}
+
+// Remote execution (docs/remote-execution.md): the stages workers ran, per kind, and those run here, by why.
+template <class Stats, class Line>
+void print_remote_execution(const Stats& stats, Line& line) {
+  const auto ran = reasons(stats, counter::kRemoteRanPrefix);
+  const auto fallback = reasons(stats, counter::kRemoteFallbackPrefix);
+  if (ran.empty() && fallback.empty()) return;
+  line("remote execution", fmt::format("{} stages ran on workers, {} ran here instead", sum(ran), sum(fallback)));
+  for (const auto& [name, value] : ran) {
+    line("  " + name.substr(std::string_view(counter::kRemoteRanPrefix).size()), std::to_string(value));
+  }
+  for (const auto& [name, value] : fallback) {
+    line("  here: " + name.substr(std::string_view(counter::kRemoteFallbackPrefix).size()), std::to_string(value));
+  }
 }
 
 void print_stats_text(const Config& config, const StatsFigures& f, std::size_t verbose) {
@@ -381,6 +403,7 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
       }
     }
   }
+  print_remote_execution(stats, line);
   if (verbose > 0) {
     // What each figure counts, for a reader who has not read the README.
     text +=
@@ -629,7 +652,7 @@ bool looks_like_compile(int argc, char** argv) {
 bool is_kache_invocation(int argc, char** argv) {
   if (argc < 2) return true;
   const std::string_view first = argv[1];
-  if (first == "doctor" || first == "explain" || first == "report") return true;
+  if (first == "doctor" || first == "explain" || first == "report" || first == "worker") return true;
   if (!first.starts_with('-')) return false;  // a compiler's name or path
   return !looks_like_compile(argc, argv);
 }
@@ -749,6 +772,7 @@ void carry_out(const Config& config, const CliRequest& r) {
 }
 
 int run_cli(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "worker") return run_worker_command({argv + 2, argv + argc});
   if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain" ||
                     std::string_view(argv[1]) == "report")) {
     const std::vector<std::string> rest(argv + 2, argv + argc);

@@ -33,6 +33,7 @@
 #include "storage/remote/remote_factory.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/remote_store.hpp"
+#include "app/remote_exec.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -275,6 +276,25 @@ void check_remotes(Rows& rows, const Config& cfg) {
   }
 }
 
+// Remote execution (docs/remote-execution.md): the server, its capabilities, a worker of this toolchain.
+void check_remote_execution_rows(Rows& rows, const Config& cfg, const std::string& nvcc_arg,
+                                 const util::Environment& env) {
+  const std::string nvcc_path =
+      nvcc_arg.find('/') != std::string::npos
+          ? nvcc_arg
+          : util::find_executable(nvcc_arg, util::env_get(env, "PATH").value_or("")).value_or(nvcc_arg);
+  for (const auto& r : check_remote_execution(cfg, nvcc_path)) {
+    const Status status = r.level == 0 ? Status::ok : r.level == 1 ? Status::warn : Status::fail;
+    rows.add("remote_execution", r.name, status, r.value, r.message, r.fix);
+  }
+}
+
+// The remote stores, then the remote execution server.
+void check_remote_services(Rows& rows, const Config& cfg, const std::string& nvcc_arg, const util::Environment& env) {
+  check_remotes(rows, cfg);
+  check_remote_execution_rows(rows, cfg, nvcc_arg, env);
+}
+
 void check_config(Rows& rows, const Config& cfg, const util::Environment& env) {
   std::string origins;
   for (const auto& [key, origin] : cfg.origins)
@@ -472,7 +492,7 @@ int run_doctor(const std::vector<std::string>& args) {
   compiler::nvcc::driver_rows(rows, release, driver, driver_failure);
   check_cache(rows, cfg);
   check_config(rows, cfg, env);
-  check_remotes(rows, cfg);
+  check_remote_services(rows, cfg, nvcc_arg, env);
 
   std::size_t fails = 0, warns = 0;
   for (const auto& r : rows.rows) {

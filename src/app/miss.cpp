@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ctime>
 #include <exception>
+#include <mutex>
 #include <iterator>
 #include <optional>
 #include <stdexcept>
@@ -21,7 +22,9 @@
 
 #include "app/explain.hpp"
 #include "app/pipeline_steps.hpp"
+#include "app/remote_exec.hpp"
 #include "compiler/adapter.hpp"
+#include "compiler/env_table.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
 #include "core/entry_format.hpp"
@@ -50,11 +53,13 @@ constexpr std::size_t kHashThreads = 4;
 namespace {
 // The pipeline's stores and counters as an adapter's stage store (compiler/stage_store.hpp): stage
 // values are records (local store, then the remotes), zstd-compressed inside.
+// Every method takes the lock: a miss with remote execution runs its stages in parallel.
 class StagesInStore final : public compiler::StageStore {
  public:
-  StagesInStore(PipelineStore& store, Counts& counts, std::vector<std::string>& notes)
-      : store_(store), counts_(counts), notes_(notes) {}
+  StagesInStore(PipelineStore& store, Counts& counts, std::vector<std::string>& notes, RemoteStages* remote)
+      : store_(store), counts_(counts), notes_(notes), remote_(remote) {}
   std::optional<std::string> load(std::string_view key) override {
+    std::lock_guard lock(mu_);
     storage::StorageLookup got = store_.get_record(key);
     if (!got || !*got) return std::nullopt;
     Decoded<std::string> value = decode_value(std::move(**got));
@@ -62,15 +67,29 @@ class StagesInStore final : public compiler::StageStore {
     return std::move(*value);
   }
   void save(std::string_view key, std::string_view value) override {
+    std::lock_guard lock(mu_);
     if (!store_.put_record(key, encode_zstd(value, 3))) counts_["stage_not_stored"]++;
   }
-  void count(const std::string& counter, std::uint64_t n) override { counts_[counter] += n; }
-  void note(std::string line) override { notes_.push_back(std::move(line)); }
+  void count(const std::string& counter, std::uint64_t n) override {
+    std::lock_guard lock(mu_);
+    counts_[counter] += n;
+  }
+  void note(std::string line) override {
+    std::lock_guard lock(mu_);
+    notes_.push_back(std::move(line));
+  }
+  bool remote_enabled() const override { return remote_ && remote_->enabled(); }
+  std::optional<util::ProcessResult> run_remote(const compiler::RemoteCommand& cmd) override {
+    if (!remote_enabled()) return std::nullopt;
+    return remote_->run(cmd, counts_, mu_);
+  }
 
  private:
   PipelineStore& store_;
   Counts& counts_;
   std::vector<std::string>& notes_;
+  RemoteStages* remote_;
+  std::mutex mu_;
 };
 }  // namespace
 
@@ -211,7 +230,9 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
 util::ProcessResult Pipeline::run_miss(const compiler::MissPaths& paths, const std::vector<std::string>& argv,
                                        const util::Environment& env) {
   if (cfg_.nvcc_stages) {
-    StagesInStore stages(store_, counts_, stage_notes_);
+    std::optional<RemoteStages> remote;
+    if (!cfg_.remote_execution_server.empty()) remote.emplace(cfg_);
+    StagesInStore stages(store_, counts_, stage_notes_, remote ? &*remote : nullptr);
     auto staged = adapter_.run_stages(inv_, job_, paths, argv, env, stages);
     if (auto* result = std::get_if<util::ProcessResult>(&staged)) return std::move(*result);
     const std::string& why = std::get<std::string>(staged);
@@ -221,7 +242,54 @@ util::ProcessResult Pipeline::run_miss(const compiler::MissPaths& paths, const s
       core::log().debug("miss: nvcc runs whole ({})", why);
     }
   }
+  if (!cfg_.remote_execution_server.empty()) {
+    if (auto remote = run_remote_compile(paths, argv, env)) return std::move(*remote);
+  }
   return util::run_capture(inv_.compiler_path, argv, env);
+}
+
+// A gcc/clang miss run whole on a remote worker (docs/remote-execution.md): the files it reads, as the
+// adapter's listing (-M) says here first, form the action's input root; its outputs come back into the
+// scratch directory and go through every check a local miss's outputs go through. nullopt: it runs here,
+// counted (remote_fallback.<why>) where it was meant to go.
+std::optional<util::ProcessResult> Pipeline::run_remote_compile(const compiler::MissPaths& paths,
+                                                                const std::vector<std::string>& argv,
+                                                                const util::Environment& env) {
+  const std::vector<std::string> listing = adapter_.remote_listing_command(inv_, job_);
+  if (listing.empty()) return std::nullopt;
+  RemoteCompile compile;
+  compile.scratch_dir = paths.scratch_dir;
+  compile.system_dirs = job_.system_dirs;
+  compiler::RemoteCommand& cmd = compile.cmd;
+  cmd.argv = argv;
+  cmd.argv[0] = inv_.compiler_path;
+  cmd.cwd = util::lexically_normal(inv_.cwd);
+  cmd.what = "compile";
+  for (const auto& [name, value] : job_.key_fields) {
+    if (name == "toolchain") cmd.platform.emplace_back("kache-toolchain", value);
+  }
+  // What the compiler reads of the environment (env_table's host rows) and PATH; nothing else leaves.
+  for (const std::string& entry : env) {
+    const std::string name = entry.substr(0, entry.find('='));
+    const auto* rule = compiler::find_env_rule(name, compiler::EnvRoute::host);
+    if (name == "PATH" || (rule && rule->effect != compiler::EnvEffect::Inert)) cmd.env.push_back(entry);
+  }
+  for (const std::string* out : {&paths.object, &paths.depfile, &paths.assembler_depfile}) {
+    const bool named = std::any_of(argv.begin(), argv.end(),
+                                   [&](const std::string& a) { return !out->empty() && a.find(*out) != std::string::npos; });
+    if (named) cmd.outputs.push_back(*out);
+  }
+  std::mutex counts_mutex;
+  RemoteStages remote(cfg_);
+  util::ProcessResult deps = util::run_capture(inv_.compiler_path, listing, env);
+  try {
+    if (!deps.ok()) throw std::runtime_error("the dependency listing failed");
+    for (const auto& dep : parse_depfile(deps.out).deps) compile.closure.push_back(util::join_path(cmd.cwd, dep));
+  } catch (const std::exception& e) {
+    // The compile runs here and says what is wrong in the user's own words.
+    return remote.runs_here("inputs", e.what(), counts_, counts_mutex);
+  }
+  return remote.run_compile(compile, counts_, counts_mutex);
 }
 
 // The files GNU as opened on its own (.incbin, .include), from the list it wrote (-Wa,--MD), join the

@@ -165,6 +165,9 @@ class Pipeline {
   Outcome<Compiled> compile(const compiler::MissPaths& paths);
   util::ProcessResult run_miss(const compiler::MissPaths& paths, const std::vector<std::string>& argv,
                                const util::Environment& env);
+  std::optional<util::ProcessResult> run_remote_compile(const compiler::MissPaths& paths,
+                                                        const std::vector<std::string>& argv,
+                                                        const util::Environment& env);
   int compile_failed(const Failure& failure);
   std::vector<std::string> closure_files(const std::string& closure_text, const std::string& dep_text);
   Outcome<std::string_view> hash_input(const std::string& path, util::ReadBuffer& buffer, ManifestFile& f,

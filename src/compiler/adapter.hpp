@@ -131,6 +131,12 @@ class Adapter {
                                                                     const util::Environment&, StageStore&) const {
     return std::string("unsupported");
   }
+  // A command printing every file the compile reads (-M, on stdout), for a compile sent whole to a remote
+  // worker as one action whose input root is that list (docs/remote-execution.md). Empty: the adapter's
+  // compiles do not go out whole.
+  virtual std::vector<std::string> remote_listing_command(const core::Invocation&, const CompileJob&) const {
+    return {};
+  }
   // Substrings of an object that reveal it depends on the literal source path.
   virtual std::vector<std::string> path_specific_markers() const = 0;
 };

@@ -299,6 +299,55 @@ std::string set_remote_signing_key_file(Config& c, const std::string& v) {
   return {};
 }
 
+// grpc://host:port (plain) or grpcs://host:port (TLS); checked when read so that a typo is one sentence.
+std::string set_remote_execution_server(Config& c, const std::string& v) {
+  const std::string url = trim(v);
+  if (url.empty()) {
+    c.remote_execution_server.clear();
+    return {};
+  }
+  const bool known = url.starts_with("grpc://") || url.starts_with("grpcs://");
+  const std::string rest = url.substr(url.find("://") + 3);
+  if (!known || rest.empty() || rest.find(':') == std::string::npos || rest.find('@') != std::string::npos) {
+    return "is not grpc://host:port or grpcs://host:port (the token goes in KACHE_REMOTE_EXECUTION_BEARER_TOKEN)";
+  }
+  c.remote_execution_server = url;
+  return {};
+}
+
+std::string set_remote_execution_instance(Config& c, const std::string& v) {
+  c.remote_execution_instance = trim(v);
+  return {};
+}
+
+std::string set_remote_execution_ca_file(Config& c, const std::string& v) {
+  c.remote_execution_ca_file = expand_home(trim(v));
+  return {};
+}
+
+std::string set_remote_execution_timeout_value(Config& c, double seconds) {
+  if (!(seconds > 0) || seconds > 86400) return "is not a number of seconds between 0 and 86400";
+  c.remote_execution_timeout_s = seconds;
+  return {};
+}
+
+std::string set_remote_execution_timeout(Config& c, const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const double seconds = std::stod(trim(v), &used);
+    if (used != trim(v).size()) return "is not a number of seconds";
+    return set_remote_execution_timeout_value(c, seconds);
+  } catch (const std::exception&) {
+    return "is not a number of seconds";
+  }
+}
+
+std::string set_remote_execution_timeout_node(Config& c, const toml::node& n) {
+  if (auto i = n.value_exact<long long>()) return set_remote_execution_timeout_value(c, static_cast<double>(*i));
+  if (auto d = n.value_exact<double>()) return set_remote_execution_timeout_value(c, *d);
+  return "is not a number of seconds";
+}
+
 std::string set_log_filter(Config& c, const std::string& v) {
   if (!parse_log_filter(v)) return "is not a log filter (try 'debug' or 'kache=debug')";
   c.log_filter = trim(v);
@@ -405,6 +454,25 @@ const KeySpec kKeys[] = {
      show_bool<&Config::events>, "a boolean"},
     {"events", "command_line", "KACHE_EVENTS_COMMAND_LINE", set_bool<&Config::events_command_line>,
      set_bool_node<&Config::events_command_line>, show_bool<&Config::events_command_line>, "a boolean"},
+    // After the rows above, for the same reason.
+    {"remote_execution", "server", "KACHE_REMOTE_EXECUTION", set_remote_execution_server, nullptr,
+     [](const Config& c) {
+       return c.remote_execution_server.empty() ? std::string("(none: misses run here)") : c.remote_execution_server;
+     },
+     "a grpc:// or grpcs:// URL"},
+    {"remote_execution", "instance", "KACHE_REMOTE_EXECUTION_INSTANCE", set_remote_execution_instance, nullptr,
+     [](const Config& c) {
+       return c.remote_execution_instance.empty() ? std::string("(the default instance)") : c.remote_execution_instance;
+     },
+     "a string"},
+    {"remote_execution", "ca_file", "KACHE_REMOTE_EXECUTION_CA_FILE", set_remote_execution_ca_file, nullptr,
+     [](const Config& c) {
+       return c.remote_execution_ca_file.empty() ? std::string("(system CAs)") : c.remote_execution_ca_file;
+     },
+     "a path"},
+    {"remote_execution", "timeout", "KACHE_REMOTE_EXECUTION_TIMEOUT", set_remote_execution_timeout,
+     set_remote_execution_timeout_node, [](const Config& c) { return fmt::format("{}s", c.remote_execution_timeout_s); },
+     "a number of seconds"},
 };
 
 }  // namespace
@@ -472,8 +540,14 @@ void note_bare_size(Config& c, const KeySpec& k, const std::string& value, const
                   k.section, k.name, t, where, t, format_size(c.max_size), t, t));
 }
 
-// A value as a message may quote it: remote.storage may carry a password, so it is redacted.
+// A value as a message may quote it: remote.storage may carry a password, so it is redacted; a
+// remote_execution.server given with a user or token in it (refused) is shown without them.
 std::string quotable(const KeySpec& k, const std::string& value) {
+  if (k.from_string == set_remote_execution_server && value.find('@') != std::string::npos) {
+    const std::size_t scheme = value.find("://");
+    const std::size_t at = value.rfind('@');
+    return (scheme == std::string::npos ? std::string() : value.substr(0, scheme + 3)) + "***@" + value.substr(at + 1);
+  }
   return k.from_string == set_remote_storage ? redact_remote_list(value) : value;
 }
 

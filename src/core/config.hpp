@@ -23,6 +23,11 @@
 //   remote.only                  KACHE_REMOTE_ONLY         (bool: no local store writes)
 //   remote.ca_file               KACHE_REMOTE_CA_FILE      (extra CA certificate for https remotes)
 //   remote.signing_key_file      KACHE_REMOTE_SIGNING_KEY_FILE (a file holding the HMAC key for remote entries)
+//   remote_execution.server      KACHE_REMOTE_EXECUTION    (grpc://host:port or grpcs://host:port; see
+//                                                           docs/remote-execution.md)
+//   remote_execution.instance    KACHE_REMOTE_EXECUTION_INSTANCE (the REAPI instance name)
+//   remote_execution.ca_file     KACHE_REMOTE_EXECUTION_CA_FILE (a CA certificate for grpcs://)
+//   remote_execution.timeout     KACHE_REMOTE_EXECUTION_TIMEOUT (seconds: the longest wait for one action)
 //   log.filter                   KACHE_LOG                 (e.g. "kache=debug")
 //   log.file                     KACHE_LOG_FILE
 //   cache.umask                  KACHE_UMASK               (octal, e.g. "002": for files and dirs kache
@@ -66,6 +71,12 @@ struct Config {
   bool remote_only = false;
   std::string remote_ca_file;
   std::string remote_signing_key_file;  // the key itself is read when the stores open, never printed
+  // Remote execution (docs/remote-execution.md): misses run on an REAPI server's workers. The bearer token
+  // comes from KACHE_REMOTE_EXECUTION_BEARER_TOKEN alone and is never printed.
+  std::string remote_execution_server;  // "grpc://host:port" or "grpcs://host:port"; empty: off
+  std::string remote_execution_instance;
+  std::string remote_execution_ca_file;
+  double remote_execution_timeout_s = 600.0;
   std::string log_filter;
   std::string log_file;
   int cache_umask = -1;  // -1: the process umask

@@ -53,6 +53,10 @@ inline constexpr const char* kStageHitsPrefix = "stage_hits.";
 inline constexpr const char* kStageMissesPrefix = "stage_misses.";
 inline constexpr const char* kStageMsSavedPrefix = "stage_ms_saved.";
 inline constexpr const char* kStagesWholePrefix = "stages_whole.";
+// Remote execution (docs/remote-execution.md): stages that ran on a remote worker, per kind
+// ("remote_ran.ptx"), and those that ran here instead, by why ("remote_fallback.unreachable").
+inline constexpr const char* kRemoteRanPrefix = "remote_ran.";
+inline constexpr const char* kRemoteFallbackPrefix = "remote_fallback.";
 }  // namespace counter
 
 // Counts one reason (reasons.hpp) in increments: "passthrough" and "passthrough.<name>", "errors" and

@@ -130,11 +130,12 @@ namespace {
 // of its own (a bounded run kills the group at its limit: a driver script's compiler holds the pipes as
 // long as the script does). Returns the child's pid.
 pid_t spawn_piped(const std::string& exe, const std::vector<std::string>& argv, const Environment& env, int out_wr,
-                  int err_wr, bool own_group) {
+                  int err_wr, bool own_group, const std::string& cwd) {
   posix_spawn_file_actions_t actions;
   if (int rc = posix_spawn_file_actions_init(&actions); rc != 0) throw_errno(rc, "posix_spawn_file_actions_init");
   int rc = posix_spawn_file_actions_adddup2(&actions, out_wr, STDOUT_FILENO);
   if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, err_wr, STDERR_FILENO);
+  if (rc == 0 && !cwd.empty()) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   if (rc != 0) {
     posix_spawn_file_actions_destroy(&actions);
     throw_errno(rc, "posix_spawn_file_actions_adddup2");
@@ -230,11 +231,11 @@ bool exits_within(pid_t pid, int timeout_ms) {
 
 // run_capture's and run_capture_bounded's spawn, drain and reap; timeout_ms < 0: no limit.
 BoundedProcessResult spawn_and_capture(const std::string& exe, const std::vector<std::string>& argv,
-                                       const Environment& env, int timeout_ms) {
+                                       const Environment& env, int timeout_ms, const std::string& cwd = {}) {
   Fd out_rd, out_wr, err_rd, err_wr;
   make_pipe(out_rd, out_wr);
   make_pipe(err_rd, err_wr);
-  const pid_t pid = spawn_piped(exe, argv, env, out_wr.get(), err_wr.get(), timeout_ms >= 0);
+  const pid_t pid = spawn_piped(exe, argv, env, out_wr.get(), err_wr.get(), timeout_ms >= 0, cwd);
   // Our copies of the write ends must go, or we would never see EOF.
   out_wr.reset();
   err_wr.reset();
@@ -281,6 +282,11 @@ ProcessResult run_capture(const std::string& exe, const std::vector<std::string>
 BoundedProcessResult run_capture_bounded(const std::string& exe, const std::vector<std::string>& argv,
                                          const Environment& env, int timeout_ms) {
   return spawn_and_capture(exe, argv, env, std::max(0, timeout_ms));
+}
+
+BoundedProcessResult run_capture_bounded_in(const std::string& exe, const std::vector<std::string>& argv,
+                                            const Environment& env, const std::string& cwd, int timeout_ms) {
+  return spawn_and_capture(exe, argv, env, std::max(0, timeout_ms), cwd);
 }
 
 void exec_replace(const std::string& exe, const std::vector<std::string>& argv, const Environment& env) {

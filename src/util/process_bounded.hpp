@@ -19,4 +19,8 @@ struct BoundedProcessResult : ProcessResult {
 BoundedProcessResult run_capture_bounded(const std::string& exe, const std::vector<std::string>& argv,
                                          const Environment& env, int timeout_ms);
 
+// The same, the child started in the directory cwd (a remote worker runs an action in its input root).
+BoundedProcessResult run_capture_bounded_in(const std::string& exe, const std::vector<std::string>& argv,
+                                            const Environment& env, const std::string& cwd, int timeout_ms);
+
 }  // namespace kache::util

@@ -478,6 +478,186 @@ def pwd_name():
     return pwd.getpwuid(os.getuid()).pw_name
 
 
+# --- remote execution (docs/remote-execution.md): PostgreSQL, BuildGrid and kache workers ---------------
+
+BUILDGRID_VENV = os.environ.get("KACHE_BUILDGRID_VENV") or os.path.expanduser("~/.cache/kache-buildgrid")
+BGD = os.path.join(BUILDGRID_VENV, "bin", "bgd")
+POSTGRES_BIN = "/usr/lib/postgresql/15/bin"
+
+
+def missing_buildgrid():
+    """A skip reason when BuildGrid (scripts/setup.sh's venv) or PostgreSQL is not installed, else None."""
+    if not os.access(BGD, os.X_OK):
+        return f"BuildGrid is not installed in {BUILDGRID_VENV} (scripts/setup.sh)"
+    if not os.access(os.path.join(POSTGRES_BIN, "initdb"), os.X_OK):
+        return "PostgreSQL 15 is not installed (scripts/setup.sh)"
+    return None
+
+
+def _wait_for_line(path, text, proc, what, seconds=600):
+    # An event, bounded for a loaded 2-core machine (BuildGrid's start takes ~30 s there): not a timed assertion.
+    for _ in range(seconds * 20):
+        try:
+            with open(path, errors="replace") as f:
+                if text in f.read():
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited ({proc.returncode}) before '{text}'")
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} never wrote '{text}'")
+
+
+class Postgres(_Server):
+    """PostgreSQL 15 in a private directory on a loopback port (BuildGrid's scheduler needs it), run as the
+    `postgres` user when started by root (PostgreSQL refuses root)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="kache-pg-")
+        os.chmod(self.dir, 0o777)
+        self.port = free_port()
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        data = os.path.join(self.dir, "data")
+        subprocess.run(self.as_user + [os.path.join(POSTGRES_BIN, "initdb"), "-D", data, "-A", "trust", "-U", "bgd"],
+                       check=True, capture_output=True)
+        subprocess.run(self.as_user + [os.path.join(POSTGRES_BIN, "pg_ctl"), "-D", data, "-w", "-l",
+                                       os.path.join(self.dir, "log"), "-o",
+                                       f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1", "start"],
+                       check=True, capture_output=True)
+        self.url = f"postgresql+psycopg2://bgd@127.0.0.1:{self.port}/postgres"
+
+    def stop(self):
+        subprocess.run(self.as_user + [os.path.join(POSTGRES_BIN, "pg_ctl"), "-D", os.path.join(self.dir, "data"),
+                                       "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+BUILDGRID_CONFIG = """\
+server:
+  - !channel
+    address: "127.0.0.1:{port}"
+    insecure-mode: true
+connections:
+  - !sql-connection &sql
+    connection-string: {db}
+storages:
+  - !lru-storage &cas
+    size: 1024MB
+caches:
+  - !lru-action-cache &ac
+    storage: *cas
+    max-cached-refs: 4096
+    allow-updates: true
+    cache-failed-actions: false
+  - !lru-action-cache &ac2
+    storage: *cas
+    max-cached-refs: 4096
+    allow-updates: true
+    cache-failed-actions: false
+schedulers:
+  - !sql-scheduler &sched
+    sql: *sql
+    storage: *cas
+    action-cache: *ac
+    property-set: !dynamic-property-set
+      match-property-keys: []
+      wildcard-property-keys: [OSFamily, kache-toolchain]
+  - !sql-scheduler &sched2
+    sql: *sql
+    storage: *cas
+    action-cache: *ac2
+    property-set: !dynamic-property-set
+      match-property-keys: []
+      wildcard-property-keys: [OSFamily, kache-toolchain]
+instances:
+  - name: ""
+    services:
+      - !action-cache
+        cache: *ac
+      - !execution
+        scheduler: *sched
+      - !cas
+        storage: *cas
+      - !bytestream
+        storage: *cas
+  - name: "other"
+    services:
+      - !action-cache
+        cache: *ac2
+      - !execution
+        scheduler: *sched2
+      - !cas
+        storage: *cas
+      - !bytestream
+        storage: *cas
+"""
+
+
+class BuildGrid(_Server):
+    """BuildGrid (PyPI buildgrid, scripts/setup.sh's venv) on a loopback port: in-memory CAS and ActionCache,
+    the Execution and Bots services, its scheduler in a private PostgreSQL; a second instance, "other",
+    with its own scheduler and ActionCache (one server start serves several scenarios). kache-toolchain
+    is a wildcard property here, so that a worker of another toolchain receives actions and refuses them
+    (the fallback the tests check); a production server makes it a match key (docs/remote-execution.md)."""
+
+    def __init__(self):
+        self.postgres = Postgres()
+        self.dir = tempfile.mkdtemp(prefix="kache-bgd-")
+        self.port = free_port()
+        self.url = f"grpc://127.0.0.1:{self.port}"
+        subprocess.run([BGD, "migrate", "apply", self.postgres.url], check=True, capture_output=True)
+        config = os.path.join(self.dir, "bgd.yml")
+        with open(config, "w") as f:
+            f.write(BUILDGRID_CONFIG.format(port=self.port, db=self.postgres.url))
+        self.log = os.path.join(self.dir, "bgd.log")
+        with open(self.log, "w") as out:
+            self.proc = subprocess.Popen([BGD, "server", "start", config], stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        _wait_for_line(self.log, "Starting BuildGrid server", self.proc, "BuildGrid")
+        _wait_for_port(self.port, "BuildGrid")
+
+    def kill(self):
+        """Ends the server at once (the fallback tests)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self):
+        self.kill()
+        self.postgres.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class KacheWorker(_Server):
+    """`kache worker` serving `server_url`, with the toolchain id of nvcc (or the one given), and that of a
+    gcc/clang `compiler` too when given: ready once its bot session exists. ran() counts the actions it
+    ran, from its own log lines."""
+
+    def __init__(self, kache, server_url, name, nvcc=None, toolchain_id=None, compiler=None, instance=None):
+        self.dir = tempfile.mkdtemp(prefix=f"kache-worker-{name}-")
+        self.log = os.path.join(self.dir, "worker.log")
+        args = [kache, "worker", "--server", server_url, "--work-dir", os.path.join(self.dir, "work"),
+                "--bot-id", name]
+        args += ["--nvcc", nvcc] if nvcc else ["--toolchain-id", toolchain_id]
+        args += ["--compiler", compiler] if compiler else []
+        args += ["--instance", instance] if instance else []
+        with open(self.log, "w") as out:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_for_line(self.log, "kache-worker: session", self.proc, f"kache worker {name}")
+
+    def ran(self, program=None):
+        with open(self.log, errors="replace") as f:
+            lines = [l for l in f if l.startswith("kache-worker: ran ")]
+        return [l for l in lines if program is None or l.split()[2] == program]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 if __name__ == "__main__":
     # Smoke check of the helpers themselves: python3 tests/integration/servers.py
     import base64

@@ -460,3 +460,32 @@ TEST(LogFile, AppendsWithPattern) {
 }
 
 }  // namespace
+
+// [remote_execution] (docs/remote-execution.md): a grpc:// or grpcs:// server, an instance, a timeout in
+// seconds (an integer or a float in TOML); a server of another scheme, or with a user in it, is refused
+// with one sentence naming the variable (the secret not quoted), and the file's value stays.
+TEST_F(ConfigTest, RemoteExecutionSettings) {
+  write(R"(
+[remote_execution]
+server = "grpcs://re.example:443"
+instance = "main"
+timeout = 90
+)");
+  Config c = load_config();
+  EXPECT_TRUE(c.problems.empty()) << all(c.problems);
+  EXPECT_EQ(c.remote_execution_server, "grpcs://re.example:443");
+  EXPECT_EQ(c.remote_execution_instance, "main");
+  EXPECT_EQ(c.remote_execution_timeout_s, 90.0);
+
+  for (const char* bad : {"http://re.example:80", "grpc://user:token@re.example:443", "grpc://re.example"}) {
+    ::setenv("KACHE_REMOTE_EXECUTION", bad, 1);
+    Config refused = load_config();
+    EXPECT_EQ(refused.remote_execution_server, "grpcs://re.example:443") << bad;  // the file's value stays
+    ASSERT_EQ(refused.problems.size(), 1u) << bad;
+    EXPECT_NE(refused.problems[0].find("KACHE_REMOTE_EXECUTION"), std::string::npos) << refused.problems[0];
+    EXPECT_EQ(refused.problems[0].find("token@"), std::string::npos) << "a secret printed: " << refused.problems[0];
+  }
+  ::setenv("KACHE_REMOTE_EXECUTION_TIMEOUT", "-1", 1);
+  ::unsetenv("KACHE_REMOTE_EXECUTION");
+  EXPECT_EQ(load_config().problems.size(), 1u);
+}

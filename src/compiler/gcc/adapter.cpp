@@ -200,6 +200,11 @@ std::vector<std::string> GccAdapter::closure_command(const core::Invocation& inv
   return without_outputs(inv, "-M");
 }
 
+// A compile sent whole to a remote worker: every file it reads, system headers included, as -M lists them.
+std::vector<std::string> GccAdapter::remote_listing_command(const core::Invocation& inv, const CompileJob&) const {
+  return without_outputs(inv, "-M");
+}
+
 // The preprocessed source serves the assembler check (AssemblerInputs::checked) and, for every compile,
 // says which time macros it expanded: -Wdate-time warns at each expansion of __DATE__, __TIME__ and
 // __TIMESTAMP__, however it was spelled (token pasting, a macro of a header), in GCC and clang alike.

@@ -14,6 +14,7 @@ class GccAdapter final : public Adapter {
   void miss_environment(util::Environment& env, const core::Config& cfg) const override;
   std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::vector<std::string> preprocess_command(const core::Invocation& inv, const CompileJob& job) const override;
+  std::vector<std::string> remote_listing_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::optional<TimeMacros> time_macros(const util::ProcessResult& preprocessed) const override;
   std::vector<std::string> path_specific_markers() const override { return {}; }
 

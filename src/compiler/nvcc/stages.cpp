@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <regex>
+#include <set>
 #include <span>
 #include <sstream>
 #include <unordered_set>
@@ -13,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/env_table.hpp"
 #include "core/log.hpp"
 #include "core/stats.hpp"
 #include "util/clock.hpp"
@@ -227,8 +231,37 @@ class Runner {
   }
 
   std::variant<std::string, util::ProcessResult> go() {
+    auto outcome = replay();
+    // Every stage sent elsewhere has ended before the trajectory's result is read or it is abandoned.
+    await(nullptr);
+    if (auto* why = std::get_if<std::string>(&outcome)) return *why;
+    if (auto why = aborted(); why && !failed()) return *why;
+    std::lock_guard lock(mu_);
+    for (auto& [out, err] : slots_) {
+      result_.out += out;
+      result_.err += err;
+    }
+    return std::move(result_);
+  }
+
+ private:
+  std::variant<std::string, util::ProcessResult> replay() {
     std::vector<std::string> preprocessed;  // outputs of the -E steps, in order (the dependency file's sources)
-    for (const Stage& s : plan_.stages) {
+    slots_.resize(plan_.stages.size());
+    for (std::size_t i = 0; i < plan_.stages.size(); ++i) {
+      const Stage& s = plan_.stages[i];
+      // cicc and ptxas go to remote execution as tasks, each waiting only for the stages whose outputs it
+      // names. A preprocessing step (-E: the next architecture's input) reads sources only and goes on
+      // beside them; every other stage waits for them all (the host compile includes cicc's stub files
+      // without naming them, fatbinary reads every cubin).
+      const bool preprocessing = std::find(s.words.begin(), s.words.end(), "-E") != s.words.end();
+      if (remote_stage(s)) {
+        dispatch(s, i);
+        continue;
+      }
+      if (!(s.kind == Stage::Kind::run && preprocessing)) await(nullptr);
+      if (failed()) return result_;
+      if (auto why = aborted()) return *why;
       switch (s.kind) {
         case Stage::Kind::remove:
           // nvcc removes its temporaries, which -objtemp keeps in the scratch directory (run_stages
@@ -253,16 +286,177 @@ class Runner {
           if (std::find(s.words.begin(), s.words.end(), "-E") != s.words.end()) {
             for (const auto& o : option_values(s.words, kPreprocessedOutputOption)) preprocessed.push_back(o);
           }
-          if (auto why = step(s)) return *why;
-          if (failed_) return std::move(result_);
+          if (auto why = step(s, i)) return *why;
+          if (failed()) return result_;
           break;
         }
       }
     }
-    return std::move(result_);
+    return result_;
   }
 
- private:
+  bool failed() {
+    std::lock_guard lock(mu_);
+    return failed_;
+  }
+
+  std::optional<std::string> aborted() {
+    std::lock_guard lock(mu_);
+    return abort_why_;
+  }
+
+  bool remote_stage(const Stage& s) const {
+    return (s.kind == Stage::Kind::cicc || s.kind == Stage::Kind::ptxas) && store_.remote_enabled();
+  }
+
+  // A cicc or ptxas stage as a task: it waits for the tasks whose outputs it names, then is keyed (its
+  // inputs' content exists only then), reused, or run remotely.
+  void dispatch(const Stage& s, std::size_t slot) {
+    std::vector<std::shared_future<void>> needs;
+    for (const auto& p : pending_) {
+      bool named = false;
+      for (const auto& w : s.words) {
+        for (const auto& name : p.output_names) named |= w.find(name) != std::string::npos;
+      }
+      if (named) needs.push_back(p.done);
+    }
+    Pending p;
+    for (const auto& [option, path] : output_roles(s)) p.output_names.push_back(util::basename(path));
+    p.done = std::async(std::launch::async, [this, &s, slot, needs = std::move(needs)] {
+               for (const auto& n : needs) n.wait();
+               if (failed() || aborted()) return;
+               std::optional<std::string> why;
+               try {
+                 why = step(s, slot, true);
+               } catch (const std::exception& e) {
+                 why = "stage-error";
+               }
+               if (why) {
+                 std::lock_guard lock(mu_);
+                 if (!abort_why_) abort_why_ = why;
+               }
+             }).share();
+    pending_.push_back(std::move(p));
+  }
+
+  // The compile fails here as nvcc's would: the miss ends as a failed compile, and the pipeline runs the
+  // user's command unchanged for nvcc's own messages and exit status.
+  void fail(const util::ProcessResult& r) {
+    std::lock_guard lock(mu_);
+    if (failed_) return;
+    result_.exit_code = r.exit_code;
+    result_.term_signal = r.term_signal;
+    failed_ = true;
+  }
+
+  // The environment a tool reads, as a remote worker is to see it: nvcc's variables, PATH and every
+  // variable env_table says nvcc's tools read (the rest is inert for them, by the table's audit).
+  util::Environment tool_environment() const {
+    util::Environment env;
+    for (const std::string& entry : child_env_) {
+      const std::string name = entry.substr(0, entry.find('='));
+      const auto* rule = find_env_rule(name, EnvRoute::nvcc);
+      const bool variable = std::any_of(plan_.variables.begin(), plan_.variables.end(),
+                                        [&](const auto& v) { return v.first == name; });
+      if (variable || name == "PATH" || (rule && rule->effect != EnvEffect::Inert)) env.push_back(entry);
+    }
+    return env;
+  }
+
+  // The stage as a remote command: the temporaries it names are its inputs (its only inputs besides the
+  // toolkit's own files, by the strace audit of test_nvcc_stage_audit.py), its output options its outputs.
+  RemoteCommand remote_command(const Stage& s, const std::string& exe, const std::map<std::string, std::string>& roles,
+                               const std::string& what) const {
+    RemoteCommand cmd;
+    cmd.argv = s.words;
+    cmd.argv[0] = exe;
+    cmd.env = tool_environment();
+    cmd.cwd = run_.cwd;
+    cmd.what = what;
+    for (const auto& [name, value] : run_.key_fields) {
+      if (name == "toolchain") cmd.platform.emplace_back("kache-toolchain", value);
+    }
+    std::set<std::string> outputs;
+    for (const auto& [option, path] : roles) {
+      const std::string abs = util::absolute_path(path, run_.cwd);
+      if (abs != "/dev/null") outputs.insert(abs);
+    }
+    for (std::size_t i = 1; i < s.words.size(); ++i) {
+      const std::size_t eq = s.words[i].find('=');
+      for (const std::string& word : {s.words[i], eq == std::string::npos ? std::string() : s.words[i].substr(eq + 1)}) {
+        if (word.empty()) continue;
+        const std::string path = util::absolute_path(word, run_.cwd);
+        auto id = util::stat_identity(path);
+        if (id && !id->is_dir && util::path_starts_with(path, run_.scratch_dir) && !outputs.count(path)) {
+          cmd.inputs.push_back(path);
+        }
+      }
+    }
+    cmd.outputs.assign(outputs.begin(), outputs.end());
+    return cmd;
+  }
+
+  // A cicc or ptxas stage run by remote execution (in its task); what cannot run remotely runs here, in
+  // the same task. Stored when it ran remotely and its outputs are storable.
+  void run_elsewhere(const Stage& s, const std::string& exe, const std::optional<std::string>& key,
+                     const std::map<std::string, std::string>& roles, const std::string& what, std::size_t slot) {
+    const std::int64_t t0 = util::now_ns();
+    std::optional<util::ProcessResult> r = store_.run_remote(remote_command(s, exe, roles, what));
+    const bool remote = r.has_value();
+    if (!r) {
+      try {
+        r = util::run_capture(exe, s.words, child_env_);
+      } catch (const std::exception&) {
+        r = util::ProcessResult{127, 0, {}, "kache: " + exe + " cannot be started\n"};
+      }
+    }
+    slots_[slot] = {r->out, r->err};
+    if (!r->ok()) return fail(*r);
+    if (!key) return;
+    StageValue value;
+    value.ms = static_cast<std::uint64_t>(std::max<std::int64_t>(0, (util::now_ns() - t0) / 1000000));
+    value.out = r->out;
+    value.err = r->err;
+    // Run here beside other stages, its writes are not told apart from theirs: used, not stored.
+    const std::string unstorable = remote ? keep_role_outputs(roles, value) : "ran here beside other stages";
+    store_.count(std::string(core::counter::kStageMissesPrefix) + kind_name(s.kind));
+    store_.note((remote ? "ran remotely " : "ran ") + what);
+    if (unstorable.empty()) store_.save(*key, serialize(value));
+    core::log().debug("stage: ran {}{} in {} ms{}", what, remote ? " remotely" : "", value.ms,
+                      unstorable.empty() ? "" : " (not stored: " + unstorable + ")");
+  }
+
+  // A remote stage's outputs by role, from the files it was asked for (the worker returns nothing else).
+  std::string keep_role_outputs(const std::map<std::string, std::string>& roles, StageValue& value) const {
+    for (const std::string* text : {&value.out, &value.err}) {
+      if (text->find(run_.scratch_dir) != std::string::npos) return "its messages name a temporary";
+    }
+    std::vector<std::pair<std::string, std::string>> by_length(roles.begin(), roles.end());
+    std::sort(by_length.begin(), by_length.end(),
+              [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+    for (const auto& [option, path] : roles) {
+      const std::string abs = util::absolute_path(path, run_.cwd);
+      if (abs == "/dev/null") continue;
+      std::string bytes;
+      try {
+        bytes = util::read_file(abs);
+      } catch (const std::exception&) {
+        continue;  // an output the tool did not write
+      }
+      if (bytes.find("\x01kache-role") != std::string::npos) return abs + " holds kache's role marker";
+      for (const auto& [o, p] : by_length) util::replace_all(bytes, p, role_token(o));
+      if (bytes.find(run_.scratch_dir) != std::string::npos || bytes.find("tmpxft") != std::string::npos) {
+        return abs + " names a temporary";
+      }
+      value.files.emplace_back(option, std::move(bytes));
+    }
+    return "";
+  }
+
+  // Waits for every stage task sent so far.
+  void await(std::nullptr_t) {
+    for (auto& p : pending_) p.done.wait();
+  }
   std::optional<std::string> resolve(const std::string& word, std::string& exe) const {
     if (word.find('/') != std::string::npos) {
       exe = util::absolute_path(word, run_.cwd);
@@ -341,7 +535,8 @@ class Runner {
 
   static std::string role_token(const std::string& option) { return "\x01kache-role" + option + "\x01"; }
 
-  std::optional<std::string> step(const Stage& s) {
+  // One stage: reused, or run (remotely when in_task, as a task of dispatch()). Its messages go to slot.
+  std::optional<std::string> step(const Stage& s, std::size_t slot, bool in_task = false) {
     auto& log = core::log();
     std::string exe;
     if (auto why = resolve(s.words[0], exe)) return why;
@@ -351,7 +546,11 @@ class Runner {
     // ptxas without an output checks a PTX-only target's code.
     const bool check = s.kind == Stage::Kind::ptxas && !roles.count("-o");
     const std::string what = fmt::format("{} {}", check ? "ptxas check" : kind_name(s.kind), stage_arch(s));
-    if (key && reuse(*key, roles, what, s.kind)) return std::nullopt;
+    if (key && reuse(*key, roles, what, s.kind, slot)) return std::nullopt;
+    if (in_task) {
+      run_elsewhere(s, exe, key, roles, what, slot);
+      return std::nullopt;
+    }
     const Snapshot before = key ? snapshot(run_.scratch_dir) : Snapshot{};
     const std::int64_t t0 = util::now_ns();
     util::ProcessResult r;
@@ -360,14 +559,9 @@ class Runner {
     } catch (const std::exception&) {
       return std::string("program-not-started");
     }
-    result_.out += r.out;
-    result_.err += r.err;
+    slots_[slot] = {r.out, r.err};
     if (!r.ok()) {
-      // The compile fails here as nvcc's would: the miss ends as a failed compile, and the pipeline
-      // runs the user's command unchanged for nvcc's own messages and exit status.
-      result_.exit_code = r.exit_code;
-      result_.term_signal = r.term_signal;
-      failed_ = true;
+      fail(r);
       return std::nullopt;
     }
     if (!key) return std::nullopt;
@@ -425,7 +619,7 @@ class Runner {
 
   // Writes a stored stage's outputs where this command names them; false when there is none to use.
   bool reuse(const std::string& key, const std::map<std::string, std::string>& roles, const std::string& what,
-             Stage::Kind kind) {
+             Stage::Kind kind, std::size_t slot) {
     auto stored = store_.load(key);
     if (!stored) return false;
     auto value = deserialize(*stored);
@@ -446,8 +640,8 @@ class Runner {
         return false;
       }
     }
-    result_.out += value->out;
-    result_.err += value->err;
+    slots_[slot].first += value->out;
+    slots_[slot].second += value->err;
     store_.count(std::string(core::counter::kStageHitsPrefix) + kind_name(kind));
     store_.count(std::string(core::counter::kStageMsSavedPrefix) + kind_name(kind), value->ms);
     store_.note("reused " + what);
@@ -460,8 +654,18 @@ class Runner {
   StageStore& store_;
   util::Environment child_env_;
   std::string search_path_;
+  // A stage sent to remote execution: its outputs' file names (what a later stage waits on) and its end.
+  struct Pending {
+    std::vector<std::string> output_names;
+    std::shared_future<void> done;
+  };
+
+  std::mutex mu_;  // result_ and failed_, written by the remote stages' tasks
   util::ProcessResult result_{0, 0, {}, {}};
   bool failed_ = false;  // a command failed: result_ holds its status
+  std::vector<std::pair<std::string, std::string>> slots_;  // each stage's stdout and stderr, in order
+  std::optional<std::string> abort_why_;  // a task's reason to run nvcc whole
+  std::vector<Pending> pending_;
 };
 
 }  // namespace

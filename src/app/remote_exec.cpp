@@ -1,0 +1,386 @@
+#include "app/remote_exec.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <set>
+#include <variant>
+#include <fmt/format.h>
+
+#include "compiler/gcc/toolchain.hpp"
+#include "compiler/nvcc/toolchain.hpp"
+#include "core/log.hpp"
+#include "core/stats.hpp"
+#include "storage/reapi/wire.hpp"
+#include "util/fs.hpp"
+#include "util/process.hpp"
+#include "util/text.hpp"
+
+namespace kache::app {
+
+reapi::ServerSettings remote_execution_settings(const core::Config& config) {
+  reapi::ServerSettings s;
+  s.url = config.remote_execution_server;
+  s.instance = config.remote_execution_instance;
+  s.ca_file = config.remote_execution_ca_file;
+  s.timeout_s = config.remote_execution_timeout_s;
+  if (const char* token = std::getenv("KACHE_REMOTE_EXECUTION_BEARER_TOKEN")) s.bearer_token = token;
+  return s;
+}
+
+namespace {
+
+// An absolute path as a path of the input root, which mirrors this machine's tree ("/a/b" -> "a/b").
+std::string root_path(const std::string& abs) { return abs.substr(1); }
+
+// How the command names a directory from its working directory, on the worker ("../.kache-x").
+std::string relative_spelling(const std::string& dir, const std::string& cwd) {
+  return std::filesystem::path(dir).lexically_relative(cwd).string();
+}
+
+// The directories of the command's temporaries, each with its spelling on the worker.
+std::vector<std::pair<std::string, std::string>> moved_dirs(const compiler::RemoteCommand& cmd) {
+  std::vector<std::pair<std::string, std::string>> dirs;
+  auto add = [&](const std::string& path) {
+    const std::string dir = util::dirname(path);
+    for (const auto& d : dirs) {
+      if (d.first == dir) return;
+    }
+    dirs.emplace_back(dir, relative_spelling(dir, cmd.cwd));
+  };
+  for (const auto& p : cmd.inputs) add(p);
+  for (const auto& p : cmd.outputs) add(p);
+  // Longest first, so that no directory is replaced inside a longer one.
+  std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  return dirs;
+}
+
+std::optional<reapi::ActionSpec> action_of(const compiler::RemoteCommand& cmd,
+                                           const std::vector<std::pair<std::string, std::string>>& dirs) {
+  reapi::ActionSpec spec;
+  for (const auto& [dir, spelled] : dirs) {
+    // A temporary in the working directory itself would be spelled "." in every output: not told apart.
+    if (spelled.empty() || spelled == "." || !dir.starts_with('/')) return std::nullopt;
+  }
+  for (std::string arg : cmd.argv) {
+    for (const auto& [dir, spelled] : dirs) util::replace_all(arg, dir + "/", spelled + "/");
+    spec.arguments.push_back(std::move(arg));
+  }
+  for (const std::string& entry : cmd.env) {
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) spec.environment.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  spec.working_directory = root_path(cmd.cwd);
+  for (const auto& out : cmd.outputs) spec.output_files.push_back(relative_spelling(out, cmd.cwd));
+  for (const auto& in : cmd.inputs) spec.inputs.push_back({root_path(in), util::read_file(in), false});
+  spec.platform = cmd.platform;
+  spec.platform.emplace_back("OSFamily", "Linux");
+  return spec;
+}
+
+// Text the worker wrote with its spelling of the temporaries' directories, in this machine's spelling;
+// false when the bytes are not text (a binary naming a path cannot be respelled in place).
+bool respell(std::string& bytes, const std::vector<std::pair<std::string, std::string>>& dirs) {
+  bool named = false;
+  for (const auto& [dir, spelled] : dirs) named |= bytes.find(spelled + "/") != std::string::npos;
+  if (!named) return true;
+  if (bytes.find('\0') != std::string::npos) return false;
+  for (const auto& [dir, spelled] : dirs) util::replace_all(bytes, spelled + "/", dir + "/");
+  return true;
+}
+
+}  // namespace
+
+RemoteStages::RemoteStages(const core::Config& config) {
+  if (config.remote_execution_server.empty()) return;
+  client_ = reapi::open_client(remote_execution_settings(config));
+  enabled_ = true;
+}
+
+std::optional<util::ProcessResult> RemoteStages::fallback(const std::string& reason, const std::string& detail,
+                                                          std::map<std::string, std::uint64_t>& counts,
+                                                          std::mutex& counts_mutex) {
+  core::log().info("remote execution: runs here ({}): {}", reason, detail);
+  std::lock_guard lock(counts_mutex);
+  counts[core::counter::kRemoteFallbackPrefix + reason]++;
+  return std::nullopt;
+}
+
+std::optional<util::ProcessResult> RemoteStages::run(const compiler::RemoteCommand& cmd,
+                                                     std::map<std::string, std::uint64_t>& counts,
+                                                     std::mutex& counts_mutex) {
+  {
+    std::lock_guard lock(mu_);
+    if (unreachable_) return fallback("unreachable", "the server did not answer earlier in this compile", counts,
+                                      counts_mutex);
+  }
+  const auto dirs = moved_dirs(cmd);
+  std::optional<reapi::ActionSpec> spec;
+  try {
+    spec = action_of(cmd, dirs);
+  } catch (const std::exception& e) {
+    return fallback("inputs", e.what(), counts, counts_mutex);
+  }
+  if (!spec) return fallback("paths", "a temporary lies in the working directory", counts, counts_mutex);
+  return execute(*spec, dirs, cmd, counts, counts_mutex);
+}
+
+std::optional<util::ProcessResult> RemoteStages::execute(const reapi::ActionSpec& spec,
+                                                         const std::vector<std::pair<std::string, std::string>>& dirs,
+                                                         const compiler::RemoteCommand& cmd,
+                                                         std::map<std::string, std::uint64_t>& counts,
+                                                         std::mutex& counts_mutex) {
+  auto done = client_->execute(spec);
+  if (auto* f = std::get_if<reapi::Failure>(&done)) {
+    if (f->reason == "unreachable") {
+      std::lock_guard lock(mu_);
+      unreachable_ = true;
+    }
+    return fallback(f->reason, f->detail, counts, counts_mutex);
+  }
+  auto& outcome = std::get<reapi::ActionOutcome>(done);
+  util::ProcessResult r{outcome.exit_code, 0, std::move(outcome.out), std::move(outcome.err)};
+  if (!respell(r.out, dirs) || !respell(r.err, dirs)) return fallback("output-paths", cmd.what, counts, counts_mutex);
+  for (auto& file : outcome.outputs) {
+    const std::string local = util::lexically_normal(util::join_path(cmd.cwd, file.path));
+    if (std::find(cmd.outputs.begin(), cmd.outputs.end(), local) == cmd.outputs.end()) {
+      return fallback("outputs", file.path + " was not asked for", counts, counts_mutex);
+    }
+    if (!respell(file.bytes, dirs)) return fallback("output-paths", file.path, counts, counts_mutex);
+    util::write_file(local, file.bytes);
+  }
+  std::lock_guard lock(counts_mutex);
+  counts[core::counter::kRemoteRanPrefix + cmd.what.substr(0, cmd.what.find(' '))]++;
+  core::log().debug("remote execution: {} ran on {}{}", cmd.what, outcome.worker, outcome.cached ? " (cached)" : "");
+  return r;
+}
+
+namespace {
+
+// Whether the compile's bytes name its working directory (debug info's DW_AT_comp_dir, coverage notes):
+// on the worker that is another directory.
+bool records_directory(const std::vector<std::string>& argv) {
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if ((a.starts_with("-g") && a != "-g0") || a == "--coverage" || a == "-fprofile-arcs" || a == "-ftest-coverage" ||
+        a.starts_with("-fprofile-generate") || a.starts_with("-fprofile-instr-generate") ||
+        a == "-fcoverage-mapping") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A prefix map only rewrites the paths the compiler writes: without debug info (records_directory) those
+// are __FILE__'s, spelled as the compile found the file, relative for every uploaded file (no other
+// argument names one absolutely) and absolute for the worker's own, the same there as here.
+bool prefix_map(const std::string& arg) {
+  return arg.starts_with("-fdebug-prefix-map=") || arg.starts_with("-ffile-prefix-map=") ||
+         arg.starts_with("-fmacro-prefix-map=");
+}
+
+bool below(const std::string& path, const std::string& dir) {
+  return path.size() > dir.size() && path.starts_with(dir) && (dir.ends_with('/') || path[dir.size()] == '/');
+}
+
+// The action of a whole gcc/clang compile, or why it cannot go: {reason, detail}. The files the compile
+// reads that are not the worker's (below /usr or a system include directory) go up by content at their
+// paths; the scratch directory (the outputs) is spelled from the working directory. An argument naming an
+// uploaded file's directory absolutely would reach another directory on the worker: that compile runs here.
+std::variant<std::pair<std::string, std::string>, reapi::ActionSpec> compile_action_of(
+    const RemoteCompile& c, std::vector<std::string>& uploads, std::vector<std::pair<std::string, std::string>>& dirs) {
+  const compiler::RemoteCommand& cmd = c.cmd;
+  if (records_directory(cmd.argv)) return std::pair{"directory", "the object would name the working directory"};
+  const std::string spelled = relative_spelling(c.scratch_dir, cmd.cwd);
+  if (spelled.empty() || spelled == "." || !c.scratch_dir.starts_with('/')) return std::pair{"paths", c.scratch_dir};
+  dirs = {{c.scratch_dir, spelled}};
+  std::set<std::string> ancestors;
+  for (const std::string& file : c.closure) {
+    const std::string path = util::lexically_normal(file);
+    const bool workers = below(path, "/usr") || std::any_of(c.system_dirs.begin(), c.system_dirs.end(), [&](const auto& d) {
+                           return below(path, util::lexically_normal(d));
+                         });
+    if (workers || std::find(uploads.begin(), uploads.end(), path) != uploads.end()) continue;
+    uploads.push_back(path);
+    for (std::string d = util::dirname(path); d.size() > 1; d = util::dirname(d)) ancestors.insert(d);
+  }
+  reapi::ActionSpec spec;
+  for (std::size_t i = 0; i < cmd.argv.size(); ++i) {
+    std::string arg = cmd.argv[i];
+    const bool scratch = arg.find(c.scratch_dir + "/") != std::string::npos || prefix_map(arg);
+    util::replace_all(arg, c.scratch_dir + "/", spelled + "/");
+    for (const auto& a : ancestors) {
+      if (i > 0 && !scratch && arg.find(a) != std::string::npos) return std::pair{"paths", "the command names " + a};
+    }
+    spec.arguments.push_back(std::move(arg));
+  }
+  for (const std::string& entry : cmd.env) {
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) spec.environment.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  spec.working_directory = root_path(cmd.cwd);
+  for (const auto& out : cmd.outputs) spec.output_files.push_back(relative_spelling(out, cmd.cwd));
+  for (const auto& in : uploads) spec.inputs.push_back({root_path(in), util::read_file(in), false});
+  spec.platform = cmd.platform;
+  spec.platform.emplace_back("OSFamily", "Linux");
+  return spec;
+}
+
+}  // namespace
+
+std::optional<util::ProcessResult> RemoteStages::run_compile(const RemoteCompile& compile,
+                                                             std::map<std::string, std::uint64_t>& counts,
+                                                             std::mutex& counts_mutex) {
+  std::vector<std::string> uploads;
+  std::vector<std::pair<std::string, std::string>> dirs;
+  std::variant<std::pair<std::string, std::string>, reapi::ActionSpec> built;
+  try {
+    built = compile_action_of(compile, uploads, dirs);
+  } catch (const std::exception& e) {
+    return fallback("inputs", e.what(), counts, counts_mutex);
+  }
+  if (auto* why = std::get_if<std::pair<std::string, std::string>>(&built)) {
+    return fallback(why->first, why->second, counts, counts_mutex);
+  }
+  compiler::RemoteCommand cmd = compile.cmd;
+  cmd.inputs = std::move(uploads);
+  return execute(std::get<reapi::ActionSpec>(built), dirs, cmd, counts, counts_mutex);
+}
+
+namespace {
+
+// Runs /bin/true on a worker pinned to this nvcc's toolchain; a nonce keeps the ActionCache out of it.
+RemoteCheck worker_probe(reapi::Client& client, const std::string& nvcc_path) {
+  std::string id;
+  try {
+    id = compiler::nvcc::probe_toolchain(nvcc_path, util::current_environment(), std::nullopt, "").id;
+  } catch (const std::exception& e) {
+    return {"worker", "not asked", fmt::format("{} cannot be probed: {}.", nvcc_path, e.what()), "", 1};
+  }
+  reapi::ActionSpec probe;
+  probe.arguments = {"/bin/true"};
+  probe.environment = {{"kache_doctor_probe", fmt::format("{}-{}", ::getpid(), std::time(nullptr))}};
+  probe.platform = {{"kache-toolchain", id}, {"OSFamily", "Linux"}};
+  auto done = client.execute(probe);
+  if (auto* f = std::get_if<reapi::Failure>(&done)) {
+    return {"worker", "none ran the probe",
+            fmt::format("no worker of this toolchain ({}) ran a probe action: {} ({}); stages run here.", id.substr(0, 12),
+                        f->reason, f->detail),
+            "start `kache worker --nvcc " + nvcc_path + "` against the server", 1};
+  }
+  const auto& o = std::get<reapi::ActionOutcome>(done);
+  return {"worker", fmt::format("{} (toolchain {})", o.worker.empty() ? "a worker" : o.worker, id.substr(0, 12)), "", "",
+          o.exit_code == 0 ? 0 : 1};
+}
+
+}  // namespace
+
+std::vector<RemoteCheck> check_remote_execution(const core::Config& config, const std::string& nvcc_path) {
+  std::vector<RemoteCheck> rows;
+  if (config.remote_execution_server.empty()) return rows;
+  reapi::ServerSettings settings = remote_execution_settings(config);
+  settings.timeout_s = 30;
+  auto client = reapi::open_client(settings);
+  auto caps = client->capabilities();
+  if (auto* f = std::get_if<reapi::Failure>(&caps)) {
+    rows.push_back({"server", config.remote_execution_server,
+                    fmt::format("{} ({}): every stage runs here (remote_fallback.{}).", f->detail, f->reason, f->reason),
+                    "start the server, or correct remote_execution.server, or remove it", 2});
+    return rows;
+  }
+  const auto& c = std::get<reapi::Capabilities>(caps);
+  rows.push_back({"server", config.remote_execution_server + ": answers", "", "", 0});
+  const bool usable = c.execution_enabled && c.sha256;
+  rows.push_back({"capabilities", fmt::format("API {}..{}, execution {}, SHA-256 {}", c.api_low, c.api_high,
+                                              c.execution_enabled ? "on" : "off", c.sha256 ? "yes" : "no"),
+                  usable ? "" : "the server cannot execute SHA-256 actions: every stage runs here.",
+                  usable ? "" : "point remote_execution.server at a server with execution enabled", usable ? 0 : 2});
+  if (usable) rows.push_back(worker_probe(*client, nvcc_path));
+  return rows;
+}
+
+namespace {
+
+// The toolchain ids a worker serves: the given one, that of an nvcc (its host compiler included) and that
+// of a gcc/clang driver (whole compiles), as a compile through kache keys them. Empty after saying why
+// on stderr.
+std::vector<std::string> worker_toolchains(const std::string& given, const std::string& nvcc,
+                                           const std::string& compiler) {
+  std::vector<std::string> ids;
+  if (!given.empty()) ids.push_back(given);
+  const util::Environment env = util::current_environment();
+  for (const std::string* path : {&nvcc, &compiler}) {
+    if (path->empty()) continue;
+    try {
+      ids.push_back(path == &nvcc ? compiler::nvcc::probe_toolchain(nvcc, env, std::nullopt, "").id
+                                  : compiler::gcc::probe_toolchain(compiler, env, "").id);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "kache worker: {} cannot be probed: {}\n", *path, e.what());
+      return {};
+    }
+  }
+  if (ids.empty()) fmt::print(stderr, "kache worker: give --toolchain-id, --nvcc or --compiler\n");
+  return ids;
+}
+
+}  // namespace
+
+int run_worker_command(const std::vector<std::string>& args) {
+  CLI::App app{"kache worker: runs a Remote Execution server's actions (docs/remote-execution.md).", "kache worker"};
+  reapi::WorkerSettings s;
+  std::vector<std::string> properties;
+  std::string toolchain;
+  app.add_option("--server", s.server.url, "grpc://host:port or grpcs://host:port")->required();
+  app.add_option("--instance", s.server.instance, "The REAPI instance name");
+  app.add_option("--ca-file", s.server.ca_file, "A CA certificate for grpcs://");
+  std::string nvcc;
+  auto* id_option = app.add_option("--toolchain-id", toolchain, "The toolchain id this worker serves (kache-toolchain)");
+  app.add_option("--nvcc", nvcc, "Serve the toolchain id of this nvcc (and its host compiler)")->excludes(id_option);
+  std::string compiler;
+  app.add_option("--compiler", compiler, "Also serve the toolchain id of this gcc or clang (whole compiles)")
+      ->excludes(id_option);
+  app.add_option("--property", properties, "Another platform property NAME=VALUE this worker serves");
+  app.add_option("--work-dir", s.work_dir, "Where the private directories of actions go")->required();
+  app.add_option("--bot-id", s.bot_id, "This worker's name (default: host name and pid)");
+  app.add_option("--max-actions", s.max_actions, "Stop after this many actions (default: never)");
+  std::vector<std::string> argv = {"kache worker"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::reverse(argv.begin() + 1, argv.end());  // CLI11's vector form takes the arguments last first
+  argv.erase(argv.begin());
+  try {
+    app.parse(argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (const char* token = std::getenv("KACHE_REMOTE_EXECUTION_BEARER_TOKEN")) s.server.bearer_token = token;
+  const std::vector<std::string> toolchains = worker_toolchains(toolchain, nvcc, compiler);
+  if (toolchains.empty()) return 2;
+  for (const auto& id : toolchains) fmt::print("kache-worker: toolchain {}\n", id);
+  std::fflush(stdout);
+  if (s.bot_id.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    s.bot_id = fmt::format("{}-{}", host, ::getpid());
+  }
+  for (const auto& id : toolchains) s.properties.emplace_back("kache-toolchain", id);
+  s.properties.emplace_back("OSFamily", "Linux");
+  for (const auto& p : properties) {
+    const std::size_t eq = p.find('=');
+    if (eq == std::string::npos) {
+      fmt::print(stderr, "kache worker: --property {} is not NAME=VALUE\n", p);
+      return 2;
+    }
+    s.properties.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+  }
+  // The worker is kache-reapi (storage/reapi/wire.hpp), the program that links gRPC: kache hands over.
+  const std::string helper = util::join_path(util::dirname(util::self_executable()), std::string(reapi::kHelperName));
+  util::exec_replace(helper, {helper, "worker", reapi::encode_worker_settings(s)}, util::current_environment());
+  fmt::print(stderr, "kache worker: {} cannot be run: {}\n", helper, std::strerror(errno));
+  return 2;
+}
+
+}  // namespace kache::app
