@@ -271,12 +271,22 @@ void ProbeFiles::add_program(const std::string& role, const std::string& path, i
     const std::string program_run = command.find('/') == std::string::npos ? resolve(command) : command;
     if (program_run.empty()) refuse(command + " is not on PATH");
     if (!program_run.starts_with('/')) refuse("the relative name " + command);
+    // An interpreter started by the wrapper runs code of its own (sh -c, a .py file) kache cannot read.
+    const std::string name = util::basename(program_run);
+    if (is_shell(program_run) || name == "env" || name.starts_with("python") || name == "perl" || name == "ruby" ||
+        name == "node") {
+      refuse("it starts " + name);
+    }
     add_program(role + ":runs", program_run, depth + 1);
   }
   for (const auto& word : absolute_words(std::string(body))) {
-    // Each program named, as written (a link on the way may be retargeted) and followed a few levels.
-    if (std::filesystem::is_regular_file(word, ec) && ::access(word.c_str(), X_OK) == 0) {
+    // Each program named, as written (a link on the way may be retargeted) and followed a few levels;
+    // any other file it names (a -specs file, a config) keyed by content.
+    if (!std::filesystem::is_regular_file(word, ec)) continue;
+    if (::access(word.c_str(), X_OK) == 0) {
       add_program(role + ":runs", word, depth + 1);
+    } else {
+      add(role + ":names", word);
     }
   }
 }

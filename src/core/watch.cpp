@@ -83,7 +83,12 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
       if (text.substr(pos).starts_with("_next") || text.substr(pos).starts_with("_NEXT")) pos += 5;
       if (pos < text.size() && is_ident(text[pos])) continue;  // part of a longer identifier
       std::size_t i = pos;
-      while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\f' || text[i] == '\v')) ++i;
+      // `__has_include/**/("x.h")` or a name continued on the next line: a use this scan cannot read.
+      if (i < text.size() && (text[i] == '\\' || text.substr(i).starts_with("/*"))) {
+        opaque = true;
+        continue;
+      }
       const bool call = i < text.size() && text[i] == '(';
       if (!call) {
         // `#ifdef __has_include`, `defined(__has_include)` test for it; `#define HAVE __has_include`
@@ -110,40 +115,115 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
   }
 }
 
+namespace {
+
+enum class DirectiveForm { none, plain, unsure };
+
+bool is_line_end(char c) { return c == '\n' || c == '\r'; }
+
+// Characters that may stand between a line's start and a directive's name in some spelling a
+// preprocessor accepts: blanks (\f and \v too), '#', the digraph %: and the trigraph ??=, a spliced
+// line's backslash, and a UTF-8 byte order mark at the file's start.
+bool directive_punctuation(char c) {
+  return c == ' ' || c == '\t' || c == '\f' || c == '\v' || c == '#' || c == '%' || c == ':' || c == '?' ||
+         c == '=' || c == '\\' || c == '\xEF' || c == '\xBB' || c == '\xBF';
+}
+
+// What the text from a line's start to an "include"/"import" word makes of it: `#include` spelled the
+// usual way (plain), no directive at all (none), or some spelling this scan does not read (unsure: a
+// comment before or after the '#', %:, ??=, \f, a byte order mark, a line spliced by a backslash).
+DirectiveForm directive_form(std::string_view text, std::size_t line_start, std::size_t at) {
+  std::string prefix(text.substr(line_start, at - line_start));
+  std::size_t blanks = prefix.find_first_not_of(" \t");
+  if (blanks != std::string::npos && prefix[blanks] == '#' &&
+      prefix.find_first_not_of(" \t", blanks + 1) == std::string::npos) {
+    return DirectiveForm::plain;
+  }
+  // Closed comments are blanks to the preprocessor; what is left must be punctuation only.
+  for (std::size_t c = prefix.find("/*"); c != std::string::npos; c = prefix.find("/*")) {
+    const std::size_t e = prefix.find("*/", c + 2);
+    if (e == std::string::npos) return DirectiveForm::none;  // the word is inside a comment
+    prefix.replace(c, e + 2 - c, " ");
+  }
+  if (!std::all_of(prefix.begin(), prefix.end(), directive_punctuation)) return DirectiveForm::none;
+  if (prefix.find_first_of("#%?\\") != std::string::npos || (line_start == 0 && !prefix.empty())) {
+    return DirectiveForm::unsure;
+  }
+  // Blanks only: a directive if the line before ends in a backslash (`#\` then `include` below it).
+  std::size_t before = line_start;
+  if (before > 0 && text[before - 1] == '\n') --before;
+  if (before > 0 && text[before - 1] == '\r') --before;
+  return before > 0 && text[before - 1] == '\\' ? DirectiveForm::unsure : DirectiveForm::none;
+}
+
+// A directive's name split by a backslash-newline (`#inc\` then `lude`): a line that is a '#' (or %:,
+// ??=) and the start of a name, ending in a backslash.
+bool has_spliced_directive_name(std::string_view text) {
+  for (std::size_t p = text.find('\\'); p != std::string_view::npos; p = text.find('\\', p + 1)) {
+    const std::size_t next = p + 1;
+    if (next >= text.size() || !is_line_end(text[next])) continue;
+    std::size_t start = p;
+    while (start > 0 && !is_line_end(text[start - 1])) --start;
+    std::string_view line = text.substr(start, p - start);
+    std::size_t i = line.find_first_not_of(" \t\f\v");
+    if (i == std::string_view::npos) continue;
+    if (line.substr(i).starts_with("%:")) {
+      i += 2;
+    } else if (line.substr(i).starts_with("?\?=")) {
+      i += 3;
+    } else if (line[i] == '#') {
+      i += 1;
+    } else {
+      continue;
+    }
+    i = std::min(line.find_first_not_of(" \t\f\v", i), line.size());
+    while (i < line.size() && is_ident(line[i])) ++i;
+    if (i == line.size()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void scan_include_names(std::string_view text, std::vector<std::string>& names, bool& opaque) {
-  constexpr std::string_view kWord = "include";
-  std::size_t pos = 0;
-  while (true) {
-    const void* hit = ::memmem(text.data() + pos, text.size() - pos, kWord.data(), kWord.size());
-    if (hit == nullptr) break;
-    const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
-    pos = at + kWord.size();
-    // A directive: only blanks and one '#' between the line start and the word (`# include`).
-    std::size_t b = at;
-    while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;
-    if (b == 0 || text[b - 1] != '#') continue;
-    --b;
-    while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;
-    if (b > 0 && text[b - 1] != '\n') continue;
-    if (text.substr(pos).starts_with("_next")) pos += 5;
-    if (pos < text.size() && is_ident(text[pos])) continue;  // #includes, #include_foo: not a directive we know
-    std::size_t i = pos;
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-    if (i < text.size() && (text[i] == '<' || text[i] == '"')) {
-      const char close = text[i] == '<' ? '>' : '"';
-      const std::size_t end = text.find_first_of(std::string_view(&close, 1), i + 1);
-      if (end != std::string_view::npos && text.substr(i + 1, end - i - 1).find('\n') == std::string_view::npos) {
-        names.emplace_back(text.substr(i + 1, end - i - 1));
+  // #import (GCC accepts it in C and C++ too) names a file as #include does.
+  for (const std::string_view word : {std::string_view("include"), std::string_view("import")}) {
+    std::size_t pos = 0;
+    while (true) {
+      const void* hit = ::memmem(text.data() + pos, text.size() - pos, word.data(), word.size());
+      if (hit == nullptr) break;
+      const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+      pos = at + word.size();
+      if (at > 0 && is_ident(text[at - 1])) continue;  // part of a longer identifier
+      if (word == "include" && text.substr(pos).starts_with("_next")) pos += 5;
+      if (pos < text.size() && is_ident(text[pos])) continue;  // #includes, #include_foo: no directive
+      std::size_t line_start = at;
+      while (line_start > 0 && !is_line_end(text[line_start - 1])) --line_start;
+      const DirectiveForm form = directive_form(text, line_start, at);
+      if (form == DirectiveForm::none) continue;
+      if (form == DirectiveForm::unsure) {
+        opaque = true;
         continue;
       }
+      std::size_t i = pos;
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+      if (i < text.size() && (text[i] == '<' || text[i] == '"')) {
+        const char close = text[i] == '<' ? '>' : '"';
+        const std::size_t end = text.find_first_of(std::string_view(&close, 1), i + 1);
+        if (end != std::string_view::npos && text.substr(i + 1, end - i - 1).find_first_of("\n\r") == std::string_view::npos) {
+          names.emplace_back(text.substr(i + 1, end - i - 1));
+          continue;
+        }
+      }
+      // #include MACRO (or `/* c */ MACRO`, a line continued with '\\', a '$' or UTF-8 name): the
+      // target cannot be listed. Only `#include ...` (stb_image.h's usage comment) and an empty
+      // #include are passed over: no compiler accepts either, so where one is live the compile fails
+      // and nothing is stored.
+      const bool no_directive = i < text.size() && (text[i] == '.' || is_line_end(text[i]));
+      if (!no_directive) opaque = true;
     }
-    // #include MACRO (or `/* c */ MACRO`, a line continued with '\\', a '$' or UTF-8 name): the target
-    // cannot be listed. Only `#include ...` (stb_image.h's usage comment) and an empty #include are
-    // passed over: no compiler accepts either, so where one is live the compile fails and nothing is
-    // stored.
-    const bool no_directive = i < text.size() && (text[i] == '.' || text[i] == '\n' || text[i] == '\r');
-    if (!no_directive) opaque = true;
   }
+  if (!opaque && has_spliced_directive_name(text)) opaque = true;
 }
 
 std::string_view scan_hidden_inputs(std::string_view text, bool assembler_markers) {

@@ -69,18 +69,27 @@ class Traps(KacheTestCase):
         # has read it: the object comes from the old content, the files on disk are the new one.
         self.write("h.h", "#define HOSTVAL 1\n")
         self.write("k.cu", '#include "h.h"\n' + HOST_ONLY)
-        wrapper = self.write("cc/g++", textwrap.dedent(f"""\
-            #!/bin/sh
-            for a in "$@"; do
-              case "$a" in *cudafe1.cpp)
-                if [ -f {self.path('edit-once')} ]; then
-                  rm -f {self.path('edit-once')}
-                  echo '#define HOSTVAL 2' > {self.path('h.h')}
-                fi;;
-              esac
-            done
-            exec /usr/bin/g++ "$@"
+        # The edit is a compiled hook the wrapper runs by absolute path: kache follows a wrapper it can
+        # read (tests/integration/test_wrapper_scripts.py), and a shell loop over "$a" is not one.
+        hook_src = self.write("hook.c", textwrap.dedent(f"""\
+            #include <stdio.h>
+            #include <string.h>
+            #include <unistd.h>
+            int main(int argc, char** argv) {{
+              for (int i = 1; i < argc; ++i) {{
+                size_t n = strlen(argv[i]);
+                if (n >= 11 && strcmp(argv[i] + n - 11, "cudafe1.cpp") == 0 && access("{self.path('edit-once')}", F_OK) == 0) {{
+                  unlink("{self.path('edit-once')}");
+                  FILE* f = fopen("{self.path('h.h')}", "w");
+                  fputs("#define HOSTVAL 2\\n", f);
+                  fclose(f);
+                }}
+              }}
+              return 0;
+            }}
             """))
+        subprocess.run(["gcc", hook_src, "-o", self.path("hook")], check=True)
+        wrapper = self.write("cc/g++", f'#!/bin/sh\n{self.path("hook")} "$@"\nexec /usr/bin/g++ "$@"\n')
         os.chmod(wrapper, 0o755)
         self.write("edit-once", "")
         args = ["-c", "k.cu", "-ccbin", wrapper, "-o", "k.o"]

@@ -292,6 +292,34 @@ TEST(Watch, IncludeNamesOfEveryBranch) {
   EXPECT_TRUE(opaque);
 }
 
+// Spellings of #include a preprocessor accepts but this scan does not read: each makes the compile
+// opaque (a #pragma once header reached through one, identical to another, is skipped, unlisted by
+// -MD, and served stale after an edit; found in review with gcc 12). Comments and prose do not.
+TEST(Watch, UnusualDirectiveSpellingsAreOpaque) {
+  const auto opaque_of = [](std::string_view text) {
+    std::vector<std::string> names;
+    bool opaque = false;
+    scan_include_names(text, names, opaque);
+    scan_has_include(text, names, opaque);
+    return opaque;
+  };
+  for (std::string_view text : {"%:include \"b.h\"\n", "/**/#include \"b.h\"\n", "#/**/include \"b.h\"\n",
+                                "\f#include \"b.h\"\n", "#\\\ninclude \"b.h\"\n", "#inc\\\nlude \"b.h\"\n",
+                                "?\?=include \"b.h\"\n", "\xEF\xBB\xBF#include \"b.h\"\n",
+                                "#if __has_include/**/(\"n.h\")\n#endif\n", "#if __has_include \\\n(\"n.h\")\n#endif\n"}) {
+    EXPECT_TRUE(opaque_of(text)) << text;
+  }
+  for (std::string_view text : {"// see #include <x.h>\n", "/* #include MACRO */\n", "int include = 1;\n",
+                                " * include files come first\n", "#define X 1 \\\n  + 2\n"}) {
+    EXPECT_FALSE(opaque_of(text)) << text;
+  }
+  std::vector<std::string> names;
+  bool opaque = false;
+  scan_include_names("int a;\r#include \"cr.h\"\r#import \"objc.h\"\n", names, opaque);
+  EXPECT_EQ(names, (std::vector<std::string>{"cr.h", "objc.h"}));
+  EXPECT_FALSE(opaque);
+}
+
 TEST(Watch, HiddenInputMarkers) {
   EXPECT_EQ(scan_hidden_inputs("asm(\".incbin \\\"blob.bin\\\"\");"), "incbin");
   EXPECT_EQ(scan_hidden_inputs("asm(\".include \\\"x.s\\\"\");"), "asm-include");
