@@ -870,11 +870,13 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     if (elsewhere) {
       if (auto c = cause_elsewhere(v.differences)) return *c;
     }
-    // An entry no lookup can find: what its headers did since does not matter.
-    const bool only_headers = std::all_of(v.differences.begin(), v.differences.end(), [](const Difference& d) {
-      return d.field == "header" || d.field == "system-headers";
+    // An entry no lookup can find: what its other headers did since does not matter. The file with the
+    // computed name edited (perhaps to a literal #include) is a header change, not this cause.
+    const std::string computed = v.closest ? v.closest->computed_include_in : "";
+    const bool only_other_headers = std::all_of(v.differences.begin(), v.differences.end(), [&](const Difference& d) {
+      return (d.field == "header" && d.path != computed) || d.field == "system-headers";
     });
-    if (v.closest && !v.closest->computed_include_in.empty() && only_headers) {
+    if (!computed.empty() && only_other_headers) {
       return {std::string(cause::kComputedInclude), v.closest->computed_include_in};
     }
     return cause_of(v.differences);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -173,12 +174,41 @@ std::string unquoted(std::string word) {
   return word;
 }
 
-// The programs a shell wrapper's body runs: the first word of each command line (after `exec`), a few
-// builtins aside. kache follows only names it can resolve now: a literal path, or a bare name looked up
-// on PATH as the probe does. A name built at run time (`$(dirname "$0")`, `${REAL:-/usr/bin/as}`, a
-// backquote) could run a program kache would not key: *why says so and nothing is returned. The
-// script's own arguments ("$@", $1, $#) are the compile's and allowed.
+// Names a shell script gives values itself (`for a`, `a=...`, `read a`): their expansions hold what
+// the script made of its own arguments, not the environment.
+std::vector<std::string> assigned_names(std::string_view body) {
+  std::vector<std::string> names;
+  const auto ident_at = [&](std::size_t i) {
+    std::size_t e = i;
+    while (e < body.size() && (std::isalnum(static_cast<unsigned char>(body[e])) || body[e] == '_')) ++e;
+    return std::string(body.substr(i, e - i));
+  };
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const bool word_start = i == 0 || std::strchr(" \t\n;&|(", body[i - 1]) != nullptr;
+    if (!word_start) continue;
+    for (std::string_view kw : {"for ", "read ", "local "}) {
+      if (body.substr(i).starts_with(kw)) {
+        std::size_t j = i + kw.size();
+        while (j < body.size() && body[j] == ' ') ++j;
+        if (std::string n = ident_at(j); !n.empty()) names.push_back(n);
+      }
+    }
+    if (std::string n = ident_at(i); !n.empty() && i + n.size() < body.size() && body[i + n.size()] == '=' &&
+                                       !std::isdigit(static_cast<unsigned char>(n[0]))) {
+      names.push_back(n);
+    }
+  }
+  return names;
+}
+
+// The programs a shell wrapper execs: the word after each `exec`. kache follows only names it can
+// resolve now: a literal path, or a bare name looked up on PATH as the probe does. An expansion of
+// anything the script did not set itself (an environment variable like $EXTRA_FLAGS or ${REAL:-..},
+// $0 as in `$(dirname "$0")`) or a command substitution ($(...), a backquote) could run a program or
+// pass flags kache would not key: *why says so and nothing is returned. The script's own arguments
+// ("$@", $1, $#) are the compile's and allowed.
 std::vector<std::string> shell_commands(std::string_view body, std::string* why) {
+  const std::vector<std::string> own = assigned_names(body);
   for (std::size_t i = 0; i < body.size(); ++i) {
     if (body[i] == '`') {
       *why = "a backquote";
@@ -186,28 +216,35 @@ std::vector<std::string> shell_commands(std::string_view body, std::string* why)
     }
     if (body[i] != '$') continue;
     const char next = i + 1 < body.size() ? body[i + 1] : '\0';
-    if (next != '@' && next != '*' && next != '#' && !(next >= '1' && next <= '9')) {
-      *why = "a $ expansion";
+    if (next == '@' || next == '*' || next == '#' || (next >= '1' && next <= '9')) continue;
+    std::size_t n = i + 1;
+    const bool braced = next == '{';
+    if (braced) ++n;
+    std::size_t e = n;
+    while (e < body.size() && (std::isalnum(static_cast<unsigned char>(body[e])) || body[e] == '_')) ++e;
+    const std::string name(body.substr(n, e - n));
+    const bool plain = !braced || (e < body.size() && body[e] == '}');
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) || !plain ||
+        std::find(own.begin(), own.end(), name) == own.end()) {
+      *why = next == '(' ? "a command substitution" : "an expansion of " + (name.empty() ? std::string("$") + next : name);
       return {};
     }
   }
-  static constexpr std::string_view kBuiltins[] = {"set", "export", "unset", "umask", ":", "true"};
   std::vector<std::string> commands;
   std::size_t start = 0;
   while (start < body.size()) {
     const std::size_t end = std::min(body.find('\n', start), body.size());
     const auto words = words_of(body.substr(start, end - start));
     start = end + 1;
-    if (words.empty() || words[0].starts_with('#')) continue;
-    std::string command = unquoted(words[0]);
-    if (command == "exec") command = words.size() > 1 ? unquoted(words[1]) : "";
-    if (command.empty() || command.starts_with('-')) {
-      *why = "exec with options";
-      return {};
+    for (std::size_t w = 0; w + 1 < words.size(); ++w) {
+      if (words[w] != "exec") continue;
+      const std::string command = unquoted(words[w + 1]);
+      if (command.starts_with('-')) {
+        *why = "exec with options";
+        return {};
+      }
+      commands.push_back(command);
     }
-    if (command.find('=') != std::string::npos) continue;  // NAME=literal
-    if (std::find(std::begin(kBuiltins), std::end(kBuiltins), command) != std::end(kBuiltins)) continue;
-    commands.push_back(command);
   }
   return commands;
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/config.hpp"
+#include "util/text.hpp"
 
 namespace kache::core {
 
@@ -64,21 +65,8 @@ std::optional<std::string> percent_decode(std::string_view text) {
   return out;
 }
 
-std::string percent_encode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : text) {
-    if (is_unreserved(c)) {
-      out += c;
-    } else {
-      const auto b = static_cast<unsigned char>(c);
-      out += '%';
-      out += kHex[b >> 4];
-      out += kHex[b & 15];
-    }
-  }
-  return out;
-}
+// RFC 3986's unreserved characters stay as they are (userinfo).
+std::string percent_encode(std::string_view text) { return util::percent_encode(text, "~"); }
 
 std::optional<int> parse_int(std::string_view text, int min, int max) {
   int value = 0;

@@ -20,30 +20,59 @@ from kachetest import KacheTestCase
 
 KERNEL = "__global__ void k(int* p) { p[0] = VAL; }\nint host_value() { return VAL; }\n"
 
-# Holds the probe for the seconds in the pause file, or, when it says "until-released", until the test
-# creates the release file (bounded, against a hung test).
-HOLD = """hold() {{
-  p="$(cat "{pause}")"
-  if [ "$p" = until-released ]; then
-    i=0
-    while [ ! -e "{pause}.released" ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i + 1)); done
-  else
-    sleep "$p"
-  fi
-}}
+# The probe counter and holder, a compiled program the wrappers run by absolute path (kache follows a
+# wrapper it can read, tests/integration/test_wrapper_scripts.py, which a shell loop over "$a" is not).
+# `hook nvcc ARGS...` counts nvcc's dry run of probe.cu, `hook gcc ARGS...` the driver's --version, in
+# probes.txt beside the hook; each then holds for the seconds in pause.txt there or, when it says
+# "until-released", until the test creates pause.txt.released (bounded, against a hung test). The
+# wrappers name neither file: a file a wrapper names is keyed, and the count changes with every probe.
+HOOK_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void hold(const char* pause) {
+  char p[64] = {0};
+  FILE* f = fopen(pause, "r");
+  if (f) { if (!fgets(p, sizeof p, f)) p[0] = 0; fclose(f); }
+  p[strcspn(p, "\n")] = 0;
+  if (strcmp(p, "until-released") == 0) {
+    char released[4096];
+    snprintf(released, sizeof released, "%s.released", pause);
+    for (int i = 0; i < 2400 && access(released, F_OK) != 0; ++i) usleep(50000);
+  } else {
+    usleep((useconds_t)(atof(p) * 1e6));
+  }
+}
+int main(int argc, char** argv) {
+  if (argc < 3) return 0;
+  char dir[4096], count[4200], pause[4200];
+  snprintf(dir, sizeof dir, "%s", argv[0]);
+  char* slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  snprintf(count, sizeof count, "%s/probes.txt", dir);
+  snprintf(pause, sizeof pause, "%s/pause.txt", dir);
+  int probe = 0;
+  for (int i = 2; i < argc; ++i) {
+    size_t n = strlen(argv[i]);
+    if (strcmp(argv[1], "nvcc") == 0 && n >= 9 && strcmp(argv[i] + n - 9, "/probe.cu") == 0) probe = 1;
+  }
+  if (strcmp(argv[1], "gcc") == 0 && strcmp(argv[2], "--version") == 0) probe = 1;
+  if (!probe) return 0;
+  FILE* c = fopen(count, "a");
+  if (c) { fputs("probe\n", c); fclose(c); }
+  hold(pause);
+  return 0;
+}
 """
 
 NVCC_WRAPPER = """#!/bin/sh
-""" + HOLD + """for a in "$@"; do
-  case "$a" in
-    */probe.cu) echo probe >> "{count}"; hold;;
-  esac
-done
+{hook} nvcc "$@"
 exec "{real}" "$@"
 """
 
 GCC_WRAPPER = """#!/bin/sh
-""" + HOLD + """if [ "$1" = --version ]; then echo probe >> "{count}"; hold; fi
+{hook} gcc "$@"
 exec gcc-12 "$@"
 """
 
@@ -60,9 +89,11 @@ class ProbeOnce(KacheTestCase):
         super().setUp()
         self.count = self.path("probes.txt")
         self.pause = self.write("pause.txt", PAUSE)
+        self.hook = self.path("hook")
+        subprocess.run(["gcc", "-O1", "-x", "c", "-", "-o", self.hook], input=HOOK_C, text=True, check=True)
 
     def wrapper(self, rel, template, **fields):
-        p = self.write(rel, template.format(count=self.count, pause=self.pause, **fields))
+        p = self.write(rel, template.format(count=self.count, pause=self.pause, hook=self.hook, **fields))
         os.chmod(p, 0o755)
         return p
 
