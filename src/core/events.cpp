@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <system_error>
+#include <type_traits>
 
 #include "util/cache_umask.hpp"
 #include "util/fs.hpp"
@@ -36,10 +37,25 @@ std::string_view suffix_after(std::string_view s, char c) {
   return at == std::string_view::npos ? s : s.substr(at + 1);
 }
 
+// Whether a value holds a floating-point number anywhere: nlohmann converts one to an integer with a
+// plain cast, undefined past the integer's range (a damaged line's 4e45 where a count belongs).
+bool holds_float(const json& v) {
+  if (v.is_number_float()) return true;
+  if (v.is_structured()) {
+    for (const auto& child : v) {
+      if (holds_float(child)) return true;
+    }
+  }
+  return false;
+}
+
 template <typename T>
 T value_or(const json& j, const char* key, T fallback) {
   const auto it = j.find(key);
   if (it == j.end()) return fallback;
+  if constexpr (!std::is_floating_point_v<T>) {
+    if (holds_float(*it)) return fallback;
+  }
   try {
     return it->get<T>();
   } catch (const json::exception&) {
