@@ -59,6 +59,20 @@ std::vector<std::pair<std::string, std::string>> moved_dirs(const compiler::Remo
   return dirs;
 }
 
+// What every action carries besides its arguments: the command's environment, working directory and
+// outputs, the files that go up (by content, at their paths), the platform that pins the worker.
+void complete_action(reapi::ActionSpec& spec, const compiler::RemoteCommand& cmd, const std::vector<std::string>& inputs) {
+  for (const std::string& entry : cmd.env) {
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) spec.environment.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  spec.working_directory = root_path(cmd.cwd);
+  for (const auto& out : cmd.outputs) spec.output_files.push_back(relative_spelling(out, cmd.cwd));
+  for (const auto& in : inputs) spec.inputs.push_back({root_path(in), util::read_file(in), false});
+  spec.platform = cmd.platform;
+  spec.platform.emplace_back("OSFamily", "Linux");
+}
+
 std::optional<reapi::ActionSpec> action_of(const compiler::RemoteCommand& cmd,
                                            const std::vector<std::pair<std::string, std::string>>& dirs) {
   reapi::ActionSpec spec;
@@ -70,15 +84,7 @@ std::optional<reapi::ActionSpec> action_of(const compiler::RemoteCommand& cmd,
     for (const auto& [dir, spelled] : dirs) util::replace_all(arg, dir + "/", spelled + "/");
     spec.arguments.push_back(std::move(arg));
   }
-  for (const std::string& entry : cmd.env) {
-    const std::size_t eq = entry.find('=');
-    if (eq != std::string::npos) spec.environment.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  spec.working_directory = root_path(cmd.cwd);
-  for (const auto& out : cmd.outputs) spec.output_files.push_back(relative_spelling(out, cmd.cwd));
-  for (const auto& in : cmd.inputs) spec.inputs.push_back({root_path(in), util::read_file(in), false});
-  spec.platform = cmd.platform;
-  spec.platform.emplace_back("OSFamily", "Linux");
+  complete_action(spec, cmd, cmd.inputs);
   return spec;
 }
 
@@ -218,15 +224,7 @@ std::variant<std::pair<std::string, std::string>, reapi::ActionSpec> compile_act
     }
     spec.arguments.push_back(std::move(arg));
   }
-  for (const std::string& entry : cmd.env) {
-    const std::size_t eq = entry.find('=');
-    if (eq != std::string::npos) spec.environment.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  spec.working_directory = root_path(cmd.cwd);
-  for (const auto& out : cmd.outputs) spec.output_files.push_back(relative_spelling(out, cmd.cwd));
-  for (const auto& in : uploads) spec.inputs.push_back({root_path(in), util::read_file(in), false});
-  spec.platform = cmd.platform;
-  spec.platform.emplace_back("OSFamily", "Linux");
+  complete_action(spec, cmd, uploads);
   return spec;
 }
 
