@@ -7,6 +7,7 @@ and cache.direct_mode = false still hits (through the compiler's dependency list
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import time
@@ -14,6 +15,21 @@ import time
 from kachetest import KACHE, KERNEL, KacheTestCase, main
 
 OLD = time.time_ns() - 10**10  # sources older than the compile's clock tick: storable
+
+
+def drain_pty(master):
+    """What a finished process wrote to a pseudo-terminal, read without waiting; closes it."""
+    text = b""
+    while select.select([master], [], [], 0)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        text += chunk
+    os.close(master)
+    return text
 
 
 class KacheOptions(KacheTestCase):
@@ -121,7 +137,6 @@ class KacheHousekeeping(KacheTestCase):
 
     def test_evict_older_than_shows_progress_on_a_terminal(self):
         import pty
-        import select
         self.compile_one()
         four_days_ago = time.time() - 4 * 86400
         for root, _, files in os.walk(self.cache):
@@ -132,16 +147,7 @@ class KacheHousekeeping(KacheTestCase):
         r = subprocess.run([KACHE, "--evict-older-than", "3d"], cwd=self.ws, env=self.env, stderr=slave,
                            capture_output=False, stdout=subprocess.PIPE, text=True)
         os.close(slave)
-        text = b""
-        while select.select([master], [], [], 0)[0]:  # what was written before the process ended
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            text += chunk
-        os.close(master)
+        text = drain_pty(master)
         self.assertEqual(r.returncode, 0)
         self.assertIn("Removed 2", r.stdout)
         self.assertIn("kache: removing old entries 100 %", text.decode())
@@ -235,7 +241,6 @@ class QuietCompiles(KacheTestCase):
     def test_a_terminal_sees_the_warning_once_an_hour(self):
         # A person watching (stderr is a terminal) sees the line the log gets, once an hour; a pipe never.
         import pty
-        import select
         self.write("k.cu", KERNEL, mtime_ns=OLD)
         env = dict(self.env, KACHE_MAX_SIZE="abc")
         seen = []
@@ -244,16 +249,7 @@ class QuietCompiles(KacheTestCase):
             subprocess.run([KACHE, "nvcc", "-c", "k.cu", "-o", "k.o"], cwd=self.ws, env=env, stderr=slave,
                            stdout=subprocess.DEVNULL, check=True)
             os.close(slave)
-            text = b""
-            while select.select([master], [], [], 0)[0]:  # what was written before the process ended
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                text += chunk
-            os.close(master)
+            text = drain_pty(master)
             seen.append(text.decode())
         self.assertIn("KACHE_MAX_SIZE", seen[0])
         self.assertNotIn("KACHE_MAX_SIZE", seen[1], "twice within the hour")
