@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/job_paths.hpp"
 #include "compiler/registry.hpp"
 #include "core/config.hpp"
 #include "core/depfile.hpp"
@@ -76,14 +77,10 @@ struct Record {
 // Splits a closure into the project's files (recorded one by one) and the toolchain's (one digest).
 class ClosureSplit {
  public:
-  explicit ClosureSplit(std::vector<std::string> system_dirs) : dirs_(std::move(system_dirs)) {
-    // GCC names some toolkit headers by resolved paths: each directory also by its real path.
-    const std::size_t n = dirs_.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      char buf[PATH_MAX];
-      if (::realpath(dirs_[i].c_str(), buf) != nullptr) dirs_.push_back(buf);
-    }
-  }
+  // GCC names some toolkit headers by resolved paths, a build system's -isystem by lexically normal
+  // ones: each directory by every spelling of it.
+  explicit ClosureSplit(const std::vector<std::string>& system_dirs)
+      : dirs_(compiler::system_dir_spellings(system_dirs)) {}
   // Returns true when the file went into the toolchain digest.
   bool add(const RecordedFile& f) {
     if (std::none_of(dirs_.begin(), dirs_.end(),

@@ -25,6 +25,7 @@
 #include "app/remote_exec.hpp"
 #include "compiler/adapter.hpp"
 #include "compiler/env_table.hpp"
+#include "compiler/job_paths.hpp"
 #include "core/depfile.hpp"
 #include "core/entry.hpp"
 #include "core/entry_format.hpp"
@@ -340,8 +341,11 @@ std::vector<std::string> Pipeline::closure_files(const std::string& closure_text
   const std::string cwd = util::lexically_normal(inv_.cwd);
 
   // GCC names some headers by resolved paths (the toolkit's include/ is reached through a symlink and
-  // ".."), so each directory is also known by its real path. Only a miss needs these.
-  for (auto* dirs : {&job_.search_dirs, &job_.system_dirs, &job_.literal_dirs}) add_real_paths(*dirs);
+  // ".."), so each directory is also known by its real path; the toolchain's own directories by every
+  // spelling of them (a build system's -isystem of nvcc.profile's "bin/.." directory names its headers
+  // without the ".."). Only a miss needs these.
+  add_real_paths(job_.search_dirs);
+  for (auto* dirs : {&job_.system_dirs, &job_.literal_dirs}) *dirs = compiler::system_dir_spellings(*dirs);
 
   std::vector<std::string> closure;
   // Kept as nvcc spelled it (only made absolute): "../src/../include/h.cuh" stays below the build

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <string_view>
@@ -265,6 +268,26 @@ std::vector<std::string> include_path_dirs(const util::Environment& env, const c
     start = colon + 1;
   }
   return dirs;
+}
+
+std::vector<std::string> system_dir_spellings(const std::vector<std::string>& include_dirs) {
+  std::vector<std::string> out;
+  auto add = [&](std::string d) {
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    if (!d.empty() && std::find(out.begin(), out.end(), d) == out.end()) out.push_back(std::move(d));
+  };
+  for (const auto& d : include_dirs) add(d);
+  for (const auto& d : include_dirs) {
+    char real[PATH_MAX];
+    if (::realpath(d.c_str(), real) == nullptr) continue;  // a directory that does not exist holds no header
+    const std::string normal = util::lexically_normal(d);
+    char normal_real[PATH_MAX];
+    if (normal != d && ::realpath(normal.c_str(), normal_real) != nullptr && std::strcmp(real, normal_real) == 0) {
+      add(normal);
+    }
+    add(real);
+  }
+  return out;
 }
 
 }  // namespace kache::compiler

@@ -110,4 +110,14 @@ std::vector<std::string> include_path_dirs(const util::Environment& env, const c
 // same spelling), trailing slashes dropped. An empty dir adds nothing.
 void add_search_dir(CompileJob& job, const std::string& cwd, const std::string& dir);
 
+// A toolchain's own include directories with every other spelling of each that names the same
+// directory: lexically normal ("/usr/local/cuda/bin/../targets/..." as nvcc.profile writes it becomes
+// "/usr/local/cuda/targets/...", kept only when it resolves to the same directory, so a `bin` that is a
+// link is never read past) and fully resolved (links followed). A header's path in a depfile uses
+// whichever spelling found it: the toolchain's own flag, a build system's -isystem of the same
+// directory (CMake adds CUDA's include/cccl), or GCC's canonical system-header names, and only a
+// header known to be the toolchain's is exempt from the project's computed-include scan. Resolves
+// paths: for a miss and explain, never a hit.
+std::vector<std::string> system_dir_spellings(const std::vector<std::string>& include_dirs);
+
 }  // namespace kache::compiler

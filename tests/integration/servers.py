@@ -482,7 +482,9 @@ def pwd_name():
 
 BUILDGRID_VENV = os.environ.get("KACHE_BUILDGRID_VENV") or os.path.expanduser("~/.cache/kache-buildgrid")
 BGD = os.path.join(BUILDGRID_VENV, "bin", "bgd")
-POSTGRES_BIN = "/usr/lib/postgresql/15/bin"
+# KACHE_POSTGRES_BIN: where initdb, pg_ctl and postgres are when not Debian's (the GPU machine's benchmark
+# carries them; bench/README.md).
+POSTGRES_BIN = os.environ.get("KACHE_POSTGRES_BIN") or "/usr/lib/postgresql/15/bin"
 
 
 def missing_buildgrid():

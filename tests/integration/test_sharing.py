@@ -146,6 +146,30 @@ class Sharing(KacheTestCase):
         self.relative(one, ["-isystem", "../include"])
         self.assert_counts(hits=1, misses=2)
 
+    def test_toolkit_header_named_through_a_cmake_isystem_is_the_toolchains(self):
+        # nvcc.profile names CUDA's include/cccl "<toolkit>/bin/../targets/<arch>/include/cccl"; CMake adds
+        # the same directory as -isystem "<toolkit>/targets/<arch>/include/cccl", which comes first, and a
+        # GCC that keeps system header names as found (ggml's g++ 13 on the GPU machine; here
+        # -fno-canonical-system-headers) names thrust's headers that way. thrust's device_system_tag.h
+        # computes an #include: only as a toolchain header is it exempt from the project's scan, so this
+        # spelling must be known as the toolchain's, or every build of every thrust compile misses (6 of
+        # ggml's, issue 35). The toolkit is reached through a link, as /usr/local/cuda usually is.
+        toolkit = os.path.dirname(kachetest.nvcc_home())
+        link = self.path("cuda")
+        os.symlink(toolkit, link)
+        cccl = os.path.join(link, "targets", "x86_64-linux", "include", "cccl")
+        self.assertTrue(os.path.isfile(os.path.join(cccl, "thrust", "iterator", "detail", "device_system_tag.h")))
+        self.write("t.cu", "#include <thrust/device_vector.h>\n#include <thrust/sort.h>\n"
+                   "void sort(thrust::device_vector<int>& v) { thrust::sort(v.begin(), v.end()); }\n")
+        for build in ("b1", "b2"):
+            os.makedirs(self.path(build))
+            self.kache([os.path.join(link, "bin", "nvcc"), "-isystem", cccl, "-Xcompiler",
+                        "-fno-canonical-system-headers", "-arch=sm_90", "-c", "../t.cu", "-o", "t.o", "-MD", "-MF", "t.d"],
+                       cwd=self.path(build))
+            with open(self.path(build, "t.d")) as f:
+                self.assertIn(os.path.join(cccl, "thrust", "iterator", "detail", "device_system_tag.h"), f.read())
+        self.assert_counts(hits=1, misses=1)
+
     def test_second_checkout_with_a_different_header_is_not_served_the_first(self):
         # Same relative commands, same source, but the second checkout's header differs: its build
         # must come from its own header, not from a record of the first checkout's files.

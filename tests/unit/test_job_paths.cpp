@@ -97,5 +97,27 @@ TEST(JobPaths, ALiteralDirIsKnownAsSpelledAndAsNormal) {
   EXPECT_EQ(job.literal_dirs, (std::vector<std::string>{"/p/Samples/x/../../Common", "/p/Common"}));
 }
 
+// Issue 35 (ggml on the GPU machine): nvcc.profile's "<toolkit>/bin/../targets/.../cccl" is also known
+// as "<toolkit>/targets/.../cccl" (CMake's -isystem) and by its real path; a "bin/.." whose bin is a
+// link elsewhere is not read past, and a directory that does not exist adds nothing.
+TEST(JobPaths, AToolchainDirIsKnownByEverySpellingOfIt) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "kache-dir-spellings";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "real" / "bin");
+  std::filesystem::create_directories(dir / "real" / "targets" / "inc");
+  std::filesystem::create_directories(dir / "other" / "bin");
+  std::filesystem::create_directories(dir / "other" / "targets" / "inc");
+  std::filesystem::create_directory_symlink(dir / "real", dir / "tk");
+  std::filesystem::create_directory_symlink(dir / "other" / "bin", dir / "real" / "linkbin");
+  const std::string d = dir.string();
+  EXPECT_EQ(system_dir_spellings({d + "/tk/bin/../targets/inc/", d + "/missing/../x"}),
+            (std::vector<std::string>{d + "/tk/bin/../targets/inc", d + "/missing/../x", d + "/tk/targets/inc",
+                                      d + "/real/targets/inc"}));
+  // linkbin/.. is other/, not real/: the lexical form would name another directory, so only the real path.
+  EXPECT_EQ(system_dir_spellings({d + "/tk/linkbin/../targets/inc"}),
+            (std::vector<std::string>{d + "/tk/linkbin/../targets/inc", d + "/other/targets/inc"}));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kache::compiler
