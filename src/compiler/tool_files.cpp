@@ -201,14 +201,98 @@ std::vector<std::string> assigned_names(std::string_view body) {
   return names;
 }
 
-// The programs a shell wrapper execs: the word after each `exec`. kache follows only names it can
-// resolve now: a literal path, or a bare name looked up on PATH as the probe does. An expansion of
-// anything the script did not set itself (an environment variable like $EXTRA_FLAGS or ${REAL:-..},
-// $0 as in `$(dirname "$0")`) or a command substitution ($(...), a backquote) could run a program or
-// pass flags kache would not key: *why says so and nothing is returned. The script's own arguments
-// ("$@", $1, $#) are the compile's and allowed.
+// The simple commands of a shell script, each as its words: split at newlines (a backslash-newline
+// joins), `;`, `&`, `|`, `(` and `)` outside quotes (`2>&1` and `<&` are redirections, not separators),
+// comments dropped. A case pattern ends at its `)`: such a segment is marked (pattern = true).
+struct SimpleCommand {
+  std::vector<std::string> words;
+  bool pattern = false;
+  bool piped = false;  // ended by `|`: in a case, `-c | -S)` is one pattern
+};
+
+std::vector<SimpleCommand> simple_commands(std::string_view body) {
+  std::vector<SimpleCommand> out;
+  std::string current;
+  char quote = 0;
+  const auto flush = [&](bool pattern, bool piped = false) {
+    auto words = words_of(current);
+    if (!words.empty()) out.push_back({std::move(words), pattern, piped});
+    current.clear();
+  };
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (quote) {
+      if (c == '\\' && quote == '"' && i + 1 < body.size()) {
+        current += c;
+        current += body[++i];
+        continue;
+      }
+      if (c == quote) quote = 0;
+      current += c;
+      continue;
+    }
+    if (c == '\\' && i + 1 < body.size()) {
+      if (body[i + 1] == '\n') {
+        ++i;
+        continue;
+      }
+      current += c;
+      current += body[++i];
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+      current += c;
+      continue;
+    }
+    if (c == '#' && (current.empty() || current.back() == ' ' || current.back() == '\t')) {
+      while (i + 1 < body.size() && body[i + 1] != '\n') ++i;
+      continue;
+    }
+    const bool redirect = c == '&' && i > 0 && (body[i - 1] == '>' || body[i - 1] == '<');
+    if (c == '\n' || c == ';' || c == '|' || c == '(' || (c == '&' && !redirect)) {
+      flush(false, c == '|');
+      continue;
+    }
+    if (c == ')') {
+      flush(true);
+      continue;
+    }
+    current += c;
+  }
+  flush(false);
+  return out;
+}
+
+bool is_assignment(const std::string& word) {
+  const std::size_t eq = word.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  return std::all_of(word.begin(), word.begin() + static_cast<std::ptrdiff_t>(eq), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+  }) && !std::isdigit(static_cast<unsigned char>(word[0]));
+}
+
+bool is_redirection(const std::string& word) {
+  std::size_t i = 0;
+  while (i < word.size() && std::isdigit(static_cast<unsigned char>(word[i]))) ++i;
+  return i < word.size() && (word[i] == '<' || word[i] == '>');
+}
+
+// The programs a shell wrapper runs: the command word of every simple command (after its assignments
+// and redirections, and after `exec`, `command` and the words that open a compound command), each a
+// name kache resolves now: a literal path, or a bare name looked up on PATH as the probe does. Shell
+// builtins run nothing. An expansion of anything the script did not set itself (an environment variable
+// like $EXTRA_FLAGS or ${REAL:-..}, $0 as in `$(dirname "$0")`) or a command substitution ($(...), a
+// backquote) could run a program or pass flags kache would not key, and so could `eval`, `.`/`source`
+// (another script's text) and `alias`: *why says so and nothing is returned. The script's own arguments
+// ("$@", $1, $#) are the compile's and allowed, as are $? $$ $! $-.
 std::vector<std::string> shell_commands(std::string_view body, std::string* why) {
   const std::vector<std::string> own = assigned_names(body);
+  // Bare names are looked up on the probe's PATH: a script that sets its own would find others.
+  if (std::find(own.begin(), own.end(), "PATH") != own.end()) {
+    *why = "it sets PATH";
+    return {};
+  }
   for (std::size_t i = 0; i < body.size(); ++i) {
     if (body[i] == '`') {
       *why = "a backquote";
@@ -216,7 +300,12 @@ std::vector<std::string> shell_commands(std::string_view body, std::string* why)
     }
     if (body[i] != '$') continue;
     const char next = i + 1 < body.size() ? body[i + 1] : '\0';
-    if (next == '@' || next == '*' || next == '#' || (next >= '1' && next <= '9')) continue;
+    // The arguments, and $? $$ $! $-: the script's own state, never the environment's.
+    if (next == '@' || next == '*' || next == '#' || (next >= '1' && next <= '9') || next == '?' || next == '$' ||
+        next == '!' || next == '-') {
+      if (next == '$') ++i;
+      continue;
+    }
     std::size_t n = i + 1;
     const bool braced = next == '{';
     if (braced) ++n;
@@ -230,20 +319,57 @@ std::vector<std::string> shell_commands(std::string_view body, std::string* why)
       return {};
     }
   }
+  // Words that open or continue a compound command: the command follows them.
+  static constexpr std::string_view kLeading[] = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"};
+  // Words that end one, or a whole segment that is no command.
+  static constexpr std::string_view kClosing[] = {"fi", "done", "esac", "}", "for", "case", "in"};
+  // Builtins of sh, dash and bash that run no program.
+  static constexpr std::string_view kBuiltins[] = {
+      ":", "true", "false", "echo", "printf", "set", "shift", "export", "unset", "local", "readonly", "cd",
+      "test", "[", "[[", "return", "exit", "read", "umask", "trap", "wait", "break", "continue", "getopts",
+      "ulimit", "pwd", "declare", "typeset"};
+  const auto one_of = [](const std::string& w, const auto& list) {
+    return std::find(std::begin(list), std::end(list), w) != std::end(list);
+  };
   std::vector<std::string> commands;
-  std::size_t start = 0;
-  while (start < body.size()) {
-    const std::size_t end = std::min(body.find('\n', start), body.size());
-    const auto words = words_of(body.substr(start, end - start));
-    start = end + 1;
-    for (std::size_t w = 0; w + 1 < words.size(); ++w) {
-      if (words[w] != "exec") continue;
-      const std::string command = unquoted(words[w + 1]);
-      if (command.starts_with('-')) {
-        *why = "exec with options";
+  bool in_case = false;
+  const std::vector<SimpleCommand> segments = simple_commands(body);
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    const SimpleCommand& sc = segments[s];
+    // `-c)`, `*.cu | *.c)`: a case pattern, no command.
+    std::size_t end = s;
+    while (end + 1 < segments.size() && segments[end].piped) ++end;
+    if (in_case && segments[end].pattern && (sc.pattern || sc.piped)) continue;
+    const auto& words = sc.words;
+    std::size_t w = 0;
+    while (true) {
+      while (w < words.size() && (is_assignment(words[w]) || is_redirection(words[w]))) ++w;
+      if (w >= words.size()) break;
+      const std::string word = unquoted(words[w]);
+      if (word == "case") in_case = true;
+      if (word == "esac") in_case = false;
+      if (one_of(word, kLeading)) {
+        ++w;
+        continue;
+      }
+      if (one_of(word, kClosing) || one_of(word, kBuiltins) || word == ";;") break;
+      if (word == "eval" || word == "." || word == "source" || word == "alias") {
+        *why = "it runs `" + word + "`";
         return {};
       }
-      commands.push_back(command);
+      if (word == "exec" || word == "command") {
+        if (w + 1 >= words.size()) break;  // `exec 2>&1`: redirections only
+        const std::string next = unquoted(words[w + 1]);
+        if (word == "command" && (next == "-v" || next == "-V")) break;  // a lookup, not a run
+        if (next.starts_with('-')) {
+          *why = word + " with options";
+          return {};
+        }
+        ++w;
+        continue;
+      }
+      commands.push_back(word);
+      break;
     }
   }
   return commands;
@@ -313,6 +439,14 @@ void ProbeFiles::add_program(const std::string& role, const std::string& path, i
     if (is_shell(program_run) || name == "env" || name.starts_with("python") || name == "perl" || name == "ruby" ||
         name == "node") {
       refuse("it starts " + name);
+    }
+    // A program that runs the program its arguments name (nice gcc, timeout 60 nvcc): kache would key
+    // the launcher and not what it runs.
+    static constexpr std::string_view kLaunchers[] = {"nice", "nohup", "timeout", "stdbuf", "xargs", "sudo", "doas",
+                                                      "time", "ionice", "taskset", "chrt", "setsid", "flock",
+                                                      "chroot", "su", "runuser", "strace", "ltrace", "valgrind"};
+    if (std::find(std::begin(kLaunchers), std::end(kLaunchers), name) != std::end(kLaunchers)) {
+      refuse("it runs a program through " + name);
     }
     add_program(role + ":runs", program_run, depth + 1);
   }

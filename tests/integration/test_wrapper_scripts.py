@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import subprocess
+import textwrap
 
 import kachetest
 from kachetest import KacheTestCase
@@ -92,6 +93,52 @@ class WrapperScripts(KacheTestCase):
         self.script("early/mygcc", f'exec {GCC} -DX=8 "$@"')
         self.compile(driver)
         self.assertEqual(self.counts(), (1, 2, 0))
+
+    def follows_on_path(self, body, x):
+        # mygcc found on the PATH the wrapper inherits; one placed earlier on PATH later is what the
+        # wrapper runs then: a miss, and the object a plain build gives now.
+        os.makedirs(self.path("early"))
+        self.script("late/mygcc", f'exec {GCC} "$@"')
+        driver = self.script("w/gcc", body)
+        self.env["PATH"] = self.path("early") + ":" + self.path("late") + ":" + os.environ["PATH"]
+        self.compile(driver)
+        self.compile(driver)
+        self.assertEqual(self.counts(), (1, 1, 0))
+        self.script("early/mygcc", f'exec {GCC} -DX={x} "$@"')
+        self.compile(driver)
+        self.assertEqual(self.counts(), (1, 2, 0))
+
+    def test_program_a_wrapper_runs_without_exec(self):
+        # No exec: the shell runs mygcc just the same. Served the first object before.
+        self.follows_on_path('mygcc "$@"', 9)
+
+    def test_program_among_the_shells_own_words(self):
+        # Builtins, a case with alternatives, a loop, a comment, an assignment prefix and $?: none of
+        # them a program; the one program is found and followed.
+        self.follows_on_path(textwrap.dedent("""\
+            set -e
+            # a comment naming nothing: gcc-13 "$@"
+            if [ -z "$1" ]; then echo "usage: gcc ARGS" >&2; exit 2; fi
+            case "$1" in
+              --version) ;;
+              -c | -S) : compile ;;
+            esac
+            for a in "$@"; do test -n "$a" || true; done
+            LC_ALL=C mygcc "$@" </dev/null
+            status=$?
+            exit $status"""), 10)
+
+    def test_program_run_through_a_launcher_passes_through(self):
+        # nice, timeout and the like run the program their arguments name, which kache would not key.
+        self.script("late/mygcc", f'exec {GCC} "$@"')
+        self.env["PATH"] = self.path("late") + ":" + os.environ["PATH"]
+        self.assert_passes_through(self.script("w/gcc", 'nice -n 5 mygcc "$@"'))
+
+    def test_script_that_sources_or_sets_path_passes_through(self):
+        self.write("conf.sh", "X=1\n")
+        self.assert_passes_through(self.script("w/gcc", f'. ./conf.sh\nexec {GCC} "$@"'))
+        self.kache(["--zero-stats"])
+        self.assert_passes_through(self.script("w2/gcc", 'PATH=/opt/other:$PATH\nexec gcc "$@"'))
 
     def test_program_not_on_path_passes_through(self):
         # The wrapper fails as it does without kache: its exit code and message are the build's.
