@@ -174,51 +174,12 @@ std::string unquoted(std::string word) {
   return word;
 }
 
-// Names a shell script gives values itself (`for a`, `a=...`, `read a`): their expansions hold what
-// the script made of its own arguments, not the environment.
-std::vector<std::string> assigned_names(std::string_view body) {
-  std::vector<std::string> names;
-  const auto ident_at = [&](std::size_t i) {
-    std::size_t e = i;
-    while (e < body.size() && (std::isalnum(static_cast<unsigned char>(body[e])) || body[e] == '_')) ++e;
-    return std::string(body.substr(i, e - i));
-  };
-  for (std::size_t i = 0; i < body.size(); ++i) {
-    const bool word_start = i == 0 || std::strchr(" \t\n;&|(", body[i - 1]) != nullptr;
-    if (!word_start) continue;
-    for (std::string_view kw : {"for ", "read ", "local "}) {
-      if (body.substr(i).starts_with(kw)) {
-        std::size_t j = i + kw.size();
-        while (j < body.size() && body[j] == ' ') ++j;
-        if (std::string n = ident_at(j); !n.empty()) names.push_back(n);
-      }
-    }
-    if (std::string n = ident_at(i); !n.empty() && i + n.size() < body.size() && body[i + n.size()] == '=' &&
-                                       !std::isdigit(static_cast<unsigned char>(n[0]))) {
-      names.push_back(n);
-    }
-  }
-  return names;
-}
-
-// The simple commands of a shell script, each as its words: split at newlines (a backslash-newline
-// joins), `;`, `&`, `|`, `(` and `)` outside quotes (`2>&1` and `<&` are redirections, not separators),
-// comments dropped. A case pattern ends at its `)`: such a segment is marked (pattern = true).
-struct SimpleCommand {
-  std::vector<std::string> words;
-  bool pattern = false;
-  bool piped = false;  // ended by `|`: in a case, `-c | -S)` is one pattern
-};
-
-std::vector<SimpleCommand> simple_commands(std::string_view body) {
-  std::vector<SimpleCommand> out;
+// A wrapper's logical lines: backslash-newlines joined, comments dropped (a `#` that starts a word
+// outside quotes), blank lines skipped. *open_quote is set when a quote runs past the end.
+std::vector<std::string> logical_lines(std::string_view body, bool* open_quote) {
+  std::vector<std::string> lines;
   std::string current;
   char quote = 0;
-  const auto flush = [&](bool pattern, bool piped = false) {
-    auto words = words_of(current);
-    if (!words.empty()) out.push_back({std::move(words), pattern, piped});
-    current.clear();
-  };
   for (std::size_t i = 0; i < body.size(); ++i) {
     const char c = body[i];
     if (quote) {
@@ -232,147 +193,277 @@ std::vector<SimpleCommand> simple_commands(std::string_view body) {
       continue;
     }
     if (c == '\\' && i + 1 < body.size()) {
-      if (body[i + 1] == '\n') {
-        ++i;
-        continue;
-      }
-      current += c;
-      current += body[++i];
+      if (body[i + 1] != '\n') current += c, current += body[i + 1];
+      ++i;
       continue;
     }
-    if (c == '\'' || c == '"') {
-      quote = c;
-      current += c;
-      continue;
-    }
+    if (c == '\'' || c == '"') quote = c;
     if (c == '#' && (current.empty() || current.back() == ' ' || current.back() == '\t')) {
       while (i + 1 < body.size() && body[i + 1] != '\n') ++i;
       continue;
     }
-    const bool redirect = c == '&' && i > 0 && (body[i - 1] == '>' || body[i - 1] == '<');
-    if (c == '\n' || c == ';' || c == '|' || c == '(' || (c == '&' && !redirect)) {
-      flush(false, c == '|');
-      continue;
-    }
-    if (c == ')') {
-      flush(true);
+    if (c == '\n' || c == '\r') {
+      if (!words_of(current).empty()) lines.push_back(current);
+      current.clear();
       continue;
     }
     current += c;
   }
-  flush(false);
-  return out;
+  if (!words_of(current).empty()) lines.push_back(current);
+  *open_quote = quote != 0;
+  return lines;
 }
 
-bool is_assignment(const std::string& word) {
-  const std::size_t eq = word.find('=');
-  if (eq == std::string::npos || eq == 0) return false;
-  return std::all_of(word.begin(), word.begin() + static_cast<std::ptrdiff_t>(eq), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-  }) && !std::isdigit(static_cast<unsigned char>(word[0]));
-}
-
-bool is_redirection(const std::string& word) {
-  std::size_t i = 0;
-  while (i < word.size() && std::isdigit(static_cast<unsigned char>(word[i]))) ++i;
-  return i < word.size() && (word[i] == '<' || word[i] == '>');
-}
-
-// The programs a shell wrapper runs: the command word of every simple command (after its assignments
-// and redirections, and after `exec`, `command` and the words that open a compound command), each a
-// name kache resolves now: a literal path, or a bare name looked up on PATH as the probe does. Shell
-// builtins run nothing. An expansion of anything the script did not set itself (an environment variable
-// like $EXTRA_FLAGS or ${REAL:-..}, $0 as in `$(dirname "$0")`) or a command substitution ($(...), a
-// backquote) could run a program or pass flags kache would not key, and so could `eval`, `.`/`source`
-// (another script's text) and `alias`: *why says so and nothing is returned. The script's own arguments
-// ("$@", $1, $#) are the compile's and allowed, as are $? $$ $! $-.
-std::vector<std::string> shell_commands(std::string_view body, std::string* why) {
-  const std::vector<std::string> own = assigned_names(body);
-  // Bare names are looked up on the probe's PATH: a script that sets its own would find others.
-  if (std::find(own.begin(), own.end(), "PATH") != own.end()) {
-    *why = "it sets PATH";
-    return {};
-  }
-  for (std::size_t i = 0; i < body.size(); ++i) {
-    if (body[i] == '`') {
-      *why = "a backquote";
-      return {};
-    }
-    if (body[i] != '$') continue;
-    const char next = i + 1 < body.size() ? body[i + 1] : '\0';
-    // The arguments, and $? $$ $! $-: the script's own state, never the environment's.
-    if (next == '@' || next == '*' || next == '#' || (next >= '1' && next <= '9') || next == '?' || next == '$' ||
-        next == '!' || next == '-') {
-      if (next == '$') ++i;
+// The words of a logical line, split at blanks outside quotes (quotes kept). *special gets the first
+// character outside quotes that makes the line more than one simple command or redirects it
+// (; | & ( ) < > { }), or 0.
+std::vector<std::string> shell_words(std::string_view line, char* special) {
+  std::vector<std::string> words;
+  std::string current;
+  bool in_word = false;
+  char quote = 0;
+  *special = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote) {
+      if (c == '\\' && quote == '"' && i + 1 < line.size()) {
+        current += c;
+        current += line[++i];
+        continue;
+      }
+      if (c == quote) quote = 0;
+      current += c;
       continue;
     }
-    std::size_t n = i + 1;
-    const bool braced = next == '{';
-    if (braced) ++n;
+    if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(current);
+      current.clear();
+      in_word = false;
+      continue;
+    }
+    if (c == '\'' || c == '"') quote = c;
+    if (!*special && std::strchr(";|&()<>{}", c) != nullptr) *special = c;
+    current += c;
+    in_word = true;
+  }
+  if (in_word) words.push_back(current);
+  return words;
+}
+
+bool is_name(std::string_view s) {
+  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+         std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+}
+
+// NAME=VALUE: the name, or "" when the word is no assignment.
+std::string assigned_name(const std::string& word) {
+  const std::size_t eq = word.find('=');
+  if (eq == std::string::npos || !is_name(std::string_view(word).substr(0, eq))) return "";
+  return word.substr(0, eq);
+}
+
+// Whether every expansion in `text` is a name in `own` ($NAME or ${NAME}); a command substitution, a
+// backquote, a special or positional parameter or any other name is not. *what names the first that
+// is not.
+bool expands_only(std::string_view text, const std::vector<std::string>& own, std::string* what) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '`') {
+      *what = "a backquote";
+      return false;
+    }
+    if (text[i] != '$') continue;
+    const char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if (next == '(') {
+      *what = "a command substitution";
+      return false;
+    }
+    std::size_t n = i + 1 + (next == '{' ? 1 : 0);
     std::size_t e = n;
-    while (e < body.size() && (std::isalnum(static_cast<unsigned char>(body[e])) || body[e] == '_')) ++e;
-    const std::string name(body.substr(n, e - n));
-    const bool plain = !braced || (e < body.size() && body[e] == '}');
-    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) || !plain ||
-        std::find(own.begin(), own.end(), name) == own.end()) {
-      *why = next == '(' ? "a command substitution" : "an expansion of " + (name.empty() ? std::string("$") + next : name);
+    while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+    const std::string name(text.substr(n, e - n));
+    const bool plain = next != '{' || (e < text.size() && text[e] == '}');
+    if (!is_name(name) || !plain || std::find(own.begin(), own.end(), name) == own.end()) {
+      *what = "an expansion of " + (name.empty() ? std::string("$") + next : name);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Arguments a wrapper may add to the program it runs: ones that change no output file and read no
+// file kache would not see, since kache plans the compile from the command line it was given, not from
+// the wrapper's (a -MD, -save-temps, -gsplit-dwarf, @file or -B there would go unseen). *takes_value is
+// set for an option whose value is the next word.
+bool harmless_added_argument(const std::string& arg, bool* takes_value) {
+  *takes_value = false;
+  if (arg == "-ccbin" || arg == "--compiler-bindir") {
+    *takes_value = true;  // nvcc's host compiler: the value must be a program kache follows
+    return true;
+  }
+  if (arg.starts_with("-ccbin=") || arg.starts_with("--compiler-bindir=")) return true;
+  if (arg.starts_with("-D") || arg.starts_with("-U") || arg.starts_with("-std=") || arg.starts_with("-m")) return true;
+  if (arg == "-O" || arg == "-O0" || arg == "-O1" || arg == "-O2" || arg == "-O3" || arg == "-Os" || arg == "-Og" ||
+      arg == "-Oz" || arg == "-Ofast" || arg == "-w") {
+    return true;
+  }
+  return arg.starts_with("-W") && !arg.starts_with("-Wa,") && !arg.starts_with("-Wl,") && !arg.starts_with("-Wp,");
+}
+
+// The programs a shell wrapper runs, read off its text line by line. kache understands a wrapper
+// made of lines of these forms only, and names why otherwise (*why; nothing is returned), so that the
+// compile passes through rather than be keyed without something the wrapper runs or reads:
+//   NAME=VALUE ... / export NAME[=VALUE] / readonly ...   VALUE expanding only names set above;
+//   set -e / -u / -x / -o pipefail ..., unset, umask, :, true, false, exit, echo, printf, test, [
+//                                                          (builtins that run nothing; only these
+//                                                          may redirect, to stderr or /dev/null);
+//   [NAME=VALUE ...] [exec] PROGRAM [ARG ...] ["$@"]       PROGRAM a literal path or a bare name (found
+//                                                          on the PATH the wrapper inherits, as the
+//                                                          probe looks it up); each ARG one that writes
+//                                                          and reads nothing (harmless_added_argument).
+// if/case/for/while, functions, pipes, lists (; && ||), subshells, redirections of a program,
+// here-documents, eval, source, cd, shift, set --, read, trap and any expansion of the environment
+// ($EXTRA_FLAGS, ${REAL:-..}, $0, a name set only later or only under a condition) are not understood.
+// The words of a builtin that runs nothing: fine unless a command substitution could run a program or
+// the line does more than redirect to stderr or /dev/null.
+bool builtin_line_ok(const std::vector<std::string>& words, const std::string& line, std::string* why) {
+  for (const auto& w : words) {
+    if (w.find("$(") != std::string::npos || w.find('`') != std::string::npos) {
+      *why = "a command substitution";
+      return false;
+    }
+    std::string bare;  // the word outside its quotes
+    char q = 0;
+    for (const char ch : w) {
+      if (q == 0 && (ch == '"' || ch == '\'')) {
+        q = ch;
+      } else if (q != 0 && ch == q) {
+        q = 0;
+      } else if (q == 0) {
+        bare += ch;
+      }
+    }
+    if (bare.find_first_of(";|&()<>{}") != std::string::npos && w != ">&2" && w != "1>&2" && w != ">/dev/null" &&
+        w != "2>/dev/null") {
+      *why = "`" + line + "`";
+      return false;
+    }
+  }
+  return true;
+}
+
+// `set` with shell options only: `set -- ...` or `set a b` would change the arguments.
+bool set_line_ok(const std::vector<std::string>& words, const std::string& line, std::string* why) {
+  static constexpr std::string_view kSetWords[] = {"pipefail", "errexit", "nounset", "xtrace", "noglob"};
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& s = words[i];
+    const bool option = s.size() > 1 && (s[0] == '-' || s[0] == '+') && s != "--" &&
+                        std::all_of(s.begin() + 1, s.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); });
+    if (!option && std::find(std::begin(kSetWords), std::end(kSetWords), s) == std::end(kSetWords)) {
+      *why = "`" + line + "` (set changes the arguments)";
+      return false;
+    }
+  }
+  return true;
+}
+
+// One line of a wrapper kache can read (see shell_commands), and what it learnt so far.
+class WrapperLines {
+ public:
+  bool read(const std::string& line) {
+    char special = 0;
+    const std::vector<std::string> words = shell_words(line, &special);
+    const std::string first = unquoted(words[0]);
+    static constexpr std::string_view kBuiltins[] = {":", "true", "false", "exit", "echo", "printf", "test", "[", "unset", "umask"};
+    if (std::find(std::begin(kBuiltins), std::end(kBuiltins), first) != std::end(kBuiltins)) {
+      return builtin_line_ok(words, line, &why);
+    }
+    if (special) {
+      why = std::string("`") + special + "` in `" + line + "` (lists, pipes, redirections, compound commands)";
+      return false;
+    }
+    if (first == "set") return set_line_ok(words, line, &why);
+    const bool declaration = first == "export" || first == "readonly";
+    std::size_t w = declaration ? 1 : 0;
+    std::vector<std::string> assigned;
+    if (!assignments(words, w, assigned)) return false;
+    if (w < words.size() && !declaration) return command(words, w, line);  // its assignments are its environment
+    for (; w < words.size(); ++w) {
+      if (!is_name(words[w])) {
+        why = "`" + line + "`";
+        return false;
+      }
+    }
+    own_.insert(own_.end(), assigned.begin(), assigned.end());
+    if (std::find(own_.begin(), own_.end(), "PATH") != own_.end()) {
+      why = "it sets PATH";  // bare names are looked up on the probe's PATH
+      return false;
+    }
+    return true;
+  }
+
+  std::vector<std::string> commands;
+  std::string why;
+
+ private:
+  // NAME=VALUE words from w on, each VALUE expanding only names set on earlier lines.
+  bool assignments(const std::vector<std::string>& words, std::size_t& w, std::vector<std::string>& assigned) {
+    for (; w < words.size(); ++w) {
+      const std::string name = assigned_name(words[w]);
+      if (name.empty()) break;
+      if (!expands_only(words[w].substr(name.size() + 1), own_, &why)) return false;
+      assigned.push_back(name);
+    }
+    return true;
+  }
+
+  // [exec] PROGRAM [ARG ...]: a literal program, and arguments that are "$@" or harmless.
+  bool command(const std::vector<std::string>& words, std::size_t w, const std::string& line) {
+    constexpr const char* kNotLiteral = "$`\"'\\*?[~";
+    if (unquoted(words[w]) == "exec" && (++w == words.size() || words[w].starts_with('-'))) {
+      why = "`" + line + "`";
+      return false;
+    }
+    const std::string program = unquoted(words[w]);  // a quoted literal ("/opt/cuda/bin/nvcc") is that name
+    if (program.find_first_of(kNotLiteral) != std::string::npos) {
+      why = "the program " + program + " is not a literal name";
+      return false;
+    }
+    for (++w; w < words.size(); ++w) {
+      const std::string& arg = words[w];
+      if (arg == "\"$@\"" || arg == "$@") continue;  // the compile's own arguments, as given
+      bool takes_value = false;
+      if (arg.find_first_of(kNotLiteral) != std::string::npos || !harmless_added_argument(arg, &takes_value)) {
+        why = "it passes " + arg + " to " + program + ", which kache would not see";
+        return false;
+      }
+      if (takes_value && (++w == words.size() || !words[w].starts_with('/') ||
+                          words[w].find_first_of(kNotLiteral) != std::string::npos)) {
+        why = "`" + line + "`";
+        return false;
+      }
+    }
+    commands.push_back(program);
+    return true;
+  }
+
+  std::vector<std::string> own_;  // names the script set on earlier lines, before any use
+};
+
+std::vector<std::string> shell_commands(std::string_view body, std::string* why) {
+  bool open_quote = false;
+  const std::vector<std::string> lines = logical_lines(body, &open_quote);
+  if (open_quote) {
+    *why = "a quote that does not end";
+    return {};
+  }
+  WrapperLines reader;
+  for (const std::string& line : lines) {
+    if (!reader.read(line)) {
+      *why = reader.why;
       return {};
     }
   }
-  // Words that open or continue a compound command: the command follows them.
-  static constexpr std::string_view kLeading[] = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"};
-  // Words that end one, or a whole segment that is no command.
-  static constexpr std::string_view kClosing[] = {"fi", "done", "esac", "}", "for", "case", "in"};
-  // Builtins of sh, dash and bash that run no program.
-  static constexpr std::string_view kBuiltins[] = {
-      ":", "true", "false", "echo", "printf", "set", "shift", "export", "unset", "local", "readonly", "cd",
-      "test", "[", "[[", "return", "exit", "read", "umask", "trap", "wait", "break", "continue", "getopts",
-      "ulimit", "pwd", "declare", "typeset"};
-  const auto one_of = [](const std::string& w, const auto& list) {
-    return std::find(std::begin(list), std::end(list), w) != std::end(list);
-  };
-  std::vector<std::string> commands;
-  bool in_case = false;
-  const std::vector<SimpleCommand> segments = simple_commands(body);
-  for (std::size_t s = 0; s < segments.size(); ++s) {
-    const SimpleCommand& sc = segments[s];
-    // `-c)`, `*.cu | *.c)`: a case pattern, no command.
-    std::size_t end = s;
-    while (end + 1 < segments.size() && segments[end].piped) ++end;
-    if (in_case && segments[end].pattern && (sc.pattern || sc.piped)) continue;
-    const auto& words = sc.words;
-    std::size_t w = 0;
-    while (true) {
-      while (w < words.size() && (is_assignment(words[w]) || is_redirection(words[w]))) ++w;
-      if (w >= words.size()) break;
-      const std::string word = unquoted(words[w]);
-      if (word == "case") in_case = true;
-      if (word == "esac") in_case = false;
-      if (one_of(word, kLeading)) {
-        ++w;
-        continue;
-      }
-      if (one_of(word, kClosing) || one_of(word, kBuiltins) || word == ";;") break;
-      if (word == "eval" || word == "." || word == "source" || word == "alias") {
-        *why = "it runs `" + word + "`";
-        return {};
-      }
-      if (word == "exec" || word == "command") {
-        if (w + 1 >= words.size()) break;  // `exec 2>&1`: redirections only
-        const std::string next = unquoted(words[w + 1]);
-        if (word == "command" && (next == "-v" || next == "-V")) break;  // a lookup, not a run
-        if (next.starts_with('-')) {
-          *why = word + " with options";
-          return {};
-        }
-        ++w;
-        continue;
-      }
-      commands.push_back(word);
-      break;
-    }
-  }
-  return commands;
+  return reader.commands;
 }
 
 // Each word of `text` that starts with '/', up to the first character a shell would end it at.
@@ -403,11 +494,17 @@ void ProbeFiles::add_program(const std::string& role, const std::string& path, i
   add(role, program);
   if (std::find(followed_.begin(), followed_.end(), program) != followed_.end()) return;
   followed_.push_back(program);
-  if (!regular_file_head(program, 2).starts_with("#!")) return;
   // A script: kache keys what it runs only where it can read that off its text.
   const auto refuse = [&](const std::string& why) {
     throw UnreadableWrapper("the wrapper script " + path + " runs a program kache cannot name (" + why + ")");
   };
+  const std::string head = regular_file_head(program, 4);
+  if (head.starts_with("\x7f" "ELF")) return;
+  // Anything else the kernel cannot run (no #!, a byte-order mark before it) a shell runs as a script.
+  if (!head.starts_with("#!")) {
+    if (std::filesystem::is_regular_file(program, ec)) refuse("neither an ELF program nor a #! script");
+    return;
+  }
   if (depth >= kMaxScriptDepth) refuse("wrappers nested more than " + std::to_string(kMaxScriptDepth) + " deep");
   const std::string text = regular_file_head(program, kMaxScriptBytes + 1);
   if (text.size() > kMaxScriptBytes) refuse("over " + std::to_string(kMaxScriptBytes / 1024) + " KiB");
@@ -452,8 +549,11 @@ void ProbeFiles::add_program(const std::string& role, const std::string& path, i
   }
   for (const auto& word : absolute_words(std::string(body))) {
     // Each program named, as written (a link on the way may be retargeted) and followed a few levels;
-    // any other file it names (a -specs file, a config) keyed by content.
-    if (!std::filesystem::is_regular_file(word, ec)) continue;
+    // any other file it names (a -specs file, a config) keyed by content. A path that is no regular
+    // file (absent now, a directory, a FIFO) could be tested for or come into being later: not keyed.
+    static constexpr std::string_view kDevices[] = {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"};
+    if (std::find(std::begin(kDevices), std::end(kDevices), word) != std::end(kDevices)) continue;
+    if (!std::filesystem::is_regular_file(word, ec)) refuse("it names " + word + ", which is not a regular file");
     if (::access(word.c_str(), X_OK) == 0) {
       add_program(role + ":runs", word, depth + 1);
     } else {

@@ -61,9 +61,9 @@ constexpr Reason kReasons[] = {
      "An nvcc argument (or the working directory or TMPDIR) holds $ or a backquote, which nvcc's /bin/sh steps "
      "expand from the environment or by running a command: pass the expanded value from the build system instead."},
     {C::Passthrough, "wrapper-script",
-     "The compiler, or a program it runs, is a wrapper script whose programs kache cannot read off its text (a "
-     "name built at run time, found on PATH, or another interpreter): point the build at the real program, or "
-     "at a shell script that execs it by absolute path."},
+     "The compiler, or a program it runs, is a wrapper script kache cannot read off its text (a name built at "
+     "run time, a shell construct or flag it does not read, or another interpreter): point the build at the real "
+     "program, or at a shell script that execs it by absolute path."},
     {C::Passthrough, "hidden-input",
      "A flag makes the compiler read inputs no dependency list names (host -I/-D/-include, -ldir, -target-dir)."},
     {C::Passthrough, "keep-temps",

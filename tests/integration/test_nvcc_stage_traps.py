@@ -220,11 +220,18 @@ class StageTraps(KacheTestCase):
 
     def test_cicc_replaced_in_the_toolkit_reruns_cicc(self):
         nvcc = self.toolkit_of_links()
-        # A cicc that contracts no multiply-add (nvcc passes -fmad=1; cicc refuses a second -fmad).
-        fmad0 = ('for a; do shift; [ "$a" = -fmad=1 ] && a=-fmad=0; set -- "$@" "$a"; done\n'
-                 f'exec {self.real_cicc} "$@"')
-        obj1, obj2, counts, _ = self.first_then_second(
-            COMPILE, COMPILE, nvcc=nvcc, between=lambda: self.wrap("cuda/nvvm/bin/cicc", fmad0))
+        # A cicc that contracts no multiply-add (nvcc passes -fmad=1; cicc refuses a second -fmad): a
+        # compiled program, since a wrapper script that rewrites its arguments is one kache passes through.
+        fmad0 = ('#include <string.h>\n#include <unistd.h>\nint main(int argc, char** argv) {\n'
+                 '  for (int i = 1; i < argc; ++i) if (strcmp(argv[i], "-fmad=1") == 0) argv[i] = (char*)"-fmad=0";\n'
+                 f'  execv("{self.real_cicc}", argv);\n  return 127;\n}}\n')
+
+        def replace_cicc():
+            cicc = self.path("cuda", "nvvm", "bin", "cicc")
+            os.unlink(cicc)
+            subprocess.run(["gcc", "-x", "c", "-", "-o", cicc], input=fmad0, text=True, check=True)
+
+        obj1, obj2, counts, _ = self.first_then_second(COMPILE, COMPILE, nvcc=nvcc, between=replace_cicc)
         self.assert_device_code_changed(obj1, obj2)
         self.assertEqual(counts, {"ptx": (0, 2), "cubin": (0, 2)})
 

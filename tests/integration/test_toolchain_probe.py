@@ -8,8 +8,8 @@ command (nvcc's dry run of probe.cu, the driver's --version) in a file, then hol
 waits until the test releases it), so that compiles started together certainly overlap in the probe
 (without the lock each would probe)."""
 import os
-import shutil
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -22,10 +22,11 @@ KERNEL = "__global__ void k(int* p) { p[0] = VAL; }\nint host_value() { return V
 
 # The probe counter and holder, a compiled program the wrappers run by absolute path (kache follows a
 # wrapper it can read, tests/integration/test_wrapper_scripts.py, which a shell loop over "$a" is not).
-# `hook nvcc ARGS...` counts nvcc's dry run of probe.cu, `hook gcc ARGS...` the driver's --version, in
+# `hook-nvcc ARGS...` counts nvcc's dry run of probe.cu, `hook-gcc ARGS...` the driver's --version, in
 # probes.txt beside the hook; each then holds for the seconds in pause.txt there or, when it says
 # "until-released", until the test creates pause.txt.released (bounded, against a hung test). The
 # wrappers name neither file: a file a wrapper names is keyed, and the count changes with every probe.
+# The tool is the hook's own name: a wrapper passes a program nothing but "$@" and harmless flags.
 HOOK_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,9 @@ static void hold(const char* pause) {
   }
 }
 int main(int argc, char** argv) {
-  if (argc < 3) return 0;
+  if (argc < 2) return 0;
+  const char* base = strrchr(argv[0], '/');
+  const char* tool = strstr(base ? base + 1 : argv[0], "nvcc") ? "nvcc" : "gcc";
   char dir[4096], count[4200], pause[4200];
   snprintf(dir, sizeof dir, "%s", argv[0]);
   char* slash = strrchr(dir, '/');
@@ -53,11 +56,11 @@ int main(int argc, char** argv) {
   snprintf(count, sizeof count, "%s/probes.txt", dir);
   snprintf(pause, sizeof pause, "%s/pause.txt", dir);
   int probe = 0;
-  for (int i = 2; i < argc; ++i) {
+  for (int i = 1; i < argc; ++i) {
     size_t n = strlen(argv[i]);
-    if (strcmp(argv[1], "nvcc") == 0 && n >= 9 && strcmp(argv[i] + n - 9, "/probe.cu") == 0) probe = 1;
+    if (strcmp(tool, "nvcc") == 0 && n >= 9 && strcmp(argv[i] + n - 9, "/probe.cu") == 0) probe = 1;
   }
-  if (strcmp(argv[1], "gcc") == 0 && strcmp(argv[2], "--version") == 0) probe = 1;
+  if (strcmp(tool, "gcc") == 0 && strcmp(argv[1], "--version") == 0) probe = 1;
   if (!probe) return 0;
   FILE* c = fopen(count, "a");
   if (c) { fputs("probe\n", c); fclose(c); }
@@ -67,12 +70,12 @@ int main(int argc, char** argv) {
 """
 
 NVCC_WRAPPER = """#!/bin/sh
-{hook} nvcc "$@"
+{hook}-nvcc "$@"
 exec "{real}" "$@"
 """
 
 GCC_WRAPPER = """#!/bin/sh
-{hook} gcc "$@"
+{hook}-gcc "$@"
 exec gcc-12 "$@"
 """
 
@@ -90,7 +93,8 @@ class ProbeOnce(KacheTestCase):
         self.count = self.path("probes.txt")
         self.pause = self.write("pause.txt", PAUSE)
         self.hook = self.path("hook")
-        subprocess.run(["gcc", "-O1", "-x", "c", "-", "-o", self.hook], input=HOOK_C, text=True, check=True)
+        subprocess.run(["gcc", "-O1", "-x", "c", "-", "-o", self.hook + "-nvcc"], input=HOOK_C, text=True, check=True)
+        shutil.copy(self.hook + "-nvcc", self.hook + "-gcc")
 
     def wrapper(self, rel, template, **fields):
         p = self.write(rel, template.format(count=self.count, pause=self.pause, hook=self.hook, **fields))

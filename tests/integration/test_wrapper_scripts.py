@@ -112,21 +112,53 @@ class WrapperScripts(KacheTestCase):
         # No exec: the shell runs mygcc just the same. Served the first object before.
         self.follows_on_path('mygcc "$@"', 9)
 
-    def test_program_among_the_shells_own_words(self):
-        # Builtins, a case with alternatives, a loop, a comment, an assignment prefix and $?: none of
-        # them a program; the one program is found and followed.
+    def test_program_among_the_lines_kache_reads(self):
+        # Assignments, set, builtins that print, a harmless added flag and exec with its own environment:
+        # the one program is found and followed.
         self.follows_on_path(textwrap.dedent("""\
-            set -e
+            set -eu
             # a comment naming nothing: gcc-13 "$@"
-            if [ -z "$1" ]; then echo "usage: gcc ARGS" >&2; exit 2; fi
-            case "$1" in
-              --version) ;;
-              -c | -S) : compile ;;
-            esac
-            for a in "$@"; do test -n "$a" || true; done
-            LC_ALL=C mygcc "$@" </dev/null
-            status=$?
-            exit $status"""), 10)
+            MODE=wrapped
+            export LC_ALL=C
+            echo "compiling ($MODE)" >/dev/null
+            GCC_COLORS= exec mygcc -Wall "$@"
+            """), 10)
+
+    def test_scripts_kache_cannot_read_pass_through(self):
+        # Each could run a program kache does not key or change what it writes (found by an adversarial
+        # review; the ones marked stale served the first object before).
+        tool = self.script("tools/mygcc", f'exec {GCC} "$@"')
+        self.write("rsp", "-DX=2\n")
+        self.write("plain", "#ifndef X\n")
+        os.chmod(self.path("plain"), 0o755)
+        cases = {
+            "a test of a path that may appear (stale)": f'if [ -x /opt/kache-absent/gcc ]; then exec /opt/kache-absent/gcc "$@"; fi\nexec {tool} "$@"',
+            "an absent path": f'exec /opt/kache-absent/gcc "$@"',
+            "a variable in the program (stale)": f'V=tools\nexec {self.ws}/$V/mygcc "$@"',
+            "a glob in the program (stale)": f'exec {self.ws}/too*/mygcc "$@"',
+            "a conditional default (stale)": f'KFLAGS=${{KFLAGS:--O0}}\nexec {tool} $KFLAGS "$@"',
+            "a name set after its use (stale)": f'exec {tool} $OPTS "$@"\nOPTS=',
+            "a launcher (stale)": f'exec ccache {tool} "$@"',
+            "a response file (stale)": f'exec {tool} @{self.path("rsp")} "$@"',
+            "a flag that writes a file": f'exec {tool} -MD "$@"',
+            "a -B directory (stale)": f'exec {tool} -B{self.ws}/ "$@"',
+            "a case with a subshell (stale)": f'case "$1" in\n  *) ({tool} "$@") ;;\nesac',
+            "a file read into a variable (stale)": f'read FLAGS < {self.path("rsp")}\nexec {tool} $FLAGS "$@"',
+            "a trap (stale)": f'trap \'{tool} "$@"\' EXIT\ntrue',
+            "a redirection before the program (stale)": f'< /dev/null {tool} "$@"',
+            "a nested program with no #! (stale)": f'exec {self.path("plain")} "$@"',
+            "a function": f'f() {{ {tool} "$@"; }}\nf "$@"',
+            "eval": f'eval exec {tool} \'"$@"\'',
+            "a PATH of its own": f'PATH={self.ws}/tools:$PATH\nexec mygcc "$@"',
+        }
+        for n, (what, body) in enumerate(cases.items()):
+            with self.subTest(what):
+                self.kache(["--zero-stats"])
+                driver = self.script(f"w{n}/gcc", body)
+                r = self.kache([driver, "-c", "m.c", "-o", "m.o"], cwd=self.ws, check=False)
+                s = self.stats()
+                self.assertEqual((s["hits"], s["misses"]), (0, 0), r.stderr)
+                self.assertEqual(s.get("passthrough_reasons"), {"wrapper-script": 1}, s)
 
     def test_program_run_through_a_launcher_passes_through(self):
         # nice, timeout and the like run the program their arguments name, which kache would not key.
@@ -162,7 +194,7 @@ class WrapperScripts(KacheTestCase):
         r = subprocess.run([kachetest.KACHE, driver, "-c", "m.c", "-o", "m.o"], cwd=self.ws, env=self.env,
                            capture_output=True, text=True, timeout=120)
         self.assertEqual((r.returncode, r.stderr), (0, ""))
-        self.assertEqual(self.counts(), (0, 1, 0))
+        self.assertEqual(self.counts(), (0, 0, 1))  # a path that is no regular file is not keyed: passed through
 
 
 if __name__ == "__main__":
