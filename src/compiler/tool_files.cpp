@@ -174,6 +174,19 @@ std::string unquoted(std::string word) {
   return word;
 }
 
+// Inside a quote at text[i]: appends the character (a backslash and what it escapes, in double quotes)
+// to out and ends the quote at its closing character.
+void take_quoted(std::string_view text, std::size_t& i, char& quote, std::string& out) {
+  const char c = text[i];
+  if (c == '\\' && quote == '"' && i + 1 < text.size()) {
+    out += c;
+    out += text[++i];
+    return;
+  }
+  if (c == quote) quote = 0;
+  out += c;
+}
+
 // A wrapper's logical lines: backslash-newlines joined, comments dropped (a `#` that starts a word
 // outside quotes), blank lines skipped. *open_quote is set when a quote runs past the end.
 std::vector<std::string> logical_lines(std::string_view body, bool* open_quote) {
@@ -183,13 +196,7 @@ std::vector<std::string> logical_lines(std::string_view body, bool* open_quote) 
   for (std::size_t i = 0; i < body.size(); ++i) {
     const char c = body[i];
     if (quote) {
-      if (c == '\\' && quote == '"' && i + 1 < body.size()) {
-        current += c;
-        current += body[++i];
-        continue;
-      }
-      if (c == quote) quote = 0;
-      current += c;
+      take_quoted(body, i, quote, current);
       continue;
     }
     if (c == '\\' && i + 1 < body.size()) {
@@ -226,13 +233,7 @@ std::vector<std::string> shell_words(std::string_view line, char* special) {
   for (std::size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
     if (quote) {
-      if (c == '\\' && quote == '"' && i + 1 < line.size()) {
-        current += c;
-        current += line[++i];
-        continue;
-      }
-      if (c == quote) quote = 0;
-      current += c;
+      take_quoted(line, i, quote, current);
       continue;
     }
     if (c == ' ' || c == '\t') {

@@ -42,28 +42,30 @@ class WrapperScripts(KacheTestCase):
         s = self.stats()
         return s["hits"], s["misses"], s["passthrough"]
 
+    def assert_follows(self, driver, change):
+        """A miss, a hit; then after change() a miss again, with the object a plain build gives now."""
+        self.compile(driver)
+        self.compile(driver)
+        self.assertEqual(self.counts(), (1, 1, 0))
+        change()
+        self.compile(driver)
+        self.assertEqual(self.counts(), (1, 2, 0))
+
     def test_link_retargeted_in_the_path_a_wrapper_runs(self):
         self.script("v1/gcc", f'exec {GCC} "$@"')
         self.script("v2/gcc", f'exec {GCC} -DX=4 "$@"')
         os.symlink("v1", self.path("cur"))
-        driver = self.script("bin/gcc", f'exec {self.path("cur", "gcc")} "$@"')
-        self.compile(driver)
-        self.compile(driver)
-        self.assertEqual(self.counts(), (1, 1, 0))
-        os.unlink(self.path("cur"))
-        os.symlink("v2", self.path("cur"))
-        self.compile(driver)  # the object a plain build gives now (X = 4)
-        self.assertEqual(self.counts(), (1, 2, 0))
+
+        def retarget():
+            os.unlink(self.path("cur"))
+            os.symlink("v2", self.path("cur"))
+
+        self.assert_follows(self.script("bin/gcc", f'exec {self.path("cur", "gcc")} "$@"'), retarget)
 
     def test_target_of_a_wrapper_of_a_wrapper_replaced(self):
         inner = self.script("v1/gcc", f'exec {GCC} "$@"')
-        driver = self.script("bin/gcc", f'exec {inner} "$@"')
-        self.compile(driver)
-        self.compile(driver)
-        self.assertEqual(self.counts(), (1, 1, 0))
-        self.script("v1/gcc", f'exec {GCC} -DX=5 "$@"')
-        self.compile(driver)
-        self.assertEqual(self.counts(), (1, 2, 0))
+        self.assert_follows(self.script("bin/gcc", f'exec {inner} "$@"'),
+                            lambda: self.script("v1/gcc", f'exec {GCC} -DX=5 "$@"'))
 
     def assert_passes_through(self, driver, env=None):
         r = self.kache([driver, "-c", "m.c", "-o", "m.o"], cwd=self.ws, env=env, check=False)
@@ -80,19 +82,8 @@ class WrapperScripts(KacheTestCase):
         self.assert_passes_through(self.script("w/gcc", f'exec {GCC} $EXTRA_FLAGS "$@"'), env={"EXTRA_FLAGS": "-DX=6"})
 
     def test_program_a_wrapper_finds_on_path(self):
-        # `exec mygcc "$@"`: found on the PATH the wrapper inherits; one placed earlier on PATH later
-        # is what the wrapper runs then.
-        os.makedirs(self.path("early"))
-        self.script("late/mygcc", f'exec {GCC} "$@"')
-        driver = self.script("w/gcc", 'exec mygcc "$@"')
-        env = {"PATH": self.path("early") + ":" + self.path("late") + ":" + os.environ["PATH"]}
-        self.env.update(env)
-        self.compile(driver)
-        self.compile(driver)
-        self.assertEqual(self.counts(), (1, 1, 0))
-        self.script("early/mygcc", f'exec {GCC} -DX=8 "$@"')
-        self.compile(driver)
-        self.assertEqual(self.counts(), (1, 2, 0))
+        # `exec mygcc "$@"`: found on the PATH the wrapper inherits.
+        self.follows_on_path('exec mygcc "$@"', 8)
 
     def follows_on_path(self, body, x):
         # mygcc found on the PATH the wrapper inherits; one placed earlier on PATH later is what the
@@ -101,12 +92,7 @@ class WrapperScripts(KacheTestCase):
         self.script("late/mygcc", f'exec {GCC} "$@"')
         driver = self.script("w/gcc", body)
         self.env["PATH"] = self.path("early") + ":" + self.path("late") + ":" + os.environ["PATH"]
-        self.compile(driver)
-        self.compile(driver)
-        self.assertEqual(self.counts(), (1, 1, 0))
-        self.script("early/mygcc", f'exec {GCC} -DX={x} "$@"')
-        self.compile(driver)
-        self.assertEqual(self.counts(), (1, 2, 0))
+        self.assert_follows(driver, lambda: self.script("early/mygcc", f'exec {GCC} -DX={x} "$@"'))
 
     def test_program_a_wrapper_runs_without_exec(self):
         # No exec: the shell runs mygcc just the same. Served the first object before.
