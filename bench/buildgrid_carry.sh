@@ -28,6 +28,7 @@ pack() {
     printf 'class ClientError(Exception):\n    pass\n' >"$ROOT/.whl/stubs/botocore/exceptions.py"
     # PostgreSQL finds its share/ and lib/ relative to its binary: keep Debian's layout under one root.
     stage=$(mktemp -d)
+    chmod 755 "$stage"  # the archive's top: PostgreSQL runs as its own user there
     mkdir -p "$stage/usr/lib/postgresql/15/bin" "$stage/usr/share/postgresql" "$stage/libs" "$stage/zoneinfo"
     cp "$PG/bin/postgres" "$PG/bin/initdb" "$PG/bin/pg_ctl" "$stage/usr/lib/postgresql/15/bin/"
     cp -r "$PG/lib" "$stage/usr/lib/postgresql/15/lib"

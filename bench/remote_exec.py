@@ -128,7 +128,7 @@ def run(args):
         rows.add(name, "kache (no remote execution)", timed_runs(name, [kache, "nvcc"], clean_env, "local"))
     cusz_local = None
     if args.cusz:
-        cusz_local = cusz_build(args, ws, kache, None, rows, "plain")
+        cusz_build(args, ws, kache, None, rows, "plain")  # timed only
         cusz_local = cusz_build(args, ws, kache, None, rows, "local")
     # A fresh server for each worker count: a worker stopped by a kill stays in the scheduler's books until
     # its session expires, and actions assigned to it would wait for that.

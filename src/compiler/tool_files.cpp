@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -310,20 +310,6 @@ bool harmless_added_argument(const std::string& arg, bool* takes_value) {
   return arg.starts_with("-W") && !arg.starts_with("-Wa,") && !arg.starts_with("-Wl,") && !arg.starts_with("-Wp,");
 }
 
-// The programs a shell wrapper runs, read off its text line by line. kache understands a wrapper
-// made of lines of these forms only, and names why otherwise (*why; nothing is returned), so that the
-// compile passes through rather than be keyed without something the wrapper runs or reads:
-//   NAME=VALUE ... / export NAME[=VALUE] / readonly ...   VALUE expanding only names set above;
-//   set -e / -u / -x / -o pipefail ..., unset, umask, :, true, false, exit, echo, printf, test, [
-//                                                          (builtins that run nothing; only these
-//                                                          may redirect, to stderr or /dev/null);
-//   [NAME=VALUE ...] [exec] PROGRAM [ARG ...] ["$@"]       PROGRAM a literal path or a bare name (found
-//                                                          on the PATH the wrapper inherits, as the
-//                                                          probe looks it up); each ARG one that writes
-//                                                          and reads nothing (harmless_added_argument).
-// if/case/for/while, functions, pipes, lists (; && ||), subshells, redirections of a program,
-// here-documents, eval, source, cd, shift, set --, read, trap and any expansion of the environment
-// ($EXTRA_FLAGS, ${REAL:-..}, $0, a name set only later or only under a condition) are not understood.
 // The words of a builtin that runs nothing: fine unless a command substitution could run a program or
 // the line does more than redirect to stderr or /dev/null.
 bool builtin_line_ok(const std::vector<std::string>& words, const std::string& line, std::string* why) {
@@ -450,6 +436,20 @@ class WrapperLines {
   std::vector<std::string> own_;  // names the script set on earlier lines, before any use
 };
 
+// The programs a shell wrapper runs, read off its text line by line. kache understands a wrapper
+// made of lines of these forms only, and names why otherwise (*why; nothing is returned), so that the
+// compile passes through rather than be keyed without something the wrapper runs or reads:
+//   NAME=VALUE ... / export NAME[=VALUE] / readonly ...   VALUE expanding only names set above;
+//   set -e / -u / -x / -o pipefail ..., unset, umask, :, true, false, exit, echo, printf, test, [
+//                                                          (builtins that run nothing; only these
+//                                                          may redirect, to stderr or /dev/null);
+//   [NAME=VALUE ...] [exec] PROGRAM [ARG ...] ["$@"]       PROGRAM a literal path or a bare name (found
+//                                                          on the PATH the wrapper inherits, as the
+//                                                          probe looks it up); each ARG one that writes
+//                                                          and reads nothing (harmless_added_argument).
+// if/case/for/while, functions, pipes, lists (; && ||), subshells, redirections of a program,
+// here-documents, eval, source, cd, shift, set --, read, trap and any expansion of the environment
+// ($EXTRA_FLAGS, ${REAL:-..}, $0, a name set only later or only under a condition) are not understood.
 std::vector<std::string> shell_commands(std::string_view body, std::string* why) {
   bool open_quote = false;
   const std::vector<std::string> lines = logical_lines(body, &open_quote);
@@ -532,20 +532,8 @@ void ProbeFiles::add_program(const std::string& role, const std::string& path, i
     const std::string program_run = command.find('/') == std::string::npos ? resolve(command) : command;
     if (program_run.empty()) refuse(command + " is not on PATH");
     if (!program_run.starts_with('/')) refuse("the relative name " + command);
-    // An interpreter started by the wrapper runs code of its own (sh -c, a .py file) kache cannot read.
-    const std::string name = util::basename(program_run);
-    if (is_shell(program_run) || name == "env" || name.starts_with("python") || name == "perl" || name == "ruby" ||
-        name == "node") {
-      refuse("it starts " + name);
-    }
-    // A program that runs the program its arguments name (nice gcc, timeout 60 nvcc): kache would key
-    // the launcher and not what it runs.
-    static constexpr std::string_view kLaunchers[] = {"nice", "nohup", "timeout", "stdbuf", "xargs", "sudo", "doas",
-                                                      "time", "ionice", "taskset", "chrt", "setsid", "flock",
-                                                      "chroot", "su", "runuser", "strace", "ltrace", "valgrind"};
-    if (std::find(std::begin(kLaunchers), std::end(kLaunchers), name) != std::end(kLaunchers)) {
-      refuse("it runs a program through " + name);
-    }
+    // An interpreter or a launcher (sh, python, nice, timeout, xargs) would run what its arguments name:
+    // shell_commands refuses every argument but "$@" and harmless flags, so none gets here with one.
     add_program(role + ":runs", program_run, depth + 1);
   }
   for (const auto& word : absolute_words(std::string(body))) {

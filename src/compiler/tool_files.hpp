@@ -86,11 +86,11 @@ class ProbeFiles {
   // Records a file whose content becomes part of the toolchain id under `role`.
   void add(const std::string& role, const std::string& path);
   // Records a program a driver runs, as named and as it resolves. A script (#!) runs more than itself:
-  // a shell wrapper's interpreter and every program it names by absolute path (`exec
-  // /usr/local/cuda-13.0/bin/ptxas "$@"`, the form of a toolkit's wrappers on PATH) are recorded too,
-  // followed a few levels. Throws std::runtime_error for a script whose programs cannot be read off
-  // its text (a name built at run time, looked up on PATH, another interpreter): the compile passes
-  // through rather than be keyed without them.
+  // a shell wrapper's interpreter, every program it runs (`exec /usr/local/cuda-13.0/bin/ptxas "$@"`,
+  // the form of a toolkit's wrappers on PATH, or a bare name found on PATH) and every file it names by
+  // absolute path are recorded too, followed a few levels. Throws UnreadableWrapper for a script kache
+  // cannot read that off (a name built at run time, a shell construct or flag it does not read, another
+  // interpreter): the compile passes through rather than be keyed without them.
   void add_program(const std::string& role, const std::string& path, int depth = 0);
   // Digests every file recorded so far that has none yet: from the content memo, else hashed over a
   // few threads (largest first, so cicc does not finish alone). A probe calls it while the processes
@@ -110,7 +110,7 @@ class ProbeFiles {
   std::string cwd_;
   std::string memo_dir_;
   std::vector<Recorded> recorded_;
-  std::vector<std::string> followed_;  // scripts add_program has read (each once)
+  std::vector<std::string> followed_;  // programs add_program has followed (each once)
 };
 
 // util::run_capture on a thread of its own, answered by the future (which rethrows its failure): a
