@@ -338,7 +338,7 @@ std::optional<util::Digest> Pipeline::listed_result_key() {
   util::Environment env = inv_.env;
   adapter_.miss_environment(env, cfg_);
   const std::int64_t start = util::file_clock_now_ns();
-  const util::ProcessResult deps = util::run_capture(inv_.compiler_path, cmd, env);
+  const util::ProcessResult deps = util::run_capture(adapter_.program(inv_), cmd, env);
   if (!deps.ok()) return std::nullopt;
   Outcome<HashedClosure> hashed = hash_closure(closure_files(deps.out, ""), start);
   if (!hashed) return std::nullopt;

@@ -206,7 +206,7 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
   };
   if (auto cmd = adapter_.closure_command(inv_, job_); !cmd.empty()) {
     log.debug("miss: listing dependencies with {}", fmt::join(cmd, " "));
-    util::ProcessResult deps = util::run_capture(inv_.compiler_path, cmd, env);
+    util::ProcessResult deps = util::run_capture(adapter_.program(inv_), cmd, env);
     // The listing preprocesses the user's code: it fails where the compile would (a missing header).
     if (!deps.ok()) return failed(deps, "the dependency listing");
     out.closure_text = std::move(deps.out);
@@ -215,7 +215,7 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
   if (auto cmd = adapter_.preprocess_command(inv_, job_); !cmd.empty()) {
     // The assembler cannot list what it opens: what the preprocessed source asks of it decides.
     log.debug("miss: checking the assembler's inputs with {}", fmt::join(cmd, " "));
-    util::ProcessResult pre = util::run_capture(inv_.compiler_path, cmd, env);
+    util::ProcessResult pre = util::run_capture(adapter_.program(inv_), cmd, env);
     out.assembler_unchecked = !pre.ok() || may_read_assembler_inputs(pre.out);
     out.time_macros = adapter_.time_macros(pre);
     out.preprocessed = std::move(pre.out);
@@ -246,7 +246,7 @@ util::ProcessResult Pipeline::run_miss(const compiler::MissPaths& paths, const s
   if (!cfg_.remote_execution_server.empty()) {
     if (auto remote = run_remote_compile(paths, argv, env)) return std::move(*remote);
   }
-  return util::run_capture(inv_.compiler_path, argv, env);
+  return util::run_capture(adapter_.program(inv_), argv, env);
 }
 
 // A gcc/clang miss run whole on a remote worker (docs/remote-execution.md): the files it reads, as the
@@ -263,7 +263,7 @@ std::optional<util::ProcessResult> Pipeline::run_remote_compile(const compiler::
   compile.system_dirs = job_.system_dirs;
   compiler::RemoteCommand& cmd = compile.cmd;
   cmd.argv = argv;
-  cmd.argv[0] = inv_.compiler_path;
+  cmd.argv[0] = adapter_.program(inv_);
   cmd.cwd = util::lexically_normal(inv_.cwd);
   cmd.what = "compile";
   for (const auto& [name, value] : job_.key_fields) {
@@ -282,7 +282,7 @@ std::optional<util::ProcessResult> Pipeline::run_remote_compile(const compiler::
   }
   std::mutex counts_mutex;
   RemoteStages remote(cfg_);
-  util::ProcessResult deps = util::run_capture(inv_.compiler_path, listing, env);
+  util::ProcessResult deps = util::run_capture(adapter_.program(inv_), listing, env);
   try {
     if (!deps.ok()) throw std::runtime_error("the dependency listing failed");
     for (const auto& dep : parse_depfile(deps.out).deps) compile.closure.push_back(util::join_path(cmd.cwd, dep));

@@ -137,6 +137,9 @@ class Adapter {
   virtual std::vector<std::string> remote_listing_command(const core::Invocation&, const CompileJob&) const {
     return {};
   }
+  // The program the adapter's commands (miss, closure, preprocess, listing) run: the resolved compiler,
+  // or the driver a wrapper script runs in the end (compiler/gcc/wrapper.hpp).
+  virtual const std::string& program(const core::Invocation& inv) const { return inv.compiler_path; }
   // Substrings of an object that reveal it depends on the literal source path.
   virtual std::vector<std::string> path_specific_markers() const = 0;
 };

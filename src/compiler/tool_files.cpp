@@ -37,6 +37,11 @@ void ToolFiles::write(util::Writer& w) const {
     w.str(b.resolved);
   }
   w.str(search_path);
+  w.u32(static_cast<std::uint32_t>(watched.size()));
+  for (const auto& [path, identity] : watched) {
+    w.str(path);
+    w.str(identity);
+  }
 }
 
 ToolFiles ToolFiles::read(util::Reader& r) {
@@ -54,8 +59,21 @@ ToolFiles ToolFiles::read(util::Reader& r) {
     t.bare.push_back(std::move(b));
   }
   t.search_path = r.str();
+  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) {
+    std::string path = r.str();
+    t.watched.emplace_back(std::move(path), r.str());
+  }
   return t;
 }
+
+namespace {
+
+std::string watched_identity(const std::string& path) {
+  auto id = util::stat_identity(path);
+  return id ? util::identity_text(*id) : "absent";
+}
+
+}  // namespace
 
 bool ToolFiles::still_valid() const {
   // A few stats: every hashed file keeps its identity ...
@@ -69,6 +87,9 @@ bool ToolFiles::still_valid() const {
   for (const auto& b : bare) {
     auto found = util::find_executable(b.name, search_path);
     if (!found || util::absolute_path(*found, cwd) != b.resolved) return false;
+  }
+  for (const auto& [path, identity] : watched) {
+    if (watched_identity(path) != identity) return false;
   }
   return true;
 }
@@ -122,6 +143,13 @@ std::string ProbeFiles::resolve(const std::string& word) {
   return abs;
 }
 
+void ProbeFiles::watch(const std::string& path) {
+  for (const auto& w : t_.watched) {
+    if (w.first == path) return;
+  }
+  t_.watched.emplace_back(path, watched_identity(path));
+}
+
 void ProbeFiles::add(const std::string& role, const std::string& path) {
   if (std::any_of(t_.files.begin(), t_.files.end(), [&](const ToolFile& f) { return f.path == path; })) return;
   auto id = util::stat_identity(path);
@@ -138,8 +166,8 @@ namespace {
 constexpr std::size_t kMaxScriptBytes = 64 * 1024;
 constexpr int kMaxScriptDepth = 4;
 
-// The first bytes of a regular file (at most n), never waiting on a FIFO or a device: "" for anything
-// else or an unreadable file.
+}  // namespace
+
 std::string regular_file_head(const std::string& path, std::size_t n) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return "";
@@ -153,6 +181,8 @@ std::string regular_file_head(const std::string& path, std::size_t n) {
   ::close(fd);
   return head;
 }
+
+namespace {
 
 std::vector<std::string> words_of(std::string_view line) {
   std::vector<std::string> words;
@@ -549,6 +579,141 @@ void ProbeFiles::add_program(const std::string& role, const std::string& path, i
       add(role + ":names", word);
     }
   }
+}
+
+bool is_script(const std::string& path) { return regular_file_head(path, 2) == "#!"; }
+
+namespace {
+
+void add_unique(std::vector<std::string>& list, std::string value) {
+  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(std::move(value));
+}
+
+// Every variable a script's text mentions: $NAME, ${NAME...}, NAME=, and the names after export,
+// readonly, local, declare, unset and read.
+void collect_variables(std::string_view text, std::vector<std::string>& out) {
+  auto name_at = [&](std::size_t i) {
+    std::size_t e = i;
+    while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+    return std::string(text.substr(i, e - i));
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '$') {
+      const std::string name = name_at(i + 1 + (i + 1 < text.size() && text[i + 1] == '{' ? 1 : 0));
+      if (is_name(name)) add_unique(out, name);
+    } else if (text[i] == '=' && i > 0) {
+      std::size_t b = i;
+      while (b > 0 && (std::isalnum(static_cast<unsigned char>(text[b - 1])) || text[b - 1] == '_')) --b;
+      const std::string name(text.substr(b, i - b));
+      if (is_name(name)) add_unique(out, name);
+    }
+  }
+}
+
+// Why a line lets the script read something no list names, or "".
+std::string unpinned_construct(const std::vector<std::string>& words, const std::string& line) {
+  static constexpr std::string_view kReaders[] = {"source", ".", "eval", "read", "cd", "pushd", "popd", "mapfile",
+                                                  "readarray", "pwd"};
+  for (std::size_t w = 0; w < words.size(); ++w) {
+    const std::string word = unquoted(words[w]);
+    if (std::find(std::begin(kReaders), std::end(kReaders), word) != std::end(kReaders)) return "`" + word + "`";
+  }
+  if (line.find("$(") != std::string::npos || line.find('`') != std::string::npos) return "a command substitution";
+  if (line.find("<(") != std::string::npos || line.find(" <") != std::string::npos || line.find("\t<") != std::string::npos) {
+    return "a redirected input";
+  }
+  return "";
+}
+
+struct ChainReader {
+  ScriptChain chain;
+  std::string search_path;
+
+  void read(const std::string& script, int depth) {
+    if (std::find(chain.scripts.begin(), chain.scripts.end(), script) != chain.scripts.end()) return;
+    chain.scripts.push_back(script);
+    if (depth >= kMaxScriptDepth) return set_unpinned("wrappers nested more than 4 deep");
+    const std::string text = regular_file_head(script, kMaxScriptBytes + 1);
+    if (text.size() > kMaxScriptBytes) return set_unpinned(script + " is over 64 KiB");
+    const std::size_t line_end = std::min(text.find('\n'), text.size());
+    const auto shebang = words_of(std::string_view(text).substr(2, line_end - 2));
+    std::string interpreter = shebang.empty() ? "" : shebang[0];
+    if (util::basename(interpreter) == "env" && shebang.size() > 1) interpreter = shebang[1];
+    if (!is_shell(interpreter)) return set_unpinned("a " + util::basename(interpreter) + " script");
+    if (std::find(shebang.begin(), shebang.end(), "-x") != shebang.end()) chain.traces = true;
+    read_body(std::string_view(text).substr(line_end), depth);
+  }
+
+  void read_body(std::string_view body, int depth) {
+    collect_variables(body, chain.variables);
+    bool open_quote = false;
+    for (const std::string& line : logical_lines(body, &open_quote)) {
+      char special = 0;
+      const std::vector<std::string> words = shell_words(line, &special);
+      for (const auto& w : words) {
+        add_unique(chain.words, unquoted(w));
+        // Programs it names without a directory are then found on a PATH of its own.
+        if (assigned_name(w) == "PATH") set_unpinned("it sets PATH");
+      }
+      if (std::string why = unpinned_construct(words, line); !why.empty()) set_unpinned(why);
+      if (line.find(">&2") != std::string::npos || line.find("xtrace") != std::string::npos ||
+          std::find(words.begin(), words.end(), "-x") != words.end()) {
+        chain.traces = true;
+      }
+      follow_commands(words, depth);
+    }
+    for (const auto& word : absolute_words(std::string(body))) {
+      add_unique(chain.named_paths, word);
+      if (is_script(word)) read(word, depth + 1);
+    }
+  }
+
+  // Programs in command position (the first word after assignments and exec/command/env): a script
+  // found on PATH is read too.
+  void follow_commands(const std::vector<std::string>& words, int depth) {
+    std::size_t w = 0;
+    while (w < words.size() && (!assigned_name(words[w]).empty() || unquoted(words[w]) == "exec" ||
+                                unquoted(words[w]) == "command" || unquoted(words[w]) == "env")) {
+      ++w;
+    }
+    if (w == words.size()) return;
+    const std::string program = unquoted(words[w]);
+    if (program.empty() || program.find_first_of("/$`\"'\\*?[~") != std::string::npos) return;
+    const auto found = util::find_executable(program, search_path);
+    if (std::none_of(chain.commands.begin(), chain.commands.end(), [&](const auto& c) { return c.first == program; })) {
+      chain.commands.emplace_back(program, found.value_or(""));
+    }
+    if (found && is_script(*found)) read(*found, depth + 1);
+  }
+
+  void set_unpinned(const std::string& why) {
+    if (chain.unpinned.empty()) chain.unpinned = why;
+  }
+};
+
+}  // namespace
+
+void add_script_body(ScriptChain& chain, std::string_view body, const std::string& search_path) {
+  ChainReader reader;
+  reader.chain = std::move(chain);
+  reader.search_path = search_path;
+  try {
+    reader.read_body(body, 1);
+  } catch (const std::exception& e) {
+    reader.set_unpinned(e.what());
+  }
+  chain = std::move(reader.chain);
+}
+
+ScriptChain read_script_chain(const std::string& script, const std::string& search_path) {
+  ChainReader reader;
+  reader.search_path = search_path;
+  try {
+    reader.read(script, 0);
+  } catch (const std::exception& e) {
+    reader.set_unpinned(e.what());
+  }
+  return std::move(reader.chain);
 }
 
 void ProbeFiles::digest_pending() {

@@ -36,8 +36,11 @@ struct ToolFiles {
   std::vector<ToolFile> files;
   std::vector<BareName> bare;
   std::string search_path;  // the PATH bare names resolve through
+  // Paths whose identity (a directory's, or "absent") decides what a wrapper runs: a -B directory, a
+  // program a wrapper tests for. Each must keep it.
+  std::vector<std::pair<std::string, std::string>> watched;
 
-  // Written as: files, bare names, search path (the layout of nvcc's memo since version 5).
+  // Written as: files, bare names, search path, watched paths.
   void write(util::Writer& w) const;
   static ToolFiles read(util::Reader& r);
   // Every file keeps its identity and every bare name resolves to the same file.
@@ -85,6 +88,8 @@ class ProbeFiles {
   std::string resolve(const std::string& word);
   // Records a file whose content becomes part of the toolchain id under `role`.
   void add(const std::string& role, const std::string& path);
+  // Records a path whose identity, or absence, must hold for the memo (ToolFiles::watched).
+  void watch(const std::string& path);
   // Records a program a driver runs, as named and as it resolves. A script (#!) runs more than itself:
   // a shell wrapper's interpreter, every program it runs (`exec /usr/local/cuda-13.0/bin/ptxas "$@"`,
   // the form of a toolkit's wrappers on PATH, or a bare name found on PATH) and every file it names by
@@ -112,6 +117,36 @@ class ProbeFiles {
   std::vector<Recorded> recorded_;
   std::vector<std::string> followed_;  // programs add_program has followed (each once)
 };
+
+// What a wrapper script, and every script it runs that kache can name, may read, found from their text
+// for kache's reading of a wrapper by behaviour (compiler/gcc/wrapper.hpp): the scripts themselves, the
+// absolute paths they name (present or absent, each may decide what runs), the programs in command
+// position, and the variables they mention. `unpinned` names a construct through which the script can
+// read what no such list names (a command substitution, a redirected input, source, eval, read, cd, a
+// program of another interpreter): its reading by behaviour then holds for the moment it was made only.
+struct ScriptChain {
+  std::vector<std::string> scripts;      // absolute; the first is the wrapper
+  std::vector<std::string> named_paths;  // absolute paths named in any of them
+  std::vector<std::string> variables;    // every $NAME / ${NAME...} / NAME= / export NAME
+  std::vector<std::string> words;        // every word, for lookups of names of interest
+  // Each program named without a directory in command position, and what it resolves to on the
+  // search path ("" when not found): one appearing earlier on PATH later is what the script runs then.
+  std::vector<std::pair<std::string, std::string>> commands;
+  std::string unpinned;                  // "" or why the chain can read unnamed inputs
+  bool traces = false;                   // set -x / -o xtrace, or output redirected to stderr
+};
+// Reads the chain starting at `script` (a #! file), following scripts named by absolute path or found
+// on `search_path` in command position, at most a few levels. Never throws; unreadable parts set
+// `unpinned`.
+ScriptChain read_script_chain(const std::string& script, const std::string& search_path);
+// Reads more shell text into the chain as if a script of it held it (a bash wrapper's BASH_ENV file,
+// an exported function's body).
+void add_script_body(ScriptChain& chain, std::string_view body, const std::string& search_path);
+// The first bytes of a regular file (at most n), never waiting on a FIFO or a device: "" for anything
+// else or an unreadable file.
+std::string regular_file_head(const std::string& path, std::size_t n);
+// Whether `path` is a #! script (a regular file whose first bytes are "#!").
+bool is_script(const std::string& path);
 
 // util::run_capture on a thread of its own, answered by the future (which rethrows its failure): a
 // probe starts its independent commands together (nvcc --version beside its dry run, the host

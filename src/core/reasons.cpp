@@ -61,9 +61,14 @@ constexpr Reason kReasons[] = {
      "An nvcc argument (or the working directory or TMPDIR) holds $ or a backquote, which nvcc's /bin/sh steps "
      "expand from the environment or by running a command: pass the expanded value from the build system instead."},
     {C::Passthrough, "wrapper-script",
-     "The compiler, or a program it runs, is a wrapper script kache cannot read off its text (a name built at "
-     "run time, a shell construct or flag it does not read, or another interpreter): point the build at the real "
-     "program, or at a shell script that execs it by absolute path."},
+     "The compiler, or a program it runs, is a wrapper script kache cannot read: its -### shows passes that no "
+     "real driver run with the compile's arguments and the options the wrapper added shows, it changes what the "
+     "compile writes, or (for a program nvcc or a driver runs) its text names a program kache cannot find: point "
+     "the build at the real program, or at a script that execs it with the compile's arguments."},
+    {C::Passthrough, "wrapper-environment",
+     "The compiler is a wrapper script that mentions a variable the compiler reads (CPATH, GCC_EXEC_PREFIX, "
+     "LD_LIBRARY_PATH, ...), which it may set for the compiler where kache cannot see it: set it in the build's "
+     "environment instead, or point the build at the real compiler."},
     {C::Passthrough, "hidden-input",
      "A flag makes the compiler read inputs no dependency list names (host -I/-D/-include, -ldir, -target-dir)."},
     {C::Passthrough, "keep-temps",

@@ -62,7 +62,7 @@ KEYED_WITH_A_PATH = {
     "-MP": "changes only the stored dependency file",
 }
 # What a file option may be classified as (flag_table.cpp's effects that model the file).
-MODELLED = {"include-dir", "forced-include", "output", "dep-file", "dep-target"}
+MODELLED = {"include-dir", "forced-include", "output", "dep-file", "dep-target", "driver-prefix"}
 
 
 def help_lines(argv):

@@ -9,6 +9,7 @@
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/plan.hpp"
 #include "compiler/gcc/toolchain.hpp"
+#include "compiler/gcc/wrapper.hpp"
 #include "compiler/job_paths.hpp"
 #include "core/log.hpp"
 #include "util/fs.hpp"
@@ -82,10 +83,45 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
 
 }  // namespace
 
-std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
-  Plan planned = plan(inv.args, cfg.extra_allowlist_flags);
+namespace {
+
+// The wrapper's command must write what the user's would: kache restores the outputs the user's command
+// names (a wrapper adding -MD, -save-temps or another -o would write files a hit does not).
+bool same_outputs(const CompilePlan& a, const CompilePlan& b) {
+  return a.source == b.source && a.output == b.output && a.output_implied == b.output_implied &&
+         a.depfile == b.depfile && a.depfile_path == b.depfile_path && a.has_dep_target == b.has_dep_target &&
+         a.dep_target_args.size() == b.dep_target_args.size();
+}
+
+}  // namespace
+
+std::optional<Passthrough> GccAdapter::read_wrapper(const core::Invocation& given, const core::Config& cfg) {
+  wrapped_ = false;
+  if (!is_script(given.compiler_path)) return std::nullopt;
+  const std::string memo_dir = cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains");
+  auto resolved = resolve_wrapper(given, EnvRoute::host, memo_dir);
+  if (auto* p = std::get_if<Passthrough>(&resolved)) return *p;
+  const ResolvedWrapper& w = std::get<ResolvedWrapper>(resolved);
+  Plan wrapped_plan = plan(w.args, cfg.extra_allowlist_flags);
+  if (auto* p = std::get_if<Passthrough>(&wrapped_plan)) return *p;
+  if (!same_outputs(std::get<CompilePlan>(wrapped_plan), plan_)) {
+    return Passthrough{"wrapper-script", given.compiler_path + " changes what the compile writes"};
+  }
+  effective_ = given;
+  effective_.compiler_arg = w.driver;
+  effective_.compiler_path = w.driver;
+  effective_.args = w.args;
+  plan_ = std::get<CompilePlan>(wrapped_plan);
+  wrapped_ = true;
+  return std::nullopt;
+}
+
+std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation& given, const core::Config& cfg) {
+  Plan planned = plan(given.args, cfg.extra_allowlist_flags);
   if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
   plan_ = std::get<CompilePlan>(planned);
+  if (auto p = read_wrapper(given, cfg)) return *p;
+  const core::Invocation& inv = command(given);
   const CompilePlan& plan = plan_;
   // Environment the compiler reads that kache cannot model (env_table.cpp says which and why).
   if (auto r = env_refusal(inv.env, EnvRoute::host)) return Passthrough{r->reason, r->variable + " is set"};
@@ -103,10 +139,11 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   set_job_roots(job, cwd, cfg, inv.env, inv.args);
 
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env,
-                                 cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
+                                 cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"),
+                                 plan.driver_prefixes);
   // A clang configuration file includes another file (`@path`) whose content is keyed nowhere.
   if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
-  job.description = tc.description;
+  job.description = wrapped_ ? tc.description + " run by " + given.compiler_path : tc.description;
   job.system_dirs = tc.include_dirs;
   job.toolchain_files = std::move(tc.files);
   // GCC, and clang given a .gch-named -include, read precompiled headers found beside headers.
@@ -154,8 +191,9 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   return job;
 }
 
-std::vector<std::string> GccAdapter::miss_command(const core::Invocation& inv, const CompileJob& job,
+std::vector<std::string> GccAdapter::miss_command(const core::Invocation& given, const CompileJob& job,
                                                   const MissPaths& paths) const {
+  const core::Invocation& inv = command(given);
   std::vector<std::string> argv = {inv.compiler_arg};
   // kache's flags come before the user's: GCC and clang let the last -frandom-seed win. A fixed seed
   // fixes the names GCC derives from it, so two misses give byte-identical objects; left out where the
@@ -258,7 +296,8 @@ std::optional<TimeMacros> reported_time_macros(std::string_view diagnostics, std
   return used;
 }
 
-std::vector<std::string> GccAdapter::without_outputs(const core::Invocation& inv, const char* mode) const {
+std::vector<std::string> GccAdapter::without_outputs(const core::Invocation& given, const char* mode) const {
+  const core::Invocation& inv = command(given);
   // Dropped: -c, -MD/-MMD/-MP, and -o, -MF, -MT, -MQ with their values.
   std::vector<bool> drop(inv.args.size(), false);
   auto drop_option = [&](const CompilePlan::ArgRef& ref) {

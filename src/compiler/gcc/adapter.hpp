@@ -17,9 +17,19 @@ class GccAdapter final : public Adapter {
   std::vector<std::string> remote_listing_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::optional<TimeMacros> time_macros(const util::ProcessResult& preprocessed) const override;
   std::vector<std::string> path_specific_markers() const override { return {}; }
+  const std::string& program(const core::Invocation& inv) const override {
+    return wrapped_ ? effective_.compiler_path : inv.compiler_path;
+  }
 
  private:
-  CompilePlan plan_;  // prepare()'s plan, which the miss and the closure listing rewrite
+  // The wrapper's reading, when the compiler is a wrapper script: its plan is checked, then the
+  // command it stands for becomes the one planned.
+  std::optional<Passthrough> read_wrapper(const core::Invocation& given, const core::Config& cfg);
+  // The command kache plans, keys and runs: the user's, or the one a wrapper script stands for.
+  const core::Invocation& command(const core::Invocation& given) const { return wrapped_ ? effective_ : given; }
+  CompilePlan plan_;  // prepare()'s plan of command(), which the miss and the closure listing rewrite
+  core::Invocation effective_;
+  bool wrapped_ = false;
   // The user's command without its outputs, dependency options and -c, ending in `mode` (-M, -E).
   std::vector<std::string> without_outputs(const core::Invocation& inv, const char* mode) const;
   std::string colour_flag_;  // prepare()'s diagnostics_colour_flag, appended to the miss command

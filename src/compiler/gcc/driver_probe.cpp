@@ -13,11 +13,24 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 }  // namespace
 
+namespace {
+
+std::vector<std::string> question(const std::string& driver, const std::vector<std::string>& options,
+                                  std::initializer_list<std::string> asked) {
+  std::vector<std::string> argv = {driver};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.insert(argv.end(), asked.begin(), asked.end());
+  return argv;
+}
+
+}  // namespace
+
 DriverPrograms::DriverPrograms(const std::string& driver, const util::Environment& env,
-                               std::initializer_list<const char*> programs) {
+                               std::initializer_list<const char*> programs, const std::vector<std::string>& options) {
   // A driver of the same version over another back end keys apart.
   for (const char* prog : programs) {
-    answers_.emplace_back(prog, start_capture(driver, {driver, std::string("-print-prog-name=") + prog}, env));
+    answers_.emplace_back(prog,
+                          start_capture(driver, question(driver, options, {std::string("-print-prog-name=") + prog}), env));
   }
 }
 
@@ -34,9 +47,11 @@ void DriverPrograms::add_to(ProbeFiles& files) {
   }
 }
 
-DriverIncludeDirs::DriverIncludeDirs(const std::string& driver, std::string_view language, const util::Environment& env)
-    : answer_(start_capture(driver, {driver, "-E", "-x", std::string(language), "-v", "/dev/null", "-o", "/dev/null"},
-                            env)) {}
+DriverIncludeDirs::DriverIncludeDirs(const std::string& driver, std::string_view language, const util::Environment& env,
+                                     const std::vector<std::string>& options)
+    : answer_(start_capture(
+          driver, question(driver, options, {"-E", "-x", std::string(language), "-v", "/dev/null", "-o", "/dev/null"}),
+          env)) {}
 
 std::vector<std::string> DriverIncludeDirs::get() {
   const util::ProcessResult hs = answer_.get();

@@ -20,7 +20,9 @@ namespace kache::compiler::gcc {
 // over the probe's search path and is recorded as a bare name.
 class DriverPrograms {
  public:
-  DriverPrograms(const std::string& driver, const util::Environment& env, std::initializer_list<const char*> programs);
+  // options: what every question carries before its own (the compile's -B prefixes).
+  DriverPrograms(const std::string& driver, const util::Environment& env, std::initializer_list<const char*> programs,
+                 const std::vector<std::string>& options = {});
   void add_to(ProbeFiles& files);
 
  private:
@@ -30,7 +32,8 @@ class DriverPrograms {
 // The driver's `#include <...>` search directories for `language` (c, c++), lexically normal.
 class DriverIncludeDirs {
  public:
-  DriverIncludeDirs(const std::string& driver, std::string_view language, const util::Environment& env);
+  DriverIncludeDirs(const std::string& driver, std::string_view language, const util::Environment& env,
+                    const std::vector<std::string>& options = {});
   std::vector<std::string> get();
 
  private:

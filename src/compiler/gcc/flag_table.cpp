@@ -115,8 +115,10 @@ std::vector<GccFlag> base_rows() {
       refuse("-cxx-isystem", S::Value, "hidden-input"),
       refuse("-isysroot", S::Value, "sysroot"),
       refuse("--sysroot", S::Prefix, "sysroot"),
-      // Another place for cc1/cc1plus/as and the specs: programs the toolchain id did not hash.
-      refuse("-B", S::Value, "hidden-input"),
+      // Another place for cc1/cc1plus/as, the specs and headers (<prefix>/include): the toolchain probe
+      // asks the driver with the same -B values which programs and directories it uses, and keys them
+      // (compiler/gcc/toolchain.cpp). Wrapper compilers add it (`exec g++-real -B/opt/gcc/bin/ "$@"`).
+      {"-B", S::Value, E::DriverPrefix},
       refuse("-specs", S::Prefix, "hidden-input"),
       refuse("--specs", S::Prefix, "hidden-input"),
       // Runs the compiler's programs under another program.
@@ -551,6 +553,7 @@ std::string_view effect_name(Effect e) {
     case Effect::DepMMD: return "dep-mmd";
     case Effect::DepFile: return "dep-file";
     case Effect::DepTarget: return "dep-target";
+    case Effect::DriverPrefix: return "driver-prefix";
     case Effect::Refuse: return "refused";
   }
   return "unknown";

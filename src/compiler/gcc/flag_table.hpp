@@ -42,6 +42,7 @@ enum class Effect {
   DepMMD,         // -MMD: the dependency file without system headers
   DepFile,        // -MF
   DepTarget,      // -MT / -MQ
+  DriverPrefix,   // -B: where the driver looks for its passes (cc1plus, as), specs and <prefix>/include
   Refuse,         // passthrough with the entry's reason
 };
 

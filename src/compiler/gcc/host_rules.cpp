@@ -53,6 +53,9 @@ std::string_view host_verdict(const GccFlag& f) {
       return "depfile-modifier";
     case Effect::Refuse:
       return forwarded_reason(f.reason);
+    // nvcc's toolchain probe asks its host compiler without the forwarded -B.
+    case Effect::DriverPrefix:
+      return "hidden-input";
     case Effect::Keyed:
     case Effect::Compile:
     case Effect::Language:

@@ -161,6 +161,10 @@ class Planner {
         path_values_.push_back(value_at);
         dep_target_args_.push_back({i, !separate});
         break;
+      case Effect::DriverPrefix:
+        driver_prefixes_.push_back(value);
+        path_values_.push_back(value_at);
+        break;
       case Effect::Refuse:
         refuse(f.reason, separate ? t + " " + value : t);
         break;
@@ -227,6 +231,7 @@ class Planner {
     if (output_) p.keyed_args[output_index_] = output_attached_ ? "-o<output>" : "<output>";
     p.include_dirs = include_dirs_;
     p.forced_includes = forced_includes_;
+    p.driver_prefixes = driver_prefixes_;
     p.path_values = path_values_;
     p.has_debug = has_debug_;
     return p;
@@ -249,7 +254,7 @@ class Planner {
   std::size_t output_index_ = 0, outputs_ = 0;
   bool output_attached_ = false;
   Depfile depfile_ = Depfile::None;
-  std::vector<std::string> include_dirs_, forced_includes_;
+  std::vector<std::string> include_dirs_, forced_includes_, driver_prefixes_;
   std::optional<CompilePlan::ArgRef> output_arg_, depfile_arg_;
   std::vector<CompilePlan::ArgRef> dep_target_args_;
   std::vector<std::size_t> dep_flag_args_;

@@ -42,6 +42,7 @@ struct CompilePlan {
   std::vector<PathValue> path_values;
   std::vector<std::string> include_dirs;     // -I/-iquote/-isystem/-idirafter values, in order
   std::vector<std::string> forced_includes;  // -include/-imacros values
+  std::vector<std::string> driver_prefixes;  // -B values, in order
   bool has_debug = false;
 };
 

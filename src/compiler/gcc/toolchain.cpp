@@ -19,7 +19,7 @@ namespace kache::compiler::gcc {
 namespace {
 
 // 2: include dirs, config and distribution files in the id; 3: config_include; 4: XXH3-128 content digests
-constexpr std::uint32_t kMemoVersion = 5;  // 5: wrapper scripts followed (ProbeFiles::add_program)
+constexpr std::uint32_t kMemoVersion = 6;  // 5: wrapper scripts followed; 6: -B prefixes
 
 struct Memo {
   Toolchain tc;
@@ -220,7 +220,8 @@ void add_config_files(ProbeFiles& files, Toolchain& tc, const std::string& dir) 
   }
 }
 
-Memo probe(const std::string& driver, const util::Environment& env, const std::string& memo_dir) {
+Memo probe(const std::string& driver, const util::Environment& env, const std::string& memo_dir,
+           const std::vector<std::string>& options) {
   // Only what the memo is keyed by reaches the probe; keyed variables (CPATH, ...) are key fields of
   // their own, so the probe sees the driver's defaults.
   const util::Environment probe_env = probe_environment(env);
@@ -230,16 +231,22 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
 
   // Every question for the driver at once; the driver's and the other files' content is hashed while
   // they run.
-  auto version_answer = start_capture(driver, {driver, "--version"}, probe_env);
-  auto machine_answer = start_capture(driver, {driver, "-dumpmachine"}, probe_env);
+  auto ask = [&](const char* what) {
+    std::vector<std::string> argv = {driver};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.emplace_back(what);
+    return start_capture(driver, argv, probe_env);
+  };
+  auto version_answer = ask("--version");
+  auto machine_answer = ask("-dumpmachine");
   // A specs file beside GCC's libraries overrides the built-in specs (the driver prints the bare name
   // back when there is none).
-  auto specs_answer = start_capture(driver, {driver, "-print-file-name=specs"}, probe_env);
+  auto specs_answer = ask("-print-file-name=specs");
   // GCC's passes for C, C++ and preprocessed assembly (clang answers "cc1"/"cc1plus" bare: it runs
   // itself, whose content is hashed below).
-  DriverPrograms programs(driver, probe_env, {"cc1", "cc1plus", "as"});
-  DriverIncludeDirs c_dirs(driver, "c", probe_env);
-  DriverIncludeDirs cxx_dirs(driver, "c++", probe_env);
+  DriverPrograms programs(driver, probe_env, {"cc1", "cc1plus", "as"}, options);
+  DriverIncludeDirs c_dirs(driver, "c", probe_env, options);
+  DriverIncludeDirs cxx_dirs(driver, "c++", probe_env, options);
 
   ProbeFiles files(m.tools, cwd, memo_dir);
   // The driver's content, not only its version text: a rebuilt or replaced compiler that reports the
@@ -284,6 +291,25 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   return m;
 }
 
+// A -B prefix names a directory (`/opt/gcc/bin/`) or a file-name prefix (`/opt/gcc/bin/x-`); the driver
+// tries <prefix><program> and <prefix><machine>/<version>/<program>, and <prefix>include for headers.
+// The identity of the directory and of every directory in it, two levels down, is in the memo key: a
+// program or directory appearing there changes one of them (one replaced in place keeps them, and is
+// caught by its own identity in the memo's files).
+void add_prefix_dirs(util::Hasher& mk, const std::string& prefix) {
+  const std::string dir = prefix.ends_with('/') ? prefix : util::dirname(prefix);
+  mk.add_field("prefix", prefix);
+  add_identity(mk, "prefix-dir:" + dir, dir);
+  for (const auto& sub : sorted_entries(dir)) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(sub, ec)) continue;
+    add_identity(mk, "prefix-dir:" + sub, sub);
+    for (const auto& subsub : sorted_entries(sub)) {
+      if (std::filesystem::is_directory(subsub, ec)) add_identity(mk, "prefix-dir:" + subsub, subsub);
+    }
+  }
+}
+
 std::string env_value_field(const util::Environment& env, std::string_view name) {
   auto v = util::env_get(env, name);
   return v ? "=" + *v : "unset";
@@ -291,10 +317,16 @@ std::string env_value_field(const util::Environment& env, std::string_view name)
 
 }  // namespace
 
-Toolchain probe_toolchain(const std::string& driver, const util::Environment& env, const std::string& memo_dir) {
+Toolchain probe_toolchain(const std::string& driver, const util::Environment& env, const std::string& memo_dir,
+                          const std::vector<std::string>& prefixes) {
   util::Hasher mk;
   mk.add_field("memo", "gcc-" + std::to_string(kMemoVersion));
   mk.add_field("driver", driver);
+  std::vector<std::string> options;
+  for (const auto& p : prefixes) {
+    options.push_back("-B" + p);
+    add_prefix_dirs(mk, util::absolute_path(p, util::current_dir()));
+  }
   add_identity(mk, "driver-id", driver);
   // A configuration file appearing beside the driver changes this directory's identity (add_config_files).
   add_identity(mk, "driver-dir", driver_real_dir(driver));
@@ -308,7 +340,7 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   core::log().trace("toolchain memo key = {}", memo_key);
   return memoized_probe<Memo>(
              memo_dir, memo_key, driver, [](const std::string& bytes) { return deserialize(bytes); },
-             [](const Memo& m) { return m.tools.still_valid(); }, [&] { return probe(driver, env, memo_dir); },
+             [](const Memo& m) { return m.tools.still_valid(); }, [&] { return probe(driver, env, memo_dir, options); },
              [](const Memo& m) { return serialize(m); })
       .tc;
 }

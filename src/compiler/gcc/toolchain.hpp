@@ -29,6 +29,10 @@ struct Toolchain {
 // every variable the environment table marks as read by the probe (PATH, GCC_EXEC_PREFIX,
 // COMPILER_PATH, ...); its content is trusted while every hashed file keeps its identity and every
 // bare program name resolves to the same file.
-Toolchain probe_toolchain(const std::string& driver, const util::Environment& env, const std::string& memo_dir);
+// prefixes: the compile's -B values, passed with every question (the passes, specs and include
+// directories found there are the ones the compile uses); each prefix's directory and the directories
+// in it are part of the memo key, so a program appearing there probes again.
+Toolchain probe_toolchain(const std::string& driver, const util::Environment& env, const std::string& memo_dir,
+                          const std::vector<std::string>& prefixes = {});
 
 }  // namespace kache::compiler::gcc

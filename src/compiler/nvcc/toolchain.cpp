@@ -9,6 +9,7 @@
 
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/driver_probe.hpp"
+#include "compiler/gcc/wrapper.hpp"
 #include "compiler/nvcc/stages.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/log.hpp"
@@ -23,13 +24,16 @@ namespace kache::compiler::nvcc {
 namespace {
 
 // 6: content digests are XXH3-128, the nvcc command is one of the files
-constexpr std::uint32_t kMemoVersion = 7;  // 7: wrapper scripts followed (ProbeFiles::add_program)
+constexpr std::uint32_t kMemoVersion = 8;  // 7: wrapper scripts followed; 8: host wrappers by behaviour
 
 struct Memo {
   Toolchain tc;
   ToolFiles tools;  // search_path: the PATH nvcc resolves bare names through
   // Variables nvcc.profile references that the memo key does not cover: name, "=value" or "unset".
   std::vector<std::pair<std::string, std::string>> profile_env;
+  // What a host compiler that is a wrapper script prints for nvcc's kinds of host pass (-###,
+  // normalized): the driver it runs and the options it adds, in the toolchain id.
+  std::vector<std::string> host_behaviour;
 };
 
 std::string serialize(const Memo& m) {
@@ -158,6 +162,46 @@ DryRun read_dry_run(const std::string& text) {
 
 namespace {
 
+// nvcc's host compiler is a wrapper script (CMake's -ccbin /opt/gcc/bin/g++, which runs
+// `g++-real -B/opt/gcc/bin/ "$@"`): read by what it does (compiler/gcc/wrapper.hpp) for a preprocessing
+// pass and a compile like nvcc's. Keyed: its scripts and the files they name by content, the paths
+// they name by identity or absence, the variables they mention by value (profile_env), the driver they
+// run by content, and what -### prints (the options added, the passes as run). nvcc runs the wrapper
+// itself, so one that writes to stderr or may set a variable the compiler reads passes through, and so
+// does one that can read what no list names (its reading would have to be made on every compile).
+void add_host_wrapper(ProbeFiles& files, Memo& m, const util::Environment& env, const std::string& cwd) {
+  const std::string host = m.tc.host_compiler;
+  const ScriptChain chain = read_script_chain(host, m.tools.search_path);
+  auto refuse = [&](const std::string& why) { throw UnreadableWrapper("nvcc's host compiler " + host + " " + why); };
+  if (!chain.unpinned.empty()) refuse("can read inputs kache cannot name (" + chain.unpinned + ")");
+  if (chain.traces) refuse("writes to stderr (set -x, >&2), which would reach the stored diagnostics");
+  if (auto name = gcc::compiler_variable(chain, EnvRoute::nvcc)) refuse("mentions " + *name + ", which the compiler reads");
+  for (const auto& s : chain.scripts) files.add("host:script", s);
+  for (const auto& command : chain.commands) files.resolve(command.first);  // kept as bare names
+  for (const auto& p : chain.named_paths) {
+    files.watch(p);
+    if (!is_script(p)) files.add("host:names", p);
+  }
+  for (const auto& v : chain.variables) m.profile_env.emplace_back(v, env_value_field(env, v));
+  util::Environment run_env = env;  // as nvcc runs it: on the PATH of its dry run
+  util::env_set(run_env, "PATH", m.tools.search_path);
+  const std::vector<std::vector<std::string>> shapes = {
+      {"-E", "-x", "c++", "-D__CUDACC__", "/dev/null", "-o", "/dev/null"},
+      {"-c", "-x", "c++", "/dev/null", "-o", "/dev/null"}};
+  for (const auto& shape : shapes) {
+    auto run = gcc::wrapper_dry_run(host, shape, run_env, cwd);
+    if (!run) refuse("fails or names no driver under -###");
+    if (is_script(run->driver)) refuse("runs another script, " + run->driver);
+    files.add_program("host:runs", run->driver);
+    m.host_behaviour.push_back(run->text);
+    for (std::size_t i = 0; i + 1 < run->added.size(); ++i) {
+      if (run->added[i] != "-B") continue;
+      const std::string prefix = util::absolute_path(run->added[i + 1], cwd);
+      files.watch(prefix.ends_with('/') ? prefix.substr(0, prefix.size() - 1) : util::dirname(prefix));
+    }
+  }
+}
+
 // The files the toolchain id hashes, found from the dry run: the host compiler, nvcc's programs, cicc's
 // libdevice, the real nvcc and its nvcc.profile; and the variables an edited profile pulls in.
 void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std::string& nvcc_path,
@@ -167,7 +211,11 @@ void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std:
     throw std::runtime_error("host compiler '" + run.host_word + "' not found on nvcc's PATH");
   if (!util::stat_identity(m.tc.host_compiler))
     throw std::runtime_error("cannot stat host compiler " + m.tc.host_compiler);
-  files.add_program("host", m.tc.host_compiler);
+  if (is_script(m.tc.host_compiler)) {
+    add_host_wrapper(files, m, env, cwd);
+  } else {
+    files.add_program("host", m.tc.host_compiler);
+  }
   for (const auto& p : run.programs) {
     const std::string path = files.resolve(p);
     if (path.empty()) throw std::runtime_error("nvcc's tool '" + p + "' not found on its PATH");
@@ -209,6 +257,7 @@ void name_toolchain(Memo& m, ProbeFiles& files, const DryRun& run, const std::st
   h.add_field("nvcc-version", nvcc_version);
   h.add_field("host-version", host_version);
   h.add_field("host-dialect", run.host_version_token);
+  for (const auto& text : m.host_behaviour) h.add_field("host-wrapper-dry-run", text);
   files.hash_into(h);
   // nvcc.profile's expansion (INCLUDES, PTXAS_FLAGS, TOP, ...) as nvcc printed it.
   for (const auto& [name, value] : run.profile_vars) h.add_field("profile:" + name, value);

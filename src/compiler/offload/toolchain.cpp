@@ -20,7 +20,8 @@ namespace kache::compiler::offload {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 4;  // 4: wrapper scripts followed (ProbeFiles::add_program)
+constexpr std::uint32_t kMemoVersion = 5;  // 5: ToolFiles::watched
+// was  // 4: wrapper scripts followed (ProbeFiles::add_program)
 
 struct Memo {
   HipccToolchain tc;
