@@ -89,7 +89,10 @@ bool ToolFiles::still_valid() const {
     if (!found || util::absolute_path(*found, cwd) != b.resolved) return false;
   }
   for (const auto& [path, identity] : watched) {
-    if (watched_identity(path) != identity) return false;
+    if (watched_identity(path) != identity) {
+      core::log().debug("toolchain: {} is no longer {}", path, identity);
+      return false;
+    }
   }
   return true;
 }
@@ -652,6 +655,7 @@ struct ChainReader {
       const std::vector<std::string> words = shell_words(line, &special);
       for (const auto& w : words) {
         add_unique(chain.words, unquoted(w));
+        note_program_name(unquoted(w));
         // Programs it names without a directory are then found on a PATH of its own.
         if (assigned_name(w) == "PATH") set_unpinned("it sets PATH");
       }
@@ -684,6 +688,14 @@ struct ChainReader {
       chain.commands.emplace_back(program, found.value_or(""));
     }
     if (found && is_script(*found)) read(*found, depth + 1);
+  }
+
+  // Every word that could name a program on PATH (a launcher's argument, `nice mygcc`, as well as a
+  // command), found or not: one appearing earlier on PATH later may be what the script runs then.
+  void note_program_name(const std::string& word) {
+    if (word.empty() || word[0] == '-' || word.find_first_of("/$`\"'\\*?[~=(){};|&<>") != std::string::npos) return;
+    if (std::any_of(chain.commands.begin(), chain.commands.end(), [&](const auto& c) { return c.first == word; })) return;
+    chain.commands.emplace_back(word, util::find_executable(word, search_path).value_or(""));
   }
 
   void set_unpinned(const std::string& why) {

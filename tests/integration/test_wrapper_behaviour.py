@@ -71,11 +71,15 @@ class WrapperBehaviour(KacheTestCase):
         self.compile(driver, "m.cpp")
         self.compile(driver, "m.cpp")
         self.assertEqual(self.counts(), (1, 1, 0))
-        # An assembler appearing in the -B directory is the one the driver runs now: the toolchain the
-        # key names changes (the same program by another path here, so the object stays plain's).
-        os.symlink(shutil.which("as"), os.path.join(self.opt, "as"))
+        # An assembler appearing in the -B directory is the one the driver runs now (a program, so no
+        # script reading is involved): a miss, and the object it makes, which defines one more symbol.
+        self.write("as.c", '#include <unistd.h>\nint main(int c, char **v) { char *a[c + 3]; a[0] = "as";\n'
+                   '  a[1] = "--defsym"; a[2] = "KACHE_MARK=1"; for (int i = 1; i <= c; ++i) a[i + 2] = v[i];\n'
+                   f'  execv("{shutil.which("as")}", a); return 1; }}\n')
+        subprocess.run([GCC, "-o", os.path.join(self.opt, "as"), self.path("as.c")], check=True)
         self.compile(driver, "m.cpp")
         self.assertEqual(self.counts(), (1, 2, 0))
+        self.assertIn(b"KACHE_MARK", open(self.path("m.o"), "rb").read())
 
     def test_wrapper_found_on_path_retargeted(self):
         early, late = self.path("early"), self.path("late")

@@ -105,9 +105,9 @@ class WrapperScripts(KacheTestCase):
             set -eu
             # a comment naming nothing: gcc-13 "$@"
             MODE=wrapped
-            export LC_ALL=C
+            export MODE
             echo "compiling ($MODE)" >/dev/null
-            GCC_COLORS= exec mygcc -Wall "$@"
+            MODE2=x exec mygcc -Wall "$@"
             """), 10)
 
     def test_scripts_kache_cannot_read_pass_through(self):
@@ -147,8 +147,9 @@ class WrapperScripts(KacheTestCase):
                 self.assertEqual(r.returncode, plain.returncode, r.stderr)
                 s = self.stats()
                 if s["passthrough"] == 0:
-                    # Read by behaviour (compiler/gcc/wrapper.hpp): cached as the command it stands for.
-                    self.assertEqual(s["misses"], 1, s)
+                    # Read by behaviour (compiler/gcc/wrapper.hpp): cached as the command it stands for,
+                    # which an earlier case may have stored already.
+                    self.assertEqual(s["misses"] + s["hits"], 1, s)
                     self.assert_same_object(self.path("m.o"), self.path("plain.o"))
                 else:
                     self.assertIn(next(iter(s["passthrough_reasons"])), ("wrapper-script", "wrapper-environment"), s)

@@ -325,7 +325,8 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   std::vector<std::string> options;
   for (const auto& p : prefixes) {
     options.push_back("-B" + p);
-    add_prefix_dirs(mk, util::absolute_path(p, util::current_dir()));
+    // A trailing '/' says the prefix is a directory: kept (absolute_path would drop it).
+    add_prefix_dirs(mk, util::absolute_path(p, util::current_dir()) + (p.ends_with('/') ? "/" : ""));
   }
   add_identity(mk, "driver-id", driver);
   // A configuration file appearing beside the driver changes this directory's identity (add_config_files).

@@ -196,8 +196,10 @@ void add_host_wrapper(ProbeFiles& files, Memo& m, const util::Environment& env, 
     m.host_behaviour.push_back(run->text);
     for (std::size_t i = 0; i + 1 < run->added.size(); ++i) {
       if (run->added[i] != "-B") continue;
-      const std::string prefix = util::absolute_path(run->added[i + 1], cwd);
-      files.watch(prefix.ends_with('/') ? prefix.substr(0, prefix.size() - 1) : util::dirname(prefix));
+      // A prefix ending in '/' is a directory; any other is a file-name prefix in its directory.
+      const std::string& prefix = run->added[i + 1];
+      const std::string dir = util::absolute_path(prefix.ends_with('/') ? prefix : util::dirname(prefix), cwd);
+      files.watch(dir);
     }
   }
 }
@@ -219,6 +221,7 @@ void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std:
   for (const auto& p : run.programs) {
     const std::string path = files.resolve(p);
     if (path.empty()) throw std::runtime_error("nvcc's tool '" + p + "' not found on its PATH");
+    if (path == m.tc.host_compiler) continue;  // recorded above (a wrapper is read by behaviour)
     files.add_program("tool:" + util::basename(p), path);
   }
   // cicc reads libdevice from NVVMIR_LIBRARY_DIR (nvcc passes it in cicc's environment, not its command).
