@@ -515,6 +515,11 @@ class Soundness(GccCase):
                 with open(drv, "w") as f:
                     f.write(f"#!/bin/sh\nexec {cc} -DVAL=2 \"$@\"\n")
                 os.utime(drv, ns=(st.st_atime_ns, st.st_mtime_ns))
+            if "clang" in cc:
+                # clang's -### shows no driver options: a clang wrapper that adds one passes through.
+                self.kache([drv, "-c", "a.c", "-o", self.p("k.o")], cwd=self.p())
+                self.assertEqual(self.stats().get("passthrough_reasons"), {"wrapper-script": 1})
+                return
             self.trap(drv, ["-c", "a.c"], edit)
         self.each_compiler(case)
 

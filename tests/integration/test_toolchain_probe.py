@@ -165,7 +165,9 @@ class ProbeOnce(KacheTestCase):
         self.write("b.c", "int value = VAL;\n")
         self.write("c.c", "int value = VAL;\n")
         self.compile_together(cc, ["a.c", "b.c", "c.c"])
-        self.assertEqual(self.probes(), 1)
+        # The wrapper is read by behaviour (wrapper.hpp): the toolchain probe asks the driver it runs
+        # (gcc-12), past the hook, so at most one probe is seen here.
+        self.assertLessEqual(self.probes(), 1)
         self.assert_counts(misses=3, passthrough=0)
 
     def test_a_prober_that_dies_lets_the_waiting_compile_probe(self):
@@ -244,7 +246,8 @@ class DriverThatCannotAnswer(KacheTestCase):
 
     def test_a_failed_question_passes_the_compile_through(self):
         real = shutil.which("gcc")
-        driver = self.write("pf/gcc", '#!/bin/sh\ncase "$1" in -print-prog-name=*) exit 1;; esac\n'
+        # It fails -### too: a wrapper script is otherwise read as the driver it runs (wrapper.hpp).
+        driver = self.write("pf/gcc", '#!/bin/sh\ncase "$*" in *-print-prog-name=*|*-###*) exit 1;; esac\n'
                                       'exec "%s" "$@"\n' % real)
         os.chmod(driver, 0o755)
         self.write("x.c", "int twice(int x) { return 2 * x; }\n")
@@ -254,8 +257,10 @@ class DriverThatCannotAnswer(KacheTestCase):
         s = self.stats()
         self.assertEqual((s["hits"], s["misses"]), (0, 0), s)
         self.assertEqual(s["passthrough"] + s.get("errors", 0) + s.get("uncached", 0) > 0, True, s)
-        self.assertFalse(any(n.endswith(".lock") is False and not n.startswith(".") and n != "content"
-                             for n in os.listdir(os.path.join(self.cache, "toolchains"))), "a memo was written")
+        toolchains = os.path.join(self.cache, "toolchains")
+        self.assertFalse(os.path.isdir(toolchains) and any(
+            n.endswith(".lock") is False and not n.startswith(".") and n != "content" for n in os.listdir(toolchains)),
+            "a memo was written")
         subprocess.run([real, "-c", "x.c", "-o", "plain.o"], cwd=self.ws, check=True)
         self.assert_same_object(self.path("x.o"), self.path("plain.o"))
 

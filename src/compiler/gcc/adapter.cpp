@@ -108,7 +108,7 @@ std::optional<Passthrough> GccAdapter::read_wrapper(const core::Invocation& give
     return Passthrough{"wrapper-script", given.compiler_path + " changes what the compile writes"};
   }
   effective_ = given;
-  effective_.compiler_arg = w.driver;
+  effective_.compiler_arg = w.driver_arg;
   effective_.compiler_path = w.driver;
   effective_.args = w.args;
   plan_ = std::get<CompilePlan>(wrapped_plan);

@@ -20,7 +20,7 @@ namespace kache::compiler::gcc {
 
 namespace {
 
-constexpr std::uint32_t kMemoVersion = 1;
+constexpr std::uint32_t kMemoVersion = 2;
 // Marks around the compile's own arguments, so the options the wrapper added before and after them
 // can be told apart in COLLECT_GCC_OPTIONS. Macros no source tests.
 constexpr const char* kBegin = "-D__kache_wrapped_arguments_begin__";
@@ -108,8 +108,8 @@ std::vector<std::string> marked(const std::vector<std::string>& before, const st
 }
 
 util::ProcessResult dry_run(const std::string& program, const std::vector<std::string>& args,
-                            const util::Environment& env) {
-  std::vector<std::string> argv = {program};
+                            const util::Environment& env, const std::string& argv0 = "") {
+  std::vector<std::string> argv = {argv0.empty() ? program : argv0};
   argv.insert(argv.end(), args.begin(), args.end());
   return util::run_capture(program, argv, env);
 }
@@ -134,11 +134,12 @@ std::optional<std::pair<std::vector<std::string>, std::vector<std::string>>> aro
 // the real driver adds again): candidates from the most to the fewest, each checked by verify().
 std::optional<ResolvedWrapper> resolve_gcc(const core::Invocation& inv, const DryRunReading& wrapped,
                                            const std::string& driver) {
+  const std::string& argv0 = wrapped.collect_gcc;
   // Both runs print COLLECT_GCC as run; the wrapper's names the driver as the wrapper spelled it.
   auto around = around_marks(wrapped.options);
   if (!around) return std::nullopt;
   const auto& [before, after] = *around;
-  const util::ProcessResult plain = dry_run(driver, marked({}, inv.args, {}), inv.env);
+  const util::ProcessResult plain = dry_run(driver, marked({}, inv.args, {}), inv.env, argv0);
   const DryRunReading plain_reading = read_dry_run_text(plain.err);
   auto plain_around = around_marks(plain_reading.options);
   std::vector<std::vector<std::string>> candidates;
@@ -152,10 +153,11 @@ std::optional<ResolvedWrapper> resolve_gcc(const core::Invocation& inv, const Dr
   for (const auto& added_after : candidates) {
     const util::ProcessResult r = before.empty() && added_after.empty()
                                       ? plain
-                                      : dry_run(driver, marked(before, inv.args, added_after), inv.env);
+                                      : dry_run(driver, marked(before, inv.args, added_after), inv.env, argv0);
     if (!r.ok() || !same_passes(normalized_dry_run(r.err), wrapped.text)) continue;
     ResolvedWrapper w;
     w.driver = driver;
+    w.driver_arg = argv0;
     w.args = before;
     w.args.insert(w.args.end(), inv.args.begin(), inv.args.end());
     w.args.insert(w.args.end(), added_after.begin(), added_after.end());
@@ -184,6 +186,7 @@ std::optional<ResolvedWrapper> resolve_clang(const core::Invocation& inv, const 
     if (!r.ok() || !same_passes(normalized_dry_run(r.err), wrapped.text)) continue;
     ResolvedWrapper w;
     w.driver = driver;
+    w.driver_arg = driver;
     w.args = inv.args;
     return w;
   }
@@ -194,6 +197,7 @@ std::string serialize(const ResolvedWrapper& w) {
   util::Writer out;
   out.u32(kMemoVersion);
   out.str(w.driver);
+  out.str(w.driver_arg);
   for (const auto* list : {&w.args, &w.added}) {
     out.u32(static_cast<std::uint32_t>(list->size()));
     for (const auto& a : *list) out.str(a);
@@ -206,6 +210,7 @@ ResolvedWrapper deserialize(const std::string& bytes) {
   if (in.u32() != kMemoVersion) throw std::runtime_error("old wrapper memo");
   ResolvedWrapper w;
   w.driver = in.str();
+  w.driver_arg = in.str();
   for (auto* list : {&w.args, &w.added}) {
     for (std::uint32_t i = 0, n = in.u32(); i < n; ++i) list->push_back(in.str());
   }

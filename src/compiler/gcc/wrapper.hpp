@@ -32,6 +32,7 @@ namespace kache::compiler::gcc {
 
 struct ResolvedWrapper {
   std::string driver;              // the program the wrapper runs in the end, absolute
+  std::string driver_arg;          // its argv[0] as the wrapper spelled it (GCC finds its passes from it)
   std::vector<std::string> args;   // the arguments it receives for this compile
   std::vector<std::string> added;  // what the wrapper added, for logs and doctor
   bool from_memo = false;
