@@ -225,8 +225,6 @@ class Passthrough(GccCase):
         (["g++", "-c", "-x", "c++-header", "h.h", "-o", "h.h.gch"], "pch"),
         (["gcc", "-c", "a.c", "-fprofile-use"], "profile-use"),
         (["gcc", "-c", "a.c", "-fauto-profile=x.afdo"], "profile-use"),
-        (["gcc", "-c", "a.c", "-march=native"], "machine-native"),
-        (["gcc", "-c", "a.c", "-mtune=native"], "machine-native"),
         (["gcc", "-c", "@args.rsp"], "response-file"),
         (["gcc", "-c", "a.c", "-save-temps"], "save-temps"),
         (["gcc", "-c", "a.c", "--coverage"], "coverage"),

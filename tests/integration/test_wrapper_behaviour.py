@@ -169,6 +169,19 @@ exec {GCC} "${{flags[@]}}" "$@"
         self.assert_follows(driver, lambda: self.write("sinc/unused.h", ""), env={"SPACK_INCLUDE_DIRS": self.path("sinc")},
                             after_env={"SPACK_INCLUDE_DIRS": self.path("sinc") + " " + self.ws})
 
+    def test_wrapper_adding_march_native(self):
+        # Passed through as machine-native before; now keyed by what the driver expands it to on this
+        # processor (memoized per processor: util::cpu_signature).
+        driver = self.script("w/gcc", f'exec {GCC} -march=native "$@"')
+        self.compile(driver)
+        self.compile(driver)
+        self.assertEqual(self.counts(), (1, 1, 0))
+        memos = [n for n in os.listdir(os.path.join(self.cache, "toolchains")) if n.startswith("native-")]
+        self.assertEqual(len(memos), 1, memos)
+        # The expansion is keyed, not the spelling: an explicit -march of another processor misses.
+        self.kache([GCC, "-c", "m.c", "-o", "m.o", "-march=x86-64"], cwd=self.ws)
+        self.assertEqual(self.counts(), (1, 2, 0))
+
     def test_ccache_directory_first_on_path(self):
         ccache = shutil.which("ccache")
         if ccache is None:

@@ -85,6 +85,10 @@ void add_search_dirs(CompileJob& job, const CompilePlan& plan, const Toolchain& 
 
 namespace {
 
+std::string memo_dir(const core::Config& cfg) {
+  return cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains");
+}
+
 // The wrapper's command must write what the user's would: kache restores the outputs the user's command
 // names (a wrapper adding -MD, -save-temps or another -o would write files a hit does not).
 bool same_outputs(const CompilePlan& a, const CompilePlan& b) {
@@ -98,8 +102,7 @@ bool same_outputs(const CompilePlan& a, const CompilePlan& b) {
 std::optional<Passthrough> GccAdapter::read_wrapper(const core::Invocation& given, const core::Config& cfg) {
   wrapped_ = false;
   if (!is_script(given.compiler_path)) return std::nullopt;
-  const std::string memo_dir = cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains");
-  auto resolved = resolve_wrapper(given, EnvRoute::host, memo_dir);
+  auto resolved = resolve_wrapper(given, EnvRoute::host, memo_dir(cfg));
   if (auto* p = std::get_if<Passthrough>(&resolved)) return *p;
   const ResolvedWrapper& w = std::get<ResolvedWrapper>(resolved);
   Plan wrapped_plan = plan(w.args, cfg.extra_allowlist_flags);
@@ -138,9 +141,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
 
   set_job_roots(job, cwd, cfg, inv.env, inv.args);
 
-  Toolchain tc = probe_toolchain(inv.compiler_path, inv.env,
-                                 cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"),
-                                 plan.driver_prefixes);
+  Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, memo_dir(cfg), plan.driver_prefixes);
   // A clang configuration file includes another file (`@path`) whose content is keyed nowhere.
   if (!tc.config_include.empty()) return Passthrough{"clang-config-include", tc.config_include};
   job.description = wrapped_ ? tc.description + " run by " + given.compiler_path : tc.description;
@@ -152,6 +153,14 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   auto& k = job.key_fields;
   k.emplace_back("adapter", "gcc");
   k.emplace_back("toolchain", tc.id);
+  if (!plan.machine_native.empty()) {
+    try {
+      k.emplace_back("machine-native", native_expansion(inv.compiler_path, inv.env, memo_dir(cfg), plan.driver_prefixes,
+                                                        plan.machine_native));
+    } catch (const std::exception& e) {
+      return Passthrough{"machine-native", e.what()};
+    }
+  }
   // The name the driver runs under decides the language of a .c file and the C++ runtime (clang++ is
   // clang under another name; g++ compiles x.c as C++).
   k.emplace_back("driver-name", util::basename(inv.compiler_arg));

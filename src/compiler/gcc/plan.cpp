@@ -74,9 +74,12 @@ class Planner {
         return c->last;
       }
     }
-    // -march=native / -mtune=native / -mcpu=native: one key, objects that depend on the machine.
+    // -march=native / -mtune=native / -mcpu=native: objects that depend on the machine. A plain gcc or
+    // clang compile keys what the driver expands them to here (the adapter asks it, per processor:
+    // gcc::native_expansion); a driver that extends GCC's (hipcc, clang's offload) refuses them.
     if (is_machine_native(t)) {
-      refuse("machine-native", t);
+      if (extension_) refuse("machine-native", t);
+      machine_native_.push_back(t);
       return i;
     }
     std::optional<FlagMatch> m = find_flag(t);
@@ -232,6 +235,7 @@ class Planner {
     p.include_dirs = include_dirs_;
     p.forced_includes = forced_includes_;
     p.driver_prefixes = driver_prefixes_;
+    p.machine_native = machine_native_;
     p.path_values = path_values_;
     p.has_debug = has_debug_;
     return p;
@@ -254,7 +258,7 @@ class Planner {
   std::size_t output_index_ = 0, outputs_ = 0;
   bool output_attached_ = false;
   Depfile depfile_ = Depfile::None;
-  std::vector<std::string> include_dirs_, forced_includes_, driver_prefixes_;
+  std::vector<std::string> include_dirs_, forced_includes_, driver_prefixes_, machine_native_;
   std::optional<CompilePlan::ArgRef> output_arg_, depfile_arg_;
   std::vector<CompilePlan::ArgRef> dep_target_args_;
   std::vector<std::size_t> dep_flag_args_;

@@ -43,6 +43,7 @@ struct CompilePlan {
   std::vector<std::string> include_dirs;     // -I/-iquote/-isystem/-idirafter values, in order
   std::vector<std::string> forced_includes;  // -include/-imacros values
   std::vector<std::string> driver_prefixes;  // -B values, in order
+  std::vector<std::string> machine_native;   // -march=native, -mtune=native, -mcpu=native as given
   bool has_debug = false;
 };
 

@@ -8,8 +8,10 @@
 
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/driver_probe.hpp"
+#include "compiler/gcc/wrapper.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/log.hpp"
+#include "util/cpu.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/serial.hpp"
@@ -344,6 +346,36 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
              [](const Memo& m) { return m.tools.still_valid(); }, [&] { return probe(driver, env, memo_dir, options); },
              [](const Memo& m) { return serialize(m); })
       .tc;
+}
+
+std::string native_expansion(const std::string& driver, const util::Environment& env, const std::string& memo_dir,
+                             const std::vector<std::string>& prefixes, const std::vector<std::string>& native) {
+  util::Hasher mk;
+  mk.add_field("memo", "native-1");
+  mk.add_field("driver", driver);
+  add_identity(mk, "driver-id", driver);
+  for (const auto& p : prefixes) mk.add_field("prefix", p);
+  for (const auto& n : native) mk.add_field("native", n);
+  mk.add_field("cpu", util::cpu_signature());
+  const std::string path = memo_dir.empty() ? "" : util::join_path(memo_dir, "native-" + mk.finish().hex());
+  if (!path.empty() && util::exists(path)) {
+    try {
+      return util::read_file(path);
+    } catch (const std::exception& e) {
+      core::log().debug("native expansion memo {}: {}", path, e.what());
+    }
+  }
+  std::vector<std::string> argv = {driver};
+  for (const auto& p : prefixes) argv.push_back("-B" + p);
+  argv.insert(argv.end(), native.begin(), native.end());
+  argv.insert(argv.end(), {"-x", "c", "-c", "/dev/null", "-o", "/dev/null", "-###"});
+  const util::ProcessResult r = util::run_capture(driver, argv, probe_environment(env));
+  if (!r.ok()) throw std::runtime_error(driver + " cannot expand " + native.front());
+  util::Hasher h;
+  h.add_field("native-expansion", normalized_dry_run(r.err));
+  const std::string digest = h.finish().hex();
+  if (!path.empty()) memo_detail::write(path, digest);
+  return digest;
 }
 
 }  // namespace kache::compiler::gcc

@@ -35,4 +35,12 @@ struct Toolchain {
 Toolchain probe_toolchain(const std::string& driver, const util::Environment& env, const std::string& memo_dir,
                           const std::vector<std::string>& prefixes = {});
 
+// What the driver turns `native` (-march=native, -mtune=native, -mcpu=native) into on this processor:
+// a digest of its -### output for those options (GCC's cc1 line lists -march=<cpu>, every -m<feature>
+// and the cache sizes; clang's -target-cpu and -target-feature). Memoized per driver identity, options,
+// -B prefixes and util::cpu_signature(), so a cache dir shared with another machine keys apart. Throws
+// std::runtime_error when the driver cannot say.
+std::string native_expansion(const std::string& driver, const util::Environment& env, const std::string& memo_dir,
+                             const std::vector<std::string>& prefixes, const std::vector<std::string>& native);
+
 }  // namespace kache::compiler::gcc
