@@ -305,6 +305,8 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
   out["hits"] = hits;
   out["misses"] = misses;
   out["direct_hits"] = stats.get(counter::kDirectHits);
+  // Hits of compiles without a direct-mode record (a computed #include), by their preprocessed output.
+  out["preprocessed_hits"] = stats.get(counter::kPreprocessedHits);
   // Outputs other than objects (nvcc -fatbin/-cubin/-ptx), also counted in hits and misses.
   out["output_kinds"] = nlohmann::ordered_json::object();
   for (const auto& [kind, counts] : kinds)
@@ -374,6 +376,7 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
   line("cache directory", config.cache_dir);
   line("hits", std::to_string(hits));
   if (const auto direct = stats.get(counter::kDirectHits); direct > 0) line("  direct hits", std::to_string(direct));
+  if (const auto pre = stats.get(counter::kPreprocessedHits); pre > 0) line("  preprocessed hits", std::to_string(pre));
   line("misses", std::to_string(misses));
   for (const auto& [kind, counts] : kinds) {
     line("  " + kind, fmt::format("{} hits, {} misses", counts.first, counts.second));
