@@ -193,11 +193,14 @@ std::optional<int> Pipeline::try_hit() {
   // any other compile's hit and miss never run the preprocessor here.
   if (count(true) == 0 || !cfg_.preprocessed_fallback) return std::nullopt;
   preprocessed_lookup_ = true;
+  const std::int64_t began = util::file_clock_now_ns();
   auto preprocessed = preprocess();
   if (!preprocessed) {
     core::log().debug("preprocessed lookup: {}", preprocessed.error());
     return std::nullopt;
   }
+  preprocessed_ = *preprocessed;  // a miss's own preprocessed entry, if this lookup finds none
+  preprocessed_began_ = began;
   return serve(*manifest, Via::preprocessed, preprocessed->key);
 }
 

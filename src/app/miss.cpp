@@ -203,6 +203,9 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
   Compiled out;
   // Read from the clock file times come from: a file modified from here on has a time >= start.
   out.start = util::file_clock_now_ns();
+  // The lookup's preprocessing, which the miss's preprocessed entry reuses, read the files earlier: a file
+  // modified since it began is then one the compile may have read otherwise.
+  if (preprocessed_) out.start = std::min(out.start, preprocessed_began_);
   auto failed = [](const util::ProcessResult& r, std::string_view what) {
     return Failure{ReasonCategory::CompileFailed, reason::kCompileFailed,
                    fmt::format("{} failed (exit {}, signal {})", what, r.exit_code, r.term_signal)};

@@ -246,6 +246,9 @@ class Pipeline {
   std::uint64_t stored_cost_ms_ = 0;  // a hit: what the miss that stored the entry took
   std::string cause_, cause_detail_;
   bool preprocessed_lookup_ = false;  // the lookup ran the preprocessed fallback (and it missed)
+  // What that lookup's preprocessing gave, and the file clock before it began (the miss's start then).
+  std::optional<Preprocessed> preprocessed_;
+  std::int64_t preprocessed_began_ = 0;
   VerifiedIdentities verified_;  // shared across this cache dir's compiles; flushed when the pipeline ends
 };
 

@@ -86,15 +86,16 @@ util::Result<Pipeline::Preprocessed, std::string> Pipeline::preprocess() {
   return p;
 }
 
-// A miss's preprocessed entry. Run after the compile, the preprocessing must have seen what the compile
-// read: the files its line markers name are exactly the closure (a header that appeared since, shadowing
+// A miss's preprocessed entry. Run after the compile (or by the lookup, before the compile's start), the
+// preprocessing must have seen what the compile read: the files its line markers name are exactly the closure (a header that appeared since, shadowing
 // one the compile read, is named by the markers and not by the closure; a file the closure names that no
 // marker names, an assembler's .incbin or an -imacros file, is content the output does not hold), and
 // every closure file still has the identity it had when hashed, unmodified since before the compile (a
 // file edited or removed since would give the entry a key of content it was not built from).
 bool Pipeline::record_preprocessed(ManifestEntry& entry, const std::vector<std::string>& closure) {
   auto& log = core::log();
-  auto preprocessed = preprocess();
+  // The lookup's, when it ran one: the compile's start was moved before it (Pipeline::compile).
+  auto preprocessed = preprocessed_ ? util::Result<Preprocessed, std::string>(*preprocessed_) : preprocess();
   if (!preprocessed) {
     log.debug("no preprocessed entry: {}", preprocessed.error());
     return false;
