@@ -339,14 +339,16 @@ void say_computed_include_with(Verdict& v, bool preprocessed_fallback) {
       "no difference, but the entry has no direct-mode record: {} computes an #include or __has_include name "
       "(#include MACRO), which kache cannot watch",
       v.computed_include_in);
-  v.message = preprocessed_fallback
-                  ? why + ". Such a compile is stored and looked up by its preprocessed output instead "
-                          "(cache.preprocessed_fallback): each lookup runs the preprocessor (for nvcc every "
-                          "device pass too) and hits while that output is unchanged, counted as a "
-                          "preprocessed hit (docs/soundness.md)."
-                  : why + ", so no lookup finds it and every build of this compile misses; "
-                          "cache.preprocessed_fallback = true looks it up by its preprocessed output "
-                          "(docs/soundness.md).";
+  if (preprocessed_fallback) {
+    v.message = why +
+                ". Such a compile is stored and looked up by its preprocessed output instead "
+                "(cache.preprocessed_fallback): each lookup runs the preprocessor (for nvcc every device pass "
+                "too) and hits while that output is unchanged, counted as a preprocessed hit (docs/soundness.md).";
+  } else {
+    v.message = why +
+                ", so no lookup finds it and every build of this compile misses; cache.preprocessed_fallback = "
+                "true looks it up by its preprocessed output (docs/soundness.md).";
+  }
 }
 
 // Which paths an entry stored per checkout names, and what shares it (empty when nothing ties it).

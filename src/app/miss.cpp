@@ -823,9 +823,9 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const Unr
     const std::string key = storage_key(entry).value().hex();  // this checkout has every root it names
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
-      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_),
-                      [&](std::string_view text) { return store_.put_explain_record(key, text); },
-                      unrecorded.computed_include_in);
+      explain::record(
+          cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_),
+          [&](std::string_view text) { return store_.put_explain_record(key, text); }, unrecorded.computed_include_in);
       // A preprocessed entry is found by its result key, the preprocessing's: it lists no file to verify.
       if (entry.preprocessed) entry.files.clear();
       if (unrecorded.in_manifest) stored = add_to_manifest(std::move(entry));

@@ -67,9 +67,11 @@ util::Result<Pipeline::Preprocessed, std::string> Pipeline::preprocess() {
   std::unordered_set<std::string> seen;
   for (std::size_t i = 0; i < cmds.size(); ++i) {
     const util::ProcessResult& r = results[i];
-    if (!r.ok()) return fmt::format("the {} preprocessing failed (exit {}, signal {})", cmds[i].pass, r.exit_code, r.term_signal);
+    if (!r.ok())
+      return fmt::format("the {} preprocessing failed (exit {}, signal {})", cmds[i].pass, r.exit_code, r.term_signal);
     // GCC reads a precompiled header there: not what the output shows (see GccAdapter).
-    if (r.out.find("#pragma GCC pch_preprocess") != std::string::npos) return std::string("a precompiled header is read");
+    if (r.out.find("#pragma GCC pch_preprocess") != std::string::npos)
+      return std::string("a precompiled header is read");
     const auto files = line_marker_files(r.out);
     if (!files) return std::string("a line marker names a file with an escaped character");
     for (const auto& f : *files) {
@@ -87,11 +89,11 @@ util::Result<Pipeline::Preprocessed, std::string> Pipeline::preprocess() {
 }
 
 // A miss's preprocessed entry. Run after the compile (or by the lookup, before the compile's start), the
-// preprocessing must have seen what the compile read: the files its line markers name are exactly the closure (a header that appeared since, shadowing
-// one the compile read, is named by the markers and not by the closure; a file the closure names that no
-// marker names, an assembler's .incbin or an -imacros file, is content the output does not hold), and
-// every closure file still has the identity it had when hashed, unmodified since before the compile (a
-// file edited or removed since would give the entry a key of content it was not built from).
+// preprocessing must have seen what the compile read: the files its line markers name are exactly the closure (a header
+// that appeared since, shadowing one the compile read, is named by the markers and not by the closure; a file the
+// closure names that no marker names, an assembler's .incbin or an -imacros file, is content the output does not hold),
+// and every closure file still has the identity it had when hashed, unmodified since before the compile (a file edited
+// or removed since would give the entry a key of content it was not built from).
 bool Pipeline::record_preprocessed(ManifestEntry& entry, const std::vector<std::string>& closure) {
   auto& log = core::log();
   // The lookup's, when it ran one: the compile's start was moved before it (Pipeline::compile).

@@ -15,16 +15,21 @@ PathRoots roots(const std::string& checkout) {
 // What GCC 12 prints for `gcc -E -g ../src/a.c` in <checkout>/build, cfg.h included through a macro.
 std::string gcc_output(const std::string& checkout) {
   return "# 0 \"../src/a.c\"\n"
-         "# 1 \"" + checkout + "/build//\"\n"
+         "# 1 \"" +
+         checkout +
+         "/build//\"\n"
          "# 0 \"<built-in>\"\n"
          "# 0 \"<command-line>\"\n"
          "# 1 \"/usr/include/stdc-predef.h\" 1 3 4\n"
          "# 0 \"<command-line>\" 2\n"
          "# 1 \"../src/a.c\"\n"
-         "# 1 \"" + checkout + "/src/cfg.h\" 1\n"
+         "# 1 \"" +
+         checkout +
+         "/src/cfg.h\" 1\n"
          "\n"
          "# 3 \"../src/a.c\" 2\n"
-         "const char* where = \"" + checkout + "/src/a.c\";\n";
+         "const char* where = \"" +
+         checkout + "/src/a.c\";\n";
 }
 
 TEST(Preprocessed, LineMarkersAreKeyedByTheRootsNamesAndNothingElse) {
@@ -37,7 +42,8 @@ TEST(Preprocessed, LineMarkersAreKeyedByTheRootsNamesAndNothingElse) {
   EXPECT_NE(one.find("\"/w/one/src/a.c\";"), std::string::npos) << one;
   EXPECT_NE(one, two);
   const std::string marker_only = "# 1 \"/w/one/src/cfg.h\" 1\nint x;\n";
-  EXPECT_EQ(keyed_line_markers(marker_only, roots("/w/one")), keyed_line_markers("# 1 \"/w/two/src/cfg.h\" 1\nint x;\n", roots("/w/two")));
+  EXPECT_EQ(keyed_line_markers(marker_only, roots("/w/one")),
+            keyed_line_markers("# 1 \"/w/two/src/cfg.h\" 1\nint x;\n", roots("/w/two")));
 }
 
 TEST(Preprocessed, NoMarkerIsReadInsideOtherLines) {

@@ -819,9 +819,9 @@ std::optional<PreprocessCommand> printing_pass(const Stage& s, const StagePlan& 
 }  // namespace
 
 std::variant<std::string, std::vector<PreprocessCommand>> preprocessing_passes(const std::string& nvcc_path,
-                                                                              const std::vector<std::string>& argv,
-                                                                              const util::Environment& env,
-                                                                              const std::string& cwd) {
+                                                                               const std::vector<std::string>& argv,
+                                                                               const util::Environment& env,
+                                                                               const std::string& cwd) {
   std::vector<std::string> dry = argv;
   dry.insert(dry.begin() + 1, "--dryrun");
   util::ProcessResult listed;

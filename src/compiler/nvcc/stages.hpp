@@ -53,9 +53,9 @@ std::optional<std::string> filter_dependencies(const std::string& target, const 
 // so their outputs together describe every architecture's code (issue 39), where `nvcc -E` alone shows
 // one device pass. A string says why there are none (a dry run the replay cannot read).
 std::variant<std::string, std::vector<PreprocessCommand>> preprocessing_passes(const std::string& nvcc_path,
-                                                                              const std::vector<std::string>& argv,
-                                                                              const util::Environment& env,
-                                                                              const std::string& cwd);
+                                                                               const std::vector<std::string>& argv,
+                                                                               const util::Environment& env,
+                                                                               const std::string& cwd);
 
 struct StageRun {
   std::string nvcc_path;                // the nvcc to ask for the dry run
