@@ -358,6 +358,22 @@ void print_remote_execution(const Stats& stats, Line& line) {
   }
 }
 
+// nvcc.stages: what misses reused of nvcc's device stages, per kind, and the misses nvcc ran whole.
+template <class Stages, class Whole, class Line>
+void print_stages(const Stages& stages, const Whole& stages_whole, Line& line) {
+  if (stages.empty() && stages_whole.empty()) return;
+  line("nvcc stages", "(of misses: device code reused per architecture)");
+  for (const auto& [kind, figures] : stages) {
+    line("  " + kind, fmt::format("{} reused, {} run, {:.1f} s saved", figures.hits, figures.misses,
+                                  static_cast<double>(figures.ms_saved) / 1000.0));
+  }
+  if (stages_whole.empty()) return;
+  line("  run whole", std::to_string(sum(stages_whole)));
+  for (const auto& [name, value] : stages_whole) {
+    line("    " + name.substr(std::string_view(counter::kStagesWholePrefix).size()), std::to_string(value));
+  }
+}
+
 void print_stats_text(const Config& config, const StatsFigures& f, std::size_t verbose) {
   const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds, stages,
                stages_whole, last_warning] = f;
@@ -392,20 +408,7 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
   line("not stored", std::to_string(sum(not_stored)));
   details(not_stored);
   line("corrupt entries", std::to_string(stats.get(counter::kCorrupt)));
-  if (!stages.empty() || !stages_whole.empty()) {
-    // nvcc.stages: what misses reused of nvcc's device stages, per kind.
-    line("nvcc stages", "(of misses: device code reused per architecture)");
-    for (const auto& [kind, figures] : stages) {
-      line("  " + kind, fmt::format("{} reused, {} run, {:.1f} s saved", figures.hits, figures.misses,
-                                    static_cast<double>(figures.ms_saved) / 1000.0));
-    }
-    if (!stages_whole.empty()) {
-      line("  run whole", std::to_string(sum(stages_whole)));
-      for (const auto& [name, value] : stages_whole) {
-        line("    " + name.substr(std::string_view(counter::kStagesWholePrefix).size()), std::to_string(value));
-      }
-    }
-  }
+  print_stages(stages, stages_whole, line);
   print_remote_execution(stats, line);
   if (verbose > 0) {
     // What each figure counts, for a reader who has not read the README.

@@ -2,7 +2,7 @@
 // computed #include or __has_include name, a directive spelling the scan does not read: core/watch.hpp)
 // gets no direct-mode record. Such a miss is stored under a result key made from the direct key and the
 // outputs of the compile's own preprocessing (gcc/clang -E; nvcc's host pass and every device pass, as
-// its dry run lists them), and a preprocessed entry in the manifest says so; a later lookup of the same
+// its dry run lists them), and a preprocessed entry in the manifest says so; each next lookup of the same
 // direct key, finding no direct entry that holds, runs that preprocessing and looks for its key. Line
 // markers are keyed by the path roots' names (core/preprocessed.hpp), so the entry is shared wherever a
 // direct entry would be, and restored through the same restore() (this checkout's paths written in).
