@@ -305,6 +305,8 @@ void print_stats_json(const Config& config, const StatsFigures& f) {
   out["hits"] = hits;
   out["misses"] = misses;
   out["direct_hits"] = stats.get(counter::kDirectHits);
+  // Hits of compiles without a direct-mode record (a computed #include), by their preprocessed output.
+  out["preprocessed_hits"] = stats.get(counter::kPreprocessedHits);
   // Outputs other than objects (nvcc -fatbin/-cubin/-ptx), also counted in hits and misses.
   out["output_kinds"] = nlohmann::ordered_json::object();
   for (const auto& [kind, counts] : kinds)
@@ -356,6 +358,22 @@ void print_remote_execution(const Stats& stats, Line& line) {
   }
 }
 
+// nvcc.stages: what misses reused of nvcc's device stages, per kind, and the misses nvcc ran whole.
+template <class Stages, class Whole, class Line>
+void print_stages(const Stages& stages, const Whole& stages_whole, Line& line) {
+  if (stages.empty() && stages_whole.empty()) return;
+  line("nvcc stages", "(of misses: device code reused per architecture)");
+  for (const auto& [kind, figures] : stages) {
+    line("  " + kind, fmt::format("{} reused, {} run, {:.1f} s saved", figures.hits, figures.misses,
+                                  static_cast<double>(figures.ms_saved) / 1000.0));
+  }
+  if (stages_whole.empty()) return;
+  line("  run whole", std::to_string(sum(stages_whole)));
+  for (const auto& [name, value] : stages_whole) {
+    line("    " + name.substr(std::string_view(counter::kStagesWholePrefix).size()), std::to_string(value));
+  }
+}
+
 void print_stats_text(const Config& config, const StatsFigures& f, std::size_t verbose) {
   const auto& [stats, size, entries, passthrough, errors, not_stored, per_checkout, hits, misses, kinds, stages,
                stages_whole, last_warning] = f;
@@ -374,6 +392,7 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
   line("cache directory", config.cache_dir);
   line("hits", std::to_string(hits));
   if (const auto direct = stats.get(counter::kDirectHits); direct > 0) line("  direct hits", std::to_string(direct));
+  if (const auto pre = stats.get(counter::kPreprocessedHits); pre > 0) line("  preprocessed hits", std::to_string(pre));
   line("misses", std::to_string(misses));
   for (const auto& [kind, counts] : kinds) {
     line("  " + kind, fmt::format("{} hits, {} misses", counts.first, counts.second));
@@ -389,20 +408,7 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
   line("not stored", std::to_string(sum(not_stored)));
   details(not_stored);
   line("corrupt entries", std::to_string(stats.get(counter::kCorrupt)));
-  if (!stages.empty() || !stages_whole.empty()) {
-    // nvcc.stages: what misses reused of nvcc's device stages, per kind.
-    line("nvcc stages", "(of misses: device code reused per architecture)");
-    for (const auto& [kind, figures] : stages) {
-      line("  " + kind, fmt::format("{} reused, {} run, {:.1f} s saved", figures.hits, figures.misses,
-                                    static_cast<double>(figures.ms_saved) / 1000.0));
-    }
-    if (!stages_whole.empty()) {
-      line("  run whole", std::to_string(sum(stages_whole)));
-      for (const auto& [name, value] : stages_whole) {
-        line("    " + name.substr(std::string_view(counter::kStagesWholePrefix).size()), std::to_string(value));
-      }
-    }
-  }
+  print_stages(stages, stages_whole, line);
   print_remote_execution(stats, line);
   if (verbose > 0) {
     // What each figure counts, for a reader who has not read the README.

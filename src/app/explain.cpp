@@ -322,16 +322,33 @@ struct Verdict {
   std::string toolchain_now;
   std::vector<std::string> stages;  // --last: what the miss did with nvcc's stages
   StoredFor stored_for;             // what ties the explained compile's entry to its checkout
+  std::string computed_include_in;  // status computed-include: the file with the computed name
+  bool preprocessed_fallback = false;  // status computed-include: cache.preprocessed_fallback
 };
 
-// The verdict on an entry no lookup can find: `file` computes an #include name.
+// The verdict on an entry no direct lookup can find: `file` computes an #include name. Said as the
+// configuration has it: whether the preprocessed fallback finds it instead (issue 39).
 void say_computed_include(Verdict& v, const std::string& file) {
   v.status = "computed-include";
-  v.message = fmt::format(
-      "no difference, but the entry has no direct-mode record: {} computes an #include or __has_include "
-      "name (#include MACRO), which kache cannot watch, so no lookup finds it and every build of this "
-      "compile misses (docs/soundness.md).",
-      file);
+  v.computed_include_in = file;
+}
+
+void say_computed_include_with(Verdict& v, bool preprocessed_fallback) {
+  v.preprocessed_fallback = preprocessed_fallback;
+  const std::string why = fmt::format(
+      "no difference, but the entry has no direct-mode record: {} computes an #include or __has_include name "
+      "(#include MACRO), which kache cannot watch",
+      v.computed_include_in);
+  if (preprocessed_fallback) {
+    v.message = why +
+                ". Such a compile is stored and looked up by its preprocessed output instead "
+                "(cache.preprocessed_fallback): each lookup runs the preprocessor (for nvcc every device pass "
+                "too) and hits while that output is unchanged, counted as a preprocessed hit (docs/soundness.md).";
+  } else {
+    v.message = why +
+                ", so no lookup finds it and every build of this compile misses; cache.preprocessed_fallback = "
+                "true looks it up by its preprocessed output (docs/soundness.md).";
+  }
 }
 
 // Which paths an entry stored per checkout names, and what shares it (empty when nothing ties it).
@@ -402,6 +419,7 @@ int print(const Verdict& v, bool as_json) {
     j["toolchain_now"] = v.toolchain_now;
     if (!v.stages.empty()) j["stages"] = v.stages;
     if (!v.stored_for.empty()) j["stored_for"] = stored_for_note(v.stored_for);
+    if (v.status == "computed-include") j["preprocessed_fallback"] = v.preprocessed_fallback;
     j["differences"] = json::array();
     for (const auto& d : v.differences) {
       json e = {{"field", d.field}};
@@ -850,7 +868,7 @@ std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
 }  // namespace
 
 Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& source_digest,
-                 const std::vector<ManifestFile>& files) noexcept {
+                 const std::vector<ManifestFile>& files, bool preprocessed_lookup) noexcept {
   try {
     std::vector<Record> records = records_for(cache_dir, job.source);
     const bool elsewhere = records.empty();
@@ -873,7 +891,7 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     const bool only_other_headers = std::all_of(v.differences.begin(), v.differences.end(), [&](const Difference& d) {
       return (d.field == "header" && d.path != computed) || d.field == "system-headers";
     });
-    if (!computed.empty() && only_other_headers) {
+    if (!computed.empty() && only_other_headers && !preprocessed_lookup) {
       return {std::string(cause::kComputedInclude), v.closest->computed_include_in};
     }
     return cause_of(v.differences);
@@ -913,6 +931,7 @@ int run(const std::vector<std::string>& args) {
   Verdict v;
   try {
     v = last ? explain_last(cfg) : explain_command(cfg, command, closure);
+    if (v.status == "computed-include") say_computed_include_with(v, cfg.preprocessed_fallback);
   } catch (const std::exception& e) {
     v.status = "error";
     v.message = fmt::format("cannot compute the key: {}.", e.what());

@@ -63,12 +63,14 @@ StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job);
 // closest entry recorded for its source, compared field by field and file by file (files: the miss's
 // hashed closure); without one, the closest entry of the same source (as keyed, same content) in another
 // checkout, where an absolute path that differs is a path keyed per checkout; else a new source. Reads
-// those records (a few KiB each; a miss only). Never throws.
+// those records (a few KiB each; a miss only). Never throws. preprocessed_lookup: the lookup ran the
+// preprocessed fallback, so a computed #include is not why it missed (the preprocessed output changed:
+// the headers that differ say how).
 struct Cause {
   std::string name, detail;
 };
 Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& source_digest,
-                 const std::vector<ManifestFile>& files) noexcept;
+                 const std::vector<ManifestFile>& files, bool preprocessed_lookup = false) noexcept;
 
 // The `kache explain` command; args are the words after "explain". Returns the exit status.
 int run(const std::vector<std::string>& args);

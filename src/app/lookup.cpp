@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -173,17 +174,43 @@ std::optional<int> Pipeline::try_hit() {
   }
   std::optional<Manifest> manifest = read_manifest();
   if (!manifest) return std::nullopt;
+  const auto count = [&](bool preprocessed) {
+    return std::count_if(manifest->entries.begin(), manifest->entries.end(),
+                         [&](const ManifestEntry& e) { return e.preprocessed == preprocessed; });
+  };
   // cache.direct_mode = false: nothing recorded about the files is trusted (their identities, the names
   // found missing); the compiler lists the dependencies now and their contents give the result key, which
   // an entry must match (the manifest only says which entries this command and source have).
-  std::optional<util::Digest> listed;
-  if (!cfg_.direct_mode && !manifest->entries.empty()) {
-    listed = listed_result_key();
-    if (!listed) return std::nullopt;
+  if (count(false) > 0) {
+    std::optional<util::Digest> listed;
+    if (!cfg_.direct_mode) {
+      listed = listed_result_key();
+      if (!listed) return std::nullopt;
+    }
+    if (auto code = serve(*manifest, listed ? Via::listed : Via::direct, listed)) return code;
   }
-  for (auto& entry : manifest->entries) {
+  // Only a compile stored without a direct-mode record (a computed #include) has preprocessed entries:
+  // any other compile's hit and miss never run the preprocessor here.
+  if (count(true) == 0 || !cfg_.preprocessed_fallback) return std::nullopt;
+  preprocessed_lookup_ = true;
+  const std::int64_t began = util::file_clock_now_ns();
+  auto preprocessed = preprocess();
+  if (!preprocessed) {
+    core::log().debug("preprocessed lookup: {}", preprocessed.error());
+    return std::nullopt;
+  }
+  preprocessed_ = *preprocessed;  // a miss's own preprocessed entry, if this lookup finds none
+  preprocessed_began_ = began;
+  return serve(*manifest, Via::preprocessed, preprocessed->key);
+}
+
+// The first of the manifest's entries (direct or preprocessed, as `via` looks) that holds here, restored:
+// a direct entry's files verified, a listed or preprocessed one's result key equal to `key`.
+std::optional<int> Pipeline::serve(Manifest& manifest, Via via, const std::optional<util::Digest>& key) {
+  for (auto& entry : manifest.entries) {
+    if (entry.preprocessed != (via == Via::preprocessed)) continue;
     bool refreshed = false;
-    if (listed ? !(entry.result_key == *listed) : !verify(entry, refreshed)) continue;
+    if (via == Via::direct ? !verify(entry, refreshed) : !(entry.result_key == *key)) continue;
     // The recorded result key holds for any checkout (it names files by their fixed root names);
     // path-specific objects are stored under it combined with this build's source identity.
     const std::optional<util::Digest> specific = storage_key(entry);
@@ -201,13 +228,15 @@ std::optional<int> Pipeline::try_hit() {
     if (restored == Restore::no_hit) return std::nullopt;
     if (restored == Restore::next_entry) continue;
     counts_[counter::kHits]++;
-    if (!listed) counts_[counter::kDirectHits]++;
+    if (via == Via::direct) counts_[counter::kDirectHits]++;
+    if (via == Via::preprocessed) counts_[counter::kPreprocessedHits]++;
     if (!job_.output_kind.empty()) counts_[counter::kKindHitsPrefix + job_.output_kind]++;
-    core::log().debug("hit: {} (result {})", job_.output, rk.hex().substr(0, 16));
+    core::log().debug("hit{}: {} (result {})", via == Via::preprocessed ? " (preprocessed)" : "", job_.output,
+                      rk.hex().substr(0, 16));
     if (refreshed) {
       // Remember the new identities so the next lookup needs no hashing. They are this machine's: the
       // local store keeps them, a remote never gets them (a reader writes nothing back).
-      (void)store_.put_local_record(manifest_key_, serialize_manifest(*manifest));
+      (void)store_.put_local_record(manifest_key_, serialize_manifest(manifest));
     }
     write_all(STDOUT_FILENO, replay.stdout_text);
     write_all(STDERR_FILENO, replay.stderr_text);

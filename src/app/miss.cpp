@@ -156,9 +156,12 @@ int Pipeline::miss() {
     ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, *storable);
     entry.date_keyed = *dated;
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
+    // Without a direct-mode record (a computed name), the preprocessed fallback's entry (issue 39).
+    const bool preprocessed =
+        !recorded && hashed->opaque && cfg_.preprocessed_fallback && record_preprocessed(entry, closure);
     // A computed name's file is what a user can change; any other refusal is the record's own.
-    const std::string unrecorded = recorded ? "" : hashed->opaque ? hashed->opaque_file : "-";
-    store_result(std::move(entry), cache_entry(dep_text, installed), unrecorded, storable->why);
+    Unrecorded why{recorded || preprocessed, hashed->opaque ? hashed->opaque_file : ""};
+    store_result(std::move(entry), cache_entry(dep_text, installed), why, storable->why);
   } else {
     count_reason(counts_, storable.error().category, storable.error().name);
     core::log().debug("miss: not stored ({}): {} -- {}", storable.error().name, job_.output,
@@ -171,7 +174,7 @@ int Pipeline::miss() {
 
 void Pipeline::decide_miss_cause(const std::vector<ManifestFile>& files) {
   if (!cfg_.events) return;  // only the event log reads it
-  explain::Cause c = explain::miss_cause(cfg_.cache_dir, job_, source_digest_.hex(), files);
+  explain::Cause c = explain::miss_cause(cfg_.cache_dir, job_, source_digest_.hex(), files, preprocessed_lookup_);
   cause_ = std::move(c.name);
   cause_detail_ = std::move(c.detail);
 }
@@ -200,6 +203,9 @@ Outcome<Pipeline::Compiled> Pipeline::compile(const compiler::MissPaths& paths) 
   Compiled out;
   // Read from the clock file times come from: a file modified from here on has a time >= start.
   out.start = util::file_clock_now_ns();
+  // The lookup's preprocessing, which the miss's preprocessed entry reuses, read the files earlier: a file
+  // modified since it began is then one the compile may have read otherwise.
+  if (preprocessed_) out.start = std::min(out.start, preprocessed_began_);
   auto failed = [](const util::ProcessResult& r, std::string_view what) {
     return Failure{ReasonCategory::CompileFailed, reason::kCompileFailed,
                    fmt::format("{} failed (exit {}, signal {})", what, r.exit_code, r.term_signal)};
@@ -806,21 +812,23 @@ void warn_unwritable_cache(const std::string& cache_dir, const std::string& fail
 
 }  // namespace
 
-// Stores the result, and (when the entry was recorded for direct lookups) adds it to the manifest.
+// Stores the result, and (when the entry was recorded for direct or preprocessed lookups) adds it to the
+// manifest.
 // A failure costs only the store: the outputs are already installed.
-void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const std::string& unrecorded,
+void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const Unrecorded& unrecorded,
                             const std::string& per_checkout) {
-  const bool recorded = unrecorded.empty();
   auto& log = core::log();
   std::string failure;
   try {
     const std::string key = storage_key(entry).value().hex();  // this checkout has every root it names
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
-      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_),
-                      [&](std::string_view text) { return store_.put_explain_record(key, text); },
-                      unrecorded == "-" ? "" : unrecorded);
-      if (recorded) stored = add_to_manifest(std::move(entry));
+      explain::record(
+          cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_),
+          [&](std::string_view text) { return store_.put_explain_record(key, text); }, unrecorded.computed_include_in);
+      // A preprocessed entry is found by its result key, the preprocessing's: it lists no file to verify.
+      if (entry.preprocessed) entry.files.clear();
+      if (unrecorded.in_manifest) stored = add_to_manifest(std::move(entry));
     }
     if (!stored && stored.error().kind == storage::StorageFailure::Kind::timeout) {
       // The store's lock is held by a process that does not let go (cache.lock_timeout): the result

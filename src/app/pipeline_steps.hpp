@@ -27,6 +27,7 @@
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
+#include "util/result.hpp"
 
 namespace kache::app::pipeline_steps {
 // app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
@@ -100,6 +101,11 @@ class Pipeline {
  private:
   util::Digest direct_key();
   std::optional<int> try_hit();
+  // How a lookup proves an entry: its files verified (direct), or its result key equal to one made now
+  // from the compiler's dependency listing (listed: cache.direct_mode = false) or from its preprocessed
+  // output (preprocessed: the fallback for compiles without a direct-mode record, issue 39).
+  enum class Via { direct, listed, preprocessed };
+  std::optional<int> serve(Manifest& manifest, Via via, const std::optional<util::Digest>& key);
   std::optional<Manifest> read_manifest();
   // What restore() made of one stored entry.
   enum class Restore { hit, next_entry, no_hit };
@@ -198,9 +204,26 @@ class Pipeline {
   bool record_named_targets(ManifestEntry& entry, const std::vector<std::string>& present, std::int64_t start);
   // Takes the object out of installed.
   CacheEntry cache_entry(const std::string& dep_text, Installed& installed) const;
-  // unrecorded: why no direct-mode record was made ("" when one was).
-  void store_result(ManifestEntry entry, const CacheEntry& ce, const std::string& unrecorded, const std::string& per_checkout);
+  // Whether a lookup can find the entry (a direct-mode or a preprocessed record was made), and the file
+  // whose computed #include name left it without a direct-mode record ("" when none did).
+  struct Unrecorded {
+    bool in_manifest = true;
+    std::string computed_include_in;
+  };
+  void store_result(ManifestEntry entry, const CacheEntry& ce, const Unrecorded& unrecorded,
+                    const std::string& per_checkout);
   storage::StorageStatus add_to_manifest(ManifestEntry entry);
+
+  // The preprocessed-mode fallback (issue 39; preprocessed.cpp): what the compile's preprocessing gives.
+  struct Preprocessed {
+    util::Digest key;                // the result key its outputs make (with the direct key)
+    std::vector<std::string> files;  // the files its line markers name: absolute, lexically normal
+  };
+  util::Result<Preprocessed, std::string> preprocess();
+  // Makes entry a preprocessed entry (its result key the preprocessing's) when the files the
+  // preprocessing names are exactly the closure the compile read, unchanged since hashed; false (and
+  // entry unchanged) when not.
+  bool record_preprocessed(ManifestEntry& entry, const std::vector<std::string>& closure);
 
   // Why this miss missed (core/reasons.hpp MissCause), decided before its own record is stored.
   void decide_miss_cause(const std::vector<ManifestFile>& files);
@@ -222,6 +245,10 @@ class Pipeline {
   util::Digest source_digest_;      // the source's content, as the direct key hashed it
   std::uint64_t stored_cost_ms_ = 0;  // a hit: what the miss that stored the entry took
   std::string cause_, cause_detail_;
+  bool preprocessed_lookup_ = false;  // the lookup ran the preprocessed fallback (and it missed)
+  // What that lookup's preprocessing gave, and the file clock before it began (the miss's start then).
+  std::optional<Preprocessed> preprocessed_;
+  std::int64_t preprocessed_began_ = 0;
   VerifiedIdentities verified_;  // shared across this cache dir's compiles; flushed when the pipeline ends
 };
 

@@ -103,6 +103,9 @@ std::string render_json(const Model& m) {
   out["end_ms"] = m.end_ms;
   out["compiles"] = m.compiles;
   out["hits"] = m.hits;
+  // Of hits: compiles without a direct-mode record (a computed #include), found by their preprocessed output.
+  const auto pre = m.counts.find("preprocessed_hits");
+  out["preprocessed_hits"] = pre == m.counts.end() ? 0 : pre->second;
   out["misses"] = m.misses;
   out["passthrough"] = m.passthrough;
   out["errors"] = m.errors;

@@ -61,6 +61,12 @@ std::string render_text(const Model& m) {
   out += fmt::format("  time saved by hits {}, spent on misses {}, on hits {}; build span {}, {} at most at once\n",
                      seconds_text(m.saved_s), seconds_text(m.miss_s), seconds_text(m.hit_s),
                      seconds_text(static_cast<double>(m.end_ms - m.start_ms) / 1e3), m.max_parallel);
+  if (const auto it = m.counts.find("preprocessed_hits"); it != m.counts.end() && it->second > 0) {
+    out += fmt::format(
+        "  {} of the hits came through the preprocessed fallback (a computed #include: each ran the "
+        "preprocessor)\n",
+        it->second);
+  }
   if (!m.causes.empty() && m.causes.front().misconfiguration) {
     out += fmt::format("  top cause of misses: {} ({} misses) -- {}\n", m.causes.front().name, m.causes.front().count,
                        m.causes.front().fix);

@@ -105,6 +105,14 @@ struct MissPaths {
   std::string assembler_depfile;  // where GNU as lists the files it opened (AssemblerInputs::listed)
 };
 
+// One preprocessing command of a compile, its output on stdout (the preprocessed-mode fallback, issue 39).
+struct PreprocessCommand {
+  std::string program;            // the executable
+  std::vector<std::string> argv;  // argv[0] as the command names the program
+  util::Environment env;
+  std::string pass;  // what it preprocesses for ("host", "-D__CUDA_ARCH__=800"): the key names it, logs show it
+};
+
 class Adapter {
  public:
   virtual ~Adapter() = default;
@@ -140,6 +148,15 @@ class Adapter {
   // The program the adapter's commands (miss, closure, preprocess, listing) run: the resolved compiler,
   // or the driver a wrapper script runs in the end (compiler/gcc/wrapper.hpp).
   virtual const std::string& program(const core::Invocation& inv) const { return inv.compiler_path; }
+  // Every preprocessing the compile does, as commands printing their output (the preprocessed-mode
+  // fallback, issue 39: a compile direct mode cannot record is keyed by these outputs): gcc/clang -E of
+  // the compile's own command; nvcc's host pass and each device pass (-D__CUDA_ARCH__) as its dry run
+  // lists them. env is the environment the miss runs in. A string says why there are none, and the
+  // compile then has no fallback ("unsupported" where the adapter has none).
+  virtual std::variant<std::string, std::vector<PreprocessCommand>> fallback_preprocessing(
+      const core::Invocation&, const CompileJob&, const util::Environment&) const {
+    return std::string("unsupported");
+  }
   // Substrings of an object that reveal it depends on the literal source path.
   virtual std::vector<std::string> path_specific_markers() const = 0;
 };

@@ -147,6 +147,31 @@ bool asks_lto(const std::vector<std::string>& args, const std::string& flag_vari
   return lto;
 }
 
+bool asks_macro_debug_info(const std::vector<std::string>& args, const std::string& flag_variables) {
+  bool macros = false;
+  auto level_three = [](std::string_view token) {
+    if (token == "-fdebug-macro") return true;
+    if (!token.starts_with("-g") || !token.ends_with('3')) return false;
+    const std::string_view kind = token.substr(2, token.size() - 3);  // "" in -g3, "gdb" in -ggdb3
+    for (std::string_view k : {"", "gdb", "stabs", "stabs+", "xcoff", "xcoff+", "vms", "coff", "dwarf"}) {
+      if (kind == k) return true;
+    }
+    return false;
+  };
+  auto scan = [&](std::string_view text) {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      const std::size_t end = text.find_first_of(", =", start);
+      if (level_three(text.substr(start, end == std::string_view::npos ? end : end - start))) macros = true;
+      if (end == std::string_view::npos) break;
+      start = end + 1;
+    }
+  };
+  for (const auto& a : args) scan(a);
+  scan(flag_variables);
+  return macros;
+}
+
 void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,
                  const std::string& output_written, const std::string& depfile_written) {
   job.source = util::absolute_path(source_written, cwd);

@@ -47,6 +47,12 @@ bool names_foreign_charset(const std::vector<std::string>& args, const std::stri
 // neither found nor replaced, so the miss writes none (issue 35).
 bool asks_lto(const std::vector<std::string>& args, const std::string& flag_variables = "");
 
+// Whether the command may ask for the preprocessor's macro definitions in the object's debug info
+// (-g3, -ggdb3 and the other level-3 spellings, clang's -fdebug-macro; also inside nvcc's comma lists and
+// the flag variables): #define lines reach the object but not the preprocessed output, so no key made
+// from that output describes it (the preprocessed-mode fallback refuses such a compile).
+bool asks_macro_debug_info(const std::vector<std::string>& args, const std::string& flag_variables = "");
+
 // Sets the job's source, output and (when depfile_written is not empty) depfile: absolute (joined to
 // cwd, for kache's own use) and as written on the command line (what the compiler itself names).
 void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,

@@ -406,6 +406,8 @@ const KeySpec kKeys[] = {
      [](const Config& c) { return std::to_string(c.compression_level); }, "a compression level"},
     {"cache", "direct_mode", "KACHE_DIRECT_MODE", set_bool<&Config::direct_mode>, set_bool_node<&Config::direct_mode>,
      show_bool<&Config::direct_mode>, "a boolean"},
+    {"cache", "preprocessed_fallback", "KACHE_PREPROCESSED_FALLBACK", set_bool<&Config::preprocessed_fallback>,
+     set_bool_node<&Config::preprocessed_fallback>, show_bool<&Config::preprocessed_fallback>, "a boolean"},
     {"cache", "disable", "KACHE_DISABLE", set_bool<&Config::disable>, set_bool_node<&Config::disable>,
      show_bool<&Config::disable>, "a boolean"},
     {"cc", "extra_allowlist_flags", "KACHE_CC_EXTRA_ALLOWLIST_FLAGS", set_allowlist, set_allowlist_node,

@@ -11,6 +11,8 @@
 //   cache.compression            KACHE_COMPRESSION         (bool: false stores objects so hits can clone them)
 //   cache.compression_level      KACHE_COMPRESSION_LEVEL   (zstd level, 1..19)
 //   cache.direct_mode            KACHE_DIRECT_MODE         (bool)
+//   cache.preprocessed_fallback  KACHE_PREPROCESSED_FALLBACK (bool: compiles direct mode cannot record are
+//                                                           looked up by their preprocessed output)
 //   cache.disable                KACHE_DISABLE             (bool: run every compile uncached)
 //   cc.extra_allowlist_flags     KACHE_CC_EXTRA_ALLOWLIST_FLAGS (list; env: comma or space separated)
 //   paths.base_dirs              KACHE_PATHS_BASE_DIRS     (list; env: ':' separated)
@@ -54,6 +56,9 @@ struct Config {
   bool compression = true;
   int compression_level = 3;
   bool direct_mode = true;
+  // Issue 39: a compile without a direct-mode record (a computed #include) is stored and looked up by
+  // its compiler's preprocessed output (every device pass's too, for nvcc).
+  bool preprocessed_fallback = true;
   bool disable = false;
   std::vector<std::string> extra_allowlist_flags;
   std::vector<std::string> base_dirs;

@@ -1,5 +1,6 @@
 #include "core/manifest.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -9,6 +10,9 @@ namespace kache::core {
 
 namespace {
 constexpr std::uint32_t kManifestMagic = 0x4b4d4e37;  // "KMN7": entries name the roots their object names
+// "KMN8": the same, with preprocessed entries (ManifestEntry::preprocessed), which a kache reading KMN7
+// would serve as direct entries without files; so only a manifest holding one is written as KMN8.
+constexpr std::uint32_t kManifestMagicPreprocessed = 0x4b4d4e38;
 // The fewest bytes each record takes, for Reader::count: a path is a u32 root and a u64 length, an
 // identity five 8-byte fields and a flag.
 constexpr std::size_t kPathMin = 4 + 8;
@@ -50,11 +54,13 @@ ManifestFile read_file(util::Reader& r) {
 
 std::string serialize_manifest(const Manifest& m) {
   util::Writer w;
-  w.u32(kManifestMagic);
+  const bool preprocessed =
+      std::any_of(m.entries.begin(), m.entries.end(), [](const ManifestEntry& e) { return e.preprocessed; });
+  w.u32(preprocessed ? kManifestMagicPreprocessed : kManifestMagic);
   w.u32(static_cast<std::uint32_t>(m.entries.size()));
   for (const auto& e : m.entries) {
     w.bytes(e.result_key.bytes.data(), 32);
-    w.u8((e.path_specific ? 1 : 0) | (e.date_keyed ? 2 : 0));
+    w.u8((e.path_specific ? 1 : 0) | (e.date_keyed ? 2 : 0) | (e.preprocessed ? 4 : 0));
     w.u8(e.checkout_specific ? 1 : 0);
     w.u32(static_cast<std::uint32_t>(e.object_roots.size()));
     for (const auto& name : e.object_roots) w.str(name);
@@ -77,7 +83,8 @@ std::string serialize_manifest(const Manifest& m) {
 
 Manifest deserialize_manifest(std::string_view data) {
   util::Reader r(data);
-  if (r.u32() != kManifestMagic) throw std::runtime_error("not a kache manifest");
+  const std::uint32_t magic = r.u32();
+  if (magic != kManifestMagic && magic != kManifestMagicPreprocessed) throw std::runtime_error("not a kache manifest");
   Manifest m;
   const std::uint32_t n = r.u32();
   if (n > kMaxManifestEntries * 4) throw std::runtime_error("manifest too large");
@@ -87,6 +94,7 @@ Manifest deserialize_manifest(std::string_view data) {
     const std::uint8_t specific = r.u8();
     e.path_specific = (specific & 1) != 0;
     e.date_keyed = (specific & 2) != 0;
+    e.preprocessed = magic == kManifestMagicPreprocessed && (specific & 4) != 0;
     e.checkout_specific = r.u8() != 0;
     e.object_roots.resize(r.count(kNameMin));
     for (auto& name : e.object_roots) name = r.str();

@@ -59,6 +59,12 @@ struct ManifestEntry {
   // result is stored under those roots' paths here, and only those, so every build directory of one
   // checkout (and any machine with the checkout at the same path) finds it, and no other checkout does.
   std::vector<std::string> object_roots;
+  // A preprocessed-mode entry (issue 39): stored for a compile direct mode cannot record (a computed
+  // #include), its result key made from the compiler's preprocessed output, which a lookup runs the
+  // preprocessor to compare. It lists no files to verify: direct lookups skip it. Serialized as bit 2 of
+  // the path_specific byte, in a manifest of format 8 (a kache reading format 7 would take it for a
+  // direct entry whose empty closure always holds).
+  bool preprocessed = false;
   std::int64_t created_ns = 0;
 };
 
@@ -90,7 +96,8 @@ inline bool is_racy(const util::FileIdentity& id, std::int64_t now, std::int64_t
 std::string serialize_manifest(const Manifest& m);
 Manifest deserialize_manifest(std::string_view data);  // throws std::runtime_error when malformed
 // Whether data is a manifest of an earlier format ("KMN1".."KMN6"): no damage, only a miss (the next
-// store replaces it).
+// store replaces it). Format 7 is current for manifests without preprocessed entries, which are written
+// as before (a cache from before stays warm); format 8 is the same with preprocessed entries.
 bool is_older_manifest(std::string_view data);
 // Puts e first, dropping an older entry with the same result key and the oldest beyond the cap.
 void manifest_add(Manifest& m, ManifestEntry e);

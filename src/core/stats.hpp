@@ -36,6 +36,9 @@ inline constexpr const char* kErrors = "errors";
 inline constexpr const char* kStored = "stored";
 inline constexpr const char* kCorrupt = "corrupt_entries";
 inline constexpr const char* kDirectHits = "direct_hits";
+// Hits of the preprocessed-mode fallback (issue 39): compiles without a direct-mode record (a computed
+// #include), found by their preprocessed output; also counted in "hits", never in "direct_hits".
+inline constexpr const char* kPreprocessedHits = "preprocessed_hits";
 // Compiles that failed on the user's code (the command then ran unchanged): not kache's errors.
 inline constexpr const char* kCompileFailed = "compile_failed";
 // Hits and misses of outputs other than objects, per kind, on top of hits/misses: "hits.fatbin",

@@ -57,9 +57,11 @@ class Explain(KacheTestCase):
         self.assertEqual(v["source"], self.path("k.cu"))
 
     def test_computed_include_is_named_not_a_match(self):
-        # `#include HDR` leaves the entry without a direct-mode record: every build misses. explain said
-        # "no difference ... a lookup finds it" and the report blamed a header (issue 35: ggml's sam.cpp
-        # showed header-changed on /usr/include/stdc-predef.h); both name the file with the computed name.
+        # `#include HDR` leaves the entry without a direct-mode record: with the preprocessed fallback
+        # off, every build misses. explain said "no difference ... a lookup finds it" and the report
+        # blamed a header (issue 35: ggml's sam.cpp showed header-changed on /usr/include/stdc-predef.h);
+        # both name the file with the computed name. (test_preprocessed_fallback.py: the fallback on.)
+        self.env["KACHE_PREPROCESSED_FALLBACK"] = "0"
         self.write("c.cu", '#define HDR "inc/h.cuh"\n#include HDR\n__global__ void k(float* x) { x[0] *= FACTOR; }\n')
         args = ["-c", "c.cu", "-o", "c.o", "-O2"]
         self.kache(["nvcc"] + args)
@@ -68,6 +70,7 @@ class Explain(KacheTestCase):
         for v in (self.explain(args), self.explain(None, last=True)):
             self.assertEqual(v["status"], "computed-include", json.dumps(v, indent=1))
             self.assertIn(self.path("c.cu"), v["message"])
+            self.assertFalse(v["preprocessed_fallback"])
         report = json.loads(self.kache(["report", "--all", "--json"]).stdout)
         second = [e for e in report["compile_events"] if e["source"].endswith("c.cu")][-1]
         self.assertEqual((second["outcome"], second["cause"], second["cause_detail"]),

@@ -119,5 +119,16 @@ TEST(JobPaths, AToolchainDirIsKnownByEverySpellingOfIt) {
   std::filesystem::remove_all(dir);
 }
 
+// The preprocessed fallback's refusal (issue 39): level-3 debug info holds every #define, which no
+// preprocessed output does; the DWARF version (-gdwarf-3) is no level.
+TEST(JobPaths, MacroDebugInfoIsAskedByLevelThreeAndFdebugMacro) {
+  for (const char* a : {"-g3", "-ggdb3", "-gstabs+3", "-fdebug-macro"}) EXPECT_TRUE(asks_macro_debug_info({a})) << a;
+  EXPECT_TRUE(asks_macro_debug_info({"-Xcompiler=-O2,-g3"}));
+  EXPECT_TRUE(asks_macro_debug_info({}, "-Xcompiler -g3"));
+  for (const char* a : {"-g", "-g2", "-gdwarf-3", "-O3", "-ggdb", "-g13x"}) {
+    EXPECT_FALSE(asks_macro_debug_info({a})) << a;
+  }
+}
+
 }  // namespace
 }  // namespace kache::compiler

@@ -92,6 +92,35 @@ TEST(Manifest, AnEarlierFormatIsRecognizedNotRead) {
   EXPECT_FALSE(is_older_manifest("xx"));
 }
 
+// A preprocessed entry (issue 39) is read back as one, from a manifest of format 8; a manifest without one
+// keeps format 7 byte for byte, so a cache from before stays warm, and a kache reading format 7 never sees a
+// preprocessed entry (it would take it for a direct entry whose empty closure always holds).
+TEST(Manifest, PreprocessedEntriesAreFormatEightOthersStaySeven) {
+  Manifest m;
+  manifest_add(m, entry('a', 2));
+  const std::string seven = serialize_manifest(m);
+  EXPECT_EQ(seven.substr(0, 4), std::string("7NMK"));  // little-endian "KMN7"
+  ManifestEntry pre = entry('q', 0);
+  pre.absent.clear();
+  pre.preprocessed = true;
+  pre.date_keyed = true;
+  manifest_add(m, pre);
+  const std::string eight = serialize_manifest(m);
+  EXPECT_EQ(eight.substr(0, 4), std::string("8NMK"));
+  EXPECT_FALSE(is_older_manifest(eight));
+  const Manifest back = deserialize_manifest(eight);
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_TRUE(back.entries[0].preprocessed);
+  EXPECT_TRUE(back.entries[0].date_keyed);
+  EXPECT_EQ(back.entries[0].result_key, pre.result_key);
+  EXPECT_FALSE(back.entries[1].preprocessed);
+  EXPECT_EQ(back.entries[1].files.size(), 2u);
+  // Format 7's byte never carries the flag, whatever its bit 2 holds.
+  std::string forged = seven;
+  forged[4 + 4 + 32] = static_cast<char>(forged[4 + 4 + 32] | 4);
+  EXPECT_FALSE(deserialize_manifest(forged).entries[0].preprocessed);
+}
+
 TEST(Manifest, TruncatedOrForeignDataIsRejected) {
   Manifest m;
   manifest_add(m, entry('a', 3));

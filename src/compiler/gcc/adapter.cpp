@@ -267,6 +267,19 @@ std::vector<std::string> GccAdapter::preprocess_command(const core::Invocation& 
   return argv;
 }
 
+// The compile's own command with -E: one preprocessing, as the compile does it. GCC reads a precompiled
+// header (h.h.gch) instead of a header without naming it, but -E alone does not: -fpch-preprocess makes
+// -E say where it would (a `#pragma GCC pch_preprocess` line with the .gch's path), so such a compile
+// keys apart, and its miss is not stored (no_precompiled_header). -g3 puts every #define in the debug
+// info, which -E leaves out: no fallback.
+std::variant<std::string, std::vector<PreprocessCommand>> GccAdapter::fallback_preprocessing(
+    const core::Invocation& inv, const CompileJob&, const util::Environment& env) const {
+  if (asks_macro_debug_info(command(inv).args)) return std::string("macro-debug-info");
+  std::vector<std::string> argv = without_outputs(inv, "-E");
+  if (!clang_) argv.push_back("-fpch-preprocess");
+  return std::vector<PreprocessCommand>{{program(inv), std::move(argv), env, "c"}};
+}
+
 std::optional<TimeMacros> GccAdapter::time_macros(const util::ProcessResult& preprocessed) const {
   if (!preprocessed.ok()) return std::nullopt;
   return reported_time_macros(preprocessed.err, preprocessed.out, clang_);

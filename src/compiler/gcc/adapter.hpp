@@ -16,6 +16,8 @@ class GccAdapter final : public Adapter {
   std::vector<std::string> preprocess_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::vector<std::string> remote_listing_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::optional<TimeMacros> time_macros(const util::ProcessResult& preprocessed) const override;
+  std::variant<std::string, std::vector<PreprocessCommand>> fallback_preprocessing(
+      const core::Invocation& inv, const CompileJob& job, const util::Environment& env) const override;
   std::vector<std::string> path_specific_markers() const override { return {}; }
   const std::string& program(const core::Invocation& inv) const override {
     return wrapped_ ? effective_.compiler_path : inv.compiler_path;

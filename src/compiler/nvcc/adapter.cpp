@@ -387,6 +387,20 @@ std::variant<std::string, util::ProcessResult> NvccAdapter::run_stages(const cor
   }
 }
 
+// The user's own command, dry run: its host and device preprocessing passes, never `nvcc -E` (one device
+// pass, __CUDA_ARCH__ defined: host-only code and the other architectures' are not in it). The flag
+// variables reach the passes through the dry run. -g3 (through -Xcompiler) puts every #define in the
+// host debug info, which no pass prints: no fallback.
+std::variant<std::string, std::vector<PreprocessCommand>> NvccAdapter::fallback_preprocessing(
+    const core::Invocation& inv, const CompileJob&, const util::Environment& env) const {
+  if (asks_macro_debug_info(inv.args, plan_.prepend_flags + " " + plan_.append_flags)) {
+    return std::string("macro-debug-info");
+  }
+  std::vector<std::string> argv = {inv.compiler_arg};
+  argv.insert(argv.end(), inv.args.begin(), inv.args.end());
+  return preprocessing_passes(inv.compiler_path, argv, env, util::lexically_normal(inv.cwd));
+}
+
 std::vector<std::string> NvccAdapter::path_specific_markers() const {
   // cudafe++ names internal-linkage device entities _INTERNAL_<hash of the source path>_...
   return {"_INTERNAL_"};

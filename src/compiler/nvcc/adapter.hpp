@@ -13,6 +13,8 @@ class NvccAdapter final : public Adapter {
   void miss_environment(util::Environment& env, const core::Config& cfg) const override;
   std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::vector<std::string> path_specific_markers() const override;
+  std::variant<std::string, std::vector<PreprocessCommand>> fallback_preprocessing(
+      const core::Invocation& inv, const CompileJob& job, const util::Environment& env) const override;
   std::variant<std::string, util::ProcessResult> run_stages(const core::Invocation& inv, const CompileJob& job,
                                                             const MissPaths& paths, const std::vector<std::string>& argv,
                                                             const util::Environment& env,

@@ -786,6 +786,65 @@ std::optional<std::string> filter_dependencies(const std::string& target, const 
   return out;
 }
 
+namespace {
+
+// A -E stage as a command printing its output: its -o and the value after it dropped, its program
+// found along the dry run's PATH.
+std::optional<PreprocessCommand> printing_pass(const Stage& s, const StagePlan& plan, const util::Environment& env,
+                                               const std::string& cwd) {
+  PreprocessCommand cmd;
+  for (std::size_t i = 0; i < s.words.size(); ++i) {
+    if (i > 0 && s.words[i] == "-o") {
+      ++i;
+      continue;
+    }
+    if (i > 0 && s.words[i].starts_with("-o")) return std::nullopt;  // an output spelled another way
+    if (s.words[i].starts_with("-D__CUDA_ARCH__=")) cmd.pass = s.words[i];
+    cmd.argv.push_back(s.words[i]);
+  }
+  if (cmd.pass.empty()) cmd.pass = "host";
+  const std::string& program = s.words[0];
+  if (program.find('/') != std::string::npos) {
+    cmd.program = util::absolute_path(program, cwd);
+  } else {
+    auto found = util::find_executable(program, lookup(plan.variables, env, "PATH"));
+    if (!found) return std::nullopt;
+    cmd.program = *found;
+  }
+  cmd.env = env;
+  for (const auto& [name, value] : plan.variables) util::env_set(cmd.env, name, value);
+  return cmd;
+}
+
+}  // namespace
+
+std::variant<std::string, std::vector<PreprocessCommand>> preprocessing_passes(const std::string& nvcc_path,
+                                                                               const std::vector<std::string>& argv,
+                                                                               const util::Environment& env,
+                                                                               const std::string& cwd) {
+  std::vector<std::string> dry = argv;
+  dry.insert(dry.begin() + 1, "--dryrun");
+  util::ProcessResult listed;
+  try {
+    listed = util::run_capture(nvcc_path, dry, env);
+  } catch (const std::exception&) {
+    return std::string("dry-run");
+  }
+  if (!listed.ok()) return std::string("dry-run");
+  auto parsed = parse_dry_run(listed.out + listed.err, env);
+  if (auto* why = std::get_if<std::string>(&parsed)) return *why;
+  const StagePlan& plan = std::get<StagePlan>(parsed);
+  std::vector<PreprocessCommand> passes;
+  for (const Stage& s : plan.stages) {
+    if (s.kind != Stage::Kind::run || std::find(s.words.begin(), s.words.end(), "-E") == s.words.end()) continue;
+    auto cmd = printing_pass(s, plan, env, cwd);
+    if (!cmd) return std::string("preprocessing-command");
+    passes.push_back(std::move(*cmd));
+  }
+  if (passes.empty()) return std::string("no-preprocessing");
+  return passes;
+}
+
 std::variant<std::string, util::ProcessResult> run_stages(const StageRun& run, StageStore& store) {
   std::vector<std::string> dry = run.argv;
   dry.insert(dry.begin() + 1, "--dryrun");

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/adapter.hpp"
 #include "compiler/stage_store.hpp"
 #include "util/process.hpp"
 
@@ -44,6 +45,17 @@ std::variant<std::string, StagePlan> parse_dry_run(const std::string& text, cons
 // a character whose spelling nvcc's rule is not known for.
 std::optional<std::string> filter_dependencies(const std::string& target, const std::vector<std::string>& preprocessed,
                                                bool without_system_headers = false);
+
+// The preprocessing commands of nvcc's trajectory for argv (the host pass and one -D__CUDA_ARCH__ pass
+// per architecture), as its dry run in env lists them, each printing its output (its -o dropped), its
+// program resolved along the dry run's PATH and nvcc's variables in its environment. The passes are what
+// nvcc compiles (cudafe++ and the host compile read the host pass's output, cicc each device pass's),
+// so their outputs together describe every architecture's code (issue 39), where `nvcc -E` alone shows
+// one device pass. A string says why there are none (a dry run the replay cannot read).
+std::variant<std::string, std::vector<PreprocessCommand>> preprocessing_passes(const std::string& nvcc_path,
+                                                                               const std::vector<std::string>& argv,
+                                                                               const util::Environment& env,
+                                                                               const std::string& cwd);
 
 struct StageRun {
   std::string nvcc_path;                // the nvcc to ask for the dry run
