@@ -150,6 +150,26 @@ class Doctor(KacheTestCase):
         self.assertEqual(rows["toolchain.c-compilers"]["value"], "gcc")
         self.assertEqual(out["fails"], 0)
 
+    def test_wrapper_compilers_on_path(self):
+        # The H100 host's /opt/gcc/bin/gcc: a row says what it is read as; one kache cannot read says why,
+        # with the way out (issue 39).
+        bin_dir = self.path("bin")
+        os.makedirs(bin_dir)
+        real = shutil.which("gcc")
+        self.write("bin/gcc", f'#!/bin/sh\nexec {real} -B{bin_dir}/ "$@"\n')
+        self.write("bin/cc", f'#!/bin/sh\nexport CPATH=/opt/inc\nexec {real} "$@"\n')
+        for name in ("gcc", "cc"):
+            os.chmod(self.path("bin", name), 0o755)
+        rows, out = self.doctor(env={"PATH": bin_dir + ":" + os.environ["PATH"]})
+        self.assertEqual(rows["toolchain.wrapper:gcc"]["status"], "ok", rows["toolchain.wrapper:gcc"])
+        self.assertIn(f"-B {bin_dir}/", rows["toolchain.wrapper:gcc"]["value"])
+        self.assertIn("not replayed on a hit", rows["toolchain.wrapper:gcc"]["value"])
+        cc = rows["toolchain.wrapper:cc"]
+        self.assertEqual(cc["status"], "warn", cc)
+        self.assertIn("wrapper-environment", cc["message"])
+        self.assertIn("set it in the build's environment", cc["fix"])
+        self.assertEqual(out["fails"], 0)
+
     def test_rocm_rows_this_machine(self):
         if HIPCC is None:
             self.skipTest("hipcc is not on PATH")

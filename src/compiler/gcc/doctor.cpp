@@ -3,6 +3,12 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/gcc/wrapper.hpp"
+#include "compiler/tool_files.hpp"
+#include "core/reasons.hpp"
+#include "util/fs.hpp"
 
 namespace kache::compiler::gcc {
 
@@ -19,6 +25,34 @@ void version_row(core::DoctorRows& rows, const std::string& name, const std::str
   rows.add("toolchain", name, Status::ok, fmt::format("{} at {}", first, path));
 }
 
+namespace {
+
+// A compiler on PATH that is a wrapper script: what kache reads it as, for a C compile like a build's
+// (compiler/gcc/wrapper.hpp), or why its compiles pass through, with the way out.
+void wrapper_row(core::DoctorRows& rows, const std::string& name, const std::string& path,
+                 const util::Environment& env) {
+  core::Invocation inv;
+  inv.compiler_arg = name;
+  inv.compiler_path = path;
+  inv.args = {"-x", "c", "-c", "/dev/null", "-o", "/dev/null"};
+  inv.cwd = util::current_dir();
+  inv.env = env;
+  const auto read = resolve_wrapper(inv, EnvRoute::host, "");
+  if (const auto* p = std::get_if<Passthrough>(&read)) {
+    rows.add("toolchain", "wrapper:" + name, Status::warn, path,
+             fmt::format("{} is a wrapper script whose compiles run uncached ({}: {}).", path, p->reason, p->detail),
+             std::string(core::reason_sentence(core::ReasonCategory::Passthrough, p->reason)));
+    return;
+  }
+  const auto& w = std::get<ResolvedWrapper>(read);
+  rows.add("toolchain", "wrapper:" + name, Status::ok,
+           fmt::format("{} is a wrapper script running {}{}; cached as that command (what the wrapper prints or "
+                       "does besides the compile, its own stderr, set -x, umask, is not replayed on a hit)",
+                       path, w.driver, w.added.empty() ? "" : fmt::format(" with {}", fmt::join(w.added, " "))));
+}
+
+}  // namespace
+
 bool doctor_rows(core::DoctorRows& rows, const util::Environment& env) {
   const std::string path_var = util::env_get(env, "PATH").value_or("");
   const std::string self = util::self_executable();
@@ -28,6 +62,10 @@ bool doctor_rows(core::DoctorRows& rows, const util::Environment& env) {
   }
   if (names.empty()) return false;
   rows.add("toolchain", "c-compilers", Status::ok, names);
+  for (const char* name : {"gcc", "g++", "cc", "c++", "clang", "clang++"}) {
+    const auto path = util::find_executable(name, path_var, self);
+    if (path && is_script(*path)) wrapper_row(rows, name, *path, env);
+  }
   for (const char* name : {"gcc", "clang"}) {
     if (const auto path = util::find_executable(name, path_var, self)) {
       version_row(rows, name, *path, util::run_capture(*path, {*path, "--version"}, env));
