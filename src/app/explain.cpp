@@ -376,7 +376,8 @@ std::string stored_for_note(const StoredFor& stored_for) {
   if (!source.empty()) {
     note += fmt::format(
         "stored per source path: the object's ids hash the source's real path {} (nvcc -rdc's module id, "
-        "cudafe++'s _INTERNAL_ names), so only a compile of the file at that path finds it.\n",
+        "cudafe++'s _INTERNAL_ and anonymous-namespace _GLOBAL__N__ names), so only a compile of the file at "
+        "that path finds it; no prefix map changes those ids.\n",
         source);
   }
   if (!every.empty()) {

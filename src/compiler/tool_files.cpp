@@ -35,6 +35,7 @@ void ToolFiles::write(util::Writer& w) const {
   for (const auto& b : bare) {
     w.str(b.name);
     w.str(b.resolved);
+    w.u8(b.past_kache ? 1 : 0);
   }
   w.str(search_path);
   w.u32(static_cast<std::uint32_t>(watched.size()));
@@ -56,6 +57,7 @@ ToolFiles ToolFiles::read(util::Reader& r) {
     BareName b;
     b.name = r.str();
     b.resolved = r.str();
+    b.past_kache = r.u8() != 0;
     t.bare.push_back(std::move(b));
   }
   t.search_path = r.str();
@@ -85,7 +87,7 @@ bool ToolFiles::still_valid() const {
   // would now be the one the driver runs).
   const std::string cwd = util::current_dir();
   for (const auto& b : bare) {
-    auto found = util::find_executable(b.name, search_path);
+    auto found = util::find_executable(b.name, search_path, b.past_kache ? util::self_executable() : "");
     if (!found || util::absolute_path(*found, cwd) != b.resolved) return false;
   }
   for (const auto& [path, identity] : watched) {
@@ -143,6 +145,14 @@ std::string ProbeFiles::resolve(const std::string& word) {
   if (std::none_of(t_.bare.begin(), t_.bare.end(), [&](const BareName& b) { return b.name == word; })) {
     t_.bare.push_back({word, abs});
   }
+  return abs;
+}
+
+std::string ProbeFiles::resolve_past_kache(const std::string& name) {
+  auto found = util::find_executable(name, t_.search_path, util::self_executable());
+  if (!found) return "";
+  std::string abs = util::absolute_path(*found, cwd_);
+  t_.bare.push_back({name, abs, true});
   return abs;
 }
 

@@ -30,6 +30,8 @@ struct ToolFile {
 struct BareName {
   std::string name;
   std::string resolved;  // absolute
+  // Resolved past kache's own links (/usr/lib/kache/gcc): the program kache's masquerade runs.
+  bool past_kache = false;
 };
 
 struct ToolFiles {
@@ -86,6 +88,9 @@ class ProbeFiles {
   // Resolves a program name as the driver would (a bare name over the search path) and records the
   // result. Returns "" when it cannot be found.
   std::string resolve(const std::string& word);
+  // What kache's masquerade link `name` (first on the search path) runs: the next program of that name
+  // on the search path that is not kache, recorded so that another appearing there probes again.
+  std::string resolve_past_kache(const std::string& name);
   // Records a file whose content becomes part of the toolchain id under `role`.
   void add(const std::string& role, const std::string& path);
   // Records a path whose identity, or absence, must hold for the memo (ToolFiles::watched).

@@ -89,6 +89,28 @@ class InvocationForms(KacheTestCase):
                 s = self.assert_counts(hits=2, misses=1, passthrough=0)
                 self.assertEqual(s["passthrough_reasons"], {})
 
+    def test_masquerade_host_compiler_switched_behind_it(self):
+        # gcc -> kache first on PATH: nvcc's host compiler is the gcc the masquerade runs, not kache.
+        # Another gcc (one that defines a macro the host code reads) placed after the links but before
+        # the old one must miss, with the object a plain build gives now (it served the old host code).
+        self.write("h.cu", "#ifndef HOSTVAL\n#define HOSTVAL 1\n#endif\nint host_value() { return HOSTVAL; }\n")
+        links = self.masquerade_links()
+        switch = self.path("bin-switch")
+        os.makedirs(switch)
+        env = dict(self.env, PATH=os.pathsep.join([links, switch, os.environ["PATH"]]))
+        for _ in range(2):
+            self.kache(["nvcc", "-c", "h.cu", "-o", "h.o"], env=env)
+        self.assert_counts(hits=1, misses=1)
+        real = shutil.which("g++-12") or shutil.which("g++")
+        for name in ("gcc", "g++"):
+            self.write(f"bin-switch/{name}", f'#!/bin/sh\nexec {real} -DHOSTVAL=2 "$@"\n')
+            os.chmod(os.path.join(switch, name), 0o755)
+        self.kache(["nvcc", "-c", "h.cu", "-o", "h.o"], env=env)
+        self.assert_counts(hits=1, misses=2)
+        plain_env = dict(self.env, PATH=os.pathsep.join([switch, os.environ["PATH"]]))
+        subprocess.run(["nvcc", "-c", "h.cu", "-o", "plain.o"], cwd=self.ws, env=plain_env, check=True)
+        self.assert_same_object(self.path("h.o"), self.path("plain.o"))
+
     def test_nvcc_exe_is_recognized(self):
         # A script, not a symlink: nvcc finds its toolkit from argv[0] without resolving links, so even
         # plain nvcc fails through a link named nvcc.exe in another directory.

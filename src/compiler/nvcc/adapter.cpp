@@ -402,8 +402,11 @@ std::variant<std::string, std::vector<PreprocessCommand>> NvccAdapter::fallback_
 }
 
 std::vector<std::string> NvccAdapter::path_specific_markers() const {
-  // cudafe++ names internal-linkage device entities _INTERNAL_<hash of the source path>_...
-  return {"_INTERNAL_"};
+  // cudafe++ names internal-linkage device entities _INTERNAL_<hash of the source path>_..., and
+  // anonymous namespaces _GLOBAL__N__<hash of the source's real path>_<name> (measured, nvcc 13: two
+  // files of one content at two paths get two names, and one object served for both makes their link
+  // fail with a multiple definition). GCC's own anonymous namespace is _GLOBAL__N_1: not matched.
+  return {"_INTERNAL_", "_GLOBAL__N__"};
 }
 
 }  // namespace nvcc

@@ -213,6 +213,15 @@ void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std:
     throw std::runtime_error("host compiler '" + run.host_word + "' not found on nvcc's PATH");
   if (!util::stat_identity(m.tc.host_compiler))
     throw std::runtime_error("cannot stat host compiler " + m.tc.host_compiler);
+  // kache's masquerade (`gcc` -> kache, first on PATH) runs the next gcc on PATH: that one is the host
+  // compiler whose content and passes are keyed (keying kache itself served the old host code after the
+  // real gcc behind it changed).
+  std::error_code ec;
+  if (std::filesystem::equivalent(m.tc.host_compiler, util::self_executable(), ec)) {
+    files.add("host:masquerade", m.tc.host_compiler);
+    m.tc.host_compiler = files.resolve_past_kache(util::basename(m.tc.host_compiler));
+    if (m.tc.host_compiler.empty()) throw std::runtime_error("kache's masquerade finds no host compiler past it");
+  }
   if (is_script(m.tc.host_compiler)) {
     add_host_wrapper(files, m, env, cwd);
   } else {
