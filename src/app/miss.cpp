@@ -152,13 +152,14 @@ int Pipeline::miss() {
   Outcome<bool> dated = headers ? keyable_time_macros(*compiled) : headers.error();
   Outcome<Done> times = dated ? no_unpinned_time(*dated, installed, *compiled, hashed->files) : dated.error();
   Outcome<PerCheckout> storable = times ? shareable_object(installed.object, scratch.path()) : times.error();
+  if (storable) add_expanded_roots(closure, *hashed, *storable);
   if (storable) {
     ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, *storable);
     entry.date_keyed = *dated;
     const bool recorded = record_direct_lookup(entry, closure, hashed->has_include, hashed->opaque, compiled->start);
     // A computed name's file is what a user can change; any other refusal is the record's own.
     const std::string unrecorded = recorded ? "" : hashed->opaque ? hashed->opaque_file : "-";
-    store_result(std::move(entry), cache_entry(dep_text, installed), unrecorded, storable->why);
+    store_result(std::move(entry), cache_entry(dep_text, installed), unrecorded, *storable);
   } else {
     count_reason(counts_, storable.error().category, storable.error().name);
     core::log().debug("miss: not stored ({}): {} -- {}", storable.error().name, job_.output,
@@ -404,9 +405,13 @@ void Pipeline::hash_slice(const std::vector<std::string>& closure, std::size_t b
       return;
     }
     scan_has_include(*content, out.hashed.has_include, out.hashed.opaque);
-    // The project's own #include names (see scan_include_names); the toolchain's headers change
-    // only with the toolchain, which its identity keys.
-    if (!is_system(path)) scan_include_names(*content, out.hashed.has_include, out.hashed.opaque);
+    // The project's own #include names (see scan_include_names) and what its files may expand or paste
+    // (see add_expanded_roots); the toolchain's headers change only with the toolchain, which its
+    // identity keys.
+    if (!is_system(path)) {
+      scan_include_names(*content, out.hashed.has_include, out.hashed.opaque);
+      note_expansions(path, i, *content, out.hashed);
+    }
     if (out.hashed.opaque && out.hashed.opaque_file.empty()) out.hashed.opaque_file = path;
     // Inputs no dependency list names (.incbin, __TIMESTAMP__, #pragma GCC dependency): never stored,
     // so never served. Where the tools list or check the assembler's inputs, they decide those.
@@ -438,12 +443,82 @@ Outcome<Pipeline::HashedClosure> Pipeline::hash_closure(const std::vector<std::s
       core::log().debug("not storing: {}", sl.failure->detail);
       return std::move(*sl.failure);
     }
-    std::move(sl.hashed.files.begin(), sl.hashed.files.end(), std::back_inserter(all.files));
-    all.has_include.insert(all.has_include.end(), sl.hashed.has_include.begin(), sl.hashed.has_include.end());
-    all.opaque = all.opaque || sl.hashed.opaque;
-    if (all.opaque_file.empty()) all.opaque_file = sl.hashed.opaque_file;
+    HashedClosure& h = sl.hashed;
+    std::move(h.files.begin(), h.files.end(), std::back_inserter(all.files));
+    all.has_include.insert(all.has_include.end(), h.has_include.begin(), h.has_include.end());
+    all.opaque = all.opaque || h.opaque;
+    if (all.opaque_file.empty()) all.opaque_file = h.opaque_file;
+    all.expands_here.insert(all.expands_here.end(), h.expands_here.begin(), h.expands_here.end());
+    all.expands_base = all.expands_base || h.expands_base;
+    all.expands_anywhere = all.expands_anywhere || h.expands_anywhere;
+    if (all.expansion.empty()) all.expansion = h.expansion;
+    all.pastes.has_include |= h.pastes.has_include;
+    all.pastes.path |= h.pastes.path;
+    if (all.paste_file.empty()) all.paste_file = h.paste_file;
   }
+  weigh_expansions(all);
   return all;
+}
+
+// What a project file may expand or build by pasting (core/expansion_scan.hpp), noted into out.
+void Pipeline::note_expansions(const std::string& path, std::size_t index, std::string_view content,
+                               HashedClosure& out) const {
+  const PasteScans pastes = scan_pastes(content);
+  out.pastes.has_include |= pastes.has_include;
+  out.pastes.path |= pastes.path;
+  if (out.paste_file.empty() && (pastes.has_include.operand_piece || pastes.has_include.pastes_parameter)) {
+    out.paste_file = path;
+  }
+  if (!job_.roots.enabled()) return;
+  const PathExpansion e = scan_path_expansions(content);
+  if (e.here) out.expands_here.push_back(index);
+  out.expands_base = out.expands_base || e.base;
+  out.expands_anywhere = out.expands_anywhere || e.anywhere;
+  if (e.any() && out.expansion.empty()) out.expansion = fmt::format("{} in {}", e.spelling, path);
+}
+
+namespace {
+// The macros the command line defines (-DNAME=VALUE, -D NAME=VALUE, --define-macro, nvcc's comma lists,
+// NVCC_*_FLAGS), as #define lines: everything after each -D, an over-approximation.
+std::string command_line_defines(const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string out;
+  bool next = false;
+  for (const auto& [name, value] : fields) {
+    if (next) out += "#define " + value + "\n";
+    next = value == "-D" || value == "--define-macro";
+    for (std::string_view flag : {"-D", "--define-macro="}) {
+      for (std::size_t at = value.find(flag); at != std::string::npos; at = value.find(flag, at + 1)) {
+        if (at > 0 && std::string_view(" ,=").find(value[at - 1]) == std::string_view::npos) continue;
+        out += "#define " + value.substr(at + flag.size()) + "\n";
+      }
+    }
+  }
+  return out;
+}
+}  // namespace
+
+// Adds the command line's macros to what the closure's files may expand or paste, and decides: a ## that
+// may build __has_include leaves the closure opaque (no finite watch list is known complete); one that
+// may build __FILE__ or its kin may expand any file's name.
+void Pipeline::weigh_expansions(HashedClosure& all) const {
+  const std::string defines = command_line_defines(job_.key_fields);
+  const PasteScans pastes = scan_pastes(defines);
+  all.pastes.has_include |= pastes.has_include;
+  all.pastes.path |= pastes.path;
+  if (all.pastes.has_include.may_build() && !all.opaque) {
+    all.opaque = true;
+    if (all.opaque_file.empty()) all.opaque_file = all.paste_file.empty() ? "the command line" : all.paste_file;
+    core::log().debug("{} pastes with ## what may build a __has_include", all.opaque_file);
+  }
+  if (!job_.roots.enabled()) return;
+  const PathExpansion e = scan_path_expansions(defines);
+  all.expands_base = all.expands_base || e.base;
+  all.expands_anywhere = all.expands_anywhere || e.anywhere;
+  if ((e.base || e.anywhere) && all.expansion.empty()) all.expansion = fmt::format("{} in a -D value", e.spelling);
+  if (all.pastes.path.may_build() && !all.expands_anywhere) {
+    all.expands_anywhere = true;
+    if (all.expansion.empty()) all.expansion = "a ## paste in " + (all.paste_file.empty() ? "a -D value" : all.paste_file);
+  }
 }
 
 Pipeline::Installed Pipeline::install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
@@ -516,11 +591,11 @@ Outcome<Pipeline::PerCheckout> Pipeline::shareable_object(const std::string& obj
     // can prove it free of a root, or tell which, so it is kept under every root's path (issue 35).
     if (is_lto_object(object)) {
       core::log().debug("the object holds LTO code: the entry is specific to this checkout");
-      return PerCheckout{std::string(reason::kLtoObject), {}, true};
+      return PerCheckout{std::string(reason::kLtoObject), {}, true, ""};
     }
     if (!device_readable) {
       core::log().debug("the object holds device code kache cannot read back: the entry is specific to this checkout");
-      return PerCheckout{std::string(reason::kCompressedFatbin), {}, true};
+      return PerCheckout{std::string(reason::kCompressedFatbin), {}, true, ""};
     }
     add_unkeyed_roots(object, per_checkout);
   }
@@ -540,6 +615,68 @@ Outcome<Pipeline::PerCheckout> Pipeline::shareable_object(const std::string& obj
     per_checkout.all_roots = true;
   }
   return per_checkout;
+}
+
+// Ties the entry to the roots below which lie the files whose names the compile may have expanded
+// (core/expansion_scan.hpp): the bytes of such an expansion may vanish from the object (sizeof(__FILE__),
+// a constexpr hash, source_location::current().file_name() folded to a length), so the object scan of
+// shareable_object cannot see it. A file's root is taken from its path as the compiler spelled it (the
+// depfile's spelling, made absolute), which is what __FILE__ holds: a source under the source root
+// ties that root (every build directory of the checkout shares the entry), a header generated into the
+// build directory ties the build directory. No tie where the key already names the root's path, or
+// where the user's macro prefix map rewrites the path (macro_mapped).
+//
+// Which files. __FILE__ in a file's code names that file; __BASE_FILE__ the main source; __FILE__ in a
+// #define names wherever the macro is used, and __builtin_FILE() or std::source_location wherever a
+// default argument takes the caller's location, so then any file of the closure may be the one named.
+// The command line's -D values are read as #defines; names pasted together with ## as scan_pastes says.
+//
+// Why the toolchain's own headers are not read. <assert.h>, libstdc++'s __glibcxx_assert, CUDA's and
+// CUB's error checks and <source_location> mention __FILE__ or __builtin_FILE only to define a macro or a
+// function; the path expands where a project file uses it, and their code hands it to a function at
+// run time (__assert_fail, __replacement_assert, printf), so its bytes stay in the object, where
+// shareable_object finds the root. A project file that computes with a path at compile time names one
+// of the words itself, or a macro of its own that does (its #define is read here), or pastes one
+// together (scan_pastes). Reading the toolchain's headers would tie every compile that includes
+// <cassert>. Not seen: a library installed in a toolchain include directory (/usr/include) whose macro
+// hands the project a path it then folds at compile time (boost's BOOST_CURRENT_LOCATION in a
+// constant expression).
+void Pipeline::add_expanded_roots(const std::vector<std::string>& closure, const HashedClosure& hashed,
+                                  PerCheckout& per_checkout) const {
+  if (!job_.roots.enabled() || per_checkout.all_roots) return;
+  std::vector<std::size_t> named = hashed.expands_here;
+  for (std::size_t i = 0; i < closure.size(); ++i) {
+    const bool base = hashed.expands_base && util::lexically_normal(closure[i]) == job_.source;
+    if (hashed.expands_anywhere || base) named.push_back(i);
+  }
+  bool tied = false;
+  for (const std::size_t i : named) {
+    const RootedPath rooted = job_.roots.split(closure[i]);
+    if (rooted.root < 0 || macro_mapped(closure[i])) continue;
+    const auto& root = job_.roots.roots()[static_cast<std::size_t>(rooted.root)];
+    const auto& keyed = job_.keyed_roots;
+    if (std::find(keyed.begin(), keyed.end(), root.path) != keyed.end()) continue;
+    auto& roots = per_checkout.roots;
+    if (std::find(roots.begin(), roots.end(), root.name) != roots.end()) continue;
+    core::log().debug("the compile may expand {} ({}): the entry is stored for the checkouts with {} at {}",
+                      closure[i], hashed.expansion, root.name, root.path);
+    roots.push_back(root.name);
+    tied = true;
+  }
+  if (!tied) return;
+  per_checkout.why = std::string(reason::kPathExpanded);
+  per_checkout.expanded = hashed.expansion;
+}
+
+// Whether a user's macro prefix map rewrites path (absolute, as the compiler spelled it) in every
+// compiler's reading: the old path of some rule is path or a directory above it, by whole components.
+// GCC matches the old path as a string prefix and applies the last rule that matches, clang 14 sorts its
+// rules first, others match by components; a rule matching by whole components matches in each reading,
+// and whichever rule is applied, its new path and the rest of the path are what the key holds.
+bool Pipeline::macro_mapped(const std::string& path) const {
+  return std::any_of(job_.macro_map_olds.begin(), job_.macro_map_olds.end(), [&](const std::string& old_path) {
+    return old_path.starts_with('/') && util::path_starts_with(path, old_path);
+  });
 }
 
 // The roots bytes name that the key does not hold (the object scan of shareable_object), added to
@@ -809,7 +946,8 @@ void warn_unwritable_cache(const std::string& cache_dir, const std::string& fail
 // Stores the result, and (when the entry was recorded for direct lookups) adds it to the manifest.
 // A failure costs only the store: the outputs are already installed.
 void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const std::string& unrecorded,
-                            const std::string& per_checkout) {
+                            const PerCheckout& stored_for) {
+  const std::string& per_checkout = stored_for.why;
   const bool recorded = unrecorded.empty();
   auto& log = core::log();
   std::string failure;
@@ -817,7 +955,7 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const std
     const std::string key = storage_key(entry).value().hex();  // this checkout has every root it names
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
-      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_),
+      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_, stored_for.expanded),
                       [&](std::string_view text) { return store_.put_explain_record(key, text); },
                       unrecorded == "-" ? "" : unrecorded);
       if (recorded) stored = add_to_manifest(std::move(entry));
