@@ -672,7 +672,8 @@ void Pipeline::add_expanded_roots(const std::vector<std::string>& closure, const
 // compiler's reading: the old path of some rule is path or a directory above it, by whole components.
 // GCC matches the old path as a string prefix and applies the last rule that matches, clang 14 sorts its
 // rules first, others match by components; a rule matching by whole components matches in each reading,
-// and whichever rule is applied, its new path and the rest of the path are what the key holds.
+// so the path expands to some rule's new path (keyed as written, a root it names by the root's path)
+// and the rest of the path: what the object scan finds in a string mapped so, which names no root.
 bool Pipeline::macro_mapped(const std::string& path) const {
   return std::any_of(job_.macro_map_olds.begin(), job_.macro_map_olds.end(), [&](const std::string& old_path) {
     return old_path.starts_with('/') && util::path_starts_with(path, old_path);

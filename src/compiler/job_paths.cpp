@@ -194,6 +194,14 @@ std::optional<std::string> macro_prefix_map_old(std::string_view arg) {
   return std::nullopt;
 }
 
+std::vector<std::string> macro_prefix_map_olds(const std::vector<std::string>& args) {
+  std::vector<std::string> olds;
+  for (const auto& a : args) {
+    if (auto old_path = macro_prefix_map_old(a)) olds.push_back(*old_path);
+  }
+  return olds;
+}
+
 std::vector<std::string> keyed_args(std::vector<std::string> args, const std::vector<PathValue>& values,
                                     const core::PathRoots& roots) {
   if (!roots.enabled()) return args;

@@ -69,6 +69,8 @@ std::optional<core::PathRoots::KeyedValue> key_prefix_map_rule(const std::string
 // as GCC and clang split it); nullopt for any other argument, -fdebug-prefix-map included (it leaves
 // __FILE__ alone).
 std::optional<std::string> macro_prefix_map_old(std::string_view arg);
+// The OLD of every such argument, in order.
+std::vector<std::string> macro_prefix_map_olds(const std::vector<std::string>& args);
 
 // A path-valued option's value inside the keyed command line: args[index].substr(offset) (-I<dir>, the
 // argument after -MF, spec 003's -Xclang -dependency-file value).

@@ -148,7 +148,7 @@ constexpr std::string_view kHasIncludeWhole[] = {"__has_include", "__has_include
 constexpr std::string_view kPathPieceWords[] = {"__FILE__", "__BASE_FILE__", "__builtin_FILE", "source_location"};
 
 bool is_piece(std::string_view id, const PieceWords& w) {
-  if (id.size() < 2) return false;
+  if (id.size() < 3) return false;
   if (std::find(w.whole.begin(), w.whole.end(), id) != w.whole.end()) return false;
   return std::any_of(w.words.begin(), w.words.end(), [&](std::string_view word) { return word.find(id) != npos; });
 }
@@ -253,6 +253,19 @@ bool argument_position(std::string_view line, std::size_t b, std::size_t e) {
   return b > 0 && (line[b - 1] == '(' || line[b - 1] == ',') && e < line.size() && (line[e] == ',' || line[e] == ')');
 }
 
+// Whether the identifier at [b, e) of a #define line is its body's first or last token: a macro used as
+// an argument hands those to a paste (`#define P1 __has_` then CAT2(P1, P2)).
+bool body_end(std::string_view line, const LineShape& s, std::size_t b, std::size_t e) {
+  if (!s.define) return false;
+  const std::size_t first = skip_blanks(line, s.body);
+  std::size_t last = line.size();
+  while (last > first && is_blank(line[last - 1])) --last;
+  return b == first || e == last;
+}
+
+// Weighs a line's identifiers that a paste may take: those in a macro argument's place, and the ends of
+// a #define's body. Directive lines that expand nothing into a paste are passed over; ordinary code
+// only with code_arguments.
 void scan_line(std::string_view line, const PieceWords& w, bool code_arguments, PasteScan& out) {
   const LineShape s = shape_of(line);
   scan_operands(line, s, w, out);
@@ -260,12 +273,13 @@ void scan_line(std::string_view line, const PieceWords& w, bool code_arguments, 
   for (std::size_t i = s.body; i < line.size(); ++i) {
     if (!is_ident(line[i]) || (i > 0 && is_ident(line[i - 1]))) continue;
     const std::string_view id = ident_at(line, i);
-    const bool weighed = s.directive ? !is_param(s, id) : argument_position(line, i, i + id.size());
+    const std::size_t end = i + id.size();
+    const bool weighed = !is_param(s, id) && (argument_position(line, i, end) || body_end(line, s, i, end));
     if (weighed && is_piece(id, w)) {
       out.argument_piece = true;
       return;
     }
-    i += id.size() - 1;
+    i = end - 1;
   }
 }
 

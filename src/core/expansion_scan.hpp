@@ -30,13 +30,16 @@ PathExpansion scan_path_expansions(std::string_view text);
 
 // What a file's text may build with the preprocessor's paste operator (## or its digraph %:%:) out of
 // pieces that no scan for a whole word sees: `#define CAT(a, b) a##b` used as CAT(__has_, include)
-// or CAT(__FI, LE__). Pieces are identifiers of two characters or more that are part of a word a scan
-// looks for (a name made only of one-character pieces is not seen). Combined over every project file
-// of the compile with `|=`; may_build() then says whether a paste may have built such a word.
+// or CAT(__FI, LE__). Pieces are identifiers of three characters or more that are part of a word a scan
+// looks for, where a paste can take them: a ## operand, a macro argument, the first or last token of a
+// #define's body (a name pasted only from pieces of one or two characters is not seen: every word here
+// has 8 characters or more, so that takes four pieces or more, which no code but a test of kache
+// writes). Combined over every project file of the compile with `|=`; may_build() then says whether a
+// paste may have built such a word.
 struct PasteScan {
   bool operand_piece = false;     // a ## operand written as a piece of a word
   bool pastes_parameter = false;  // a ## operand is a macro parameter (or the line is no plain #define)
-  bool argument_piece = false;    // a piece written where it can reach a parameter: a directive or an argument
+  bool argument_piece = false;    // a piece written where it can reach a parameter: an argument, a body's end
   PasteScan& operator|=(const PasteScan& o) {
     operand_piece |= o.operand_piece;
     pastes_parameter |= o.pastes_parameter;

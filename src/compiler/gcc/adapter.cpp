@@ -122,9 +122,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   k.emplace_back("language", plan.language);
   add_path_key_fields(k, job, cwd, plan.source);
   for (const auto& a : keyed_args(plan.keyed_args, plan.path_values, job.roots)) k.emplace_back("arg", a);
-  for (const auto& a : plan.keyed_args) {
-    if (auto old_path = macro_prefix_map_old(a)) job.macro_map_olds.push_back(*old_path);
-  }
+  job.macro_map_olds = macro_prefix_map_olds(plan.keyed_args);
   // Every variable the table keys (CPATH, C_INCLUDE_PATH, GCC_EXEC_PREFIX, LC_ALL...), unset apart
   // from empty.
   add_env_key_fields(inv.env, EnvRoute::host, k);
