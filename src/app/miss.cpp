@@ -52,6 +52,11 @@ using namespace kache::core;
 constexpr std::size_t kHashThreads = 4;
 
 namespace {
+// Adds name to macros once.
+void add_macro(std::vector<std::string>& macros, std::string name) {
+  if (std::find(macros.begin(), macros.end(), name) == macros.end()) macros.push_back(std::move(name));
+}
+
 // The pipeline's stores and counters as an adapter's stage store (compiler/stage_store.hpp): stage
 // values are records (local store, then the remotes), zstd-compressed inside.
 // Every method takes the lock: a miss with remote execution runs its stages in parallel.
@@ -449,6 +454,7 @@ Outcome<Pipeline::HashedClosure> Pipeline::hash_closure(const std::vector<std::s
     all.opaque = all.opaque || h.opaque;
     if (all.opaque_file.empty()) all.opaque_file = h.opaque_file;
     all.expands_here.insert(all.expands_here.end(), h.expands_here.begin(), h.expands_here.end());
+    for (auto& m : h.path_macros) add_macro(all.path_macros, std::move(m));
     all.expands_base = all.expands_base || h.expands_base;
     all.expands_anywhere = all.expands_anywhere || h.expands_anywhere;
     if (all.expansion.empty()) all.expansion = h.expansion;
@@ -457,6 +463,7 @@ Outcome<Pipeline::HashedClosure> Pipeline::hash_closure(const std::vector<std::s
     if (all.paste_file.empty()) all.paste_file = h.paste_file;
   }
   weigh_expansions(all);
+  resolve_path_macros(closure, all);
   return all;
 }
 
@@ -472,6 +479,7 @@ void Pipeline::note_expansions(const std::string& path, std::size_t index, std::
   if (!job_.roots.enabled()) return;
   const PathExpansion e = scan_path_expansions(content);
   if (e.here) out.expands_here.push_back(index);
+  for (const auto& m : e.macros) add_macro(out.path_macros, m);
   out.expands_base = out.expands_base || e.base;
   out.expands_anywhere = out.expands_anywhere || e.anywhere;
   if (e.any() && out.expansion.empty()) out.expansion = fmt::format("{} in {}", e.spelling, path);
@@ -512,9 +520,12 @@ void Pipeline::weigh_expansions(HashedClosure& all) const {
   }
   if (!job_.roots.enabled()) return;
   const PathExpansion e = scan_path_expansions(defines);
+  for (const auto& m : e.macros) add_macro(all.path_macros, m);
   all.expands_base = all.expands_base || e.base;
   all.expands_anywhere = all.expands_anywhere || e.anywhere;
-  if ((e.base || e.anywhere) && all.expansion.empty()) all.expansion = fmt::format("{} in a -D value", e.spelling);
+  if ((e.base || e.anywhere || !e.macros.empty()) && all.expansion.empty()) {
+    all.expansion = fmt::format("{} in a -D value", e.spelling);
+  }
   if (all.pastes.path.may_build() && !all.expands_anywhere) {
     all.expands_anywhere = true;
     if (all.expansion.empty()) all.expansion = "a ## paste in " + (all.paste_file.empty() ? "a -D value" : all.paste_file);
@@ -615,6 +626,37 @@ Outcome<Pipeline::PerCheckout> Pipeline::shareable_object(const std::string& obj
     per_checkout.all_roots = true;
   }
   return per_checkout;
+}
+
+// Finds the project's files that use a macro whose body expands __FILE__ (scan_macro_uses): each expands
+// its own name there. A macro defined in terms of one is followed too, and so is a paste that may build
+// one's name. Reads the project's files again (a miss only, and only where such a macro exists); a file
+// that no longer holds what was hashed, or a use in a directive the scan cannot read, leaves any file's
+// name possible.
+void Pipeline::resolve_path_macros(const std::vector<std::string>& closure, HashedClosure& all) const {
+  std::vector<std::string>& macros = all.path_macros;
+  PasteScan pastes;
+  for (std::size_t known = 0; known < macros.size() && !all.expands_anywhere;) {
+    known = macros.size();
+    for (std::size_t i = 0; i < closure.size() && !all.expands_anywhere; ++i) {
+      if (is_system(closure[i])) continue;
+      std::string text;
+      try {
+        text = util::read_file(closure[i]);
+      } catch (const std::exception&) {
+      }
+      if (util::sha256(text) != all.files[i].hash) {
+        all.expands_anywhere = true;
+        break;
+      }
+      MacroUses uses = scan_macro_uses(text, macros);
+      if (uses.uses) all.expands_here.push_back(i);
+      all.expands_anywhere = all.expands_anywhere || uses.anywhere;
+      for (auto& d : uses.defines) add_macro(macros, std::move(d));
+      pastes |= uses.pastes;
+    }
+  }
+  if (pastes.may_build()) all.expands_anywhere = true;
 }
 
 // Ties the entry to the roots below which lie the files whose names the compile may have expanded

@@ -147,6 +147,7 @@ class Pipeline {
     // and the key's values, see add_expanded_roots): the closure indices of files that may expand their
     // own name, and whether the main source's or any file's name may be expanded.
     std::vector<std::size_t> expands_here;
+    std::vector<std::string> path_macros;  // macros whose bodies expand __FILE__ (resolve_path_macros)
     bool expands_base = false;
     bool expands_anywhere = false;
     std::string expansion;  // the first found, "<spelling> in <file>", for explain
@@ -190,6 +191,7 @@ class Pipeline {
   void note_expansions(const std::string& path, std::size_t index, std::string_view content,
                        HashedClosure& out) const;
   void weigh_expansions(HashedClosure& all) const;
+  void resolve_path_macros(const std::vector<std::string>& closure, HashedClosure& all) const;
   void add_expanded_roots(const std::vector<std::string>& closure, const HashedClosure& hashed,
                           PerCheckout& per_checkout) const;
   bool macro_mapped(const std::string& path) const;

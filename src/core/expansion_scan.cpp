@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -57,6 +58,100 @@ bool has_line_splice(std::string_view text, bool trigraphs) {
 
 namespace {
 
+std::string_view ident_at(std::string_view line, std::size_t i) {
+  std::size_t e = i;
+  while (e < line.size() && is_ident(line[e])) ++e;
+  return line.substr(i, e - i);
+}
+
+std::size_t skip_blanks(std::string_view line, std::size_t i) {
+  while (i < line.size() && is_blank(line[i])) ++i;
+  return i;
+}
+
+// One line of spliced text as the paste scan reads it.
+struct LineShape {
+  bool directive = false;  // starts (after blanks) with '#', %: or ??=
+  std::string_view name;   // a #define's macro name
+  bool counts = false;     // its identifiers may reach a macro's parameter: #if, #elif, #define, an odd one
+  bool define = false;     // a #define whose parameters were read
+  std::size_t body = 0;    // where the identifiers the scan weighs start
+  std::vector<std::string_view> params;
+};
+
+// Directives whose identifiers are no macro arguments (nothing is expanded, or not into an #if).
+bool inert_directive(std::string_view word) {
+  for (std::string_view d : {"include", "include_next", "import", "ifdef", "ifndef", "undef", "pragma", "error",
+                             "warning", "else", "endif"}) {
+    if (word == d) return true;
+  }
+  return false;
+}
+
+// Reads "NAME(params)" from i on a #define line into s (s.define stays false when it cannot).
+void read_define(std::string_view line, std::size_t i, LineShape& s) {
+  const std::string_view name = ident_at(line, skip_blanks(line, i));
+  if (name.empty()) return;
+  i = skip_blanks(line, i) + name.size();
+  s.name = name;
+  s.body = i;
+  if (i < line.size() && line[i] == '(') {
+    const std::size_t close = line.find(')', i);
+    if (close == npos) return;
+    for (std::size_t p = i + 1; p < close; ++p) {
+      if (!is_ident(line[p])) continue;
+      s.params.push_back(ident_at(line, p));
+      p += s.params.back().size();
+    }
+    s.params.push_back("__VA_ARGS__");
+    s.params.push_back("__VA_OPT__");
+    s.body = close + 1;
+  }
+  s.define = true;
+}
+
+LineShape shape_of(std::string_view line) {
+  LineShape s;
+  std::size_t i = skip_blanks(line, 0);
+  const std::string_view rest = line.substr(i);
+  const std::size_t mark = rest.starts_with("#") ? 1 : rest.starts_with("%:") ? 2 : rest.starts_with("?\?=") ? 3 : 0;
+  if (mark == 0) return s;
+  s.directive = true;
+  i = skip_blanks(line, i + mark);
+  const std::string_view word = ident_at(line, i);
+  s.body = i + word.size();
+  s.counts = !inert_directive(word);
+  if (word == "define") read_define(line, s.body, s);
+  return s;
+}
+
+// Calls f with each reading of text the compiler may make: its lines spliced, and spliced again with
+// trigraphs where "??/" could splice (ISO modes). Either reading alone might hide a word the other shows.
+template <typename F>
+void each_reading(std::string_view text, F&& f) {
+  if (has_line_splice(text, false)) {
+    f(std::string_view(splice_lines(text, false)));
+  } else {
+    f(text);
+  }
+  if (text.find("?\?/") != npos && has_line_splice(text, true)) f(std::string_view(splice_lines(text, true)));
+}
+
+// Calls f with each line of text.
+template <typename F>
+void each_line(std::string_view text, F&& f) {
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = start;
+    while (end < text.size() && !is_line_end(text[end])) ++end;
+    f(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
+namespace {
+
 enum class PathWord { file, base_file, anywhere, line };
 struct PathWordSpec {
   std::string_view text;
@@ -88,6 +183,48 @@ bool maybe_directive(std::string_view prefix) {
          prefix.find("*/") != npos;
 }
 
+// The macro a #define on the line around pos defines, when pos lies in its body; nullopt on any other line
+// (or one this reading cannot parse: `#/**/define`, a comment closing before the '#').
+std::optional<std::string_view> macro_defined_around(std::string_view text, std::size_t pos) {
+  std::size_t start = pos, end = pos;
+  while (start > 0 && !is_line_end(text[start - 1])) --start;
+  while (end < text.size() && !is_line_end(text[end])) ++end;
+  const LineShape s = shape_of(text.substr(start, end - start));
+  if (!s.define || pos - start < s.body) return std::nullopt;
+  return s.name;
+}
+
+void add_once(std::vector<std::string>& names, std::string_view name) {
+  if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
+}
+
+// What one occurrence of a path word at `at` adds to out: false when nothing (a "line" that is no
+// directive).
+bool note_path_word(std::string_view text, std::size_t at, PathWord kind, PathExpansion& out) {
+  const bool directive = maybe_directive(line_before(text, at));
+  switch (kind) {
+    case PathWord::file:
+      if (!directive) {
+        out.here = true;
+      } else if (auto macro = macro_defined_around(text, at)) {
+        add_once(out.macros, *macro);
+      } else {
+        out.anywhere = true;
+      }
+      return true;
+    case PathWord::base_file:
+      out.base = true;
+      return true;
+    case PathWord::anywhere:
+      out.anywhere = true;
+      return true;
+    case PathWord::line:
+      out.here = out.here || directive;
+      return directive;
+  }
+  return false;
+}
+
 void scan_path_words(std::string_view text, PathExpansion& out) {
   for (const auto& w : kPathWords) {
     for (std::size_t pos = 0; pos < text.size();) {
@@ -96,24 +233,7 @@ void scan_path_words(std::string_view text, PathExpansion& out) {
       const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
       pos = at + w.text.size();
       if (w.whole && ((at > 0 && is_ident(text[at - 1])) || (pos < text.size() && is_ident(text[pos])))) continue;
-      const bool directive = maybe_directive(line_before(text, at));
-      bool* flag = nullptr;
-      switch (w.kind) {
-        case PathWord::file:
-          flag = directive ? &out.anywhere : &out.here;
-          break;
-        case PathWord::base_file:
-          flag = &out.base;
-          break;
-        case PathWord::anywhere:
-          flag = &out.anywhere;
-          break;
-        case PathWord::line:
-          flag = directive ? &out.here : nullptr;
-          break;
-      }
-      if (flag == nullptr) continue;
-      *flag = true;
+      if (!note_path_word(text, at, w.kind, out)) continue;
       if (out.spelling.empty()) out.spelling = w.spelling;
       if (w.kind != PathWord::file || out.anywhere) break;  // nothing more this word can add
     }
@@ -124,14 +244,7 @@ void scan_path_words(std::string_view text, PathExpansion& out) {
 
 PathExpansion scan_path_expansions(std::string_view text) {
   PathExpansion out;
-  // The text as the compiler reads it: spliced, and spliced again with trigraphs where "??/" could
-  // splice (ISO modes). Either reading alone might hide a word the other shows.
-  if (has_line_splice(text, false)) {
-    scan_path_words(splice_lines(text, false), out);
-  } else {
-    scan_path_words(text, out);
-  }
-  if (text.find("?\?/") != npos && has_line_splice(text, true)) scan_path_words(splice_lines(text, true), out);
+  each_reading(text, [&](std::string_view reading) { scan_path_words(reading, out); });
   return out;
 }
 
@@ -151,71 +264,6 @@ bool is_piece(std::string_view id, const PieceWords& w) {
   if (id.size() < 3) return false;
   if (std::find(w.whole.begin(), w.whole.end(), id) != w.whole.end()) return false;
   return std::any_of(w.words.begin(), w.words.end(), [&](std::string_view word) { return word.find(id) != npos; });
-}
-
-std::string_view ident_at(std::string_view line, std::size_t i) {
-  std::size_t e = i;
-  while (e < line.size() && is_ident(line[e])) ++e;
-  return line.substr(i, e - i);
-}
-
-std::size_t skip_blanks(std::string_view line, std::size_t i) {
-  while (i < line.size() && is_blank(line[i])) ++i;
-  return i;
-}
-
-// One line of spliced text as the paste scan reads it.
-struct LineShape {
-  bool directive = false;  // starts (after blanks) with '#', %: or ??=
-  bool counts = false;     // its identifiers may reach a macro's parameter: #if, #elif, #define, an odd one
-  bool define = false;     // a #define whose parameters were read
-  std::size_t body = 0;    // where the identifiers the scan weighs start
-  std::vector<std::string_view> params;
-};
-
-// Directives whose identifiers are no macro arguments (nothing is expanded, or not into an #if).
-bool inert_directive(std::string_view word) {
-  for (std::string_view d : {"include", "include_next", "import", "ifdef", "ifndef", "undef", "pragma", "error",
-                             "warning", "else", "endif"}) {
-    if (word == d) return true;
-  }
-  return false;
-}
-
-// Reads "NAME(params)" from i on a #define line into s (s.define stays false when it cannot).
-void read_define(std::string_view line, std::size_t i, LineShape& s) {
-  const std::string_view name = ident_at(line, skip_blanks(line, i));
-  if (name.empty()) return;
-  i = skip_blanks(line, i) + name.size();
-  s.body = i;
-  if (i < line.size() && line[i] == '(') {
-    const std::size_t close = line.find(')', i);
-    if (close == npos) return;
-    for (std::size_t p = i + 1; p < close; ++p) {
-      if (!is_ident(line[p])) continue;
-      s.params.push_back(ident_at(line, p));
-      p += s.params.back().size();
-    }
-    s.params.push_back("__VA_ARGS__");
-    s.params.push_back("__VA_OPT__");
-    s.body = close + 1;
-  }
-  s.define = true;
-}
-
-LineShape shape_of(std::string_view line) {
-  LineShape s;
-  std::size_t i = skip_blanks(line, 0);
-  const std::string_view rest = line.substr(i);
-  const std::size_t mark = rest.starts_with("#") ? 1 : rest.starts_with("%:") ? 2 : rest.starts_with("?\?=") ? 3 : 0;
-  if (mark == 0) return s;
-  s.directive = true;
-  i = skip_blanks(line, i + mark);
-  const std::string_view word = ident_at(line, i);
-  s.body = i + word.size();
-  s.counts = !inert_directive(word);
-  if (word == "define") read_define(line, s.body, s);
-  return s;
 }
 
 bool is_param(const LineShape& s, std::string_view id) {
@@ -283,29 +331,58 @@ void scan_line(std::string_view line, const PieceWords& w, bool code_arguments, 
   }
 }
 
-void scan_pastes_in(std::string_view text, PasteScans& out) {
-  const PieceWords has_include{kHasIncludePieceWords, kHasIncludeWhole};
-  const PieceWords path{kPathPieceWords, kPathPieceWords};
-  for (std::size_t start = 0; start < text.size();) {
-    std::size_t end = start;
-    while (end < text.size() && !is_line_end(text[end])) ++end;
-    const std::string_view line = text.substr(start, end - start);
-    scan_line(line, has_include, false, out.has_include);
-    scan_line(line, path, true, out.path);
-    start = end + 1;
+// Where a path macro's name stands on a line (MacroUses).
+void note_macro_name(std::string_view line, const LineShape& s, std::size_t at, MacroUses& out) {
+  if (s.define && at < s.body) return;  // the name being defined
+  if (s.define) {
+    add_once(out.defines, s.name);  // another path macro
+  } else if (s.directive && !s.counts) {
+    return;  // #ifdef, #undef: nothing expands
+  } else if (s.directive || maybe_directive(line.substr(0, at))) {
+    out.anywhere = true;  // a directive this scan cannot read (`#/**/define X WHERE`, after a comment)
+  } else {
+    out.uses = true;
+  }
+}
+
+void scan_macro_line(std::string_view line, const std::vector<std::string>& macros, const PieceWords& pieces,
+                     MacroUses& out) {
+  const LineShape s = shape_of(line);
+  scan_line(line, pieces, true, out.pastes);
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (!is_ident(line[i]) || (i > 0 && is_ident(line[i - 1]))) continue;
+    const std::string_view id = ident_at(line, i);
+    if (std::find(macros.begin(), macros.end(), id) != macros.end()) note_macro_name(line, s, i, out);
+    i += id.size() - 1;
   }
 }
 
 }  // namespace
 
+MacroUses scan_macro_uses(std::string_view text, const std::vector<std::string>& macros) {
+  MacroUses out;
+  const std::vector<std::string_view> names(macros.begin(), macros.end());
+  const PieceWords pieces{names, names};
+  each_reading(text, [&](std::string_view reading) {
+    each_line(reading, [&](std::string_view line) { scan_macro_line(line, macros, pieces, out); });
+  });
+  return out;
+}
+
+namespace {
+void scan_pastes_in(std::string_view text, PasteScans& out) {
+  const PieceWords has_include{kHasIncludePieceWords, kHasIncludeWhole};
+  const PieceWords path{kPathPieceWords, kPathPieceWords};
+  each_line(text, [&](std::string_view line) {
+    scan_line(line, has_include, false, out.has_include);
+    scan_line(line, path, true, out.path);
+  });
+}
+}  // namespace
+
 PasteScans scan_pastes(std::string_view text) {
   PasteScans out;
-  if (has_line_splice(text, false)) {
-    scan_pastes_in(splice_lines(text, false), out);
-  } else {
-    scan_pastes_in(text, out);
-  }
-  if (text.find("?\?/") != npos && has_line_splice(text, true)) scan_pastes_in(splice_lines(text, true), out);
+  each_reading(text, [&](std::string_view reading) { scan_pastes_in(reading, out); });
   return out;
 }
 

@@ -5,6 +5,7 @@
 // object made for another path.
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kache::core {
 
@@ -19,12 +20,13 @@ namespace kache::core {
 struct PathExpansion {
   bool here = false;  // the file's own name: __FILE__ in code, a #line directive
   bool base = false;  // the main source's name: __BASE_FILE__
-  // Any file's name: __FILE__ in a directive (a #define body expands where the macro is used; a line
-  // that a comment closed on, or holding '#', counts as one), or __builtin_FILE / source_location (a
-  // default argument takes the caller's location).
+  // Any file's name: __builtin_FILE / source_location (a default argument takes the caller's location),
+  // or __FILE__ in a directive this scan cannot read (no plain #define; a line a comment closed on).
   bool anywhere = false;
+  // Macros whose #define body holds __FILE__: they expand it where they are used (scan_macro_uses).
+  std::vector<std::string> macros;
   std::string_view spelling;  // the first found, for explain ("__FILE__", "#line", ...)
-  bool any() const { return here || base || anywhere; }
+  bool any() const { return here || base || anywhere || !macros.empty(); }
 };
 PathExpansion scan_path_expansions(std::string_view text);
 
@@ -55,6 +57,18 @@ struct PasteScans {
 // has_include pieces count in directive lines only (__has_include works only in #if); path pieces in
 // macro arguments of ordinary code too.
 PasteScans scan_pastes(std::string_view text);
+
+// Where a file uses `macros` (the path macros found so far): a use in code or an #if expands the macro
+// in this file; one in another #define body makes that macro a path macro too; one in a directive this
+// scan cannot read may be either. Pastes are weighed with the macros' names as the words (a paste may
+// build WHERE as well as __FILE__).
+struct MacroUses {
+  bool uses = false;
+  bool anywhere = false;
+  std::vector<std::string> defines;
+  PasteScan pastes;
+};
+MacroUses scan_macro_uses(std::string_view text, const std::vector<std::string>& macros);
 
 // text with its lines spliced as the compiler's translation phase 2 does: a backslash followed by
 // blanks and a newline (GCC and clang accept the blanks) is removed, and with `trigraphs` "??/" in

@@ -46,6 +46,14 @@ NVCC_HOST = textwrap.dedent("""\
     __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }
     int host_length() { return (int)sizeof(__FILE__); }
     """)
+# A macro of the project's header expands __FILE__ where it is used: in the source, not in the header
+# generated into the build directory that the source also includes.
+LENGTH_H = "#define FILE_LENGTH ((int)sizeof(__FILE__))\n#define LENGTH_OF_HERE FILE_LENGTH\n"
+USES_MACRO = textwrap.dedent("""\
+    #include "length.h"
+    #include "cfg.h"
+    int here_length(void) { return LENGTH_OF_HERE + CFG; }
+    """)
 FROM_DEFINE = "int define_length(void) { return (int)sizeof(WHERE); }\n"
 NO_PATH = "int triple(int x) { return 3 * x + 1; }\n"
 FILE_NAME = "int base_length(void) { return (int)sizeof(__FILE_NAME__); }\n"
@@ -105,6 +113,21 @@ class ExpandedPaths(KacheTestCase):
         self.compile(compiler, self.path("co", "b1"), source, ["-I" + self.path("co", "b1", "gen")])
         self.assert_counts(hits=1, misses=2)
 
+    def test_macro_expanding_file_ties_where_it_is_used(self):
+        compiler = "gcc-12"
+        for co in ("one", "twooo"):
+            self.write(f"{co}/src/length.h", LENGTH_H)
+            self.write(f"{co}/src/m.c", USES_MACRO)
+        objects = []
+        for co, b in (("one", "b1"), ("one", "b22"), ("twooo", "b1")):
+            build = self.path(co, b)
+            self.write(f"{co}/{b}/gen/cfg.h", "#define CFG 1\n")
+            objects.append(self.compile(compiler, build, self.path(co, "src", "m.c"), ["-I" + os.path.join(build, "gen")]))
+        # The second build directory of one checkout hits (the macro is used in the source only); the
+        # second checkout gets its own value.
+        self.assert_counts(hits=1, misses=2)
+        self.assertNotEqual(objects[0], objects[2])
+
     def test_constexpr_hash_of_file_gets_its_own_value(self):
         if not have("clang++-19"):
             self.skipTest("clang++-19 is not on PATH")
@@ -154,6 +177,41 @@ class ExpandedPaths(KacheTestCase):
         self.assertIn("expands a path (__FILE__ in " + self.path("twooo", "src", "a.c"), explained)
         report = json.loads(self.kache(["report", "--json"]).stdout)
         self.assertIn("expanded-path", [c["cause"] for c in report["causes"]], report["causes"])
+
+
+# The direct-mode scan's gaps (core/watch.cpp, core/expansion_scan.cpp): a __has_include it could not see
+# would let a direct lookup hit after the tested header appeared. Each such compile is now read right or
+# opaque (no direct-mode record), so the second compile runs and sees opt.h.
+PASTED_HAS_INCLUDE = textwrap.dedent("""\
+    #define CAT(a, b) a##b
+    #if CAT(__has_, include)("opt.h")
+    int value(void) { return 1; }
+    #else
+    int value(void) { return 2; }
+    #endif
+    """)
+SPLICED_HAS_INCLUDE = PASTED_HAS_INCLUDE.replace("CAT(__has_, include)", "__has_\\\ninclude")
+
+
+class ScanGaps(KacheTestCase):
+    def appearing_header(self, text):
+        source = self.write("co/src/a.c", text)
+        build, inc = self.path("co", "build"), self.path("co", "inc")
+        os.makedirs(inc, exist_ok=True)
+        os.makedirs(build, exist_ok=True)
+        self.kache(["gcc-12", "-c", source, "-I" + inc, "-o", "a.o", "-O2"], cwd=build)
+        self.write("co/inc/opt.h", "/* now here */\n")
+        self.kache(["gcc-12", "-c", source, "-I" + inc, "-o", "a.o", "-O2"], cwd=build)
+        kept = shutil.copy(os.path.join(build, "a.o"), os.path.join(build, "kache.o"))
+        subprocess.run(["gcc-12", "-c", source, "-I" + inc, "-o", "a.o", "-O2"], cwd=build, check=True)
+        self.assert_same_object(kept, os.path.join(build, "a.o"))
+        self.assert_counts(hits=0, misses=2)
+
+    def test_pasted_has_include_is_not_missed(self):
+        self.appearing_header(PASTED_HAS_INCLUDE)
+
+    def test_spliced_has_include_is_not_missed(self):
+        self.appearing_header(SPLICED_HAS_INCLUDE)
 
 
 if __name__ == "__main__":

@@ -373,23 +373,34 @@ TEST(Watch, PastedHasIncludeMayBeBuilt) {
 TEST(ExpansionScan, PathWords) {
   const auto scan = [](std::string_view text) {
     const PathExpansion e = scan_path_expansions(text);
-    return std::string(e.here ? "here " : "") + (e.base ? "base " : "") + (e.anywhere ? "anywhere" : "");
+    std::string out = std::string(e.here ? "here " : "") + (e.base ? "base " : "") + (e.anywhere ? "anywhere" : "");
+    for (const auto& m : e.macros) out += "macro:" + m + " ";
+    return out;
   };
   EXPECT_EQ(scan("int n = sizeof(__FILE__);\n"), "here ");
   EXPECT_EQ(scan("#line 10 \"x.c\"\n"), "here ");
   EXPECT_EQ(scan("const char* b = __BASE_FILE__;\n"), "base ");
-  // A macro's body expands where the macro is used; a default argument where the call is.
-  EXPECT_EQ(scan("#define WHERE __FILE__\n"), "anywhere");
+  // A macro's body expands where the macro is used (scan_macro_uses finds where); a default argument
+  // where the call is; a directive the scan cannot read anywhere.
+  EXPECT_EQ(scan("#define WHERE __FILE__\n#  define CHECK(x) f(x, __FILE__)\n"), "macro:WHERE macro:CHECK ");
+  EXPECT_EQ(scan("#define WHERE \\\n  log(__FI\\\nLE__)\n"), "macro:WHERE ");
   EXPECT_EQ(scan("#define WHERE /* a comment\n over lines */ __FILE__\n"), "anywhere");
-  EXPECT_EQ(scan("#define WHERE \\\n  log(__FI\\\nLE__)\n"), "anywhere");
+  EXPECT_EQ(scan("#/**/define WHERE __FILE__\n"), "anywhere");
   // Without trigraphs the next line is code of its own; with them, the macro's body: both are taken.
-  EXPECT_EQ(scan("#define WHERE ?\?/\n  __FILE__\n"), "here anywhere");
+  EXPECT_EQ(scan("#define WHERE ?\?/\n  __FILE__\n"), "here macro:WHERE ");
   EXPECT_EQ(scan("void f(std::source_location l = std::source_location::current());\n"), "anywhere");
   EXPECT_EQ(scan("const char* f(const char* s = __builtin_FILE());\n"), "anywhere");
   // The base name (the key holds it), other words, and parts of longer identifiers.
   EXPECT_EQ(scan("int n = sizeof(__FILE_NAME__) + sizeof(__builtin_FILE_NAME());\n"), "");
   EXPECT_EQ(scan("int MY__FILE__X, line = 1; // one line\ninline int g();\n"), "");
   EXPECT_EQ(scan_path_expansions("int a;\n#define W __FILE__\n").spelling, "__FILE__");
+  // Where path macros are used: in code or an #if (here), in another macro's body (one more macro).
+  const std::vector<std::string> macros{"WHERE"};
+  EXPECT_TRUE(scan_macro_uses("int n = sizeof(WHERE);\n", macros).uses);
+  EXPECT_FALSE(scan_macro_uses("#define WHERE __FILE__\n#ifdef WHERE\n#endif\n#undef WHERE\n", macros).uses);
+  EXPECT_EQ(scan_macro_uses("#define HERE(x) g(x, WHERE)\n", macros).defines, std::vector<std::string>{"HERE"});
+  EXPECT_TRUE(scan_macro_uses("/* a\n */ #define HERE WHERE\n", macros).anywhere);
+  EXPECT_TRUE(scan_macro_uses("#define CAT(a, b) a##b\nint n = sizeof(CAT(WHE, RE));\n", macros).pastes.may_build());
   // Pasted together.
   EXPECT_TRUE(scan_pastes("#define CAT(a, b) a##b\nint n = sizeof(CAT(__FI, LE__));\n").path.may_build());
   EXPECT_FALSE(scan_pastes("#define CAT(a, b) a##b\nint n = sizeof(CAT(x, y));\n").path.may_build());
