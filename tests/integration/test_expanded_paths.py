@@ -190,7 +190,7 @@ PASTED_HAS_INCLUDE = textwrap.dedent("""\
     int value(void) { return 2; }
     #endif
     """)
-SPLICED_HAS_INCLUDE = PASTED_HAS_INCLUDE.replace("CAT(__has_, include)", "__has_\\\ninclude")
+SPLICED_HAS_INCLUDE = PASTED_HAS_INCLUDE.replace("CAT(__has_, include)", "__has_inc\\\nlude")
 
 
 class ScanGaps(KacheTestCase):
