@@ -528,7 +528,9 @@ void Pipeline::weigh_expansions(HashedClosure& all) const {
   }
   if (all.pastes.path.may_build() && !all.expands_anywhere) {
     all.expands_anywhere = true;
-    if (all.expansion.empty()) all.expansion = "a ## paste in " + (all.paste_file.empty() ? "a -D value" : all.paste_file);
+    if (all.expansion.empty()) {
+      all.expansion = "a ## paste in " + (all.paste_file.empty() ? "a -D value" : all.paste_file);
+    }
   }
 }
 
@@ -640,7 +642,7 @@ void Pipeline::resolve_path_macros(const std::vector<std::string>& closure, Hash
     known = macros.size();
     for (std::size_t i = 0; i < closure.size() && !all.expands_anywhere; ++i) {
       if (is_system(closure[i])) continue;
-      std::string text;
+      std::string text;  // unreadable now: empty, which differs from what was hashed
       try {
         text = util::read_file(closure[i]);
       } catch (const std::exception&) {
@@ -998,7 +1000,8 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const std
     const std::string key = storage_key(entry).value().hex();  // this checkout has every root it names
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
-      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_, stored_for.expanded),
+      explain::record(cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_,
+                      explain::ties_of(entry, job_, stored_for.expanded),
                       [&](std::string_view text) { return store_.put_explain_record(key, text); },
                       unrecorded == "-" ? "" : unrecorded);
       if (recorded) stored = add_to_manifest(std::move(entry));

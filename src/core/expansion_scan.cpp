@@ -301,6 +301,13 @@ bool argument_position(std::string_view line, std::size_t b, std::size_t e) {
   return b > 0 && (line[b - 1] == '(' || line[b - 1] == ',') && e < line.size() && (line[e] == ',' || line[e] == ')');
 }
 
+// Whether the identifier at b is the operand of `defined` (`defined X`, `defined(X)`): not expanded, so
+// no paste's piece.
+bool after_defined(std::string_view line, std::size_t b) {
+  while (b > 0 && (is_blank(line[b - 1]) || line[b - 1] == '(')) --b;
+  return ident_before(line, b) == "defined";
+}
+
 // Whether the identifier at [b, e) of a #define line is its body's first or last token: a macro used as
 // an argument hands those to a paste (`#define P1 __has_` then CAT2(P1, P2)).
 bool body_end(std::string_view line, const LineShape& s, std::size_t b, std::size_t e) {
@@ -322,7 +329,8 @@ void scan_line(std::string_view line, const PieceWords& w, bool code_arguments, 
     if (!is_ident(line[i]) || (i > 0 && is_ident(line[i - 1]))) continue;
     const std::string_view id = ident_at(line, i);
     const std::size_t end = i + id.size();
-    const bool weighed = !is_param(s, id) && (argument_position(line, i, end) || body_end(line, s, i, end));
+    const bool weighed = !is_param(s, id) && !after_defined(line, i) &&
+                         (argument_position(line, i, end) || body_end(line, s, i, end));
     if (weighed && is_piece(id, w)) {
       out.argument_piece = true;
       return;

@@ -366,6 +366,7 @@ TEST(Watch, PastedHasIncludeMayBeBuilt) {
   // A paste of other pieces, and pieces where no paste or #if reaches them, build nothing.
   EXPECT_FALSE(builds({"#define CAT(a, b) a##b\nint CAT(my, var) = 1;\n#include \"next.h\"\n"}));
   EXPECT_FALSE(builds({"#define CAT(a, b) a##b\n#if defined(__has_include) && VERSION > 2\n#endif\n"}));
+  EXPECT_FALSE(builds({"#define CAT(a, b) a##b\n#if defined(HAS_INCLUDE) || defined NEXT\n#endif\n"}));
   EXPECT_FALSE(builds({"#if __has_include(\"x.h\")\n#endif\n#define STR(x) #x\n"}));
 }
 
