@@ -46,6 +46,9 @@ using Fields = std::vector<std::pair<std::string, std::string>>;
 constexpr const char* kRecordSchema = "kache-explain-record-1";
 constexpr const char* kOutputSchema = "kache-explain-1";
 
+// The tie (StoredFor) saying which path expansion tied an entry's roots (Pipeline::add_expanded_roots).
+constexpr std::string_view kExpandedTie = "expanded";
+
 struct RecordedFile {
   std::string key_path;  // as the key names it (below a root: the root's fixed name)
   std::string path;      // in the build that stored the entry
@@ -353,9 +356,11 @@ void say_computed_include_with(Verdict& v, bool preprocessed_fallback) {
 
 // Which paths an entry stored per checkout names, and what shares it (empty when nothing ties it).
 std::string stored_for_note(const StoredFor& stored_for) {
-  std::string roots, source, every;
+  std::string roots, source, every, expanded;
   for (const auto& [what, path] : stored_for) {
-    if (what == "source") {
+    if (what == kExpandedTie) {
+      expanded = path;
+    } else if (what == "source") {
       source = path;
     } else if (what == "every root") {
       every = path;
@@ -364,7 +369,15 @@ std::string stored_for_note(const StoredFor& stored_for) {
     }
   }
   std::string note;
-  if (!roots.empty()) {
+  if (!roots.empty() && !expanded.empty()) {
+    note += fmt::format(
+        "stored per checkout: the compile expands a path ({}) below {}, which the object may hold as a length "
+        "or a hash rather than as text (sizeof(__FILE__), source_location folded to a constant), so it is "
+        "found only by builds whose roots have those paths. To share across checkout paths, map the checkout "
+        "for macros too: -ffile-prefix-map=<checkout>=. (through -Xcompiler for nvcc) with [paths] base_dirs "
+        "set to the checkout (docs/sharing.md, \"Portable paths\").\n",
+        expanded, roots);
+  } else if (!roots.empty()) {
     note += fmt::format(
         "stored per checkout: the object names {} (__FILE__, assert()), so it is found by every build whose "
         "root has that path: each build directory of this checkout, and any machine with the checkout at the "
@@ -534,6 +547,8 @@ StoredFor stored_for_here(const StoredFor& recorded, const compiler::CompileJob&
   for (const auto& [what, path] : recorded) {
     if (what == "source") {
       now.emplace_back(what, real_source_path(job));
+    } else if (what == kExpandedTie) {
+      now.emplace_back(what, path);  // why the roots are tied, not a path of the build
     } else if (what == "every root") {
       now.emplace_back(what, every_root(job.roots));
     } else if (path_now(job.roots, what) != what) {
@@ -782,8 +797,9 @@ std::string real_source_path(const compiler::CompileJob& job) {
   return ::realpath(job.source.c_str(), real) != nullptr ? std::string(real) : job.source;
 }
 
-StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job) {
+StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job, const std::string& expanded) {
   StoredFor ties;
+  if (!expanded.empty()) ties.emplace_back(std::string(kExpandedTie), expanded);
   for (const auto& name : entry.object_roots) ties.emplace_back(name, path_now(job.roots, name));
   if (entry.path_specific) ties.emplace_back("source", real_source_path(job));
   if (entry.checkout_specific) ties.emplace_back("every root", every_root(job.roots));
@@ -866,6 +882,15 @@ std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
   return std::nullopt;
 }
 
+// A per-checkout miss against an entry whose roots a path expansion tied is named for that expansion.
+Cause named_for_expansion(Cause c, const Verdict& v) {
+  if (c.name != cause::kPerCheckoutEntry || !v.closest) return c;
+  for (const auto& [what, path] : v.closest->stored_for) {
+    if (what == kExpandedTie) return {std::string(cause::kExpandedPath), path};
+  }
+  return c;
+}
+
 }  // namespace
 
 Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, const std::string& source_digest,
@@ -884,7 +909,7 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     compare(v, records, now, &now_files, nullptr, "",
             [&](const Record& r) { return stored_for_here(r.stored_for, job); });
     if (elsewhere) {
-      if (auto c = cause_elsewhere(v.differences)) return *c;
+      if (auto c = cause_elsewhere(v.differences)) return named_for_expansion(*c, v);
     }
     // An entry no lookup can find: what its other headers did since does not matter. The file with the
     // computed name edited (perhaps to a literal #include) is a header change, not this cause.
@@ -895,7 +920,7 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     if (!computed.empty() && only_other_headers && !preprocessed_lookup) {
       return {std::string(cause::kComputedInclude), v.closest->computed_include_in};
     }
-    return cause_of(v.differences);
+    return named_for_expansion(cause_of(v.differences), v);
   } catch (const std::exception& e) {
     return {std::string(cause::kNewSource), e.what()};
   }

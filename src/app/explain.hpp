@@ -57,7 +57,9 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
 std::string real_source_path(const compiler::CompileJob& job);
 
 // What ties an entry to this checkout, as record() takes it (empty for an entry every checkout shares).
-StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job);
+// expanded: the path expansion that tied roots (Pipeline::add_expanded_roots), "" when none did; kept
+// as the tie "expanded", which names no path and so never differs between builds.
+StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job, const std::string& expanded = "");
 
 // Why a miss missed, as a row of core/reasons.hpp's miss causes with a detail ("-DBUILD_TIME"): the
 // closest entry recorded for its source, compared field by field and file by file (files: the miss's

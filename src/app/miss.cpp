@@ -52,6 +52,11 @@ using namespace kache::core;
 constexpr std::size_t kHashThreads = 4;
 
 namespace {
+// Adds name to macros once.
+void add_macro(std::vector<std::string>& macros, std::string name) {
+  if (std::find(macros.begin(), macros.end(), name) == macros.end()) macros.push_back(std::move(name));
+}
+
 // The pipeline's stores and counters as an adapter's stage store (compiler/stage_store.hpp): stage
 // values are records (local store, then the remotes), zstd-compressed inside.
 // Every method takes the lock: a miss with remote execution runs its stages in parallel.
@@ -152,6 +157,7 @@ int Pipeline::miss() {
   Outcome<bool> dated = headers ? keyable_time_macros(*compiled) : headers.error();
   Outcome<Done> times = dated ? no_unpinned_time(*dated, installed, *compiled, hashed->files) : dated.error();
   Outcome<PerCheckout> storable = times ? shareable_object(installed.object, scratch.path()) : times.error();
+  if (storable) add_expanded_roots(closure, *hashed, *storable);
   if (storable) {
     ManifestEntry entry = describe_entry(std::move(hashed->files), closure, installed.object, *storable);
     entry.date_keyed = *dated;
@@ -161,7 +167,7 @@ int Pipeline::miss() {
         !recorded && hashed->opaque && cfg_.preprocessed_fallback && record_preprocessed(entry, closure);
     // A computed name's file is what a user can change; any other refusal is the record's own.
     Unrecorded why{recorded || preprocessed, hashed->opaque ? hashed->opaque_file : ""};
-    store_result(std::move(entry), cache_entry(dep_text, installed), why, storable->why);
+    store_result(std::move(entry), cache_entry(dep_text, installed), why, *storable);
   } else {
     count_reason(counts_, storable.error().category, storable.error().name);
     core::log().debug("miss: not stored ({}): {} -- {}", storable.error().name, job_.output,
@@ -410,9 +416,13 @@ void Pipeline::hash_slice(const std::vector<std::string>& closure, std::size_t b
       return;
     }
     scan_has_include(*content, out.hashed.has_include, out.hashed.opaque);
-    // The project's own #include names (see scan_include_names); the toolchain's headers change
-    // only with the toolchain, which its identity keys.
-    if (!is_system(path)) scan_include_names(*content, out.hashed.has_include, out.hashed.opaque);
+    // The project's own #include names (see scan_include_names) and what its files may expand or paste
+    // (see add_expanded_roots); the toolchain's headers change only with the toolchain, which its
+    // identity keys.
+    if (!is_system(path)) {
+      scan_include_names(*content, out.hashed.has_include, out.hashed.opaque);
+      note_expansions(path, i, *content, out.hashed);
+    }
     if (out.hashed.opaque && out.hashed.opaque_file.empty()) out.hashed.opaque_file = path;
     // Inputs no dependency list names (.incbin, __TIMESTAMP__, #pragma GCC dependency): never stored,
     // so never served. Where the tools list or check the assembler's inputs, they decide those.
@@ -444,12 +454,90 @@ Outcome<Pipeline::HashedClosure> Pipeline::hash_closure(const std::vector<std::s
       core::log().debug("not storing: {}", sl.failure->detail);
       return std::move(*sl.failure);
     }
-    std::move(sl.hashed.files.begin(), sl.hashed.files.end(), std::back_inserter(all.files));
-    all.has_include.insert(all.has_include.end(), sl.hashed.has_include.begin(), sl.hashed.has_include.end());
-    all.opaque = all.opaque || sl.hashed.opaque;
-    if (all.opaque_file.empty()) all.opaque_file = sl.hashed.opaque_file;
+    HashedClosure& h = sl.hashed;
+    std::move(h.files.begin(), h.files.end(), std::back_inserter(all.files));
+    all.has_include.insert(all.has_include.end(), h.has_include.begin(), h.has_include.end());
+    all.opaque = all.opaque || h.opaque;
+    if (all.opaque_file.empty()) all.opaque_file = h.opaque_file;
+    all.expands_here.insert(all.expands_here.end(), h.expands_here.begin(), h.expands_here.end());
+    for (auto& m : h.path_macros) add_macro(all.path_macros, std::move(m));
+    all.expands_base = all.expands_base || h.expands_base;
+    all.expands_anywhere = all.expands_anywhere || h.expands_anywhere;
+    if (all.expansion.empty()) all.expansion = h.expansion;
+    all.pastes.has_include |= h.pastes.has_include;
+    all.pastes.path |= h.pastes.path;
+    if (all.paste_file.empty()) all.paste_file = h.paste_file;
   }
+  weigh_expansions(all);
+  resolve_path_macros(closure, all);
   return all;
+}
+
+// What a project file may expand or build by pasting (core/expansion_scan.hpp), noted into out.
+void Pipeline::note_expansions(const std::string& path, std::size_t index, std::string_view content,
+                               HashedClosure& out) const {
+  const PasteScans pastes = scan_pastes(content);
+  out.pastes.has_include |= pastes.has_include;
+  out.pastes.path |= pastes.path;
+  if (out.paste_file.empty() && (pastes.has_include.operand_piece || pastes.has_include.pastes_parameter)) {
+    out.paste_file = path;
+  }
+  if (!job_.roots.enabled()) return;
+  const PathExpansion e = scan_path_expansions(content);
+  if (e.here) out.expands_here.push_back(index);
+  for (const auto& m : e.macros) add_macro(out.path_macros, m);
+  out.expands_base = out.expands_base || e.base;
+  out.expands_anywhere = out.expands_anywhere || e.anywhere;
+  if (e.any() && out.expansion.empty()) out.expansion = fmt::format("{} in {}", e.spelling, path);
+}
+
+namespace {
+// The macros the command line defines (-DNAME=VALUE, -D NAME=VALUE, --define-macro, nvcc's comma lists,
+// NVCC_*_FLAGS), as #define lines: everything after each -D, an over-approximation.
+std::string command_line_defines(const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string out;
+  bool next = false;
+  for (const auto& [name, value] : fields) {
+    if (next) out += "#define " + value + "\n";
+    next = value == "-D" || value == "--define-macro";
+    for (std::string_view flag : {"-D", "--define-macro="}) {
+      for (std::size_t at = value.find(flag); at != std::string::npos; at = value.find(flag, at + 1)) {
+        if (at > 0 && std::string_view(" ,=").find(value[at - 1]) == std::string_view::npos) continue;
+        out += "#define " + value.substr(at + flag.size()) + "\n";
+      }
+    }
+  }
+  return out;
+}
+}  // namespace
+
+// Adds the command line's macros to what the closure's files may expand or paste, and decides: a ## that
+// may build __has_include leaves the closure opaque (no finite watch list is known complete); one that
+// may build __FILE__ or its kin may expand any file's name.
+void Pipeline::weigh_expansions(HashedClosure& all) const {
+  const std::string defines = command_line_defines(job_.key_fields);
+  const PasteScans pastes = scan_pastes(defines);
+  all.pastes.has_include |= pastes.has_include;
+  all.pastes.path |= pastes.path;
+  if (all.pastes.has_include.may_build() && !all.opaque) {
+    all.opaque = true;
+    if (all.opaque_file.empty()) all.opaque_file = all.paste_file.empty() ? "the command line" : all.paste_file;
+    core::log().debug("{} pastes with ## what may build a __has_include", all.opaque_file);
+  }
+  if (!job_.roots.enabled()) return;
+  const PathExpansion e = scan_path_expansions(defines);
+  for (const auto& m : e.macros) add_macro(all.path_macros, m);
+  all.expands_base = all.expands_base || e.base;
+  all.expands_anywhere = all.expands_anywhere || e.anywhere;
+  if ((e.base || e.anywhere || !e.macros.empty()) && all.expansion.empty()) {
+    all.expansion = fmt::format("{} in a -D value", e.spelling);
+  }
+  if (all.pastes.path.may_build() && !all.expands_anywhere) {
+    all.expands_anywhere = true;
+    if (all.expansion.empty()) {
+      all.expansion = "a ## paste in " + (all.paste_file.empty() ? "a -D value" : all.paste_file);
+    }
+  }
 }
 
 Pipeline::Installed Pipeline::install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
@@ -522,11 +610,11 @@ Outcome<Pipeline::PerCheckout> Pipeline::shareable_object(const std::string& obj
     // can prove it free of a root, or tell which, so it is kept under every root's path (issue 35).
     if (is_lto_object(object)) {
       core::log().debug("the object holds LTO code: the entry is specific to this checkout");
-      return PerCheckout{std::string(reason::kLtoObject), {}, true};
+      return PerCheckout{std::string(reason::kLtoObject), {}, true, ""};
     }
     if (!device_readable) {
       core::log().debug("the object holds device code kache cannot read back: the entry is specific to this checkout");
-      return PerCheckout{std::string(reason::kCompressedFatbin), {}, true};
+      return PerCheckout{std::string(reason::kCompressedFatbin), {}, true, ""};
     }
     add_unkeyed_roots(object, per_checkout);
   }
@@ -546,6 +634,100 @@ Outcome<Pipeline::PerCheckout> Pipeline::shareable_object(const std::string& obj
     per_checkout.all_roots = true;
   }
   return per_checkout;
+}
+
+// Finds the project's files that use a macro whose body expands __FILE__ (scan_macro_uses): each expands
+// its own name there. A macro defined in terms of one is followed too, and so is a paste that may build
+// one's name. Reads the project's files again (a miss only, and only where such a macro exists); a file
+// that no longer holds what was hashed, or a use in a directive the scan cannot read, leaves any file's
+// name possible.
+void Pipeline::resolve_path_macros(const std::vector<std::string>& closure, HashedClosure& all) const {
+  std::vector<std::string>& macros = all.path_macros;
+  PasteScan pastes;
+  for (std::size_t known = 0; known < macros.size() && !all.expands_anywhere;) {
+    known = macros.size();
+    for (std::size_t i = 0; i < closure.size() && !all.expands_anywhere; ++i) {
+      if (is_system(closure[i])) continue;
+      std::string text;  // unreadable now: empty, which differs from what was hashed
+      try {
+        text = util::read_file(closure[i]);
+      } catch (const std::exception&) {
+      }
+      if (util::sha256(text) != all.files[i].hash) {
+        all.expands_anywhere = true;
+        break;
+      }
+      MacroUses uses = scan_macro_uses(text, macros);
+      if (uses.uses) all.expands_here.push_back(i);
+      all.expands_anywhere = all.expands_anywhere || uses.anywhere;
+      for (auto& d : uses.defines) add_macro(macros, std::move(d));
+      pastes |= uses.pastes;
+    }
+  }
+  if (pastes.may_build()) all.expands_anywhere = true;
+}
+
+// Ties the entry to the roots below which lie the files whose names the compile may have expanded
+// (core/expansion_scan.hpp): the bytes of such an expansion may vanish from the object (sizeof(__FILE__),
+// a constexpr hash, source_location::current().file_name() folded to a length), so the object scan of
+// shareable_object cannot see it. A file's root is taken from its path as the compiler spelled it (the
+// depfile's spelling, made absolute), which is what __FILE__ holds: a source under the source root
+// ties that root (every build directory of the checkout shares the entry), a header generated into the
+// build directory ties the build directory. No tie where the key already names the root's path, or
+// where the user's macro prefix map rewrites the path (macro_mapped).
+//
+// Which files. __FILE__ in a file's code names that file; __BASE_FILE__ the main source; __FILE__ in a
+// #define names wherever the macro is used, and __builtin_FILE() or std::source_location wherever a
+// default argument takes the caller's location, so then any file of the closure may be the one named.
+// The command line's -D values are read as #defines; names pasted together with ## as scan_pastes says.
+//
+// Why the toolchain's own headers are not read. <assert.h>, libstdc++'s __glibcxx_assert, CUDA's and
+// CUB's error checks and <source_location> mention __FILE__ or __builtin_FILE only to define a macro or a
+// function; the path expands where a project file uses it, and their code hands it to a function at
+// run time (__assert_fail, __replacement_assert, printf), so its bytes stay in the object, where
+// shareable_object finds the root. A project file that computes with a path at compile time names one
+// of the words itself, or a macro of its own that does (its #define is read here), or pastes one
+// together (scan_pastes). Reading the toolchain's headers would tie every compile that includes
+// <cassert>. Not seen: a library installed in a toolchain include directory (/usr/include) whose macro
+// hands the project a path it then folds at compile time (boost's BOOST_CURRENT_LOCATION in a
+// constant expression).
+void Pipeline::add_expanded_roots(const std::vector<std::string>& closure, const HashedClosure& hashed,
+                                  PerCheckout& per_checkout) const {
+  if (!job_.roots.enabled() || per_checkout.all_roots) return;
+  std::vector<std::size_t> named = hashed.expands_here;
+  for (std::size_t i = 0; i < closure.size(); ++i) {
+    const bool base = hashed.expands_base && util::lexically_normal(closure[i]) == job_.source;
+    if (hashed.expands_anywhere || base) named.push_back(i);
+  }
+  bool tied = false;
+  for (const std::size_t i : named) {
+    const RootedPath rooted = job_.roots.split(closure[i]);
+    if (rooted.root < 0 || macro_mapped(closure[i])) continue;
+    const auto& root = job_.roots.roots()[static_cast<std::size_t>(rooted.root)];
+    const auto& keyed = job_.keyed_roots;
+    if (std::find(keyed.begin(), keyed.end(), root.path) != keyed.end()) continue;
+    auto& roots = per_checkout.roots;
+    if (std::find(roots.begin(), roots.end(), root.name) != roots.end()) continue;
+    core::log().debug("the compile may expand {} ({}): the entry is stored for the checkouts with {} at {}",
+                      closure[i], hashed.expansion, root.name, root.path);
+    roots.push_back(root.name);
+    tied = true;
+  }
+  if (!tied) return;
+  per_checkout.why = std::string(reason::kPathExpanded);
+  per_checkout.expanded = hashed.expansion;
+}
+
+// Whether a user's macro prefix map rewrites path (absolute, as the compiler spelled it) in every
+// compiler's reading: the old path of some rule is path or a directory above it, by whole components.
+// GCC matches the old path as a string prefix and applies the last rule that matches, clang 14 sorts its
+// rules first, others match by components; a rule matching by whole components matches in each reading,
+// so the path expands to some rule's new path (keyed as written, a root it names by the root's path)
+// and the rest of the path: what the object scan finds in a string mapped so, which names no root.
+bool Pipeline::macro_mapped(const std::string& path) const {
+  return std::any_of(job_.macro_map_olds.begin(), job_.macro_map_olds.end(), [&](const std::string& old_path) {
+    return old_path.starts_with('/') && util::path_starts_with(path, old_path);
+  });
 }
 
 // The roots bytes name that the key does not hold (the object scan of shareable_object), added to
@@ -816,7 +998,8 @@ void warn_unwritable_cache(const std::string& cache_dir, const std::string& fail
 // manifest.
 // A failure costs only the store: the outputs are already installed.
 void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const Unrecorded& unrecorded,
-                            const std::string& per_checkout) {
+                            const PerCheckout& stored_for) {
+  const std::string& per_checkout = stored_for.why;
   auto& log = core::log();
   std::string failure;
   try {
@@ -824,7 +1007,8 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const Unr
     storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
       explain::record(
-          cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_, explain::ties_of(entry, job_),
+          cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_,
+          explain::ties_of(entry, job_, stored_for.expanded),
           [&](std::string_view text) { return store_.put_explain_record(key, text); }, unrecorded.computed_include_in);
       // A preprocessed entry is found by its result key, the preprocessing's: it lists no file to verify.
       if (entry.preprocessed) entry.files.clear();

@@ -19,6 +19,7 @@
 #include "compiler/adapter.hpp"
 #include "core/config.hpp"
 #include "core/entry.hpp"
+#include "core/expansion_scan.hpp"
 #include "core/invocation.hpp"
 #include "core/manifest.hpp"
 #include "core/outcome.hpp"
@@ -148,6 +149,16 @@ class Pipeline {
     std::vector<std::string> has_include;  // #include and __has_include names found in the closure
     bool opaque = false;                   // a computed name: no direct-mode record is possible
     std::string opaque_file;               // the first file with one (explain and the report name it)
+    // The paths the compile may have expanded (core/expansion_scan.hpp; read from the project's files
+    // and the key's values, see add_expanded_roots): the closure indices of files that may expand their
+    // own name, and whether the main source's or any file's name may be expanded.
+    std::vector<std::size_t> expands_here;
+    std::vector<std::string> path_macros;  // macros whose bodies expand __FILE__ (resolve_path_macros)
+    bool expands_base = false;
+    bool expands_anywhere = false;
+    std::string expansion;  // the first found, "<spelling> in <file>", for explain
+    PasteScans pastes;      // what the project's files may build with ##
+    std::string paste_file;  // the first file with a ## that may build a __has_include
   };
   struct ClosureSlice {
     HashedClosure hashed;
@@ -165,6 +176,7 @@ class Pipeline {
     std::string why;
     std::vector<std::string> roots;
     bool all_roots = false;
+    std::string expanded;  // the expansion that tied roots beyond those the object names (explain)
   };
   int miss();
   compiler::MissPaths miss_paths(const std::string& scratch_dir) const;
@@ -182,6 +194,13 @@ class Pipeline {
   void hash_slice(const std::vector<std::string>& closure, std::size_t begin, std::size_t end, std::int64_t start,
                   ClosureSlice& out);
   Outcome<HashedClosure> hash_closure(const std::vector<std::string>& closure, std::int64_t start);
+  void note_expansions(const std::string& path, std::size_t index, std::string_view content,
+                       HashedClosure& out) const;
+  void weigh_expansions(HashedClosure& all) const;
+  void resolve_path_macros(const std::vector<std::string>& closure, HashedClosure& all) const;
+  void add_expanded_roots(const std::vector<std::string>& closure, const HashedClosure& hashed,
+                          PerCheckout& per_checkout) const;
+  bool macro_mapped(const std::string& path) const;
   Installed install_outputs(const compiler::MissPaths& paths, const std::string& scratch_dir,
                             const util::ProcessResult& r, const std::string& dep_text, std::string object);
   Outcome<PerCheckout> shareable_object(const std::string& object, const std::string& scratch_dir) const;
@@ -211,7 +230,7 @@ class Pipeline {
     std::string computed_include_in;
   };
   void store_result(ManifestEntry entry, const CacheEntry& ce, const Unrecorded& unrecorded,
-                    const std::string& per_checkout);
+                    const PerCheckout& per_checkout);
   storage::StorageStatus add_to_manifest(ManifestEntry entry);
 
   // The preprocessed-mode fallback (issue 39; preprocessed.cpp): what the compile's preprocessing gives.

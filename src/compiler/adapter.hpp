@@ -68,6 +68,10 @@ struct CompileJob {
   // root that appears makes the entry specific to this checkout (all roots keyed) instead of unstored.
   bool object_names_roots = false;
   std::vector<std::string> keyed_roots;  // root paths the key names literally
+  // The old paths of the user's -fmacro-prefix-map=OLD=NEW and -ffile-prefix-map=OLD=NEW rules (the
+  // host compiler's, for nvcc): __FILE__ and its kin name a file below OLD as NEW plus the rest, which
+  // the key holds (macro_prefix_map_old in job_paths.hpp), so such an expansion ties no root.
+  std::vector<std::string> macro_map_olds;
   // The command names an execution character set the object scan cannot read (names_foreign_charset in
   // job_paths.hpp): no scan can prove the object free of roots, so it is stored per checkout.
   bool foreign_charset = false;

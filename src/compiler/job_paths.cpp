@@ -209,6 +209,24 @@ std::optional<core::PathRoots::KeyedValue> key_prefix_map_rule(const std::string
   return std::nullopt;
 }
 
+std::optional<std::string> macro_prefix_map_old(std::string_view arg) {
+  for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map="}) {
+    if (!arg.starts_with(kind)) continue;
+    const std::size_t eq = arg.find('=', kind.size());
+    if (eq == std::string_view::npos) return std::nullopt;
+    return std::string(arg.substr(kind.size(), eq - kind.size()));
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> macro_prefix_map_olds(const std::vector<std::string>& args) {
+  std::vector<std::string> olds;
+  for (const auto& a : args) {
+    if (auto old_path = macro_prefix_map_old(a)) olds.push_back(*old_path);
+  }
+  return olds;
+}
+
 std::vector<std::string> keyed_args(std::vector<std::string> args, const std::vector<PathValue>& values,
                                     const core::PathRoots& roots) {
   if (!roots.enabled()) return args;

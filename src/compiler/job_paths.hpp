@@ -4,6 +4,7 @@
 // GCC's environment variables add. Both adapters use these.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -69,6 +70,13 @@ std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, 
 // (GCC and clang apply the last matching rule), so the object names NEW + the rest below OLD: the
 // same bytes in every checkout that keys alike. nullopt for any other argument.
 std::optional<core::PathRoots::KeyedValue> key_prefix_map_rule(const std::string& arg, const core::PathRoots& roots);
+
+// OLD of a -fmacro-prefix-map=OLD=NEW or -ffile-prefix-map=OLD=NEW argument (split at the first '=',
+// as GCC and clang split it); nullopt for any other argument, -fdebug-prefix-map included (it leaves
+// __FILE__ alone).
+std::optional<std::string> macro_prefix_map_old(std::string_view arg);
+// The OLD of every such argument, in order.
+std::vector<std::string> macro_prefix_map_olds(const std::vector<std::string>& args);
 
 // A path-valued option's value inside the keyed command line: args[index].substr(offset) (-I<dir>, the
 // argument after -MF, spec 003's -Xclang -dependency-file value).

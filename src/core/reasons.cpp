@@ -163,6 +163,10 @@ constexpr Reason kReasons[] = {
     {C::NotStored, "depfile-target",
      "The dependency file does not start with its target, so the target could not be templated."},
     {C::NotStored, "path-in-object", "The object contains kache's scratch directory, a path of no build, so it is not stored."},
+    {C::NotStored, "path-expanded",
+     "The compile expands a path of the checkout (__FILE__, __BASE_FILE__, __builtin_FILE(), source_location, "
+     "#line) whose bytes need not stay in the object (sizeof(__FILE__), a hash of it): stored for the paths of "
+     "the roots that path lies below only."},
     {C::NotStored, "precompiled-header",
      "A *.gch lies in a directory the compile searched; GCC may have read it instead of a header, unnamed in -MD."},
     // Hidden inputs (core/watch.cpp scan_hidden_inputs)
@@ -190,6 +194,12 @@ constexpr MissCause kMissCauses[] = {
      "-lineinfo), so another checkout or build directory misses them.",
      "Map the checkout to a portable path: -ffile-prefix-map=$PWD=. (or -fmacro-prefix-map) in the flags and "
      "paths.base_dirs set to the checkout's root (docs/sharing.md)."},
+    {"expanded-path", true,
+     "Entries were stored for one checkout's paths because the compile expands a path of it (__FILE__, "
+     "source_location) that the object may hold as a length or a hash, so another checkout (or build directory, "
+     "for a generated header) misses them.",
+     "Map the checkout to a portable path for macros too: -ffile-prefix-map=$PWD=. (or -fmacro-prefix-map) in "
+     "the flags and paths.base_dirs set to the checkout's root (docs/sharing.md)."},
     {"absolute-path", true,
      "An absolute path outside every path root (-I/home/me/proj/include, CMake's ${CMAKE_SOURCE_DIR}/include) "
      "names the checkout in the key, so another checkout's entries of the same sources are never found.",

@@ -73,6 +73,7 @@ inline constexpr std::string_view kEnvironmentChanged = "environment-changed";
 inline constexpr std::string_view kSourceChanged = "source-changed";
 inline constexpr std::string_view kHeaderChanged = "header-changed";
 inline constexpr std::string_view kComputedInclude = "computed-include";
+inline constexpr std::string_view kExpandedPath = "expanded-path";
 inline constexpr std::string_view kEntryGone = "entry-gone";
 inline constexpr std::string_view kNewSource = "new-source";
 }  // namespace cause
@@ -94,6 +95,7 @@ inline constexpr std::string_view kInternal = "internal";
 inline constexpr std::string_view kClosureUnreadable = "closure-unreadable";
 inline constexpr std::string_view kInputChanged = "input-changed";
 inline constexpr std::string_view kPathInObject = "path-in-object";
+inline constexpr std::string_view kPathExpanded = "path-expanded";
 inline constexpr std::string_view kCompressedDebug = "compressed-debug";
 inline constexpr std::string_view kLtoObject = "lto-object";
 inline constexpr std::string_view kCompressedFatbin = "compressed-fatbin";

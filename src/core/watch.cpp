@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/expansion_scan.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 
@@ -70,7 +71,8 @@ constexpr HiddenInputMarker kHiddenInputMarkers[] = {
 };
 }  // namespace
 
-void scan_has_include(std::string_view text, std::vector<std::string>& names, bool& opaque) {
+namespace {
+void scan_has_include_in(std::string_view text, std::vector<std::string>& names, bool& opaque) {
   for (std::string_view word : kHasIncludeWords) {
     std::size_t pos = 0;
     while (true) {
@@ -114,6 +116,18 @@ void scan_has_include(std::string_view text, std::vector<std::string>& names, bo
     }
   }
 }
+}  // namespace
+
+void scan_has_include(std::string_view text, std::vector<std::string>& names, bool& opaque) {
+  scan_has_include_in(text, names, opaque);
+  // A name split by a line splice (`__has_\<newline>include("x.h")`) is whole to the compiler: the text
+  // is read spliced too (and with trigraph splices where "??/" could be one). Names found either way are
+  // recorded; an extra one only costs a watch.
+  if (has_line_splice(text, false)) scan_has_include_in(splice_lines(text, false), names, opaque);
+  if (text.find("?\?/") != std::string_view::npos && has_line_splice(text, true)) {
+    scan_has_include_in(splice_lines(text, true), names, opaque);
+  }
+}
 
 namespace {
 
@@ -134,6 +148,12 @@ bool directive_punctuation(char c) {
 // comment before or after the '#', %:, ??=, \f, a byte order mark, a line spliced by a backslash).
 DirectiveForm directive_form(std::string_view text, std::size_t line_start, std::size_t at) {
   std::string prefix(text.substr(line_start, at - line_start));
+  // A comment closing here may have opened on an earlier line (`/* ...` then ` ... */ #include "x.h"`):
+  // to the compiler it is blank, and what follows it may be a directive. Read so, a line inside no
+  // comment (`// */ #include "x.h"`) only records one more name.
+  if (const std::size_t close = prefix.find("*/"); close != std::string::npos && close < prefix.find("/*")) {
+    prefix.erase(0, close + 2);
+  }
   std::size_t blanks = prefix.find_first_not_of(" \t");
   if (blanks != std::string::npos && prefix[blanks] == '#' &&
       prefix.find_first_not_of(" \t", blanks + 1) == std::string::npos) {

@@ -27,7 +27,9 @@ namespace kache::core {
 // complete: a __has_include with a computed argument outside a #define, or a #define that wraps
 // __has_include under a name this scan does not search for (`#define HAVE(h) __has_include(h)`: its
 // uses `HAVE(<x>)` name headers the scan never sees). A wrapper whose own name ends in has_include /
-// HAS_INCLUDE (optionally _next) is fine: its uses are matched like __has_include itself.
+// HAS_INCLUDE (optionally _next) is fine: its uses are matched like __has_include itself. The text is
+// read as written and with its lines spliced (a name split by a backslash-newline). A name built by
+// token pasting is no word this scan can see: core/expansion_scan.hpp scan_pastes weighs that risk.
 void scan_has_include(std::string_view text, std::vector<std::string>& names, bool& opaque);
 
 // Targets of #include / #include_next directives with a literal <x> or "x" name, whatever

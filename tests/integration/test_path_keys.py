@@ -217,6 +217,9 @@ NAMED = ('#include "cfg.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = V; 
 CFG = "#define V 2.0f\ninline const char* cfg_name() { return __FILE__; }\n"
 # Uses the header's __FILE__, so the object names the header's path (as the prefix maps rewrite it).
 NAMED_USE = NAMED + "const char* header_name() { return cfg_name(); }\n"
+# The same without __FILE__: a header whose path no compile expands (one that mentions __FILE__ ties an
+# entry to its root even where the code using it is never emitted: test_expanded_paths.py).
+PLAIN_CFG = "#define V 2.0f\n"
 # A header with device code: -lineinfo names it in the device line table.
 DEVICE_CFG = "#define V 2.0f\n__global__ void from_header(float* x) { x[threadIdx.x] = V + 1.0f; }\n"
 
@@ -269,7 +272,7 @@ class PathRules(KacheTestCase):
         self.write("co/src/k.cu", '#include "cfg.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = V; }\n'
                    "int host_value() { return cfg_value(); }\n")
         for b in ("b1", "b2"):
-            self.write(f"co/{b}/gen/cfg.cuh", CFG + "inline int cfg_value() { return 7; }\n")
+            self.write(f"co/{b}/gen/cfg.cuh", PLAIN_CFG + "inline int cfg_value() { return 7; }\n")
         src = self.path("co/src/k.cu")
         cmd = lambda b: ["nvcc", "-c", "-g", src, "-I" + self.path("co", b, "gen"), "-o", "k.o", "-MD", "-MF",
                          "k.o.d"]
@@ -283,7 +286,7 @@ class PathRules(KacheTestCase):
         self.assertNotIn(self.path("co/b1"), self.read("co/b2/k.o.d"))
         self.kache(cmd("b2"), cwd=self.path("co/b2"), env=self.other_cache("fresh"))
         self.assertTrue(hit == self.bytes_of(self.path("co/b2/k.o")), "a fresh miss differs from the hit")
-        self.write("co/b2/gen/cfg.cuh", CFG.replace("2.0f", "5.0f") + "inline int cfg_value() { return 7; }\n")
+        self.write("co/b2/gen/cfg.cuh", PLAIN_CFG.replace("2.0f", "5.0f") + "inline int cfg_value() { return 7; }\n")
         self.kache(cmd("b2"), cwd=self.path("co/b2"))
         self.assert_counts(hits=1, misses=2)
         # The same value outside every root stays literal: b2 naming b1's directory keys apart from b1.
@@ -330,7 +333,7 @@ class PathRules(KacheTestCase):
         # nvcc's there).
         self.write("co/src/k.cu", NAMED.replace("const char* source_name() { return __FILE__; }\n", ""))
         for b in ("b1", "b2"):
-            self.write(f"co/{b}/gen/cfg.cuh", CFG)
+            self.write(f"co/{b}/gen/cfg.cuh", PLAIN_CFG)
         obj = self.lineinfo("b1", self.path("co/src/k.cu"))
         self.assertTrue(self.path("co/src/k.cu").encode() in obj)
         self.lineinfo("b2", self.path("co/src/k.cu"))

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/depfile.hpp"
+#include "core/expansion_scan.hpp"
 #include "core/path_roots.hpp"
 #include "core/watch.hpp"
 #include "util/fs.hpp"
@@ -318,6 +319,92 @@ TEST(Watch, UnusualDirectiveSpellingsAreOpaque) {
   scan_include_names("int a;\r#include \"cr.h\"\r#import \"objc.h\"\n", names, opaque);
   EXPECT_EQ(names, (std::vector<std::string>{"cr.h", "objc.h"}));
   EXPECT_FALSE(opaque);
+}
+
+// Issue 39: a __has_include name split by a line splice is read as the compiler reads it, spliced.
+TEST(Watch, SplicedHasIncludeIsRead) {
+  std::vector<std::string> names;
+  bool opaque = false;
+  scan_has_include("#if __has_\\\ninclude(\"n.h\")\n#endif\n#if __has_include_\\  \r\nnext(<m.h>)\n#endif\n", names,
+                   opaque);
+  EXPECT_EQ(names, (std::vector<std::string>{"n.h", "m.h"}));
+  EXPECT_FALSE(opaque);
+  scan_has_include("#if __has\\\n_include(N_H)\n#endif\n", names, opaque);
+  EXPECT_TRUE(opaque);
+  opaque = false;
+  // Under trigraphs (ISO modes) ??/ splices too.
+  scan_has_include("#if __has_?\?/\ninclude(NAME)\n#endif\n", names, opaque);
+  EXPECT_TRUE(opaque);
+}
+
+// Issue 39: a comment closing on a directive's line may have opened on an earlier one; the preprocessor
+// takes the '#' after it as a directive's.
+TEST(Watch, IncludeAfterAMultiLineCommentIsRead) {
+  std::vector<std::string> names;
+  bool opaque = false;
+  scan_include_names("/* a comment\n   over lines */ #include \"x.h\"\n/**/\n*/#  include <y.h>\n", names, opaque);
+  EXPECT_EQ(names, (std::vector<std::string>{"x.h", "y.h"}));
+  EXPECT_FALSE(opaque);
+  scan_include_names("/* a comment\n */ #include CONFIG_H\n", names, opaque);
+  EXPECT_TRUE(opaque);
+}
+
+// Issue 39: __has_include built by token pasting is no word the scan sees; scan_pastes says when a paste
+// may have built one (the pipeline then makes the closure opaque), over every project file together.
+TEST(Watch, PastedHasIncludeMayBeBuilt) {
+  const auto builds = [](std::initializer_list<std::string_view> files) {
+    PasteScan all;
+    for (std::string_view f : files) all |= scan_pastes(f).has_include;
+    return all.may_build();
+  };
+  EXPECT_TRUE(builds({"#define CAT(a, b) a##b\n#if CAT(__has_, include)(\"x.h\")\n#endif\n"}));
+  EXPECT_TRUE(builds({"#define CAT(a, b) a ## b\n", "#if CAT(__has_incl, ude)(<x.h>)\n#endif\n"}));
+  EXPECT_TRUE(builds({"#define H __has_##include\n#if H(\"x.h\")\n#endif\n"}));
+  EXPECT_TRUE(builds({"%:define H(x) __has_ %:%: x\n"}));
+  EXPECT_TRUE(builds({"#define CAT(a, b) a##b\n#define P1 __has_\n#define P2 include\n"}));
+  EXPECT_TRUE(builds({"#define CAT(a, b) a##\\\nb\n#if CAT(__has_, include_next)(<x.h>)\n#endif\n"}));
+  // A paste of other pieces, and pieces where no paste or #if reaches them, build nothing.
+  EXPECT_FALSE(builds({"#define CAT(a, b) a##b\nint CAT(my, var) = 1;\n#include \"next.h\"\n"}));
+  EXPECT_FALSE(builds({"#define CAT(a, b) a##b\n#if defined(__has_include) && VERSION > 2\n#endif\n"}));
+  EXPECT_FALSE(builds({"#define CAT(a, b) a##b\n#if defined(HAS_INCLUDE) || defined NEXT\n#endif\n"}));
+  EXPECT_FALSE(builds({"#if __has_include(\"x.h\")\n#endif\n#define STR(x) #x\n"}));
+}
+
+// Issue 39: where a file may make the compiler expand a path (core/expansion_scan.hpp).
+TEST(ExpansionScan, PathWords) {
+  const auto scan = [](std::string_view text) {
+    const PathExpansion e = scan_path_expansions(text);
+    std::string out = std::string(e.here ? "here " : "") + (e.base ? "base " : "") + (e.anywhere ? "anywhere" : "");
+    for (const auto& m : e.macros) out += "macro:" + m + " ";
+    return out;
+  };
+  EXPECT_EQ(scan("int n = sizeof(__FILE__);\n"), "here ");
+  EXPECT_EQ(scan("#line 10 \"x.c\"\n"), "here ");
+  EXPECT_EQ(scan("const char* b = __BASE_FILE__;\n"), "base ");
+  // A macro's body expands where the macro is used (scan_macro_uses finds where); a default argument
+  // where the call is; a directive the scan cannot read anywhere.
+  EXPECT_EQ(scan("#define WHERE __FILE__\n#  define CHECK(x) f(x, __FILE__)\n"), "macro:WHERE macro:CHECK ");
+  EXPECT_EQ(scan("#define WHERE \\\n  log(__FI\\\nLE__)\n"), "macro:WHERE ");
+  EXPECT_EQ(scan("#define WHERE /* a comment\n over lines */ __FILE__\n"), "anywhere");
+  EXPECT_EQ(scan("#/**/define WHERE __FILE__\n"), "anywhere");
+  // Without trigraphs the next line is code of its own; with them, the macro's body: both are taken.
+  EXPECT_EQ(scan("#define WHERE ?\?/\n  __FILE__\n"), "here macro:WHERE ");
+  EXPECT_EQ(scan("void f(std::source_location l = std::source_location::current());\n"), "anywhere");
+  EXPECT_EQ(scan("const char* f(const char* s = __builtin_FILE());\n"), "anywhere");
+  // The base name (the key holds it), other words, and parts of longer identifiers.
+  EXPECT_EQ(scan("int n = sizeof(__FILE_NAME__) + sizeof(__builtin_FILE_NAME());\n"), "");
+  EXPECT_EQ(scan("int MY__FILE__X, line = 1; // one line\ninline int g();\n"), "");
+  EXPECT_EQ(scan_path_expansions("int a;\n#define W __FILE__\n").spelling, "__FILE__");
+  // Where path macros are used: in code or an #if (here), in another macro's body (one more macro).
+  const std::vector<std::string> macros{"WHERE"};
+  EXPECT_TRUE(scan_macro_uses("int n = sizeof(WHERE);\n", macros).uses);
+  EXPECT_FALSE(scan_macro_uses("#define WHERE __FILE__\n#ifdef WHERE\n#endif\n#undef WHERE\n", macros).uses);
+  EXPECT_EQ(scan_macro_uses("#define HERE(x) g(x, WHERE)\n", macros).defines, std::vector<std::string>{"HERE"});
+  EXPECT_TRUE(scan_macro_uses("/* a\n */ #define HERE WHERE\n", macros).anywhere);
+  EXPECT_TRUE(scan_macro_uses("#define CAT(a, b) a##b\nint n = sizeof(CAT(WHE, RE));\n", macros).pastes.may_build());
+  // Pasted together.
+  EXPECT_TRUE(scan_pastes("#define CAT(a, b) a##b\nint n = sizeof(CAT(__FI, LE__));\n").path.may_build());
+  EXPECT_FALSE(scan_pastes("#define CAT(a, b) a##b\nint n = sizeof(CAT(x, y));\n").path.may_build());
 }
 
 TEST(Watch, HiddenInputMarkers) {

@@ -89,7 +89,7 @@ Found produced_not_stored_reasons() {
        {core::reason::kClosureUnreadable, core::reason::kInputChanged, core::reason::kPathInObject,
         core::reason::kDepfileTarget, core::reason::kLockTimeout, core::reason::kPrecompiledHeader,
         core::reason::kAssemblerInputs, core::reason::kUnpinnedTime, core::reason::kTimeMacro,
-        core::reason::kCompressedFatbin}) {
+        core::reason::kCompressedFatbin, core::reason::kPathExpanded}) {
     found[std::string(name)].insert("core::reason");
   }
   return found;

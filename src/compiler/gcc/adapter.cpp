@@ -168,6 +168,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   k.emplace_back("language", plan.language);
   add_path_key_fields(k, job, cwd, plan.source);
   for (const auto& a : keyed_args(plan.keyed_args, plan.path_values, job.roots)) k.emplace_back("arg", a);
+  job.macro_map_olds = macro_prefix_map_olds(plan.keyed_args);
   // Every variable the table keys (CPATH, C_INCLUDE_PATH, GCC_EXEC_PREFIX, LC_ALL...), unset apart
   // from empty.
   add_env_key_fields(inv.env, EnvRoute::host, k);

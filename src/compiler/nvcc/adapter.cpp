@@ -205,9 +205,25 @@ std::vector<std::string> keyed_args(const CompilePlan& plan, const CompileJob& j
 }
 
 // The arguments, the flag variables, the environment and the roots they name.
+// The old paths of the host compiler's macro prefix maps (-Xcompiler values, comma lists).
+std::vector<std::string> host_macro_map_olds(const CompilePlan& plan) {
+  std::vector<std::string> olds;
+  for (const auto& pa : plan.path_args) {
+    if (pa.kind != CompilePlan::PathKind::HostOptions) continue;
+    const std::string_view value = std::string_view(plan.keyed_args[pa.index]).substr(pa.offset);
+    for (std::size_t start = 0; start <= value.size();) {
+      const std::size_t end = std::min(value.find(',', start), value.size());
+      if (auto old_path = macro_prefix_map_old(value.substr(start, end - start))) olds.push_back(*old_path);
+      start = end + 1;
+    }
+  }
+  return olds;
+}
+
 void key_arguments(CompileJob& job, const CompilePlan& plan, const core::Invocation& inv) {
   auto& k = job.key_fields;
   for (const auto& a : keyed_args(plan, job)) k.emplace_back("arg", a);
+  job.macro_map_olds = host_macro_map_olds(plan);
   k.emplace_back("NVCC_PREPEND_FLAGS", plan.prepend_flags);
   k.emplace_back("NVCC_APPEND_FLAGS", plan.append_flags);
   // Every variable the table keys, an unset one apart from an empty one.

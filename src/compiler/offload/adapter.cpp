@@ -185,6 +185,7 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   job.path_specific = plan_.rdc;
   add_path_key_fields(k, job, cwd, cp.source);
   for (const auto& a : keyed_args(cp.keyed_args, path_values(plan_), job.roots)) k.emplace_back("arg", a);
+  job.macro_map_olds = macro_prefix_map_olds(cp.keyed_args);
   add_env_key_fields(inv.env, env_route(driver_), k);
   // Modeled (env_table.cpp): a value that prints passed through above.
   const auto verbose = util::env_get(inv.env, "HIPCC_VERBOSE");
