@@ -67,7 +67,7 @@ def hit_cost(kache, env, work, repeats=200):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "h.c"), "w") as f:
         f.write("int twice(int x) { return 2 * x; }\n")
-    wrapper = shutil.which("gcc", path=env["PATH"])
+    wrapper = env.get("CC") or shutil.which("gcc", path=env["PATH"])
     real = None
     with open(wrapper, "rb") as f:
         text = f.read(4096).decode(errors="replace")
