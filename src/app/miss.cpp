@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
@@ -398,8 +400,20 @@ Outcome<std::string_view> Pipeline::hash_input(const std::string& path, util::Re
 }
 
 bool Pipeline::is_system(const std::string& path) const {
-  return std::any_of(job_.system_dirs.begin(), job_.system_dirs.end(),
-                     [&](const std::string& d) { return util::path_starts_with(path, d); });
+  auto below_system_dir = [&](const std::string& p) {
+    return std::any_of(job_.system_dirs.begin(), job_.system_dirs.end(),
+                       [&](const std::string& d) { return util::path_starts_with(p, d); });
+  };
+  if (below_system_dir(path)) return true;
+  // clang names libstdc++'s headers through its GCC installation
+  // (/usr/lib/gcc/x86_64-linux-gnu/12/../../../../include/c++/12/...), a spelling none of the toolchain's
+  // directories has: the lexically normal path counts where it is the same file.
+  if (path.find("/../") == std::string::npos) return false;
+  const std::string normal = util::lexically_normal(path);
+  if (!below_system_dir(normal)) return false;
+  char real[PATH_MAX], normal_real[PATH_MAX];
+  return ::realpath(path.c_str(), real) != nullptr && ::realpath(normal.c_str(), normal_real) != nullptr &&
+         std::strcmp(real, normal_real) == 0;
 }
 
 // Hashes closure[begin, end) into out, stopping at the first file that cannot be recorded.

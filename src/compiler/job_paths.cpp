@@ -227,6 +227,28 @@ std::vector<std::string> macro_prefix_map_olds(const std::vector<std::string>& a
   return olds;
 }
 
+void add_debug_cwd_fields(std::vector<std::pair<std::string, std::string>>& fields, const std::vector<std::string>& args,
+                          const std::string& cwd) {
+  for (const auto& arg : args) {
+    for (std::size_t start = 0; start <= arg.size();) {
+      const std::size_t end = std::min(arg.find(',', start), arg.size());
+      const std::string_view option = std::string_view(arg).substr(start, end - start);
+      start = end + 1;
+      const std::size_t at = option.find("-ffile-prefix-map=") != std::string_view::npos
+                                 ? option.find("-ffile-prefix-map=") + 18
+                             : option.find("-fdebug-prefix-map=") != std::string_view::npos
+                                 ? option.find("-fdebug-prefix-map=") + 19
+                                 : std::string_view::npos;
+      if (at == std::string_view::npos) continue;
+      const std::size_t eq = option.find('=', at);
+      if (eq == std::string_view::npos) continue;
+      const std::string old_path = util::lexically_normal(std::string(option.substr(at, eq - at)));
+      if (old_path.empty() || !(cwd == old_path || cwd.starts_with(old_path + "/") || old_path == "/")) continue;
+      fields.emplace_back("debug-cwd", cwd.substr(std::min(old_path.size(), cwd.size())));
+    }
+  }
+}
+
 std::vector<std::string> keyed_args(std::vector<std::string> args, const std::vector<PathValue>& values,
                                     const core::PathRoots& roots) {
   if (!roots.enabled()) return args;

@@ -78,6 +78,14 @@ std::optional<std::string> macro_prefix_map_old(std::string_view arg);
 // The OLD of every such argument, in order.
 std::vector<std::string> macro_prefix_map_olds(const std::vector<std::string>& args);
 
+// With debug info, the compile's working directory below a user's -ffile-prefix-map/-fdebug-prefix-map
+// OLD reaches the object mapped (DW_AT_comp_dir `./build-release` under the portable-path recipe with
+// the build dir inside the checkout), which no root rewrites: keyed as ("debug-cwd", the part of the
+// working directory below OLD) for each such OLD, so build dirs of other names key apart. args: the
+// host compiler's options (comma lists of -Xcompiler values are split).
+void add_debug_cwd_fields(std::vector<std::pair<std::string, std::string>>& fields, const std::vector<std::string>& args,
+                          const std::string& cwd);
+
 // A path-valued option's value inside the keyed command line: args[index].substr(offset) (-I<dir>, the
 // argument after -MF, spec 003's -Xclang -dependency-file value).
 struct PathValue {

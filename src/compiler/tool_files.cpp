@@ -703,6 +703,12 @@ struct ChainReader {
   // Every word that could name a program on PATH (a launcher's argument, `nice mygcc`, as well as a
   // command), found or not: one appearing earlier on PATH later may be what the script runs then.
   void note_program_name(const std::string& word) {
+    // Shell keywords and builtins run no program.
+    static constexpr std::string_view kShellWords[] = {
+        "exec", "set", "export", "readonly", "local", "unset", "echo", "printf", "test", "if", "then", "else",
+        "elif", "fi", "case", "esac", "in", "for", "while", "until", "do", "done", "return", "shift", "true",
+        "false", "exit", "trap", "command", "umask", "declare", "typeset", "break", "continue", "wait"};
+    if (std::find(std::begin(kShellWords), std::end(kShellWords), word) != std::end(kShellWords)) return;
     if (word.empty() || word[0] == '-' || word.find_first_of("/$`\"'\\*?[~=(){};|&<>") != std::string::npos) return;
     if (std::any_of(chain.commands.begin(), chain.commands.end(), [&](const auto& c) { return c.first == word; })) return;
     chain.commands.emplace_back(word, util::find_executable(word, search_path).value_or(""));

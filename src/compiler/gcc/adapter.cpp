@@ -119,6 +119,26 @@ std::optional<Passthrough> GccAdapter::read_wrapper(const core::Invocation& give
   return std::nullopt;
 }
 
+// The driver's fields of the key: its toolchain, what `native` expands to here, the name it runs under.
+std::optional<Passthrough> GccAdapter::key_driver(std::vector<std::pair<std::string, std::string>>& k,
+                                                  const Toolchain& tc, const core::Invocation& inv,
+                                                  const core::Config& cfg) const {
+  k.emplace_back("adapter", "gcc");
+  k.emplace_back("toolchain", tc.id);
+  if (!plan_.machine_native.empty()) {
+    try {
+      k.emplace_back("machine-native", native_expansion(inv.compiler_path, inv.env, memo_dir(cfg),
+                                                        plan_.driver_prefixes, plan_.machine_native));
+    } catch (const std::exception& e) {
+      return Passthrough{"machine-native", e.what()};
+    }
+  }
+  // The name the driver runs under decides the language of a .c file and the C++ runtime (clang++ is
+  // clang under another name; g++ compiles x.c as C++).
+  k.emplace_back("driver-name", util::basename(inv.compiler_arg));
+  return std::nullopt;
+}
+
 std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation& given, const core::Config& cfg) {
   Plan planned = plan(given.args, cfg.extra_allowlist_flags);
   if (auto* p = std::get_if<Passthrough>(&planned)) return *p;
@@ -151,19 +171,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   job.precompiled_headers_searched = true;
 
   auto& k = job.key_fields;
-  k.emplace_back("adapter", "gcc");
-  k.emplace_back("toolchain", tc.id);
-  if (!plan.machine_native.empty()) {
-    try {
-      k.emplace_back("machine-native", native_expansion(inv.compiler_path, inv.env, memo_dir(cfg), plan.driver_prefixes,
-                                                        plan.machine_native));
-    } catch (const std::exception& e) {
-      return Passthrough{"machine-native", e.what()};
-    }
-  }
-  // The name the driver runs under decides the language of a .c file and the C++ runtime (clang++ is
-  // clang under another name; g++ compiles x.c as C++).
-  k.emplace_back("driver-name", util::basename(inv.compiler_arg));
+  if (auto p = key_driver(k, tc, inv, cfg)) return *p;
   k.emplace_back("mode", "c");
   k.emplace_back("language", plan.language);
   add_path_key_fields(k, job, cwd, plan.source);
@@ -175,6 +183,7 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   // Each root a keyed value names (-I/w/one/inc, CPATH) is keyed with its path (see job_paths.hpp).
   job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
+  if (plan.has_debug) add_debug_cwd_fields(k, inv.args, cwd);
   const bool clang = tc.description.find("clang version") != std::string::npos;
   clang_ = clang;
   // A miss leaves SOURCE_DATE_EPOCH as the build has it (pinned for nvcc only, spec 000): __DATE__ and

@@ -1,6 +1,7 @@
 #pragma once
 #include "compiler/adapter.hpp"
 #include "compiler/gcc/plan.hpp"
+#include "compiler/gcc/toolchain.hpp"
 
 namespace kache::compiler::gcc {
 
@@ -27,6 +28,8 @@ class GccAdapter final : public Adapter {
   // The wrapper's reading, when the compiler is a wrapper script: its plan is checked, then the
   // command it stands for becomes the one planned.
   std::optional<Passthrough> read_wrapper(const core::Invocation& given, const core::Config& cfg);
+  std::optional<Passthrough> key_driver(std::vector<std::pair<std::string, std::string>>& k, const Toolchain& tc,
+                                        const core::Invocation& inv, const core::Config& cfg) const;
   // The command kache plans, keys and runs: the user's, or the one a wrapper script stands for.
   const core::Invocation& command(const core::Invocation& given) const { return wrapped_ ? effective_ : given; }
   CompilePlan plan_;  // prepare()'s plan of command(), which the miss and the closure listing rewrite

@@ -73,6 +73,36 @@ std::vector<std::string> sorted_entries(const std::string& dir) {
   return out;
 }
 
+// A -B prefix names a directory (`/opt/gcc/bin/`) or a file-name prefix (`/opt/gcc/bin/x-`); the driver
+// tries <prefix><program> and <prefix><machine>/<version>/<program>, and <prefix>include for headers.
+// The directory's identity is in the memo key (a stat per compile); its <machine>/ and
+// <machine>/<version>/ directories are watched by the memo (ToolFiles::watched, checked when it is read): a program or directory
+// appearing in any of them changes one identity (one replaced in place keeps them, and is caught by its
+// own identity in the memo's files).
+std::string prefix_dir(const std::string& prefix) { return prefix.ends_with('/') ? prefix : util::dirname(prefix); }
+
+void add_prefix_dir(util::Hasher& mk, const std::string& prefix) {
+  mk.add_field("prefix", prefix);
+  add_identity(mk, "prefix-dir", prefix_dir(prefix));
+}
+
+void watch_prefix_dirs(ProbeFiles& files, const std::string& prefix) {
+  for (const auto& sub : sorted_entries(prefix_dir(prefix))) {
+    std::error_code ec;
+    // <machine>/ and <machine>/<version>/ only (a triple has a '-'): plugin/, include/ are no places of passes.
+    if (util::basename(sub).find('-') == std::string::npos || !std::filesystem::is_directory(sub, ec)) continue;
+    files.watch(sub);
+    for (const auto& subsub : sorted_entries(sub)) {
+      if (std::filesystem::is_directory(subsub, ec)) files.watch(subsub);
+    }
+  }
+}
+
+// A trailing '/' says the prefix is a directory: kept (absolute_path would drop it).
+std::string absolute_prefix(const std::string& p) {
+  return util::absolute_path(p, util::current_dir()) + (p.ends_with('/') ? "/" : "");
+}
+
 // clang picks the newest GCC installation it finds (its libstdc++ headers, measured: a
 // lib/gcc/x86_64-linux-gnu/99/crtbegin.o beside a clang switches its C++ include dirs to include/c++/99)
 // under /usr and beside its own installation; the probe lists the include dirs of the one it picked.
@@ -254,6 +284,9 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   // The driver's content, not only its version text: a rebuilt or replaced compiler that reports the
   // same version keys apart. stat and read follow a symlink (g++ -> g++-12) to the program itself.
   files.add_program("driver", driver);
+  for (const auto& o : options) {
+    if (o.starts_with("-B")) watch_prefix_dirs(files, absolute_prefix(o.substr(2)));
+  }
   add_config_files(files, m.tc, driver_real_dir(driver));
   for (const char* f : kDistroFiles) files.add(std::string("distro:") + f, f);
   files.digest_pending();
@@ -293,25 +326,6 @@ Memo probe(const std::string& driver, const util::Environment& env, const std::s
   return m;
 }
 
-// A -B prefix names a directory (`/opt/gcc/bin/`) or a file-name prefix (`/opt/gcc/bin/x-`); the driver
-// tries <prefix><program> and <prefix><machine>/<version>/<program>, and <prefix>include for headers.
-// The identity of the directory and of every directory in it, two levels down, is in the memo key: a
-// program or directory appearing there changes one of them (one replaced in place keeps them, and is
-// caught by its own identity in the memo's files).
-void add_prefix_dirs(util::Hasher& mk, const std::string& prefix) {
-  const std::string dir = prefix.ends_with('/') ? prefix : util::dirname(prefix);
-  mk.add_field("prefix", prefix);
-  add_identity(mk, "prefix-dir:" + dir, dir);
-  for (const auto& sub : sorted_entries(dir)) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(sub, ec)) continue;
-    add_identity(mk, "prefix-dir:" + sub, sub);
-    for (const auto& subsub : sorted_entries(sub)) {
-      if (std::filesystem::is_directory(subsub, ec)) add_identity(mk, "prefix-dir:" + subsub, subsub);
-    }
-  }
-}
-
 std::string env_value_field(const util::Environment& env, std::string_view name) {
   auto v = util::env_get(env, name);
   return v ? "=" + *v : "unset";
@@ -327,8 +341,7 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   std::vector<std::string> options;
   for (const auto& p : prefixes) {
     options.push_back("-B" + p);
-    // A trailing '/' says the prefix is a directory: kept (absolute_path would drop it).
-    add_prefix_dirs(mk, util::absolute_path(p, util::current_dir()) + (p.ends_with('/') ? "/" : ""));
+    add_prefix_dir(mk, absolute_prefix(p));
   }
   add_identity(mk, "driver-id", driver);
   // A configuration file appearing beside the driver changes this directory's identity (add_config_files).

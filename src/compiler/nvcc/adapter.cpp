@@ -228,6 +228,7 @@ void key_arguments(CompileJob& job, const CompilePlan& plan, const core::Invocat
   k.emplace_back("NVCC_APPEND_FLAGS", plan.append_flags);
   // Every variable the table keys, an unset one apart from an empty one.
   add_env_key_fields(inv.env, EnvRoute::nvcc, k);
+  if (plan.has_debug) add_debug_cwd_fields(k, inv.args, util::lexically_normal(inv.cwd));
   // A keyed value that still names a root's real path (-DWHERE=/w/build, CPATH, the lineinfo source)
   // ties the key to that root: the same text in another checkout may lie outside its roots and mean
   // something else. So each root a keyed value names is keyed with its path. Checked before the source
