@@ -715,7 +715,9 @@ void Pipeline::add_expanded_roots(const std::vector<std::string>& closure, const
   }
   bool tied = false;
   for (const std::size_t i : named) {
-    const RootedPath rooted = job_.roots.split(closure[i]);
+    // A relative spelling (../src/x.cu from the build dir) is joined to the working directory: the
+    // root it lies in is the normal path's, not the build directory its spelling starts from.
+    const RootedPath rooted = job_.roots.split(util::lexically_normal(closure[i]));
     if (rooted.root < 0 || macro_mapped(closure[i])) continue;
     const auto& root = job_.roots.roots()[static_cast<std::size_t>(rooted.root)];
     const auto& keyed = job_.keyed_roots;

@@ -98,17 +98,18 @@ class InvocationForms(KacheTestCase):
         switch = self.path("bin-switch")
         os.makedirs(switch)
         env = dict(self.env, PATH=os.pathsep.join([links, switch, os.environ["PATH"]]))
+        # nvcc by its path: found by name through the links, it would look for its tools beside them.
         for _ in range(2):
-            self.kache(["nvcc", "-c", "h.cu", "-o", "h.o"], env=env)
+            self.kache([NVCC, "-c", "h.cu", "-o", "h.o"], env=env)
         self.assert_counts(hits=1, misses=1)
         real = shutil.which("g++-12") or shutil.which("g++")
         for name in ("gcc", "g++"):
             self.write(f"bin-switch/{name}", f'#!/bin/sh\nexec {real} -DHOSTVAL=2 "$@"\n')
             os.chmod(os.path.join(switch, name), 0o755)
-        self.kache(["nvcc", "-c", "h.cu", "-o", "h.o"], env=env)
+        self.kache([NVCC, "-c", "h.cu", "-o", "h.o"], env=env)
         self.assert_counts(hits=1, misses=2)
         plain_env = dict(self.env, PATH=os.pathsep.join([switch, os.environ["PATH"]]))
-        subprocess.run(["nvcc", "-c", "h.cu", "-o", "plain.o"], cwd=self.ws, env=plain_env, check=True)
+        subprocess.run([NVCC, "-c", "h.cu", "-o", "plain.o"], cwd=self.ws, env=plain_env, check=True)
         self.assert_same_object(self.path("h.o"), self.path("plain.o"))
 
     def test_nvcc_exe_is_recognized(self):
