@@ -99,6 +99,19 @@ def hit_cost(kache, env, work, repeats=200):
     return times
 
 
+def nvcc_through_wrapper(kache, env, work):
+    """nvcc with -ccbin $CXX (the wrapper): a miss, then a hit, and what kache -s says."""
+    d = os.path.join(work, "nvcc")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "k.cu"), "w") as f:
+        f.write("__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+    rp.run([kache, "--zero-stats"], env=env)
+    for _ in range(2):
+        rp.run([kache, "nvcc", "-ccbin", env.get("CXX", "g++"), "-arch=sm_90", "-c", "k.cu", "-o", "k.o"], cwd=d, env=env)
+    s = rp.stats(kache, env)
+    return {k: s.get(k) for k in ("hits", "misses", "passthrough", "passthrough_reasons")}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kache", required=True)
@@ -108,11 +121,20 @@ def main():
     ap.add_argument("--work", default="/tmp/kache-field")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--skip-plain", action="store_true", help="no plain cold build (ccache's cold build stands near it)")
+    ap.add_argument("--hit-cost-only", action="store_true", help="only the hit costs, and an nvcc -ccbin $CXX miss then hit")
     a = ap.parse_args()
     kache, ccache = os.path.abspath(a.kache), os.path.abspath(a.ccache)
     os.makedirs(a.out, exist_ok=True)
     shutil.rmtree(a.work, ignore_errors=True)
     log = os.path.join(a.out, "field.log")
+    if a.hit_cost_only:
+        env = dict(os.environ, KACHE_DIR=os.path.join(a.work, "kache-cache"))
+        os.makedirs(a.work, exist_ok=True)
+        result = {"hit_ms": hit_cost(kache, env, a.work), "nvcc_ccbin": nvcc_through_wrapper(kache, env, a.work)}
+        with open(os.path.join(a.out, "field-hit.json"), "w") as f:
+            json.dump(result, f, indent=1)
+        print(result, flush=True)
+        return
     tarball, top, _, patch = rp.PROJECTS["cuda-samples"]
     src = rp.unpack(os.path.join(a.tarballs, tarball), top, patch, a.work)
     env = dict(os.environ)
