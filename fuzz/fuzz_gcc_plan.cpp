@@ -2,7 +2,8 @@
 // Input: "ARGS\x1eALLOWLIST", ARGS NUL-separated, ALLOWLIST comma-separated; a missing section is empty.
 // Properties of a cacheable plan, checked by an independent walk over the command line with the flag
 // table itself: -c is there, no argument matches an entry the table refuses, no unknown flag outside
-// the allow-list, nothing resolved from the build machine (-march=native), no response file or stdin;
+// the allow-list, anything resolved from the build machine (-march=native) listed in the plan's
+// machine_native (the adapter keys its expansion), no response file or stdin;
 // the source comes from the command line and has a language kache caches. Every position the adapter
 // later rewrites or keys (the -o/-MF values a miss redirects, the path values it keys by root, the
 // -MD/-MT arguments the closure command drops) lies inside the command line and holds what it says,
@@ -22,13 +23,17 @@ using namespace kache::compiler::gcc;
 
 namespace {
 
-void check_walk(const std::vector<std::string>& args, const std::vector<std::string>& allowlist) {
+void check_walk(const std::vector<std::string>& args, const std::vector<std::string>& allowlist,
+                const CompilePlan& plan) {
   bool compile = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     KACHE_FUZZ_CHECK(!a.starts_with('@') && a != "-");
     if (a.empty() || a[0] != '-') continue;  // an input file
-    KACHE_FUZZ_CHECK(!is_machine_native(a));
+    if (is_machine_native(a)) {
+      KACHE_FUZZ_CHECK(std::find(plan.machine_native.begin(), plan.machine_native.end(), a) != plan.machine_native.end());
+      continue;
+    }
     auto m = find_flag(a);
     if (!m) {
       KACHE_FUZZ_CHECK(kache::compiler::allowlist_names(allowlist, a));
@@ -64,7 +69,7 @@ void redirect(std::vector<std::string>& args, const CompilePlan::ArgRef& ref, co
 
 void check_cacheable(const CompilePlan& p, const std::vector<std::string>& args,
                      const std::vector<std::string>& allowlist) {
-  check_walk(args, allowlist);
+  check_walk(args, allowlist, p);
   KACHE_FUZZ_CHECK(!p.source.empty() && !p.output.empty());
   KACHE_FUZZ_CHECK(std::find(args.begin(), args.end(), p.source) != args.end());
   KACHE_FUZZ_CHECK(p.language == "c" || p.language == "c++" || p.language == "assembler-with-cpp");
