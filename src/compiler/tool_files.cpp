@@ -668,6 +668,12 @@ struct ChainReader {
         note_program_name(unquoted(w));
         // Programs it names without a directory are then found on a PATH of its own.
         if (assigned_name(w) == "PATH") set_unpinned("it sets PATH");
+        // A relative path (./tools/gcc, ../cfg) names another file in each working directory.
+        const std::string bare = unquoted(w);
+        if (!bare.empty() && bare[0] != '/' && bare[0] != '-' && bare[0] != '$' && bare.find('/') != std::string::npos &&
+            bare.find_first_of("$`\"'") == std::string::npos) {
+          set_unpinned("the relative path " + bare);
+        }
       }
       if (std::string why = unpinned_construct(words, line); !why.empty()) set_unpinned(why);
       if (line.find(">&2") != std::string::npos || line.find("xtrace") != std::string::npos ||

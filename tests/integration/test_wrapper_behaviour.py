@@ -94,6 +94,16 @@ class WrapperBehaviour(KacheTestCase):
         driver = self.script("w/gcc", f'exec "${{REAL_CC:-{GCC}}}" $EXTRA "$@"')
         self.assert_follows(driver, lambda: None, env={"EXTRA": "-O1"}, after_env={"EXTRA": "-O1", "REAL_CC": other})
 
+    def test_relative_program_is_read_in_each_working_directory(self):
+        # `exec ./tools/gcc`: another working directory has another ./tools/gcc.
+        driver = self.script("w/gcc", 'exec ./tools/gcc "$@"')
+        for d, x in (("a", 3), ("b", 9)):
+            self.write(f"{d}/m.c", SOURCE)
+            self.script(f"{d}/tools/gcc", f'exec {GCC} -DX={x} "$@"')
+            self.kache([driver, "-c", "m.c", "-o", "m.o"], cwd=self.path(d))
+            subprocess.run([driver, "-c", "m.c", "-o", "plain.o"], cwd=self.path(d), env=self.env, check=True)
+            self.assert_same_object(self.path(d, "m.o"), self.path(d, "plain.o"))
+
     def test_extra_flags_from_the_environment(self):
         driver = self.script("w/gcc", f'exec {GCC} $EXTRA_FLAGS "$@"')
         self.assert_follows(driver, lambda: None, env={"EXTRA_FLAGS": "-DX=6"}, after_env={"EXTRA_FLAGS": "-DX=5"})

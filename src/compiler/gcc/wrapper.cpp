@@ -280,6 +280,12 @@ std::variant<Passthrough, ResolvedWrapper> resolve_wrapper(const core::Invocatio
   for (const auto& e : inv.env) {
     if (e.starts_with("BASH_FUNC_")) add_script_body(chain, e.substr(e.find('=') + 1), search_path);
   }
+  // A relative PATH entry finds programs in the working directory, which the memo does not key.
+  for (std::size_t start = 0; start <= search_path.size();) {
+    const std::size_t end = std::min(search_path.find(':', start), search_path.size());
+    if (end == start || search_path[start] != '/') chain.unpinned = chain.unpinned.empty() ? "a relative PATH entry" : chain.unpinned;
+    start = end + 1;
+  }
   if (auto name = compiler_variable(chain, route)) {
     return Passthrough{"wrapper-environment", inv.compiler_path + " mentions " + *name +
                                                   ", which the compiler reads and kache cannot see it set"};
