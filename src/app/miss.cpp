@@ -717,8 +717,23 @@ void Pipeline::add_expanded_roots(const std::vector<std::string>& closure, const
   for (const std::size_t i : named) {
     // A relative spelling (../src/x.cu from the build dir) is joined to the working directory: the
     // root it lies in is the normal path's, not the build directory its spelling starts from.
-    const RootedPath rooted = job_.roots.split(util::lexically_normal(closure[i]));
-    if (rooted.root < 0 || macro_mapped(closure[i])) continue;
+    const std::string normal = util::lexically_normal(closure[i]);
+    RootedPath rooted = job_.roots.split(normal);
+    if (macro_mapped(closure[i])) {
+      // A user's macro map (-fmacro-prefix-map=<checkout>/=) leaves the part of the path below its old
+      // path: the same in every checkout for a file of the checkout, but a file of the build or output
+      // directory (a generated header) reads build-a/gen/config.h, which names that directory: tied to it.
+      rooted.root = -1;
+      for (std::size_t r = 0; r < job_.roots.roots().size(); ++r) {
+        const auto& candidate = job_.roots.roots()[r];
+        if ((candidate.name == "/kache/build" || candidate.name == "/kache/out") &&
+            util::path_starts_with(normal, candidate.path)) {
+          rooted.root = static_cast<int>(r);
+          break;
+        }
+      }
+    }
+    if (rooted.root < 0) continue;
     const auto& root = job_.roots.roots()[static_cast<std::size_t>(rooted.root)];
     const auto& keyed = job_.keyed_roots;
     if (std::find(keyed.begin(), keyed.end(), root.path) != keyed.end()) continue;

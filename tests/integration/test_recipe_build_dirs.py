@@ -48,5 +48,24 @@ class RecipeBuildDirs(KacheTestCase):
         self.assertEqual(self.stats()["hits"], 1)
 
 
+class MacroMapGeneratedHeader(KacheTestCase):
+    """-fmacro-prefix-map=<checkout>/= with a header generated into each build directory (CMake's
+    -I<build>/gen): its __FILE__ reads build-a/gen/config.h in build-a, build-bb/gen/config.h in build-bb;
+    sizeof(__FILE__) leaves only a number in the object. build-bb was served build-a's number."""
+
+    def test_generated_header_in_two_build_dirs(self):
+        if GCC is None:
+            self.skipTest("gcc is not installed")
+        ckout = self.path("ckout")
+        self.write("ckout/src/x.c", '#include "config.h"\nint where_size = (int)sizeof(WHERE);\n')
+        for build in ("build-a", "build-bb"):
+            self.write(f"ckout/{build}/gen/config.h", "#define WHERE __FILE__\n")
+            cwd = os.path.join(ckout, build)
+            args = [GCC, f"-fmacro-prefix-map={ckout}/=", f"-I{cwd}/gen", "-c", "../src/x.c", "-o", "x.o"]
+            self.kache(args, cwd=cwd, env=dict(self.env, KACHE_PATHS_BASE_DIRS=ckout))
+            subprocess.run(args[:-1] + ["plain.o"], cwd=cwd, env=self.env, check=True)
+            self.assert_same_object(os.path.join(cwd, "x.o"), os.path.join(cwd, "plain.o"))
+
+
 if __name__ == "__main__":
     kachetest.main()
