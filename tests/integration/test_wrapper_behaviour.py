@@ -247,5 +247,74 @@ class WrapperBehaviourBuilds(KacheTestCase):
             self.assertEqual(buildsys.section_diff(os.path.join(first, rel), os.path.join(second, rel)), [], rel)
 
 
+    def test_ten_tus_through_each_wrapper_layout(self):
+        """A CMake project of ten C and C++ TUs built through each wrapper a user has (the -B layout, a
+        Spack-style dense wrapper, one adding -march=native, a ccache directory first on PATH): every
+        compile is cached, a fresh build dir hits all, and every object equals the plain build's
+        (through the same wrapper) by every allocated section."""
+        root = tempfile.mkdtemp(prefix="kache-ten-", dir=self.ws)
+        src = os.path.join(root, "proj")
+        os.makedirs(src)
+        with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+            f.write("cmake_minimum_required(VERSION 3.16)\nproject(ten C CXX)\n"
+                    "add_library(ten STATIC " + " ".join(f"u{i}.{'c' if i % 2 else 'cpp'}" for i in range(10)) + ")\n")
+        for i in range(10):
+            with open(os.path.join(src, f"u{i}.{'c' if i % 2 else 'cpp'}"), "w") as f:
+                f.write(f"static int table[] = {{{i}, {i + 1}}};\nint unit{i}(int x) {{ return x * table[x & 1]; }}\n")
+        bins = os.path.join(root, "bins")
+        layouts = {}
+
+        def wrapper(layout, name, body, interpreter="#!/bin/sh"):
+            d = os.path.join(bins, layout)
+            os.makedirs(d, exist_ok=True)
+            p = os.path.join(d, name)
+            with open(p, "w") as f:
+                f.write(f"{interpreter}\n{body}\n")
+            os.chmod(p, 0o755)
+            return p
+
+        os.makedirs(bins)
+        for name, real in (("gcc", GCC), ("g++", GXX)):
+            os.symlink(real, os.path.join(bins, name + "-real"))
+            layouts.setdefault("b-dir", {})[name] = wrapper("b-dir", name, f'exec {bins}/{name}-real -B{bins}/ "$@"')
+            layouts.setdefault("spack", {})[name] = wrapper(
+                "spack", name, f'set -eu\nflags=()\nfor a in "$@"; do case "$a" in -c) flags+=(-DSPACK_CC=1) ;; esac; done\n'
+                f'exec {real} "${{flags[@]}}" "$@"', interpreter="#!/bin/bash")
+            layouts.setdefault("native", {})[name] = wrapper("native", name, f'exec {real} -march=native "$@"')
+        ccache = shutil.which("ccache")
+        if ccache:
+            d = os.path.join(bins, "ccache")
+            os.makedirs(d)
+            for name in ("gcc", "g++"):
+                os.symlink(ccache, os.path.join(d, name))
+            layouts["ccache"] = {"gcc": os.path.join(d, "gcc"), "g++": os.path.join(d, "g++")}
+        for layout, drivers in layouts.items():
+            with self.subTest(layout):
+                env = buildsys.clean_env(os.path.join(root, "cache-" + layout), root)
+                env["PATH"] = os.path.dirname(drivers["gcc"]) + ":" + env["PATH"]
+                env["CCACHE_DIR"] = os.path.join(root, "ccache-" + layout)
+
+                def build(name, launcher):
+                    b = os.path.join(root, f"{layout}-{name}")
+                    args = ["cmake", "-S", src, "-B", b, "-G", "Ninja", f"-DCMAKE_C_COMPILER={drivers['gcc']}",
+                            f"-DCMAKE_CXX_COMPILER={drivers['g++']}"]
+                    if launcher:
+                        args += [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={buildsys.LAUNCHER}" for lang in ("C", "CXX")]
+                    buildsys.run(args, cwd=root, env=env)
+                    buildsys.zero_stats(env)
+                    buildsys.run(["ninja", "-C", b], cwd=root, env=env)
+                    return b, buildsys.stats(env)
+
+                cold, s = build("cold", True)
+                self.assertEqual((s["misses"], s["passthrough"]), (10, 0), s)
+                warm, s = build("warm", True)
+                self.assertEqual((s["hits"], s["misses"], s["passthrough"]), (10, 0, 0), s)
+                plain, _ = build("plain", False)
+                for i in range(10):
+                    rel = f"CMakeFiles/ten.dir/u{i}.{'c' if i % 2 else 'cpp'}.o"
+                    for b in (cold, warm):
+                        self.assertEqual(buildsys.section_diff(os.path.join(b, rel), os.path.join(plain, rel)), [], rel)
+
+
 if __name__ == "__main__":
     kachetest.main()
