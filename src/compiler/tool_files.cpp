@@ -514,7 +514,7 @@ std::vector<std::string> shell_commands(std::string_view body, std::string* why)
 std::vector<std::string> absolute_words(const std::string& text) {
   std::vector<std::string> words;
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '/' || (i > 0 && std::strchr(" \t\n=\"'(:;|&", text[i - 1]) == nullptr)) continue;
+    if (text[i] != '/' || (i > 0 && std::strchr(" \t\n=\"'(:;|&@", text[i - 1]) == nullptr)) continue;
     std::size_t end = i;
     while (end < text.size() && std::strchr(" \t\n\"'();|&<>$", text[end]) == nullptr) ++end;
     words.push_back(text.substr(i, end - i));
@@ -668,14 +668,18 @@ struct ChainReader {
         note_program_name(unquoted(w));
         // Programs it names without a directory are then found on a PATH of its own.
         if (assigned_name(w) == "PATH") set_unpinned("it sets PATH");
-        // A relative path (./tools/gcc, ../cfg) names another file in each working directory.
+        // A relative path (./tools/gcc, ../cfg) names another file in each working directory; a
+        // response file (@flags) or a path built from a variable names what no list does.
         const std::string bare = unquoted(w);
+        if (bare.size() > 1 && bare[0] == '@') set_unpinned("a response file " + bare);
+        if (bare.find('$') != std::string::npos && bare.find('/') != std::string::npos) set_unpinned("the path " + bare);
         if (!bare.empty() && bare[0] != '/' && bare[0] != '-' && bare[0] != '$' && bare.find('/') != std::string::npos &&
             bare.find_first_of("$`\"'") == std::string::npos) {
           set_unpinned("the relative path " + bare);
         }
       }
       if (std::string why = unpinned_construct(words, line); !why.empty()) set_unpinned(why);
+      note_environment_changes(words);
       if (line.find(">&2") != std::string::npos || line.find("xtrace") != std::string::npos ||
           std::find(words.begin(), words.end(), "-x") != words.end()) {
         chain.traces = true;
@@ -718,6 +722,24 @@ struct ChainReader {
     if (word.empty() || word[0] == '-' || word.find_first_of("/$`\"'\\*?[~=(){};|&<>") != std::string::npos) return;
     if (std::any_of(chain.commands.begin(), chain.commands.end(), [&](const auto& c) { return c.first == word; })) return;
     chain.commands.emplace_back(word, util::find_executable(word, search_path).value_or(""));
+  }
+
+  void note_environment_changes(const std::vector<std::string>& words) {
+    static constexpr std::string_view kChangers[] = {"source", ".", "eval", "cd", "pushd", "popd"};
+    for (std::size_t i = 0; i < words.size() && chain.changes_environment.empty(); ++i) {
+      const std::string w = unquoted(words[i]);
+      const std::string next = i + 1 < words.size() ? unquoted(words[i + 1]) : "";
+      if (std::find(std::begin(kChangers), std::end(kChangers), w) != std::end(kChangers)) {
+        chain.changes_environment = "`" + w + "`";
+      } else if ((w == "env" || w == "exec") && next.starts_with('-')) {
+        chain.changes_environment = "`" + w + " " + next + "`";
+      } else if ((w == "export" || w == "declare" || w == "typeset") && i + 1 < words.size()) {
+        const std::string& value = words[i + 1];
+        if (value.find('$') != std::string::npos && value.find('$') < value.find('=')) {
+          chain.changes_environment = "`" + w + " " + next + "`";
+        }
+      }
+    }
   }
 
   void set_unpinned(const std::string& why) {

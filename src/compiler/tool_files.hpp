@@ -138,6 +138,9 @@ struct ScriptChain {
   // search path ("" when not found): one appearing earlier on PATH later is what the script runs then.
   std::vector<std::pair<std::string, std::string>> commands;
   std::string unpinned;                  // "" or why the chain can read unnamed inputs
+  // "" or how the chain may change the environment or working directory of what it runs in ways its
+  // text does not name (source, eval, cd, env -i, exec -c, export of a computed name).
+  std::string changes_environment;
   bool traces = false;                   // set -x / -o xtrace, or output redirected to stderr
 };
 // Reads the chain starting at `script` (a #! file), following scripts named by absolute path or found

@@ -36,6 +36,7 @@ std::string cpu_signature() {
   add_leaf(out, 0xd, 1);
   add_leaf(out, 0x14, 0);
   add_leaf(out, 0x19, 0);
+  add_leaf(out, 0x24, 0);  // AVX10's version (GCC 14's host detection)
   for (unsigned leaf = 0x80000000u; leaf <= 0x80000008u; ++leaf) add_leaf(out, leaf, 0);
 #else
   std::ifstream in("/proc/cpuinfo");

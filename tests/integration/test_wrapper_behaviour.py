@@ -149,6 +149,29 @@ class WrapperBehaviour(KacheTestCase):
         self.assertEqual(r.stderr, "")
         self.assertEqual(self.stats().get("passthrough_reasons"), {"wrapper-environment": 1})
 
+    def test_wrapper_that_may_change_the_environment_unseen_passes_through(self):
+        # Review of the reading: each of these changes what the driver sees or where it runs, which -###
+        # does not show (the miss runs the driver in the build's environment and directory).
+        self.write("env.sh", "export CPATH=/opt/inc\n")
+        for n, body in enumerate([f'. {self.path("env.sh")}\nexec {GCC} "$@"', f'cd /tmp\nexec {GCC} "$@"',
+                                  f'exec env -i {GCC} "$@"', f'exec -c {GCC} "$@"',
+                                  f'export $(cat {self.path("env.sh")} | cut -d" " -f2)\nexec {GCC} "$@"']):
+            with self.subTest(body):
+                self.kache(["--zero-stats"])
+                driver = self.script(f"e{n}/gcc", body, interpreter="#!/bin/bash")
+                self.kache([driver, "-c", "m.c", "-o", "m.o"], cwd=self.ws, check=False)
+                self.assertEqual(self.stats().get("passthrough_reasons"), {"wrapper-environment": 1})
+
+    def test_wrapper_running_the_driver_twice_passes_through(self):
+        driver = self.script("w/gcc", f'{GCC} "$@"\nexec {GCC} -DX=4 "$@"')
+        self.kache([driver, "-c", "m.c", "-o", "m.o"], cwd=self.ws)
+        self.assertEqual(self.stats().get("passthrough_reasons"), {"wrapper-script": 1})
+
+    def test_response_file_named_by_the_wrapper_is_read_every_time(self):
+        self.write("site.rsp", "-DX=4\n")
+        driver = self.script("w/gcc", f'exec {GCC} @{self.path("site.rsp")} "$@"')
+        self.assert_follows(driver, lambda: self.write("site.rsp", "-DX=5\n"))
+
     def test_wrapper_adding_an_output_passes_through(self):
         driver = self.script("w/gcc", f'exec {GCC} -MD "$@"')
         self.kache([driver, "-c", "m.c", "-o", "m.o"], cwd=self.ws)

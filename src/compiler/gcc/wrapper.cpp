@@ -1,6 +1,7 @@
 #include "compiler/gcc/wrapper.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cctype>
 #include <optional>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
+#include "util/process_bounded.hpp"
 #include "util/serial.hpp"
 
 namespace kache::compiler::gcc {
@@ -54,6 +56,9 @@ std::string environment_digest(const util::Environment& env) {
 std::optional<std::string> compiler_variable(const ScriptChain& chain, EnvRoute route) {
   for (const auto* names : {&chain.variables, &chain.words}) {
     for (const auto& n : *names) {
+      // PATH decides only which program runs, which the reading names and keys (a bare driver name
+      // is refused where the wrapper sets PATH).
+      if (n == "PATH") continue;
       const EnvRule* rule = find_env_rule(n, route);
       if (rule && rule->effect != EnvEffect::Inert) return n;
     }
@@ -107,11 +112,25 @@ std::vector<std::string> marked(const std::vector<std::string>& before, const st
   return out;
 }
 
+// A -### run, bounded: a wrapper that leaves a helper holding its output, or waits, costs the compile
+// this long at most and then passes it through.
+constexpr int kDryRunTimeoutMs = 30'000;
+
 util::ProcessResult dry_run(const std::string& program, const std::vector<std::string>& args,
                             const util::Environment& env, const std::string& argv0 = "") {
   std::vector<std::string> argv = {argv0.empty() ? program : argv0};
   argv.insert(argv.end(), args.begin(), args.end());
-  return util::run_capture(program, argv, env);
+  util::BoundedProcessResult r = util::run_capture_bounded(program, argv, env, kDryRunTimeoutMs);
+  if (r.timed_out) r.exit_code = -1;
+  return r;
+}
+
+// How many times the driver ran: each run prints one COLLECT_GCC= line (a wrapper that runs it twice,
+// `gcc "$@"; exec gcc -DSECOND "$@"`, would be read as its first run).
+std::size_t driver_runs(const std::string& err) {
+  std::size_t n = err.starts_with("COLLECT_GCC=") ? 1 : 0;
+  for (std::size_t p = err.find("\nCOLLECT_GCC="); p != std::string::npos; p = err.find("\nCOLLECT_GCC=", p + 1)) ++n;
+  return n;
 }
 
 // The options around the marks in a COLLECT_GCC_OPTIONS list: (before, after), nullopt without both.
@@ -242,6 +261,7 @@ std::variant<Passthrough, ResolvedWrapper> probe(const core::Invocation& inv, co
                                              wrapped_run.err.substr(0, wrapped_run.err.find('\n'))};
   }
   const DryRunReading wrapped = read_dry_run_text(wrapped_run.err);
+  if (driver_runs(wrapped_run.err) > 1) return Passthrough{"wrapper-script", inv.compiler_path + " runs the driver twice"};
   std::optional<ResolvedWrapper> resolved;
   if (!wrapped.collect_gcc.empty()) {
     std::string driver = wrapped.collect_gcc;
@@ -250,9 +270,14 @@ std::variant<Passthrough, ResolvedWrapper> probe(const core::Invocation& inv, co
       if (std::find(chain.variables.begin(), chain.variables.end(), "PATH") != chain.variables.end()) {
         return Passthrough{"wrapper-script", inv.compiler_path + " sets PATH and runs " + driver};
       }
-      driver = util::find_executable(driver, util::env_get(inv.env, "PATH").value_or("")).value_or("");
+      driver = util::find_executable(driver, util::env_get(inv.env, "PATH").value_or(""), util::self_executable())
+                   .value_or("");
     }
     driver = util::absolute_path(driver, inv.cwd);
+    std::error_code ec;
+    if (std::filesystem::equivalent(driver, util::self_executable(), ec)) {
+      return Passthrough{"wrapper-script", inv.compiler_path + " runs kache itself"};
+    }
     if (!driver.empty() && !is_script(driver)) resolved = resolve_gcc(inv, wrapped, driver);
   } else {
     resolved = resolve_clang(inv, wrapped);
@@ -285,6 +310,10 @@ std::variant<Passthrough, ResolvedWrapper> resolve_wrapper(const core::Invocatio
     const std::size_t end = std::min(search_path.find(':', start), search_path.size());
     if (end == start || search_path[start] != '/') chain.unpinned = chain.unpinned.empty() ? "a relative PATH entry" : chain.unpinned;
     start = end + 1;
+  }
+  if (!chain.changes_environment.empty()) {
+    return Passthrough{"wrapper-environment", inv.compiler_path + " may change the driver's environment or working "
+                                                  "directory unseen (" + chain.changes_environment + ")"};
   }
   if (auto name = compiler_variable(chain, route)) {
     return Passthrough{"wrapper-environment", inv.compiler_path + " mentions " + *name +
