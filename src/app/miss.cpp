@@ -726,7 +726,13 @@ void Pipeline::add_expanded_roots(const std::vector<std::string>& closure, const
       rooted.root = -1;
       for (std::size_t r = 0; r < job_.roots.roots().size(); ++r) {
         const auto& candidate = job_.roots.roots()[r];
-        if ((candidate.name == "/kache/build" || candidate.name == "/kache/out") &&
+        // Only a directory strictly below the map's old path leaves its own name in what remains (an
+        // in-source build's directory is the old path: src/k.cu reads the same in every checkout).
+        const bool below_old = std::any_of(job_.macro_map_olds.begin(), job_.macro_map_olds.end(), [&](const auto& old) {
+          return util::path_starts_with(candidate.path, util::lexically_normal(old)) &&
+                 candidate.path != util::lexically_normal(old);
+        });
+        if ((candidate.name == "/kache/build" || candidate.name == "/kache/out") && below_old &&
             util::path_starts_with(normal, candidate.path)) {
           rooted.root = static_cast<int>(r);
           break;
