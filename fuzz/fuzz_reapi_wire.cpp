@@ -1,12 +1,12 @@
-// Fuzzes what kache reads back from kache-reapi (storage/reapi/wire.hpp): arbitrary bytes as a reply to
+// Fuzzes what kache reads back from kache-reapi (remote_exec/wire.hpp): arbitrary bytes as a reply to
 // `execute` and to `capabilities`, and as a request. Properties: decoding never throws, and what decodes
 // encodes to bytes that decode to the same fields.
 #include <string>
 
 #include "fuzz_check.hpp"
-#include "storage/reapi/wire.hpp"
+#include "remote_exec/wire.hpp"
 
-using namespace kache::storage::reapi;
+using namespace kache::remote_exec;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes = kache::fuzz::as_view(data, size);

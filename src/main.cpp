@@ -1,14 +1,14 @@
 // kache: a compiler cache for nvcc, gcc/clang and hipcc (clang's HIP offload). `kache nvcc ARGS...`,
 // `kache /path/to/g++ ARGS...`, a symlink named like the compiler (nvcc, g++, hipcc...) pointing at kache,
 // or kache's own options (`kache --show-stats`).
-// main only dispatches: kache's own words to the CLI (app/cli.hpp), a compile to the front (app/front.hpp).
+// main only dispatches: kache's own words to the CLI (commands/cli.hpp), a compile to the front (engine/front.hpp).
 #include <malloc.h>
 
 #include <string>
 #include <string_view>
 
-#include "app/cli.hpp"
-#include "app/front.hpp"
+#include "commands/cli.hpp"
+#include "engine/front.hpp"
 #include "compiler/gcc/flag_table.hpp"
 #include "manual.hpp"
 
@@ -20,12 +20,12 @@ int main(int argc, char** argv) {
   // exit returns everything at once.
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  if (app::named_kache(argc > 0 ? argv[0] : "kache")) {
+  if (engine::named_kache(argc > 0 ? argv[0] : "kache")) {
     // Hidden: what the gcc/clang flag table makes of each argument (test_flag_table_coverage.py).
     if (argc >= 2 && std::string_view(argv[1]) == "--classify-gcc-flags")
       return compiler::gcc::print_flag_classes(argc - 2, argv + 2);
     if (argc == 2 && is_manual_table_option(argv[1])) return print_manual_table(argv[1]);
-    if (app::is_kache_invocation(argc, argv)) return app::run_cli(argc, argv);
+    if (commands::is_kache_invocation(argc, argv)) return commands::run_cli(argc, argv);
   }
-  return app::run_front(argc, argv);
+  return engine::run_front(argc, argv);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The rows `kache doctor` prints: one fact each, ok, warn or fail, with (for warn and fail) one sentence
 // saying what is wrong and what to change. Every room that knows facts supplies its own rows (the
-// adapters in compiler/, the stores in storage/); app/doctor.cpp adds the cache's and the
+// adapters in compiler/, the stores in storage/); commands/doctor.cpp adds the cache's and the
 // configuration's and prints them.
 #include <string>
 #include <utility>

@@ -13,7 +13,7 @@ namespace kache::core {
 // __BASE_FILE__, __builtin_FILE(), std::source_location, #line. The expansion's bytes may vanish from
 // the object (sizeof(__FILE__), a constexpr hash, a length folded into code), so the object scan
 // cannot see it; the entry is keyed by the roots of the files whose names may have been expanded
-// (app/miss.cpp add_expanded_roots says which, and why the toolchain's own headers are not scanned).
+// (engine/miss.cpp add_expanded_roots says which, and why the toolchain's own headers are not scanned).
 // Matched in comments and strings too, and on the text as the compiler splices its lines: a false
 // match only costs sharing. __FILE_NAME__ and __builtin_FILE_NAME() are not matched: they expand to
 // the file's base name, which the key holds (every closure file is keyed by its path below its root).

@@ -1,5 +1,5 @@
 #pragma once
-// A step's value, or the reason it has none. The steps of a miss (app/miss.cpp) return these, so
+// A step's value, or the reason it has none. The steps of a miss (engine/miss.cpp) return these, so
 // the caller reads as a list of steps and every way out names a row of the reason table
 // (core/reasons.hpp) with the detail a log needs. The one result type (util/result.hpp) with a Failure.
 #include <string>

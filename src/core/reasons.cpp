@@ -12,7 +12,7 @@ using C = ReasonCategory;
 // stands alone: it is printed by `kache --reasons` and appended to the log line that counts it.
 constexpr Reason kReasons[] = {
     // ---- passthrough: the command ran unchanged ---------------------------------------------------
-    // kache itself (app/pipeline.cpp)
+    // kache itself (engine/pipeline.cpp)
     {C::Passthrough, "disabled", "Caching is switched off (KACHE_DISABLE or cache.disable)."},
     {C::Passthrough, "cache-dir-refused",
      "cache.dir (or KACHE_DIR) is not usable (a relative path): every compile runs uncached until it is fixed."},
@@ -175,7 +175,7 @@ constexpr Reason kReasons[] = {
     {C::NotStored, "timestamp", "__TIMESTAMP__ is used: it expands to a file time, which no key covers."},
     {C::NotStored, "pragma-dependency",
      "#pragma GCC dependency compares another file's time with the source's, an input no dependency list names."},
-    // Hidden inputs found by the tools (app/pipeline.cpp)
+    // Hidden inputs found by the tools (engine/pipeline.cpp)
     {C::NotStored, "assembler-inputs",
      "The assembler may have read files of its own (.incbin/.include in a .S file or inline asm) that kache could "
      "not list (clang's integrated assembler writes no dependency list, or the list was not written)."},

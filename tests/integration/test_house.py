@@ -54,7 +54,7 @@ class FunctionSizes(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
 
     def test_run_doctor_is_measured(self):
-        r = self.sizes("-n", "100000", os.path.join(SOURCE_DIR, "src", "app", "doctor.cpp"))
+        r = self.sizes("-n", "100000", os.path.join(SOURCE_DIR, "src", "commands", "doctor.cpp"))
         self.assertRegex(r.stdout, r"\brun_doctor\b")
 
 
@@ -133,7 +133,7 @@ def opening_comment(path):
 class Rooms(unittest.TestCase):
     def test_app_reads_no_dry_run_of_its_own(self):
         # nvcc's dry run has one reader, compiler/nvcc/toolchain.hpp's: doctor used to keep a second
-        # (read_dry_run in app/doctor.cpp, a namesake) with its own idea of the lines.
+        # (read_dry_run in commands/doctor.cpp, a namesake) with its own idea of the lines.
         for path in sorted(pathlib.Path(SOURCE_DIR, "src", "app").glob("*.[ch]pp")):
             text = path.read_text()
             self.assertNotIn('"#$ "', text, f"{path.name} reads nvcc's dry-run lines itself")

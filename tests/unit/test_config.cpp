@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "app/cli.hpp"
+#include "commands/cli.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 
@@ -374,7 +374,7 @@ TEST(ConfigCli, RecognisesKacheInvocations) {
     words.insert(words.begin(), "kache");
     std::vector<char*> argv;
     for (auto& w : words) argv.push_back(w.data());
-    return kache::app::is_kache_invocation(static_cast<int>(argv.size()), argv.data());
+    return kache::commands::is_kache_invocation(static_cast<int>(argv.size()), argv.data());
   };
   for (const auto& words : std::vector<std::vector<std::string>>{{"-s"},
                                                                  {"--show-stats"},

@@ -2,7 +2,7 @@
 // exception specification of crt/math_functions.h's cospi, on the shapes real toolkits ship.
 #include <gtest/gtest.h>
 
-#include "app/cli.hpp"
+#include "commands/cli.hpp"
 #include "compiler/nvcc/doctor.hpp"
 
 namespace {
@@ -60,7 +60,7 @@ TEST(DoctorCli, SubcommandsAreKacheOptions) {
   auto is_kache = [](std::string word) {
     std::string self = "kache";
     char* argv[] = {self.data(), word.data()};
-    return kache::app::is_kache_invocation(2, argv);
+    return kache::commands::is_kache_invocation(2, argv);
   };
   EXPECT_TRUE(is_kache("doctor"));
   EXPECT_TRUE(is_kache("explain"));

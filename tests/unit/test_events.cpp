@@ -1,4 +1,4 @@
-// Unit tests for the event log (core/events.hpp) and the report model built on it (app/report.hpp).
+// Unit tests for the event log (core/events.hpp) and the report model built on it (commands/report.hpp).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "app/report.hpp"
+#include "commands/report.hpp"
 #include "core/events.hpp"
 #include "core/reasons.hpp"
 #include "util/fs.hpp"
@@ -193,7 +193,7 @@ TEST(MissCauses, EveryNamedCauseIsARowWithASentence) {
 }  // namespace
 }  // namespace kache::core
 
-namespace kache::app::report {
+namespace kache::commands::report {
 namespace {
 
 using core::CompileEvent;
@@ -246,4 +246,4 @@ TEST(ReportModel, DirectModeOffIsAMisconfigurationRow) {
 }
 
 }  // namespace
-}  // namespace kache::app::report
+}  // namespace kache::commands::report

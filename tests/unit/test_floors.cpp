@@ -1,6 +1,7 @@
-// The floors of src/ (ARCHITECTURE.md): util <- core <- compiler, storage <- app <- main.cpp/manual.cpp.
-// A file includes its own folder and the floors below its own, never one above or beside it: compiler
-// and storage share a floor and do not include each other. Every #include "folder/..." under src/ is
+// The floors of src/ (ARCHITECTURE.md): util <- core <- compiler, storage, remote_exec <- engine <- commands
+// <- main.cpp/manual.cpp. A file includes its own folder and the floors below its own, never one above or
+// beside it: compiler, storage and remote_exec share a floor and do not include each other, and the engine
+// never includes a command. Every #include "folder/..." under src/ is
 // read, so an include that climbs fails here, whoever adds it.
 #include <gtest/gtest.h>
 
@@ -20,9 +21,9 @@ namespace {
 
 // The floor of each folder of src/; the files at src/ itself (main.cpp, manual.cpp) are the top floor.
 const std::map<std::string, int> kFloors = {
-    {"util", 0}, {"core", 1}, {"compiler", 2}, {"storage", 2}, {"app", 3},
+    {"util", 0}, {"core", 1}, {"compiler", 2}, {"storage", 2}, {"remote_exec", 2}, {"engine", 3}, {"commands", 4},
 };
-constexpr int kTopFloor = 4;
+constexpr int kTopFloor = 5;
 
 // "file:line: text" for every include under root that names a folder other than its own on a floor
 // not below its own, and for every file in a folder that has no floor.
@@ -66,7 +67,7 @@ TEST(Floors, NoIncludeInSrcClimbs) {
   const auto found = climbing_includes(fs::path(KACHE_SOURCE_DIR) / "src");
   std::string all;
   for (const auto& f : found) all += "\n  " + f;
-  EXPECT_TRUE(found.empty()) << "includes that climb a floor (util <- core <- compiler, storage <- app <- main):"
+  EXPECT_TRUE(found.empty()) << "includes that climb a floor (util <- core <- compiler, storage, remote_exec <- engine <- commands <- main):"
                              << all;
 }
 
@@ -78,9 +79,12 @@ TEST(Floors, PlantedClimbingIncludesAreFound) {
   write(root / "util/a.hpp", "#include \"util/b.hpp\"\n");                                         // its own folder
   write(root / "core/a.cpp", "#include \"util/a.hpp\"\n#include \"storage/remote/x.hpp\"\n");      // up
   write(root / "compiler/nvcc/a.cpp", "#include \"core/a.hpp\"\n  #include \"storage/s.hpp\"\n");  // beside
-  write(root / "storage/a.cpp", "#include \"app/pipeline.hpp\"\n");                                // up
-  write(root / "app/a.cpp", "#include \"compiler/a.hpp\"\n#include \"storage/a.hpp\"\n#include \"manual.hpp\"\n");
-  write(root / "main.cpp", "#include \"app/a.hpp\"\n#include \"util/a.hpp\"\n#include \"manual.hpp\"\n");
+  write(root / "storage/a.cpp", "#include \"engine/pipeline.hpp\"\n");                                // up
+  write(root / "engine/a.cpp", "#include \"compiler/a.hpp\"\n#include \"storage/a.hpp\"\n#include \"manual.hpp\"\n");
+  write(root / "engine/b.cpp", "#include \"commands/cli.hpp\"\n");                                  // up
+  write(root / "remote_exec/a.cpp", "#include \"storage/storage.hpp\"\n");                          // beside
+  write(root / "commands/a.cpp", "#include \"engine/a.hpp\"\n#include \"remote_exec/a.hpp\"\n");
+  write(root / "main.cpp", "#include \"commands/a.hpp\"\n#include \"engine/a.hpp\"\n#include \"util/a.hpp\"\n");
   write(root / "attic/a.cpp", "#include \"util/a.hpp\"\n");  // a folder with no floor
   auto found = climbing_includes(root);
   std::sort(found.begin(), found.end());
@@ -89,6 +93,8 @@ TEST(Floors, PlantedClimbingIncludesAreFound) {
                        "attic/a.cpp: the folder attic has no floor",
                        "compiler/nvcc/a.cpp:2:   #include \"storage/s.hpp\"",
                        "core/a.cpp:2: #include \"storage/remote/x.hpp\"",
-                       "storage/a.cpp:1: #include \"app/pipeline.hpp\"",
+                       "engine/b.cpp:1: #include \"commands/cli.hpp\"",
+                       "remote_exec/a.cpp:1: #include \"storage/storage.hpp\"",
+                       "storage/a.cpp:1: #include \"engine/pipeline.hpp\"",
                    }));
 }

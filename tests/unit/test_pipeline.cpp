@@ -1,4 +1,4 @@
-// The pipeline (app/pipeline_steps.hpp) on its own: storage in memory (a PipelineStore) and an adapter
+// The pipeline (engine/pipeline_steps.hpp) on its own: storage in memory (a PipelineStore) and an adapter
 // whose "compile" copies the source to the object with /bin/sh, so the hot path's decisions are tested
 // in milliseconds without a compiler: hit, miss, a corrupt value, a store or remote that fails, an
 // input that changes, and each family of passthrough the pipeline itself decides.
@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "app/pipeline_steps.hpp"
-#include "app/pipeline_store.hpp"
+#include "engine/pipeline_steps.hpp"
+#include "engine/pipeline_store.hpp"
 #include "core/stats.hpp"
 #include "storage/layered.hpp"
 #include "storage/local/local_storage.hpp"
@@ -25,7 +25,7 @@
 #include "util/fs.hpp"
 #include "util/process.hpp"
 
-namespace kache::app {
+namespace kache::engine {
 namespace {
 using namespace kache::core;
 
@@ -353,4 +353,4 @@ TEST_F(PipelineTest, DestinationThroughALinkPassesThrough) {
 }
 
 }  // namespace
-}  // namespace kache::app
+}  // namespace kache::engine

@@ -1,11 +1,11 @@
-// What kache and kache-reapi say to each other (storage/reapi/wire.hpp): every field survives the trip,
+// What kache and kache-reapi say to each other (remote_exec/wire.hpp): every field survives the trip,
 // file bytes with NULs included, the bearer token never travels, and bytes that are not a reply are
 // refused (kache then runs the stage here) rather than read.
 #include <gtest/gtest.h>
 
-#include "storage/reapi/wire.hpp"
+#include "remote_exec/wire.hpp"
 
-using namespace kache::storage::reapi;
+using namespace kache::remote_exec;
 
 TEST(ReapiWire, ARequestKeepsEveryFieldButTheToken) {
   ServerSettings s{"grpc://127.0.0.1:1", "main", "/ca.pem", "secret-token", 42};

@@ -1,0 +1,85 @@
+#pragma once
+// `kache report`: what a build got from the cache (issue 32), from the event log (core/events.hpp).
+//
+// One model, five renderers: text for a terminal (report_text.cpp), JSON for tools and Markdown for
+// $GITHUB_STEP_SUMMARY (report_json.cpp), one self-contained HTML file with inline SVG charts
+// (report_html.cpp) and Chrome trace-event JSON for Perfetto or chrome://tracing (report_trace.cpp).
+// Counts are honest: one compile is one compile; nvcc's stages and remote reads are reported beside,
+// never as extra hits. The totals are the sums of the events' counts, so they equal the deltas of
+// `kache -s` over the same compiles.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/events.hpp"
+
+namespace kache::commands::report {
+
+inline constexpr const char* kSchema = "kache-report-1";
+
+// Which compiles a report covers.
+struct Selection {
+  std::string build;         // a build id: only its events
+  std::int64_t since_ms = 0;  // only events from then on
+  std::string description;   // in words, for the report's title
+};
+
+// Compiles of one language or one tool.
+struct Group {
+  std::string name;
+  std::uint64_t compiles = 0, hits = 0, misses = 0, passthrough = 0, other = 0;
+};
+
+// Misses of one cause (core/reasons.hpp MissCause), with a few of the sources and details.
+struct CauseRow {
+  std::string name, sentence, fix;
+  bool misconfiguration = false;
+  std::uint64_t count = 0;
+  std::vector<std::string> examples;  // "src/a.c (-DBUILD_TIME)"
+};
+
+struct StageRow {
+  std::string kind;  // "ptx" (cicc), "cubin" (ptxas)
+  std::uint64_t reused = 0, ran = 0, ms_saved = 0;
+};
+
+struct Model {
+  Selection selection;
+  std::vector<core::CompileEvent> events;  // oldest first
+  std::int64_t start_ms = 0, end_ms = 0;   // the first start, the last end
+  std::uint64_t compiles = 0, hits = 0, misses = 0, passthrough = 0, errors = 0, compile_failed = 0;
+  std::map<std::string, std::uint64_t> counts;  // every event's counts summed: kache -s's deltas
+  std::vector<Group> by_language, by_tool;
+  double saved_s = 0;      // hits: the stored miss's cost less the hit's own time
+  double miss_s = 0;       // misses: their wall time (the compiler's and kache's)
+  double hit_s = 0;        // hits: their wall time (what the cache cost them)
+  double other_s = 0;      // passthroughs, errors, failed compiles: kache's part before the compiler
+  std::uint32_t max_parallel = 0;        // the most compiles running at once
+  std::vector<std::uint32_t> lanes;      // per event: a row of the timeline no other compile overlaps in
+  std::vector<std::size_t> slowest_misses;  // indexes into events, slowest first (at most 10)
+  std::vector<std::pair<std::string, std::uint64_t>> reasons;  // passthrough./error./not_stored., most first
+  std::vector<CauseRow> causes;            // misconfigurations first, then by count
+  std::vector<StageRow> stages;
+  std::map<std::string, std::uint64_t> remote;  // remote_* counters summed
+};
+
+Model build_model(std::vector<core::CompileEvent> events, Selection selection);
+double hit_rate(const Model& m);  // percent of hits and misses; 0 without either
+// "12.3 s", "450 ms"
+std::string seconds_text(double s);
+
+std::string render_text(const Model& m);
+std::string render_json(const Model& m);
+std::string render_markdown(const Model& m);
+std::string render_html(const Model& m);
+std::string render_trace(const Model& m);
+
+// The misconfigurations among recent events (the last `window` compiles), for `kache doctor`: a cause
+// and its count, worst first.
+std::vector<CauseRow> recent_misconfigurations(const std::string& cache_dir, std::size_t window);
+
+// The `kache report` command; args are the words after "report". Returns the exit status.
+int run(const std::vector<std::string>& args);
+
+}  // namespace kache::commands::report

@@ -1,0 +1,153 @@
+// `kache report --json` (for tools) and `--markdown` (tables for $GITHUB_STEP_SUMMARY and CI comments).
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "commands/report.hpp"
+
+namespace kache::commands::report {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json groups_json(const std::vector<Group>& groups) {
+  json out = json::array();
+  for (const auto& g : groups) {
+    out.push_back({{"name", g.name}, {"compiles", g.compiles}, {"hits", g.hits}, {"misses", g.misses},
+                   {"passthrough", g.passthrough}, {"other", g.other}});
+  }
+  return out;
+}
+
+json compiles_json(const Model& m) {
+  json out = json::array();
+  for (const auto& e : m.events) {
+    json j = {{"time_ms", e.time_ms}, {"build", e.build},     {"tool", e.tool},      {"language", e.language},
+              {"source", e.source},   {"outcome", e.outcome}, {"wall_us", e.wall_us}, {"cpu_us", e.cpu_us}};
+    if (!e.reason.empty()) j["reason"] = e.reason;
+    if (!e.cause.empty()) j["cause"] = e.cause;
+    if (!e.cause_detail.empty()) j["cause_detail"] = e.cause_detail;
+    if (e.miss_cost_ms > 0) j["miss_cost_ms"] = e.miss_cost_ms;
+    if (!e.stages.empty()) j["stages"] = e.stages;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+json causes_json(const Model& m) {
+  json out = json::array();
+  for (const auto& c : m.causes) {
+    out.push_back({{"cause", c.name}, {"misconfiguration", c.misconfiguration}, {"count", c.count},
+                   {"sentence", c.sentence}, {"fix", c.fix}, {"examples", c.examples}});
+  }
+  return out;
+}
+
+std::string escape_cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+void markdown_groups(std::string& out, const char* title, const std::vector<Group>& groups) {
+  out += fmt::format("\n### {}\n\n| {} | Compiles | Hits | Misses | Passthrough | Other |\n|---|---:|---:|---:|---:|---:|\n",
+                     title, title == std::string("By language") ? "Language" : "Compiler");
+  for (const auto& g : groups) {
+    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", escape_cell(g.name), g.compiles, g.hits, g.misses,
+                       g.passthrough, g.other);
+  }
+}
+
+void markdown_details(std::string& out, const Model& m) {
+  if (!m.causes.empty()) {
+    out += "\n### Why compiles missed\n\n| Cause | Misses | Misconfiguration | What happened | Fix |\n|---|---:|---|---|---|\n";
+    for (const auto& c : m.causes) {
+      out += fmt::format("| `{}` | {} | {} | {} | {} |\n", c.name, c.count, c.misconfiguration ? "yes" : "no",
+                         escape_cell(c.sentence), escape_cell(c.fix));
+    }
+  }
+  if (!m.slowest_misses.empty()) {
+    out += "\n### Slowest misses\n\n| Source | Compiler | Time |\n|---|---|---:|\n";
+    for (const std::size_t i : m.slowest_misses) {
+      const auto& e = m.events[i];
+      out += fmt::format("| `{}` | {} | {} |\n", escape_cell(e.source), e.tool,
+                         seconds_text(static_cast<double>(e.wall_us) / 1e6));
+    }
+  }
+  if (!m.reasons.empty()) {
+    out += "\n### Reasons\n\n| Reason | Count |\n|---|---:|\n";
+    for (const auto& [name, n] : m.reasons) out += fmt::format("| `{}` | {} |\n", name, n);
+  }
+  if (!m.stages.empty()) {
+    out += "\n### nvcc stages\n\n| Stage | Reused | Run | Saved |\n|---|---:|---:|---:|\n";
+    for (const auto& s : m.stages) {
+      out += fmt::format("| {} | {} | {} | {} |\n", s.kind, s.reused, s.ran,
+                         seconds_text(static_cast<double>(s.ms_saved) / 1e3));
+    }
+  }
+}
+
+}  // namespace
+
+std::string render_json(const Model& m) {
+  json out;
+  out["schema"] = kSchema;
+  out["selection"] = {{"description", m.selection.description}, {"build", m.selection.build},
+                      {"since_ms", m.selection.since_ms}};
+  out["start_ms"] = m.start_ms;
+  out["end_ms"] = m.end_ms;
+  out["compiles"] = m.compiles;
+  out["hits"] = m.hits;
+  // Of hits: compiles without a direct-mode record (a computed #include), found by their preprocessed output.
+  const auto pre = m.counts.find("preprocessed_hits");
+  out["preprocessed_hits"] = pre == m.counts.end() ? 0 : pre->second;
+  out["misses"] = m.misses;
+  out["passthrough"] = m.passthrough;
+  out["errors"] = m.errors;
+  out["compile_failed"] = m.compile_failed;
+  out["hit_rate"] = hit_rate(m);
+  out["time"] = {{"saved_s", m.saved_s}, {"misses_s", m.miss_s}, {"hits_s", m.hit_s}, {"other_s", m.other_s}};
+  out["max_parallel"] = m.max_parallel;
+  // The stats increments of these compiles, summed: the same names and values as kache -s's deltas.
+  out["counts"] = m.counts;
+  out["by_language"] = groups_json(m.by_language);
+  out["by_compiler"] = groups_json(m.by_tool);
+  out["causes"] = causes_json(m);
+  out["reasons"] = json::object();
+  for (const auto& [name, n] : m.reasons) out["reasons"][name] = n;
+  out["stages"] = json::array();
+  for (const auto& s : m.stages) {
+    out["stages"].push_back({{"kind", s.kind}, {"reused", s.reused}, {"run", s.ran}, {"ms_saved", s.ms_saved}});
+  }
+  out["remote"] = m.remote;
+  out["slowest_misses"] = json::array();
+  for (const std::size_t i : m.slowest_misses) out["slowest_misses"].push_back(i);
+  out["compile_events"] = compiles_json(m);
+  return out.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+std::string render_markdown(const Model& m) {
+  std::string out = fmt::format("## kache report: {}\n\n", escape_cell(m.selection.description));
+  if (m.compiles == 0) return out + "No compiles were recorded for this selection.\n";
+  out += "| Compiles | Hits | Misses | Passthrough | Errors | Failed | Hit rate | Time saved | Spent on misses |\n";
+  out += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} % | {} | {} |\n", m.compiles, m.hits, m.misses,
+                     m.passthrough, m.errors, m.compile_failed, hit_rate(m), seconds_text(m.saved_s),
+                     seconds_text(m.miss_s));
+  if (!m.causes.empty() && m.causes.front().misconfiguration) {
+    out += fmt::format("\n**Top cause of misses: `{}`** ({} misses). {} Fix: {}\n", m.causes.front().name,
+                       m.causes.front().count, escape_cell(m.causes.front().sentence),
+                       escape_cell(m.causes.front().fix));
+  }
+  markdown_groups(out, "By language", m.by_language);
+  markdown_groups(out, "By compiler", m.by_tool);
+  markdown_details(out, m);
+  return out;
+}
+
+}  // namespace kache::commands::report

@@ -1,0 +1,157 @@
+#include "commands/worker.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <variant>
+#include <fmt/format.h>
+
+#include "compiler/gcc/toolchain.hpp"
+#include "compiler/nvcc/toolchain.hpp"
+#include "engine/remote_exec.hpp"
+#include "remote_exec/wire.hpp"
+#include "util/fs.hpp"
+#include "util/process.hpp"
+
+namespace kache::commands {
+
+namespace reapi = kache::remote_exec;
+
+namespace {
+
+// Runs /bin/true on a worker pinned to this nvcc's toolchain; a nonce keeps the ActionCache out of it.
+RemoteCheck worker_probe(reapi::Client& client, const std::string& nvcc_path) {
+  std::string id;
+  try {
+    id = compiler::nvcc::probe_toolchain(nvcc_path, util::current_environment(), std::nullopt, "").id;
+  } catch (const std::exception& e) {
+    return {"worker", "not asked", fmt::format("{} cannot be probed: {}.", nvcc_path, e.what()), "", 1};
+  }
+  reapi::ActionSpec probe;
+  probe.arguments = {"/bin/true"};
+  probe.environment = {{"kache_doctor_probe", fmt::format("{}-{}", ::getpid(), std::time(nullptr))}};
+  probe.platform = {{"kache-toolchain", id}, {"OSFamily", "Linux"}};
+  auto done = client.execute(probe);
+  if (auto* f = std::get_if<reapi::Failure>(&done)) {
+    return {"worker", "none ran the probe",
+            fmt::format("no worker of this toolchain ({}) ran a probe action: {} ({}); stages run here.", id.substr(0, 12),
+                        f->reason, f->detail),
+            "start `kache worker --nvcc " + nvcc_path + "` against the server", 1};
+  }
+  const auto& o = std::get<reapi::ActionOutcome>(done);
+  return {"worker", fmt::format("{} (toolchain {})", o.worker.empty() ? "a worker" : o.worker, id.substr(0, 12)), "", "",
+          o.exit_code == 0 ? 0 : 1};
+}
+
+}  // namespace
+
+std::vector<RemoteCheck> check_remote_execution(const core::Config& config, const std::string& nvcc_path) {
+  std::vector<RemoteCheck> rows;
+  if (config.remote_execution_server.empty()) return rows;
+  reapi::ServerSettings settings = engine::remote_execution_settings(config);
+  settings.timeout_s = 30;
+  auto client = reapi::open_client(settings);
+  auto caps = client->capabilities();
+  if (auto* f = std::get_if<reapi::Failure>(&caps)) {
+    rows.push_back({"server", config.remote_execution_server,
+                    fmt::format("{} ({}): every stage runs here (remote_fallback.{}).", f->detail, f->reason, f->reason),
+                    "start the server, or correct remote_execution.server, or remove it", 2});
+    return rows;
+  }
+  const auto& c = std::get<reapi::Capabilities>(caps);
+  rows.push_back({"server", config.remote_execution_server + ": answers", "", "", 0});
+  const bool usable = c.execution_enabled && c.sha256;
+  rows.push_back({"capabilities", fmt::format("API {}..{}, execution {}, SHA-256 {}", c.api_low, c.api_high,
+                                              c.execution_enabled ? "on" : "off", c.sha256 ? "yes" : "no"),
+                  usable ? "" : "the server cannot execute SHA-256 actions: every stage runs here.",
+                  usable ? "" : "point remote_execution.server at a server with execution enabled", usable ? 0 : 2});
+  if (usable) rows.push_back(worker_probe(*client, nvcc_path));
+  return rows;
+}
+
+namespace {
+
+// The toolchain ids a worker serves: the given one, that of an nvcc (its host compiler included) and that
+// of a gcc/clang driver (whole compiles), as a compile through kache keys them. Empty after saying why
+// on stderr.
+std::vector<std::string> worker_toolchains(const std::string& given, const std::string& nvcc,
+                                           const std::string& compiler) {
+  std::vector<std::string> ids;
+  if (!given.empty()) ids.push_back(given);
+  const util::Environment env = util::current_environment();
+  for (const std::string* path : {&nvcc, &compiler}) {
+    if (path->empty()) continue;
+    try {
+      ids.push_back(path == &nvcc ? compiler::nvcc::probe_toolchain(nvcc, env, std::nullopt, "").id
+                                  : compiler::gcc::probe_toolchain(compiler, env, "").id);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "kache worker: {} cannot be probed: {}\n", *path, e.what());
+      return {};
+    }
+  }
+  if (ids.empty()) fmt::print(stderr, "kache worker: give --toolchain-id, --nvcc or --compiler\n");
+  return ids;
+}
+
+}  // namespace
+
+int run_worker_command(const std::vector<std::string>& args) {
+  CLI::App app{"kache worker: runs a Remote Execution server's actions (docs/remote-execution.md).", "kache worker"};
+  reapi::WorkerSettings s;
+  std::vector<std::string> properties;
+  std::string toolchain;
+  app.add_option("--server", s.server.url, "grpc://host:port or grpcs://host:port")->required();
+  app.add_option("--instance", s.server.instance, "The REAPI instance name");
+  app.add_option("--ca-file", s.server.ca_file, "A CA certificate for grpcs://");
+  std::string nvcc;
+  auto* id_option = app.add_option("--toolchain-id", toolchain, "The toolchain id this worker serves (kache-toolchain)");
+  app.add_option("--nvcc", nvcc, "Serve the toolchain id of this nvcc (and its host compiler)")->excludes(id_option);
+  std::string compiler;
+  app.add_option("--compiler", compiler, "Also serve the toolchain id of this gcc or clang (whole compiles)")
+      ->excludes(id_option);
+  app.add_option("--property", properties, "Another platform property NAME=VALUE this worker serves");
+  app.add_option("--work-dir", s.work_dir, "Where the private directories of actions go")->required();
+  app.add_option("--bot-id", s.bot_id, "This worker's name (default: host name and pid)");
+  app.add_option("--max-actions", s.max_actions, "Stop after this many actions (default: never)");
+  std::vector<std::string> argv = {"kache worker"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::reverse(argv.begin() + 1, argv.end());  // CLI11's vector form takes the arguments last first
+  argv.erase(argv.begin());
+  try {
+    app.parse(argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (const char* token = std::getenv("KACHE_REMOTE_EXECUTION_BEARER_TOKEN")) s.server.bearer_token = token;
+  const std::vector<std::string> toolchains = worker_toolchains(toolchain, nvcc, compiler);
+  if (toolchains.empty()) return 2;
+  for (const auto& id : toolchains) fmt::print("kache-worker: toolchain {}\n", id);
+  std::fflush(stdout);
+  if (s.bot_id.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    s.bot_id = fmt::format("{}-{}", host, ::getpid());
+  }
+  for (const auto& id : toolchains) s.properties.emplace_back("kache-toolchain", id);
+  s.properties.emplace_back("OSFamily", "Linux");
+  for (const auto& p : properties) {
+    const std::size_t eq = p.find('=');
+    if (eq == std::string::npos) {
+      fmt::print(stderr, "kache worker: --property {} is not NAME=VALUE\n", p);
+      return 2;
+    }
+    s.properties.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+  }
+  // The worker is kache-reapi (remote_exec/wire.hpp), the program that links gRPC: kache hands over.
+  const std::string helper = util::join_path(util::dirname(util::self_executable()), std::string(reapi::kHelperName));
+  util::exec_replace(helper, {helper, "worker", reapi::encode_worker_settings(s)}, util::current_environment());
+  fmt::print(stderr, "kache worker: {} cannot be run: {}\n", helper, std::strerror(errno));
+  return 2;
+}
+
+
+}  // namespace kache::commands
