@@ -6,6 +6,10 @@
     python3 scripts/function-sizes.py --max 80   fails (status 1) on any function under src/ longer than
                                                  80 lines, the declarative tables (TABLES) excepted;
                                                  tests/integration/test_house.py runs it in CI
+    python3 scripts/function-sizes.py --max 80 --warn 60
+                                                 the same, and prints (without failing) the functions
+                                                 longer than 60 lines: the next to split, listed before
+                                                 the bound bites
 
 A function's size is its lines from the signature's first line to the closing brace, blanks and
 comments included (what clang-tidy's readability-function-size calls LineThreshold, plus the
@@ -119,6 +123,8 @@ def main():
     ap.add_argument("-n", type=int, default=15, help="how many to list")
     ap.add_argument("--max", type=int, help="list only the functions longer than MAX lines (tables excepted); "
                     "exit status 1 when there is one")
+    ap.add_argument("--warn", type=int, help="with --max: also list, without failing, the functions longer than "
+                    "WARN lines (tables excepted)")
     ap.add_argument("paths", nargs="*", help="files or directories (default: src/)")
     args = ap.parse_args()
     root = pathlib.Path(__file__).resolve().parent.parent
@@ -133,10 +139,14 @@ def main():
             rows.append((size, f"{rel}:{start}-{end}", name))
     rows.sort(key=lambda r: (-r[0], r[1]))
     if args.max is not None:
-        rows = [r for r in rows if r[0] > args.max and (r[1].split(":")[0], r[2]) not in TABLES]
-        for size, where, name in rows:
+        measured = [r for r in rows if (r[1].split(":")[0], r[2]) not in TABLES]
+        over = [r for r in measured if r[0] > args.max]
+        for size, where, name in over:
             print(f"{size:5d}  {name}  {where}: longer than {args.max} lines")
-        return 1 if rows else 0
+        if args.warn is not None:
+            for size, where, name in (r for r in measured if args.warn < r[0] <= args.max):
+                print(f"{size:5d}  {name}  {where}: longer than {args.warn} lines, the next to split")
+        return 1 if over else 0
     for size, where, name in rows[:args.n]:
         print(f"{size:5d}  {name}  {where}")
 
