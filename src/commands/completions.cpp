@@ -42,7 +42,7 @@ std::string bash_value_patterns(bool files) {
     }
   }
   std::string text;
-  for (const auto& pattern : patterns) text += (text.empty() ? "" : " | ") + pattern;
+  for (const auto& pattern : patterns) text += (text.empty() ? "" : " |\\\n    ") + pattern;
   return text;
 }
 

@@ -172,11 +172,13 @@ std::string usage_line(std::string_view command, std::size_t width) {
 }
 
 std::string options_help(std::string_view command) {
-  // CLI11's layout: the names from column 2, the sentence from column 30 (or one space after a long name).
+  // CLI11's layout: the names from column 2, the sentence from column 30 (on a line of its own after a
+  // name that reaches it).
   std::string text = "Options:\n";
   for (const OptionRow* row : rows_of(command)) {
     const std::string left = left_column(*row);
-    text += fmt::format("  {:<28}{}\n", left.size() < 28 ? left : left + " ", row->help);
+    text += left.size() < 28 ? fmt::format("  {:<28}{}\n", left, row->help)
+                             : fmt::format("  {}\n{:30}{}\n", left, "", row->help);
   }
   return text;
 }

@@ -23,7 +23,9 @@ TEST(OptionTable, SpellingsAreOptionsAndUniquePerCommand) {
           << "kache " << row.command << " has two rows spelled " << name;
     }
     // A value a shell completes as a path is a value: a flag has nothing to complete.
-    if (row.value.empty()) EXPECT_EQ(row.completes, cmd::Completes::nothing) << row.spellings;
+    if (row.value.empty()) {
+      EXPECT_EQ(row.completes, cmd::Completes::nothing) << row.spellings;
+    }
   }
 }
 
