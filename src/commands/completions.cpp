@@ -137,13 +137,14 @@ std::string zsh_specs(std::string_view command) {
 std::string zsh_script() {
   std::string cases;
   for (const std::string_view command : kSubcommands)
-    cases += fmt::format("    {}) _arguments{} ;;\n", command, zsh_specs(command));
+    // The subcommand becomes the command word _arguments skips, as a compiler's name does for _normal.
+    cases += fmt::format("    {}) shift words; (( CURRENT-- )); _arguments{} ;;\n", command, zsh_specs(command));
   return fmt::format(
       "#compdef kache\n"
       "# zsh completion for kache, {}"
       "_kache() {{\n"
       "  if (( CURRENT == 2 )); then\n"
-      "    _alternatives \\\n"
+      "    _alternative \\\n"
       "      'options:kache option:({})' \\\n"
       "      'subcommands:subcommand:({})' \\\n"
       "      'compilers:compiler:({})'\n"

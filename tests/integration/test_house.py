@@ -6,12 +6,15 @@ subcommand and the compilers install.cmake links; and the opening comments of sr
 """
 import os
 import pathlib
+import pty
 import re
+import select
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from kachetest import KACHE, SOURCE_DIR
@@ -161,12 +164,54 @@ class Completions(unittest.TestCase):
                          set(options))
         blocks = dict(options, **{"-*": top})
         for name, want in blocks.items():
-            block = re.search(rf"\n    {re.escape(name)}\) _arguments (.*?) ;;", text, re.S).group(1)
+            block = re.search(rf"\n    {re.escape(name)}\) [^\n]*?_arguments (.*?) ;;", text, re.S).group(1)
             self.assertEqual(set(re.findall(r"'\*?(--?[\w-]*)\[", block)), want, name)
         if shutil.which("zsh"):
             r = subprocess.run(["zsh", "-n", os.path.join(SOURCE_DIR, "completions", "_kache")],
                                capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class ZshCompletion(unittest.TestCase):
+    """The zsh completion as zsh runs it, in an interactive zsh on a pseudo-terminal (skipped without
+    zsh): the subcommands' options are offered after the subcommand's name (the completion once handed
+    `doctor` to _arguments as an argument, which then offered nothing)."""
+
+    def typed(self, line, want):
+        """What an interactive zsh shows after `line` and a tab, read until `want` appears (or 30 s)."""
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execvpe("zsh", ["zsh", "-f", "-i"], dict(os.environ, TERM="dumb", PS1="> "))
+        setup = (f"fpath=({shlex.quote(os.path.join(SOURCE_DIR, 'completions'))} $fpath); autoload -Uz compinit; "
+                 "compinit -u -D; setopt autolist nolistambiguous; kache() {}; print READY\n")
+        os.write(fd, setup.encode())
+        text = self.read_until(fd, "READY\r\n")
+        os.write(fd, (line + "\t").encode())
+        text = self.read_until(fd, want)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(fd)
+        return text
+
+    def read_until(self, fd, want):
+        text, deadline = "", time.monotonic() + 30
+        while want not in text and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    text += os.read(fd, 65536).decode(errors="replace")
+                except OSError:
+                    break
+        return text
+
+    def setUp(self):
+        if not shutil.which("zsh"):
+            self.skipTest("no zsh")
+
+    def test_zsh_offers_a_subcommands_options_and_paths(self):
+        self.assertIn("--probe-timeout", self.typed("kache doctor --", "--probe-timeout"))
+        self.assertIn("--work-dir", self.typed("kache worker --wo", "--work-dir"))
+        self.assertIn("--show-config", self.typed("kache -s --show-c", "--show-config"))
+        self.assertIn("/usr/", self.typed("kache report --html /us", "/usr/"))
 
 
 def opening_comment(path):
