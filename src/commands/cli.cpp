@@ -68,7 +68,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-// Whether arg is one of kache's own options that takes a value ("-M", "--max-size"), or any of them.
+// Whether arg spells one of kache's own options (with taking_a_value, one that takes a value: -M, --max-size).
 bool is_option_of_kache(std::string_view arg, bool taking_a_value) {
   for (const OptionRow* row : rows_of("")) {
     if (taking_a_value && row->value.empty()) continue;

@@ -172,6 +172,27 @@ class Completions(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
 
 
+class ManualPage(unittest.TestCase):
+    def test_the_built_manual_page_lists_every_row_of_the_option_table(self):
+        # cmake/man.cmake makes its COMMANDS section from `kache --list-options`; OPTIONS is help2man's
+        # reading of `kache --help`. The page is built beside kache unless KACHE_MAN is off.
+        page = os.path.join(os.path.dirname(KACHE), "man", "kache.1")
+        if not os.path.exists(page) or not shutil.which("man"):
+            self.skipTest("no manual page built beside kache")
+        r = subprocess.run(["man", "-E", "ascii", "-l", page], capture_output=True, text=True,
+                           env=dict(os.environ, MANWIDTH="200", LC_ALL="C"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        commands = r.stdout.split("\nCOMMANDS\n", 1)[1]
+        rows = subprocess.run([KACHE, "--list-options"], capture_output=True, text=True, check=True).stdout
+        self.assertGreater(len(rows.splitlines()), 40)
+        for row in rows.splitlines():
+            command, spellings, value, _ = row.split("\t")
+            # A subcommand's rows stand under its own heading ("   kache doctor"), before the next one.
+            where = r.stdout if command == "" else commands.split(f"kache {command}\n", 1)[1].split("\n   kache ")[0]
+            for name in spellings.split(","):
+                self.assertRegex(where, rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"kache {command} {name}")
+
+
 class ZshCompletion(unittest.TestCase):
     """The zsh completion as zsh runs it, in an interactive zsh on a pseudo-terminal (skipped without
     zsh): the subcommands' options are offered after the subcommand's name (the completion once handed
