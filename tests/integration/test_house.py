@@ -2,7 +2,9 @@
 80 lines (the flag tables excepted), measured by scripts/function-sizes.py, which must see every
 function (C++ digit separators such as 20'000 once made it stop reading a file); the shell completions
 are what the option table generates and offer exactly the options each command's `--help` lists, every
-subcommand and the compilers install.cmake links; and the opening comments of src/ describe the tree as it is, as ARCHITECTURE.md does.
+subcommand and the compilers install.cmake links (in bash and, where it is installed, an interactive zsh);
+the manual page lists every row of the table; and the opening comments of src/ describe the tree as it
+is, as ARCHITECTURE.md does.
 """
 import os
 import pathlib
