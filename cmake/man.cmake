@@ -1,9 +1,9 @@
 # cmake -DKACHE=<kache> -DVERSION=<x.y.z> -DHELP2MAN=<help2man> -DSOURCE=man/kache.h2m -DOUT=<kache.1> -P cmake/man.cmake
 #
 # The manual page: help2man reads `kache --help` and `kache --version`; man/kache.h2m adds the prose;
-# the SETTINGS and COMPILER ENVIRONMENT sections are made here from the binary's own tables
-# (`kache --list-settings`, `kache --list-environment`), so no option, setting or variable can be
-# missing from the page.
+# the SETTINGS, COMPILER ENVIRONMENT and COMMANDS sections are made here from the binary's own tables
+# (`kache --list-settings`, `kache --list-environment`, `kache --list-options`), so no option, setting
+# or variable can be missing from the page.
 cmake_minimum_required(VERSION 3.25)
 
 function(kache_table option out_var)
@@ -60,6 +60,32 @@ foreach(row IN LISTS variables)
     set(note " (\\fInvcc\\fR)")
   endif()
   string(APPEND page ".TP\n\\fB${name}\\fR${note}\n${effect}\n")
+endforeach()
+
+# The subcommands' options, from the option table (`kache --list-options`: command, spellings, value,
+# help); kache's own options are help2man's OPTIONS, from `kache --help`, which prints the same rows.
+kache_table(--list-options options)
+string(APPEND page "[COMMANDS]\nEach command takes the options below (\\fBkache\\fR \\fIcommand\\fR \\fB\\-\\-help\\fR prints them).\n")
+set(command_shown "")
+foreach(row IN LISTS options)
+  string(REPLACE "\t" ";" fields "${row}")
+  list(GET fields 0 command)
+  list(GET fields 1 spellings)
+  list(GET fields 2 value)
+  list(GET fields 3 help)
+  if(command STREQUAL "")
+    continue()
+  endif()
+  if(NOT command STREQUAL command_shown)
+    string(APPEND page ".SS kache ${command}\n")
+    set(command_shown ${command})
+  endif()
+  string(REPLACE "," ", " spellings "${spellings}")
+  if(value STREQUAL "")
+    string(APPEND page ".TP\n\\fB${spellings}\\fR\n${help}\n")
+  else()
+    string(APPEND page ".TP\n\\fB${spellings}\\fR \\fI${value}\\fR\n${help}\n")
+  endif()
 endforeach()
 
 file(READ ${SOURCE} prose)

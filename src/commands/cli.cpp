@@ -23,6 +23,7 @@
 #include "commands/doctor.hpp"
 #include "commands/worker.hpp"
 #include "commands/explain.hpp"
+#include "commands/options.hpp"
 #include "commands/report.hpp"
 #include "core/build_features.hpp"
 #include "core/config.hpp"
@@ -41,38 +42,6 @@ namespace kache::commands {
 // app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
 using namespace kache::core;
 namespace {
-
-// Every option kache takes (the suggestions for a mistyped one come from here).
-constexpr std::string_view kOptionTokens[] = {
-    "-s",
-    "--show-stats",
-    "--json",
-    "-z",
-    "--zero-stats",
-    "-C",
-    "--clear",
-    "-M",
-    "--max-size",
-    "-p",
-    "--show-config",
-    "-V",
-    "--version",
-    "-h",
-    "--help",
-    "--reasons",
-    "-k",
-    "--get-config",
-    "-o",
-    "--set-config",
-    "-c",
-    "--cleanup",
-    "--evict-older-than",
-    "-x",
-    "--show-compression",
-    "-v",
-    "--verbose",
-    "--print-stats",
-};
 
 // ccache options kache has no counterpart for, with what to use instead.
 constexpr std::pair<std::string_view, std::string_view> kCcacheOnly[] = {
@@ -99,25 +68,57 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// Whether arg spells one of kache's own options (with taking_a_value, one that takes a value: -M, --max-size).
+bool is_option_of_kache(std::string_view arg, bool taking_a_value) {
+  for (const OptionRow* row : rows_of("")) {
+    if (taking_a_value && row->value.empty()) continue;
+    for (const std::string_view name : spellings_of(*row)) {
+      if (arg == name) return true;
+    }
+  }
+  return false;
+}
+
+// Whether arg is short flags given together, as ccache takes them: -sz, -vs.
+bool is_short_flag_group(std::string_view arg) {
+  if (arg.size() <= 2 || arg[0] != '-' || arg[1] == '-') return false;
+  for (const char letter : arg.substr(1)) {
+    const char flag[] = {'-', letter, '\0'};
+    if (!is_option_of_kache(flag, false) || is_option_of_kache(flag, true)) return false;
+  }
+  return true;
+}
+
 // The first argument kache does not know, or "" when every one is an option it takes (values skipped).
 std::string first_unknown_option(int argc, char** argv) {
-  static constexpr std::string_view kTakesValue[] = {"-M",           "--max-size",        "-k", "--get-config", "-o",
-                                                     "--set-config", "--evict-older-than", "-X", "--recompress"};
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     const std::string_view name = arg.substr(0, arg.find('='));
-    if (std::find(std::begin(kTakesValue), std::end(kTakesValue), name) != std::end(kTakesValue)) {
+    if (is_option_of_kache(name, true)) {
       if (name == arg) ++i;
       continue;
     }
-    if (std::find(std::begin(kOptionTokens), std::end(kOptionTokens), arg) != std::end(kOptionTokens)) continue;
-    // Short flags given together, as ccache takes them: -sz, -vs.
-    if (arg.size() > 2 && arg[0] == '-' && arg[1] != '-' &&
-        arg.substr(1).find_first_not_of("szCpcxvVh") == std::string_view::npos)
-      continue;
+    if (is_option_of_kache(arg, false) || is_short_flag_group(arg)) continue;
     return std::string(arg);
   }
   return {};
+}
+
+// The option of kache's nearest to name (at most two edits away), or "" when none is near.
+std::string_view nearest_option(std::string_view name) {
+  std::string_view best;
+  std::size_t best_distance = 3;  // further than two edits is no suggestion
+  for (const OptionRow* row : rows_of("")) {
+    for (const std::string_view option : spellings_of(*row)) {
+      // An abbreviation ("--evict-older") counts as one edit away from the option it starts.
+      const std::size_t d = name.size() >= 4 && option.starts_with(name) ? 1 : edit_distance(name, option);
+      if (d < best_distance && !(option.size() == 2 && name.size() > 4)) {
+        best_distance = d;
+        best = option;
+      }
+    }
+  }
+  return best;
 }
 
 // One sentence for an option kache does not take: what ccache's option is here, or the nearest of kache's.
@@ -126,16 +127,7 @@ std::string unknown_option_message(const std::string& arg) {
   for (const auto& [option, sentence] : kCcacheOnly) {
     if (name == option) return fmt::format("kache: {} is not an option of kache: {}.", option, sentence);
   }
-  std::string_view best;
-  std::size_t best_distance = 3;  // further than two edits is no suggestion
-  for (const std::string_view option : kOptionTokens) {
-    // An abbreviation ("--evict-older") counts as one edit away from the option it starts.
-    const std::size_t d = name.size() >= 4 && option.starts_with(name) ? 1 : edit_distance(name, option);
-    if (d < best_distance && !(option.size() == 2 && name.size() > 4)) {
-      best_distance = d;
-      best = option;
-    }
-  }
+  const std::string_view best = nearest_option(name);
   if (!arg.starts_with('-'))
     return fmt::format("kache: '{}' is neither a compiler kache knows how to run nor one of its commands.", arg);
   return best.empty()
@@ -655,10 +647,26 @@ bool looks_like_compile(int argc, char** argv) {
   return false;
 }
 
+namespace {
+
+bool is_subcommand(std::string_view word) {
+  return std::find(std::begin(kSubcommands), std::end(kSubcommands), word) != std::end(kSubcommands);
+}
+
+// Runs the subcommand `name` (one of kSubcommands) with the arguments after it.
+int run_subcommand(std::string_view name, const std::vector<std::string>& args) {
+  if (name == "worker") return run_worker_command(args);
+  if (name == "report") return report::run(args);
+  if (name == "doctor") return run_doctor(args);
+  return explain::run(args);
+}
+
+}  // namespace
+
 bool is_kache_invocation(int argc, char** argv) {
   if (argc < 2) return true;
   const std::string_view first = argv[1];
-  if (first == "doctor" || first == "explain" || first == "report" || first == "worker") return true;
+  if (is_subcommand(first)) return true;
   if (!first.starts_with('-')) return false;  // a compiler's name or path
   return !looks_like_compile(argc, argv);
 }
@@ -673,32 +681,49 @@ struct CliRequest {
   std::vector<std::string> assignments;
 };
 
+// kache's own rows of the option table (commands/options.cpp), each bound to its field of r.
 void add_options(CLI::App& app, CliRequest& r) {
-  app.add_flag("-s,--show-stats", r.show, "Print statistics and the cache size");
-  app.add_flag("--json", r.json, "With --show-stats: print the statistics as JSON");
-  app.add_flag("-z,--zero-stats", r.zero, "Reset the statistics to zero");
-  app.add_flag("-C,--clear", r.clear, "Remove every cache entry (statistics and configuration are kept)");
-  r.max_size_option =
-      app.add_option("-M,--max-size", r.max_size, "Set cache.max_size in the config file (e.g. 10G) and trim the cache")
-          ->type_name("SIZE");
-  app.add_flag("-p,--show-config", r.show_config, "Print every setting, its value and where it came from");
-  app.add_option("-k,--get-config", r.get_key, "Print the value of one setting (e.g. cache.max_size)")
-      ->type_name("KEY");
-  app.add_option("-o,--set-config", r.assignments,
-                 "Set KEY=VALUE in the config file in effect (that one line; comments and order kept)")
-      ->type_name("KEY=VALUE");
-  app.add_flag("-c,--cleanup", r.cleanup, "Evict least recently used entries down to the size limit now");
-  app.add_option("--evict-older-than", r.evict_age, "Remove entries not used for AGE (e.g. 3d, 12h, 600s)")
-      ->type_name("AGE");
-  app.add_option("-X,--recompress", r.recompress_level,
-                 "Rewrite every entry with zstd at LEVEL (1..19; 0: uncompressed); new entries follow "
-                 "cache.compression_level")
-      ->type_name("LEVEL");
-  app.add_flag("-x,--show-compression", r.compression, "Print compression statistics of the stored entries");
-  app.add_flag("-v,--verbose", r.verbose, "With --show-stats: also explain each figure (-vv: every counter)");
-  app.add_flag("--print-stats", r.machine_stats, "Print every counter as 'name value' lines, for scripts");
-  app.add_flag("--reasons", r.list_reasons, "Print every reason kache counts for not caching, with what it means");
-  app.add_flag("-V,--version", r.version, "Print the version and exit");
+  add_row(app, "", "--show-stats", r.show);
+  add_row(app, "", "--json", r.json);
+  add_row(app, "", "--zero-stats", r.zero);
+  add_row(app, "", "--clear", r.clear);
+  r.max_size_option = add_row(app, "", "--max-size", r.max_size);
+  add_row(app, "", "--show-config", r.show_config);
+  add_row(app, "", "--get-config", r.get_key);
+  add_row(app, "", "--set-config", r.assignments);
+  add_row(app, "", "--cleanup", r.cleanup);
+  add_row(app, "", "--evict-older-than", r.evict_age);
+  add_row(app, "", "--recompress", r.recompress_level);
+  add_row(app, "", "--show-compression", r.compression);
+  add_row(app, "", "--verbose", r.verbose);
+  add_row(app, "", "--print-stats", r.machine_stats);
+  add_row(app, "", "--reasons", r.list_reasons);
+  add_row(app, "", "--version", r.version);
+  require_every_row(app, "");
+}
+
+// Hidden: the completion script of a shell, from the option table (completions/ holds their output).
+constexpr std::string_view kPrintCompletion = "--print-completion";
+// Hidden: the option table, a row a line (command, spellings, value, help; tab-separated), which
+// cmake/man.cmake makes the manual page's COMMANDS section of.
+constexpr std::string_view kListOptions = "--list-options";
+
+int list_options() {
+  std::string text;
+  for (const OptionRow& row : option_rows())
+    text += fmt::format("{}\t{}\t{}\t{}\n", row.command, row.spellings, row.value, row.help);
+  fmt::print("{}", text);
+  return 0;
+}
+
+int print_completion(std::string_view shell) {
+  const std::string script = completion_script(shell);
+  if (script.empty()) {
+    fmt::print(stderr, "kache: {} writes bash or zsh completion, not '{}'.\n", kPrintCompletion, shell);
+    return 1;
+  }
+  fmt::print("{}", script);
+  return 0;
 }
 
 // kache -C: every entry, and what was recorded about them, goes.
@@ -778,15 +803,11 @@ void carry_out(const Config& config, const CliRequest& r) {
 }
 
 int run_cli(int argc, char** argv) {
-  if (argc >= 2 && std::string_view(argv[1]) == "worker") return run_worker_command({argv + 2, argv + argc});
-  if (argc >= 2 && (std::string_view(argv[1]) == "doctor" || std::string_view(argv[1]) == "explain" ||
-                    std::string_view(argv[1]) == "report")) {
-    const std::vector<std::string> rest(argv + 2, argv + argc);
-    if (std::string_view(argv[1]) == "report") return report::run(rest);
-    return std::string_view(argv[1]) == "doctor" ? run_doctor(rest) : explain::run(rest);
-  }
+  if (argc == 3 && std::string_view(argv[1]) == kPrintCompletion) return print_completion(argv[2]);
+  if (argc == 2 && std::string_view(argv[1]) == kListOptions) return list_options();
+  if (argc >= 2 && is_subcommand(argv[1])) return run_subcommand(argv[1], {argv + 2, argv + argc});
   CLI::App app{"kache: a compiler cache for nvcc, gcc/clang and hipcc.", "kache"};
-  app.set_help_flag("-h,--help", "Print this help and exit");
+  set_help_row(app, "");
   app.footer(kFooter);
 
   if (const std::string unknown = first_unknown_option(argc, argv); !unknown.empty()) {

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "commands/options.hpp"
 #include "commands/report.hpp"
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/doctor.hpp"
@@ -388,14 +389,14 @@ void print_json(const Rows& rows, std::size_t fails, std::size_t warns) {
   fmt::print("{}\n", j.dump(2));
 }
 
-constexpr const char* kUsage = R"(usage: kache doctor [--json] [--nvcc PATH] [-ccbin COMPILER] [--hipcc PATH]
-                    [--probe-timeout SECONDS]
-States the facts kache nvcc depends on (nvcc, its host compiler and the bound nvcc's
+// What the command does, between its usage line and its options (both from the table).
+constexpr const char* kAbout = R"(States the facts kache nvcc depends on (nvcc, its host compiler and the bound nvcc's
 crt/host_config.h states, the C library, the driver, the cache directory, the configuration) and
 those of kache hipcc (hipcc, the clang it runs, the device libraries, the layout CMake's HIP
 language expects) as ok/warn/fail rows. Exit status 1 when any row fails.
---probe-timeout bounds each ROCm probe (default 20 s).
 )";
+
+std::string usage() { return usage_line("doctor") + kAbout + options_help("doctor"); }
 
 constexpr int kDefaultRocmProbeTimeoutMs = 20'000;
 
@@ -422,38 +423,33 @@ std::variant<DoctorOptions, int> parse_doctor_args(const std::vector<std::string
   DoctorOptions o;
   auto& [as_json, nvcc_arg, nvcc_named, ccbin, hipcc_arg, probe_timeout_ms] = o;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](std::string_view name) -> std::optional<std::string> {
-      if (a == name && i + 1 < args.size()) return args[++i];
-      if (a.starts_with(std::string(name) + "=")) return a.substr(name.size() + 1);
-      return std::nullopt;
-    };
-    if (a == "--driver-version") {  // internal: the child process of driver_version()
+    if (args[i] == "--driver-version") {  // internal: the child process of driver_version()
       fmt::print("{}\n", compiler::nvcc::driver_version_here());
       return 0;
     }
-    if (a == "--json") {
-      as_json = true;
-    } else if (a == "-h" || a == "--help") {
-      fmt::print("{}", kUsage);
+    const auto option = match_option("doctor", args, i);
+    if (!option) {
+      fmt::print(stderr, "kache doctor: unknown argument '{}'.\n{}", args[i], usage());
+      return 1;
+    }
+    if (option->is("--help")) {
+      fmt::print("{}", usage());
       return 0;
-    } else if (auto v = value("--nvcc")) {
-      nvcc_arg = *v;
+    }
+    if (option->is("--json")) as_json = true;
+    if (option->is("--nvcc")) {
+      nvcc_arg = option->value;
       nvcc_named = true;
-    } else if (auto c = value("-ccbin"); c || (c = value("--compiler-bindir")) || (c = value("--ccbin"))) {
-      ccbin = *c;
-    } else if (auto h = value("--hipcc")) {
-      hipcc_arg = *h;
-    } else if (auto t = value("--probe-timeout")) {
-      const auto ms = probe_timeout_ms_of(*t);
+    }
+    if (option->is("-ccbin")) ccbin = option->value;
+    if (option->is("--hipcc")) hipcc_arg = option->value;
+    if (option->is("--probe-timeout")) {
+      const auto ms = probe_timeout_ms_of(option->value);
       if (!ms) {
-        fmt::print(stderr, "kache doctor: --probe-timeout takes seconds (0 < S <= 3600), not '{}'.\n", *t);
+        fmt::print(stderr, "kache doctor: --probe-timeout takes seconds (0 < S <= 3600), not '{}'.\n", option->value);
         return 1;
       }
       probe_timeout_ms = *ms;
-    } else {
-      fmt::print(stderr, "kache doctor: unknown argument '{}'.\n{}", a, kUsage);
-      return 1;
     }
   }
   return o;

@@ -6,12 +6,14 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <variant>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 
+#include "commands/options.hpp"
 #include "compiler/registry.hpp"
 #include "core/config.hpp"
 #include "core/depfile.hpp"
@@ -316,43 +318,57 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
   return v;
 }
 
-constexpr const char* kUsage = R"(usage: kache explain [--json] -- nvcc ARGS...   why this compile would miss
+// The two forms of the command line and what the command does; the options follow from the table.
+constexpr const char* kForms = R"(usage: kache explain [--json] -- nvcc ARGS...   why this compile would miss
        kache explain [--json] --last              why the last stored miss in this cache missed
-  --closure   also list the headers the compile would read now (runs nvcc -M): finds a header
-              that now shadows a recorded one, or one the compile newly includes
 Compares the compile's key fields (flags, keyed environment variables, toolchain, source and header
 digests) with the entries recorded for the same source, and prints what differs from the closest one.
 It runs no compile (without --closure): only the toolchain probe every lookup makes (memoized).
 )";
 
+std::string usage() { return std::string(kForms) + options_help("explain"); }
+
+// What `kache explain`'s arguments ask for.
+struct ExplainRequest {
+  bool as_json = false, last = false, closure = false;
+  std::vector<std::string> command;  // what follows --
+};
+
+// The request, or the exit status when the arguments are answered here (--help, a mistake).
+std::variant<ExplainRequest, int> parse_explain_args(const std::vector<std::string>& args) {
+  ExplainRequest r;
+  const std::string_view rest_marker = find_row("explain", "--").spellings;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == rest_marker) {
+      r.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    const auto option = match_option("explain", args, i);
+    if (!option) {
+      fmt::print(stderr, "kache explain: unknown argument '{}'.\n{}", args[i], usage());
+      return 1;
+    }
+    if (option->is("--help")) {
+      fmt::print("{}", usage());
+      return 0;
+    }
+    r.as_json |= option->is("--json");
+    r.last |= option->is("--last");
+    r.closure |= option->is("--closure");
+  }
+  if (r.last == !r.command.empty()) {
+    fmt::print(stderr, "kache explain: give either --last or -- followed by the compile command.\n{}", usage());
+    return 1;
+  }
+  return r;
+}
+
 }  // namespace
 
 int run(const std::vector<std::string>& args) {
-  bool as_json = false, last = false, closure = false;
-  std::vector<std::string> command;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--") {
-      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      break;
-    }
-    if (args[i] == "--json")
-      as_json = true;
-    else if (args[i] == "--last")
-      last = true;
-    else if (args[i] == "--closure")
-      closure = true;
-    else if (args[i] == "-h" || args[i] == "--help") {
-      fmt::print("{}", kUsage);
-      return 0;
-    } else {
-      fmt::print(stderr, "kache explain: unknown argument '{}'.\n{}", args[i], kUsage);
-      return 1;
-    }
-  }
-  if (last == !command.empty()) {
-    fmt::print(stderr, "kache explain: give either --last or -- followed by the compile command.\n{}", kUsage);
-    return 1;
-  }
+  const auto parsed = parse_explain_args(args);
+  if (const int* status = std::get_if<int>(&parsed)) return *status;
+  const auto& [as_json, last, closure, command] = std::get<ExplainRequest>(parsed);
   const Config cfg = load_config();
   for (const auto& problem : cfg.problems) fmt::print(stderr, "{}\n", problem);
   Verdict v;

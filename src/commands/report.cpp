@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "commands/options.hpp"
 #include "core/config.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
@@ -273,17 +274,17 @@ int carry_out(const Request& r) {
 int run(const std::vector<std::string>& args) {
   CLI::App app{"kache report: what a build got from the cache, from the event log.", "kache report"};
   Request r;
-  app.add_option("--build", r.build, "Only the compiles of this build id (KACHE_BUILD_ID, or pgN)")->type_name("ID");
-  app.add_option("--since", r.since, "Only the compiles of the last AGE (e.g. 10m, 2h)")->type_name("AGE");
-  app.add_flag("--all", r.all, "Every recorded compile");
-  app.add_flag("--json", r.json, "Print the report as JSON (schema kache-report-1)");
-  app.add_flag("--markdown", r.markdown, "Print the report as Markdown tables (for $GITHUB_STEP_SUMMARY)");
-  app.add_option("--html", r.html, "Write the report with charts to FILE (one self-contained page)")
-      ->type_name("FILE");
-  app.add_option("--trace", r.trace, "Write a Chrome trace of the compiles to FILE (Perfetto, chrome://tracing)")
-      ->type_name("FILE");
-  app.add_flag("--mark", r.mark, "Mark now: a later report without --build/--since starts here");
-  app.add_option("--label", r.mark_label, "With --mark: a name for the mark")->type_name("TEXT");
+  set_help_row(app, "report");
+  add_row(app, "report", "--build", r.build);
+  add_row(app, "report", "--since", r.since);
+  add_row(app, "report", "--all", r.all);
+  add_row(app, "report", "--json", r.json);
+  add_row(app, "report", "--markdown", r.markdown);
+  add_row(app, "report", "--html", r.html);
+  add_row(app, "report", "--trace", r.trace);
+  add_row(app, "report", "--mark", r.mark);
+  add_row(app, "report", "--label", r.mark_label);
+  require_every_row(app, "report");
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

@@ -10,6 +10,7 @@
 #include <variant>
 #include <fmt/format.h>
 
+#include "commands/options.hpp"
 #include "compiler/gcc/toolchain.hpp"
 #include "compiler/nvcc/toolchain.hpp"
 #include "engine/remote_exec.hpp"
@@ -104,19 +105,19 @@ int run_worker_command(const std::vector<std::string>& args) {
   reapi::WorkerSettings s;
   std::vector<std::string> properties;
   std::string toolchain;
-  app.add_option("--server", s.server.url, "grpc://host:port or grpcs://host:port")->required();
-  app.add_option("--instance", s.server.instance, "The REAPI instance name");
-  app.add_option("--ca-file", s.server.ca_file, "A CA certificate for grpcs://");
-  std::string nvcc;
-  auto* id_option = app.add_option("--toolchain-id", toolchain, "The toolchain id this worker serves (kache-toolchain)");
-  app.add_option("--nvcc", nvcc, "Serve the toolchain id of this nvcc (and its host compiler)")->excludes(id_option);
-  std::string compiler;
-  app.add_option("--compiler", compiler, "Also serve the toolchain id of this gcc or clang (whole compiles)")
-      ->excludes(id_option);
-  app.add_option("--property", properties, "Another platform property NAME=VALUE this worker serves");
-  app.add_option("--work-dir", s.work_dir, "Where the private directories of actions go")->required();
-  app.add_option("--bot-id", s.bot_id, "This worker's name (default: host name and pid)");
-  app.add_option("--max-actions", s.max_actions, "Stop after this many actions (default: never)");
+  std::string nvcc, compiler;
+  set_help_row(app, "worker");
+  add_row(app, "worker", "--server", s.server.url)->required();
+  add_row(app, "worker", "--instance", s.server.instance);
+  add_row(app, "worker", "--ca-file", s.server.ca_file);
+  auto* id_option = add_row(app, "worker", "--toolchain-id", toolchain);
+  add_row(app, "worker", "--nvcc", nvcc)->excludes(id_option);
+  add_row(app, "worker", "--compiler", compiler)->excludes(id_option);
+  add_row(app, "worker", "--property", properties);
+  add_row(app, "worker", "--work-dir", s.work_dir)->required();
+  add_row(app, "worker", "--bot-id", s.bot_id);
+  add_row(app, "worker", "--max-actions", s.max_actions);
+  require_every_row(app, "worker");
   std::vector<std::string> argv = {"kache worker"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::reverse(argv.begin() + 1, argv.end());  // CLI11's vector form takes the arguments last first

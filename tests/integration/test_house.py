@@ -1,15 +1,22 @@
 """Checks of the house that no reviewer should have to repeat by eye: every function under src/ is at most
 80 lines (the flag tables excepted), measured by scripts/function-sizes.py, which must see every
 function (C++ digit separators such as 20'000 once made it stop reading a file); the shell completions
-offer exactly the options `--help` lists (and doctor's and explain's) and the compilers install.cmake
-links; and the opening comments of src/ describe the tree as it is, as ARCHITECTURE.md does.
+are what the option table generates and offer exactly the options each command's `--help` lists, every
+subcommand and the compilers install.cmake links (in bash and, where it is installed, an interactive zsh);
+the manual page lists every row of the table; and the opening comments of src/ describe the tree as it
+is, as ARCHITECTURE.md does.
 """
 import os
 import pathlib
+import pty
 import re
+import select
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from kachetest import KACHE, SOURCE_DIR
@@ -69,63 +76,176 @@ class FunctionSizes(unittest.TestCase):
         self.assertRegex(r.stdout, r"\brun_doctor\b")
 
 
-def options_in(usage):
-    """The option words of a subcommand's usage (-x, --long-name, -ccbin, a bare --): the lines before the
-    prose (which starts with a capital letter), without their parenthesized remarks ("runs nvcc -M")."""
-    lines = []
-    for line in usage.splitlines():
-        if line[:1].isupper():
-            break
-        lines.append(re.sub(r"\([^)]*\)", "", line))
-    return set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*|--)(?![\w-])", "\n".join(lines)))
+def options_of_help(text):
+    """The option spellings a --help lists: each line of its "Options:" section opens with them, as
+    CLI11 prints them and the table prints doctor's and explain's ("  -s,--show-stats  Print ...",
+    "  --nvcc PATH  The nvcc ...", "  -- COMPILER ARGS...  The compile ...")."""
+    section = text.split("Options:\n", 1)[1]
+    found = set()
+    for line in section.splitlines():
+        m = re.match(r"  (-[^\s]*)", line)
+        if not line.strip() or (not m and not line.startswith("   ")):
+            break  # the end of the section (a blank line, or the footer)
+        if m:
+            found |= set(m.group(1).split(","))
+    return found
+
+
+def subcommands_of_help(text):
+    """The subcommands `kache --help` shows under "Diagnostics:" ("  kache doctor [--json]  ...")."""
+    section = text.split("Diagnostics:\n", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"^\s+kache (\w+)", section, re.M))
 
 
 class Completions(unittest.TestCase):
-    def help_of(self, *args):
+    """The completions in completions/ are generated from the option table (`kache --print-completion
+    SHELL`), which also gives every command's parser and --help: the checked-in files must be what the
+    binary writes, and what they offer must be what each --help lists."""
+    SHELLS = {"bash": "kache.bash", "zsh": "_kache"}
+
+    def kache(self, *args):
         r = subprocess.run([KACHE] + list(args), capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout
 
     def expected(self):
-        """What each completion context must offer: from --help, the subcommands' usage, install.cmake."""
-        top = set()
-        for line in self.help_of("--help").splitlines():
-            m = re.match(r"\s+((?:-\w,)?--?[\w-]+)", line)  # CLI11: "  -s,--show-stats  Print ..."
-            if m:
-                top |= set(m.group(1).split(","))
+        """What each completion context must offer: kache's and each subcommand's --help, install.cmake."""
+        top = self.kache("--help")
         with open(os.path.join(SOURCE_DIR, "cmake", "install.cmake")) as f:
             compilers = set(re.search(r"set\(KACHE_MASQUERADE_NAMES ([^)]*)\)", f.read()).group(1).split())
-        doctor = {o for o in options_in(self.help_of("doctor", "--help")) if o != "--"} | {"-h", "--help"}
-        explain = options_in(self.help_of("explain", "--help")) | {"-h", "--help"}
-        # kache report's usage is CLI11's: an option list, each line "  -h,--help   text" or "  --build ID  text".
-        report = {o for line in self.help_of("report", "--help").splitlines()
-                  for o in re.findall(r"^\s+(-[^\s]+)", line)[:1] for o in o.split(",")}
-        return top, compilers, doctor, explain, report
+        subcommands = subcommands_of_help(top)
+        self.assertEqual(subcommands, {"doctor", "explain", "report", "worker"})
+        options = {name: options_of_help(self.kache(name, "--help")) for name in subcommands}
+        return options_of_help(top), compilers, options
+
+    def test_checked_in_completions_are_what_the_table_generates(self):
+        for shell, name in self.SHELLS.items():
+            with open(os.path.join(SOURCE_DIR, "completions", name)) as f:
+                checked_in = f.read()
+            self.assertEqual(checked_in, self.kache("--print-completion", shell),
+                             f"completions/{name} is not what the option table gives: regenerate it with "
+                             f"`kache --print-completion {shell} > completions/{name}`")
+
+    def test_every_help_lists_the_options_of_its_command(self):
+        top, _, options = self.expected()
+        self.assertGreater(len(top), 20, "kache --help lists its options")
+        self.assertIn("--recompress", top)
+        self.assertTrue({"--server", "--work-dir", "--nvcc", "--property"} <= options["worker"], options["worker"])
+        self.assertTrue({"-ccbin", "--probe-timeout", "--hipcc"} <= options["doctor"], options["doctor"])
+        self.assertTrue({"--", "--closure", "--last"} <= options["explain"], options["explain"])
+
+    def complete_bash(self, *words, cwd=None):
+        """What bash offers for `kache WORDS...` (the last word being the one completed), with the
+        checked-in script and bash's completion variables set as readline sets them."""
+        line = " ".join(shlex.quote(w) for w in ("kache",) + words)
+        script = (f"source {shlex.quote(os.path.join(SOURCE_DIR, 'completions', 'kache.bash'))}\n"
+                  f"COMP_WORDS=({line}); COMP_CWORD={len(words)}\n"
+                  '_kache; printf "%s\\n" "${COMPREPLY[@]}"\n')
+        r = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True,
+                           cwd=cwd)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return set(r.stdout.split())
 
     def test_bash_completion_offers_what_help_lists(self):
-        with open(os.path.join(SOURCE_DIR, "completions", "kache.bash")) as f:
-            text = f.read()
+        top, compilers, options = self.expected()
+        self.assertEqual(self.complete_bash(""), top | compilers | set(options))
+        self.assertEqual(self.complete_bash("-s", ""), top)
+        for name, listed in options.items():
+            self.assertEqual(self.complete_bash(name, ""), listed, name)
+            self.assertEqual(self.complete_bash(name, "--json" if name != "worker" else "--instance", "x", ""),
+                             listed, name)
 
-        def words(var):
-            return set(re.search(rf'local {var}="([^"]*)"', text).group(1).split())
-        top, compilers, doctor, explain, report = self.expected()
-        self.assertGreater(len(top), 20, "kache --help lists its options")
-        self.assertEqual(words("options"), top)
-        self.assertEqual(words("compilers"), compilers)
-        self.assertEqual(words("subcommands"), {"doctor", "explain", "report"})
-        self.assertEqual(words("doctor_options"), doctor)
-        self.assertEqual(words("explain_options"), explain)
-        self.assertEqual(words("report_options"), report)
+    def test_bash_completes_paths_after_a_path_option_and_nothing_after_a_value(self):
+        d = tempfile.mkdtemp(prefix="kache-complete-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", d]))
+        pathlib.Path(d, "build.html").write_text("")
+        for words in (("report", "--html", "bu"), ("worker", "--work-dir", "bu"), ("doctor", "--nvcc", "bu")):
+            self.assertEqual(self.complete_bash(*words, cwd=d), {"build.html"}, words)
+        for words in (("-M", ""), ("-s", "--set-config", ""), ("worker", "--server", ""), ("report", "--since", "")):
+            self.assertEqual(self.complete_bash(*words, cwd=d), set(), words)
+        # After explain's --, and after a compiler's name, the words are the compile's.
+        self.assertEqual(self.complete_bash("explain", "--", "nvcc", "bu", cwd=d), {"build.html"})
+        self.assertEqual(self.complete_bash("g++", "bu", cwd=d), {"build.html"})
 
     def test_zsh_completion_offers_what_help_lists(self):
         with open(os.path.join(SOURCE_DIR, "completions", "_kache")) as f:
             text = f.read()
-        top, compilers, doctor, explain, report = self.expected()
+        top, compilers, options = self.expected()
         self.assertEqual(set(re.search(r"'options:kache option:\(([^)]*)\)'", text).group(1).split()), top)
         self.assertEqual(set(re.search(r"'compilers:compiler:\(([^)]*)\)'", text).group(1).split()), compilers)
-        for name, want in (("doctor", doctor), ("explain", explain), ("report", report)):
-            block = re.search(rf"\n    {name}\) _arguments (.*?) ;;", text, re.S).group(1)
-            self.assertEqual(set(re.findall(r"'(--?[\w-]*)\[", block)), want, name)
+        self.assertEqual(set(re.search(r"'subcommands:subcommand:\(([^)]*)\)'", text).group(1).split()),
+                         set(options))
+        blocks = dict(options, **{"-*": top})
+        for name, want in blocks.items():
+            block = re.search(rf"\n    {re.escape(name)}\) [^\n]*?_arguments (.*?) ;;", text, re.S).group(1)
+            self.assertEqual(set(re.findall(r"'\*?(--?[\w-]*)\[", block)), want, name)
+        if shutil.which("zsh"):
+            r = subprocess.run(["zsh", "-n", os.path.join(SOURCE_DIR, "completions", "_kache")],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class ManualPage(unittest.TestCase):
+    def test_the_built_manual_page_lists_every_row_of_the_option_table(self):
+        # cmake/man.cmake makes its COMMANDS section from `kache --list-options`; OPTIONS is help2man's
+        # reading of `kache --help`. The page is built beside kache unless KACHE_MAN is off.
+        page = os.path.join(os.path.dirname(KACHE), "man", "kache.1")
+        if not os.path.exists(page) or not shutil.which("man"):
+            self.skipTest("no manual page built beside kache")
+        r = subprocess.run(["man", "-E", "ascii", "-l", page], capture_output=True, text=True,
+                           env=dict(os.environ, MANWIDTH="200", LC_ALL="C"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        commands = r.stdout.split("\nCOMMANDS\n", 1)[1]
+        rows = subprocess.run([KACHE, "--list-options"], capture_output=True, text=True, check=True).stdout
+        self.assertGreater(len(rows.splitlines()), 40)
+        for row in rows.splitlines():
+            command, spellings, value, _ = row.split("\t")
+            # A subcommand's rows stand under its own heading ("   kache doctor"), before the next one.
+            where = r.stdout if command == "" else commands.split(f"kache {command}\n", 1)[1].split("\n   kache ")[0]
+            for name in spellings.split(","):
+                self.assertRegex(where, rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"kache {command} {name}")
+
+
+class ZshCompletion(unittest.TestCase):
+    """The zsh completion as zsh runs it, in an interactive zsh on a pseudo-terminal (skipped without
+    zsh): the subcommands' options are offered after the subcommand's name (the completion once handed
+    `doctor` to _arguments as an argument, which then offered nothing)."""
+
+    def typed(self, line, want):
+        """What an interactive zsh shows after `line` and a tab, read until `want` appears (or 30 s)."""
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execvpe("zsh", ["zsh", "-f", "-i"], dict(os.environ, TERM="dumb", PS1="> "))
+        setup = (f"fpath=({shlex.quote(os.path.join(SOURCE_DIR, 'completions'))} $fpath); autoload -Uz compinit; "
+                 "compinit -u -D; setopt autolist nolistambiguous; kache() {}; print READY\n")
+        os.write(fd, setup.encode())
+        text = self.read_until(fd, "READY\r\n")
+        os.write(fd, (line + "\t").encode())
+        text = self.read_until(fd, want)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(fd)
+        return text
+
+    def read_until(self, fd, want):
+        text, deadline = "", time.monotonic() + 30
+        while want not in text and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    text += os.read(fd, 65536).decode(errors="replace")
+                except OSError:
+                    break
+        return text
+
+    def setUp(self):
+        if not shutil.which("zsh"):
+            self.skipTest("no zsh")
+
+    def test_zsh_offers_a_subcommands_options_and_paths(self):
+        self.assertIn("--probe-timeout", self.typed("kache doctor --", "--probe-timeout"))
+        self.assertIn("--work-dir", self.typed("kache worker --wo", "--work-dir"))
+        self.assertIn("--show-config", self.typed("kache -s --show-c", "--show-config"))
+        self.assertIn("/usr/", self.typed("kache report --html /us", "/usr/"))
 
 
 def opening_comment(path):
