@@ -33,9 +33,7 @@
 #include "core/path_roots.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
-#include "storage/layered.hpp"
-#include "storage/remote/file_storage.hpp"
-#include "storage/remote/remote_failure.hpp"
+#include "storage/open.hpp"
 #include "util/fs.hpp"
 
 namespace kache::commands {
@@ -464,18 +462,16 @@ void for_each_entry(const std::string& cache_dir, Visit&& visit) {
   }
 }
 
-// A shared directory (file:///PATH) is evicted by age alone, by whichever machine runs this: no lock
-// spans machines, and a value removed under a reader is a miss there.
+// A shared directory (file:///PATH) is evicted by age alone, by whichever machine runs this (the
+// backend's maintain(): no lock spans machines).
 void evict_shared_directories(const Config& config, std::int64_t age, const std::string& age_text) {
-  for (const auto& url : config.remote_urls) {
-    if (url.scheme != core::Scheme::file || url.read_only || config.remote_read_only) continue;
-    storage::remote::FileStorage shared(url, UINT64_MAX, false);
-    try {
-      const std::uint64_t removed = shared.evict_older_than(age);
-      fmt::print("Removed {} entries not used in the last {} from {}.\n", removed, age_text, url.redacted());
-    } catch (const storage::remote::RemoteError& e) {
-      fmt::print(stderr, "kache: {}\n", e.what());
+  const storage::Maintenance evict{storage::Maintenance::Kind::evict_older_than, age};
+  for (const auto& outcome : storage::maintain_remote_stores(config, evict)) {
+    if (!outcome.error.empty()) {
+      fmt::print(stderr, "kache: {}\n", outcome.error);
+      continue;
     }
+    fmt::print("Removed {} entries not used in the last {} from {}.\n", outcome.removed, age_text, outcome.store);
   }
 }
 
@@ -746,15 +742,14 @@ void cleanup_cache(const Config& config) {
   EventLog(config.cache_dir).drop_rotated();  // the event log down to its current file
   fmt::print("Cache size is now {} of {}.\n", format_size(store.local().total_size()),
              config.max_size ? format_size(config.max_size) : std::string("no limit"));
-  for (const auto& url : config.remote_urls) {
-    if (url.scheme != core::Scheme::file || url.max_size == 0 || url.read_only || config.remote_read_only) continue;
-    storage::remote::FileStorage shared(url, UINT64_MAX, false);
-    try {
-      const std::uint64_t removed = shared.trim_to_max_size();
-      fmt::print("Removed {} entries from {} (max-size {}).\n", removed, url.redacted(), format_size(url.max_size));
-    } catch (const storage::remote::RemoteError& e) {
-      fmt::print(stderr, "kache: {}\n", e.what());
+  const storage::Maintenance trim{storage::Maintenance::Kind::trim_to_max_size, 0};
+  for (const auto& outcome : storage::maintain_remote_stores(config, trim)) {
+    if (!outcome.error.empty()) {
+      fmt::print(stderr, "kache: {}\n", outcome.error);
+      continue;
     }
+    fmt::print("Removed {} entries from {} (max-size {}).\n", outcome.removed, outcome.store,
+               format_size(outcome.max_size));
   }
 }
 

@@ -30,10 +30,7 @@
 #include "core/log.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
-#include "storage/local/local_storage.hpp"
-#include "storage/remote/remote_factory.hpp"
-#include "storage/remote/remote_failure.hpp"
-#include "storage/remote/remote_store.hpp"
+#include "storage/open.hpp"
 #include "commands/worker.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
@@ -243,30 +240,9 @@ void check_cache(Rows& rows, const Config& cfg) {
 // Each remote: the rows its backend's probe gives (reachable and accepting the credentials, writable
 // unless read-only; S3 adds the clock skew), and whether its entries are signed.
 void check_remotes(Rows& rows, const Config& cfg) {
-  namespace remote = storage::remote;
   if (cfg.remote_urls.empty()) return;
-  remote::RemoteStoreOptions options;
-  options.ca_file = cfg.remote_ca_file;
-  options.read_only = cfg.remote_read_only;
   const std::string probe_key = fmt::format("kache-doctor-probe-{}", ::getpid());
-  std::vector<core::RemoteUrl> servers;  // a sharded URL's shards each answer for themselves
-  for (const auto& url : cfg.remote_urls) {
-    for (auto& shard : url.shard_urls()) servers.push_back(std::move(shard));
-  }
-  for (const auto& url : servers) {
-    try {
-      auto backend = remote::make_remote_storage(url, options);
-      for (const auto& f : backend->probe(probe_key)) {
-        const Status status = f.level == remote::ProbeFinding::Level::ok     ? Status::ok
-                              : f.level == remote::ProbeFinding::Level::warn ? Status::warn
-                                                                             : Status::fail;
-        rows.add("remote", f.check, status, f.value, f.message, f.fix);
-      }
-    } catch (const std::exception& e) {
-      rows.add("remote", "reachable", Status::fail, url.redacted(), fmt::format("{}.", e.what()),
-               "correct remote.storage, or remove it");
-    }
-  }
+  for (auto& row : storage::probe_remote_stores(cfg, probe_key)) rows.rows.push_back(std::move(row));
   if (cfg.remote_signing_key_file.empty()) {
     rows.add("remote", "signing", Status::warn, "unsigned",
              "entries read from the remotes are not signed: whoever can write a remote can plant objects in "

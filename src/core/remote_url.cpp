@@ -519,6 +519,47 @@ Scheme scheme_named(std::string_view spec, std::string_view name) {
   fail(spec, "unsupported scheme '" + std::string(name) + "' (redis, redis+unix, http, https, s3, file)");
 }
 
+// redis+unix://[[user]:password@]/path?db=N: the authority is empty or credentials only.
+void parse_socket_address(std::string_view spec, std::string_view text, RemoteUrl& url) {
+  const std::size_t slash = text.find('/');
+  if (slash == std::string_view::npos) fail(spec, "expected redis+unix:///absolute/path/to/socket");
+  const std::string_view authority = text.substr(0, slash);
+  if (!authority.empty()) {
+    if (authority.back() != '@') fail(spec, "a redis+unix URL has no host: redis+unix:///path");
+    parse_authority(spec, std::string(authority) + "localhost", url);
+    url.host.clear();
+  }
+  std::string_view path = text.substr(slash);
+  if (const std::size_t q = path.find('?'); q != std::string_view::npos) {
+    const std::string_view query = path.substr(q + 1);
+    path = path.substr(0, q);
+    if (query.substr(0, 3) != "db=") fail(spec, "the only query is ?db=N");
+    const auto db = parse_int(query.substr(3), 0, 1 << 20);
+    if (!db) fail(spec, "the database must be a number");
+    url.db = *db;
+  }
+  if (path.size() < 2 || !valid_http_path(path)) fail(spec, "missing or invalid socket path");
+  url.path = std::string(path);
+}
+
+// redis://, http(s)://: [userinfo@]host[:port], then the database number (redis) or the path prefix.
+void parse_server_address(std::string_view spec, std::string_view text, RemoteUrl& url) {
+  const std::size_t slash = text.find('/');
+  parse_authority(spec, text.substr(0, slash), url);
+  std::string_view path = slash == std::string_view::npos ? std::string_view() : text.substr(slash);
+  if (url.scheme == Scheme::redis) {
+    if (path.size() > 1) {
+      const auto db = parse_int(path.substr(1), 0, 1 << 20);
+      if (!db) fail(spec, "the path of a redis URL is the database number");
+      url.db = *db;
+    }
+  } else {
+    if (!valid_http_path(path)) fail(spec, "invalid character in the path (no query or fragment)");
+    while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+    url.path = std::string(path);
+  }
+}
+
 }  // namespace
 
 std::vector<RemoteUrl> RemoteUrl::shard_urls() const {
@@ -550,41 +591,9 @@ RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets) 
   if (url.scheme == Scheme::s3 || url.scheme == Scheme::file) {
     parse_object_store(spec, text, url);
   } else if (url.scheme == Scheme::redis_unix) {
-    // redis+unix://[[user]:password@]/path?db=N: the authority is empty or credentials only.
-    const std::size_t slash = text.find('/');
-    if (slash == std::string_view::npos) fail(spec, "expected redis+unix:///absolute/path/to/socket");
-    const std::string_view authority = text.substr(0, slash);
-    if (!authority.empty()) {
-      if (authority.back() != '@') fail(spec, "a redis+unix URL has no host: redis+unix:///path");
-      parse_authority(spec, std::string(authority) + "localhost", url);
-      url.host.clear();
-    }
-    std::string_view path = text.substr(slash);
-    if (const std::size_t q = path.find('?'); q != std::string_view::npos) {
-      const std::string_view query = path.substr(q + 1);
-      path = path.substr(0, q);
-      if (query.substr(0, 3) != "db=") fail(spec, "the only query is ?db=N");
-      const auto db = parse_int(query.substr(3), 0, 1 << 20);
-      if (!db) fail(spec, "the database must be a number");
-      url.db = *db;
-    }
-    if (path.size() < 2 || !valid_http_path(path)) fail(spec, "missing or invalid socket path");
-    url.path = std::string(path);
+    parse_socket_address(spec, text, url);
   } else {
-    const std::size_t slash = text.find('/');
-    parse_authority(spec, text.substr(0, slash), url);
-    std::string_view path = slash == std::string_view::npos ? std::string_view() : text.substr(slash);
-    if (url.scheme == Scheme::redis) {
-      if (path.size() > 1) {
-        const auto db = parse_int(path.substr(1), 0, 1 << 20);
-        if (!db) fail(spec, "the path of a redis URL is the database number");
-        url.db = *db;
-      }
-    } else {
-      if (!valid_http_path(path)) fail(spec, "invalid character in the path (no query or fragment)");
-      while (!path.empty() && path.back() == '/') path.remove_suffix(1);
-      url.path = std::string(path);
-    }
+    parse_server_address(spec, text, url);
   }
 
   if (bar != std::string_view::npos) {
@@ -628,20 +637,6 @@ RemoteUrl parse_endpoint(std::string_view spec, std::string_view endpoint) {
 }
 
 }  // namespace
-
-RemoteUrl s3_endpoint(const RemoteUrl& url) {
-  RemoteUrl server;
-  if (url.endpoint.empty()) {
-    server.scheme = Scheme::https;
-    const std::string bucket_part = url.addressing == S3Addressing::path ? "" : url.host + ".";
-    server.host = bucket_part + "s3." + url.s3_region() + ".amazonaws.com";
-  } else {
-    server = parse_endpoint(url.to_string(false), url.endpoint);
-  }
-  server.connect_timeout_ms = url.connect_timeout_ms;
-  server.operation_timeout_ms = url.operation_timeout_ms;
-  return server;
-}
 
 void apply_secrets(RemoteUrl& url, const RemoteSecrets& secrets) {
   if (!url.password) {

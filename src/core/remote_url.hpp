@@ -88,8 +88,6 @@ struct RemoteUrl {
 
   bool is_redis() const { return scheme == Scheme::redis || scheme == Scheme::redis_unix; }
   bool is_http() const { return scheme == Scheme::http || scheme == Scheme::https; }
-  // s3: the region requests are signed for (us-east-1 when none is written).
-  std::string s3_region() const { return region.empty() ? "us-east-1" : region; }
   int effective_port() const;
   // Whether host is a numeric IPv4 or IPv6 address (connecting needs no name resolution).
   bool host_is_address() const;
@@ -117,9 +115,6 @@ struct RemoteUrl {
 
 // One URL with its attributes. Throws RemoteUrlError naming the problem (the URL in it redacted).
 RemoteUrl parse_remote_url(std::string_view spec, const RemoteSecrets& secrets);
-// s3: the HTTP server requests go to (http or https, host, port and the URL's timeouts): the endpoint=,
-// else AWS's host for the region (with the bucket in it unless addressing=path).
-RemoteUrl s3_endpoint(const RemoteUrl& url);
 // Gives url the environment's secrets where the URL names none (parse_remote_url does this itself).
 void apply_secrets(RemoteUrl& url, const RemoteSecrets& secrets);
 // The whole configured list, split on blanks; an empty list gives no remotes.

@@ -10,6 +10,7 @@
 
 #include "core/config.hpp"
 #include "storage/layered.hpp"
+#include "storage/open.hpp"
 #include "storage/storage.hpp"
 
 namespace kache::engine {

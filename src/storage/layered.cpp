@@ -2,13 +2,6 @@
 
 #include <utility>
 
-#include "core/config.hpp"
-#include "core/log.hpp"
-#include "storage/remote/remote_factory.hpp"
-#include "storage/remote/remote_store.hpp"
-#include "storage/remote/sharded_store.hpp"
-#include "util/fs.hpp"
-
 namespace kache::storage {
 
 LayeredStorage::LayeredStorage(std::unique_ptr<LocalStorage> local, std::vector<std::unique_ptr<Storage>> remotes,
@@ -116,64 +109,6 @@ void LayeredStorage::remove(std::string_view key) {
   for (auto& level : levels_) {
     if (!level.failure) (void)level.store->remove(key);
   }
-}
-
-namespace {
-
-// One configured URL's store: its server, or its shards behind one ShardedStore, each with its breaker.
-std::unique_ptr<Storage> open_remote(const core::RemoteUrl& url, const remote::RemoteStoreOptions& options) {
-  if (url.shards.empty()) {
-    return std::make_unique<remote::RemoteStore>(remote::make_remote_storage(url, options), url.identity(), options);
-  }
-  std::vector<std::unique_ptr<Storage>> shards;
-  for (const auto& shard : url.shard_urls()) {
-    shards.push_back(
-        std::make_unique<remote::RemoteStore>(remote::make_remote_storage(shard, options), shard.identity(), options));
-  }
-  return std::make_unique<remote::ShardedStore>(url.redacted(), url.shards, std::move(shards));
-}
-
-}  // namespace
-
-LayeredStorage open_storage(const core::Config& cfg) {
-  auto local = std::make_unique<LocalStorage>(LocalStorageOptions{cfg.cache_dir, cfg.max_size});
-  std::vector<std::unique_ptr<Storage>> remotes;
-  if (!cfg.remote_urls.empty()) {
-    remote::RemoteStoreOptions options;
-    bool urls_usable = true;
-    options.ca_file = cfg.remote_ca_file;
-    options.breaker_dir = util::join_path(cfg.cache_dir, "remote-state");
-    options.read_only = cfg.remote_read_only;
-    if (!cfg.remote_signing_key_file.empty()) {
-      try {
-        options.signing_key = util::read_file(cfg.remote_signing_key_file);
-      } catch (const std::exception& e) {
-        // Without its key kache would accept unsigned values: no remotes at all instead.
-        core::log().warn("cannot read remote.signing_key_file {}: {}; remote storage is off",
-                         cfg.remote_signing_key_file, e.what());
-        urls_usable = false;
-      }
-      // A key short enough to guess signs nothing: 16 bytes at least (`openssl rand -hex 32 > FILE`).
-      constexpr std::size_t kShortestSigningKey = 16;
-      if (urls_usable && options.signing_key.size() < kShortestSigningKey) {
-        core::log().warn("remote.signing_key_file {} holds {} bytes, fewer than {}; remote storage is off (write a "
-                         "longer secret, e.g. `openssl rand -hex 32 > {}`)",
-                         cfg.remote_signing_key_file, options.signing_key.size(), kShortestSigningKey,
-                         cfg.remote_signing_key_file);
-        urls_usable = false;
-      }
-    }
-    // Parsed when the configuration was read (a bad list is one warning there and no remotes here).
-    if (urls_usable) {
-      for (const auto& url : cfg.remote_urls) remotes.push_back(open_remote(url, options));
-    }
-  }
-  LayeredStorage layered(std::move(local), std::move(remotes),
-                         core::PartsEncoding{cfg.compression, cfg.compression_level});
-  // remote.only: an ephemeral machine reads its local store (empty, or filled by this build's own
-  // lookups) but writes only to the remotes.
-  if (cfg.remote_only && !cfg.remote_urls.empty()) layered.set_local_writes(false);
-  return layered;
 }
 
 }  // namespace kache::storage

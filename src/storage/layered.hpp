@@ -20,10 +20,6 @@
 #include "storage/local/local_storage.hpp"
 #include "storage/storage.hpp"
 
-namespace kache::core {
-struct Config;
-}
-
 namespace kache::storage {
 
 class LayeredStorage {
@@ -75,8 +71,5 @@ class LayeredStorage {
   int corrupt_found_ = 0;
   bool local_writes_ = true;
 };
-
-// The stores the configuration names, for the pipeline and the CLI alike.
-LayeredStorage open_storage(const core::Config& cfg);
 
 }  // namespace kache::storage

@@ -39,6 +39,22 @@ class Storage {
   virtual void add_counts(std::map<std::string, std::uint64_t>& counts) const { (void)counts; }
 };
 
+// What `kache --evict-older-than AGE` and `kache -c` ask of each configured store that keeps its own files
+// (a shared directory): a server (Redis, HTTP, S3) evicts by itself and has nothing to do.
+struct Maintenance {
+  enum class Kind { evict_older_than, trim_to_max_size };
+  Kind kind = Kind::trim_to_max_size;
+  std::int64_t max_age_s = 0;  // evict_older_than: values not read or written for this long go
+};
+
+// What one store did of a Maintenance, for the command to print.
+struct MaintenanceOutcome {
+  std::string store;           // the store's name (a redacted URL)
+  std::uint64_t removed = 0;   // values removed
+  std::uint64_t max_size = 0;  // trim_to_max_size: the size it was trimmed to
+  std::string error;           // set: the maintenance failed, and why (nothing of it is printed as done)
+};
+
 // A value made of a small head and a large body (a cache entry and its object), as a lookup hands it
 // over: either {value = head, body_file holding the body} (a store that can put the body into a file
 // without passing it through memory: a reflink, else an in-kernel copy; never a hard link, as a later

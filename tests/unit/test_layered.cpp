@@ -3,6 +3,7 @@
 // The remotes here are in-memory stores with the same byte interface a remote backend implements.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -12,6 +13,8 @@
 #include "core/config.hpp"
 #include "core/entry_format.hpp"
 #include "storage/layered.hpp"
+#include "storage/open.hpp"
+#include "storage/remote/schemes.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 
@@ -146,6 +149,59 @@ TEST_F(LayeredTest, OpenStorageOpensTheRemotesTheConfigCarries) {
   const std::string key = key_of("remote only");
   (void)s.put_record(key, "written to the remotes only");
   EXPECT_EQ(*s.local().get(key), std::nullopt);
+}
+
+// What the commands reach through storage/open.hpp. Maintenance visits the writable shared directories
+// in order (a server has nothing to do; a read-only remote, by its |read-only or remote.read_only, is
+// left alone), and a directory that is not there is that store's error, reported, not thrown.
+TEST_F(LayeredTest, MaintainRemoteStoresVisitsTheWritableSharedDirectories) {
+  core::Config cfg;
+  cfg.cache_dir = dir_.path();
+  const std::string shared = util::join_path(dir_.path(), "shared");
+  util::create_directories(shared);
+  cfg.remote_urls = core::parse_remote_urls(
+      "redis://127.0.0.1:1 file://" + shared + "|max-size=1k file://" + shared + "|read-only", {});
+  const Maintenance evict{Maintenance::Kind::evict_older_than, 86400};
+  auto outcomes = maintain_remote_stores(cfg, evict);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].store, "file://" + shared + "|max-size=1024");
+  EXPECT_EQ(outcomes[0].removed, 0u);
+  EXPECT_EQ(outcomes[0].error, "");
+  outcomes = maintain_remote_stores(cfg, Maintenance{Maintenance::Kind::trim_to_max_size, 0});
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].max_size, 1024u);
+  cfg.remote_read_only = true;
+  EXPECT_TRUE(maintain_remote_stores(cfg, evict).empty());
+  cfg.remote_read_only = false;
+  cfg.remote_urls = core::parse_remote_urls("file://" + util::join_path(dir_.path(), "not-mounted"), {});
+  outcomes = maintain_remote_stores(cfg, evict);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_NE(outcomes[0].error.find("is the share mounted?"), std::string::npos) << outcomes[0].error;
+}
+
+// kache doctor's remote rows: each server of a sharded URL answers for itself, in the "remote" section.
+TEST_F(LayeredTest, ProbeRemoteStoresGivesEachServersRows) {
+  core::Config cfg;
+  cfg.cache_dir = dir_.path();
+  cfg.remote_urls = core::parse_remote_urls("redis://127.0.0.1:*|shards=1,2|connect-timeout=500", {});
+  const auto rows = probe_remote_stores(cfg, "kache-unit-probe");
+  ASSERT_EQ(rows.size(), 2u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].section, "remote");
+    EXPECT_EQ(rows[i].name, "reachable");
+    EXPECT_EQ(rows[i].status, core::DoctorStatus::fail);
+    EXPECT_NE(rows[i].value.find("127.0.0.1:" + std::to_string(i + 1)), std::string::npos) << rows[i].value;
+  }
+}
+
+// The scheme table has one row for every scheme the URL parser knows, so no parsed URL lacks a backend.
+TEST(SchemeTable, OneRowPerScheme) {
+  for (core::Scheme scheme : {core::Scheme::redis, core::Scheme::redis_unix, core::Scheme::http, core::Scheme::https,
+                              core::Scheme::s3, core::Scheme::file}) {
+    const auto rows = remote::scheme_rows();
+    EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [&](const auto& row) { return row.scheme == scheme; }), 1)
+        << core::scheme_name(scheme);
+  }
 }
 
 TEST_F(LayeredTest, FailingStoreIsSkippedForTheRestOfTheCompile) {

@@ -1,5 +1,5 @@
 // Unit tests for the shared-directory remote (file:///PATH): the URL, publication by rename, a vanished
-// or cut-short file, an unmounted share, read-only, and eviction by age.
+// or cut-short file, an unmounted share, read-only, eviction by age and maintain().
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <utime.h>
@@ -112,6 +112,36 @@ TEST_F(SharedDirectory, TrimsTheLeastRecentlyUsedToMaxSize) {
   EXPECT_EQ(s.trim_to_max_size(), 2u);
   EXPECT_EQ(files(), (std::vector<std::string>{"k2/k2xxxx", "k3/k3xxxx"}));
   EXPECT_EQ(store().trim_to_max_size(), 0u);  // no max-size: nothing
+}
+
+// maintain(), what `kache -c` and `--evict-older-than` reach it by: trimmed to its max-size= (nothing to
+// do without one), evicted by age, and never changed when read-only.
+TEST_F(SharedDirectory, MaintainsWhatItKeepsUnlessReadOnly) {
+  auto s = store("|max-size=150");
+  s.put("aaaaaa", std::string(100, 'v'));
+  s.put("bbbbbb", std::string(100, 'v'));
+  const std::time_t two_days_ago = std::time(nullptr) - 2 * 86400;
+  const struct utimbuf old_times { two_days_ago, two_days_ago };
+  ASSERT_EQ(::utime(s.key_path("aaaaaa").c_str(), &old_times), 0);
+  const Maintenance trim{Maintenance::Kind::trim_to_max_size, 0};
+  const Maintenance evict{Maintenance::Kind::evict_older_than, 86400};
+  EXPECT_FALSE(store().maintain(trim).has_value());
+  EXPECT_FALSE(store("|read-only").maintain(evict).has_value());
+  FileStorage every_remote_read_only(core::parse_remote_url("file://" + dir_, {}), UINT64_MAX, true);
+  EXPECT_FALSE(every_remote_read_only.maintain(evict).has_value());
+  EXPECT_EQ(files(), (std::vector<std::string>{"aa/aaaaaa", "bb/bbbbbb"}));
+  const auto evicted = s.maintain(evict);
+  ASSERT_TRUE(evicted.has_value());
+  EXPECT_EQ(evicted->store, s.name());
+  EXPECT_EQ(evicted->removed, 1u);
+  EXPECT_EQ(files(), std::vector<std::string>{"bb/bbbbbb"});
+  s.put("cccccc", std::string(100, 'v'));
+  ASSERT_EQ(::utime(s.key_path("bbbbbb").c_str(), &old_times), 0);
+  const auto trimmed = s.maintain(trim);
+  ASSERT_TRUE(trimmed.has_value());
+  EXPECT_EQ(trimmed->removed, 1u);
+  EXPECT_EQ(trimmed->max_size, 150u);
+  EXPECT_EQ(files(), std::vector<std::string>{"cc/cccccc"});
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 
 #include "servers.hpp"
 #include "storage/remote/http_storage.hpp"
-#include "storage/remote/remote_factory.hpp"
+#include "storage/remote/schemes.hpp"
 #include "util/fs.hpp"
 
 namespace kache::storage::remote {

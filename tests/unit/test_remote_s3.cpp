@@ -90,12 +90,12 @@ TEST(S3Url, FormsAndAttributes) {
   EXPECT_EQ(u.scheme, core::Scheme::s3);
   EXPECT_EQ(u.host, "team-cache");
   EXPECT_EQ(u.path, "/kache/ci");
-  EXPECT_EQ(u.s3_region(), "eu-central-1");
+  EXPECT_EQ(s3_region(u), "eu-central-1");
   EXPECT_EQ(u.endpoint, "http://127.0.0.1:8080");
   EXPECT_EQ(u.addressing, core::S3Addressing::virtual_hosted);
   EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}), u);
   EXPECT_EQ(u.redacted(), u.to_string(true));  // no secret in an s3 URL
-  EXPECT_EQ(core::parse_remote_url("s3://bkt", {}).s3_region(), "us-east-1");
+  EXPECT_EQ(s3_region(core::parse_remote_url("s3://bkt", {})), "us-east-1");
   try {
     core::parse_remote_url("s3://bucket|endpoint=http://user:hunter2@h", {});
     ADD_FAILURE() << "an endpoint with credentials parsed";
@@ -180,14 +180,14 @@ TEST(AwsCredentials, EnvironmentThenProfile) {
 }
 
 TEST(S3Doctor, ClockSkewRows) {
-  using Level = ProbeFinding::Level;
-  EXPECT_EQ(clock_skew_finding("s3://b", 1000, 1030).level, Level::ok);
-  EXPECT_EQ(clock_skew_finding("s3://b", 1000, 1000 + 600).level, Level::warn);
-  const ProbeFinding behind = clock_skew_finding("s3://b", 1000 + 3600, 1000);
-  EXPECT_EQ(behind.level, Level::fail);
+  using Level = core::DoctorStatus;
+  EXPECT_EQ(clock_skew_finding("s3://b", 1000, 1030).status, Level::ok);
+  EXPECT_EQ(clock_skew_finding("s3://b", 1000, 1000 + 600).status, Level::warn);
+  const core::DoctorRow behind = clock_skew_finding("s3://b", 1000 + 3600, 1000);
+  EXPECT_EQ(behind.status, Level::fail);
   EXPECT_NE(behind.value.find("3600 s behind"), std::string::npos) << behind.value;
   EXPECT_NE(behind.message.find("15 minutes"), std::string::npos) << behind.message;
-  EXPECT_EQ(clock_skew_finding("s3://b", std::nullopt, 1000).level, Level::warn);
+  EXPECT_EQ(clock_skew_finding("s3://b", std::nullopt, 1000).status, Level::warn);
 }
 
 }  // namespace

@@ -144,6 +144,17 @@ std::uint64_t FileStorage::evict_older_than(std::int64_t max_age_s) {
   return removed;
 }
 
+std::optional<MaintenanceOutcome> FileStorage::maintain(const Maintenance& what) {
+  // No lock spans machines: whichever machine runs this maintains the directory for all of them, and a
+  // value removed under a reader is a miss there.
+  if (read_only()) return std::nullopt;
+  if (what.kind == Maintenance::Kind::evict_older_than) {
+    return MaintenanceOutcome{name(), evict_older_than(what.max_age_s), 0, ""};
+  }
+  if (url_.max_size == 0) return std::nullopt;
+  return MaintenanceOutcome{name(), trim_to_max_size(), url_.max_size, ""};
+}
+
 std::uint64_t FileStorage::trim_to_max_size() {
   if (url_.max_size == 0) return 0;
   std::vector<Value> all = values(kRefreshAfterS);

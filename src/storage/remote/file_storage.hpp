@@ -35,6 +35,8 @@ class FileStorage final : public RemoteBackend {
   // (`kache -c`; nothing without one). Returns how many it removed.
   std::uint64_t trim_to_max_size();
   std::string key_path(std::string_view key) const;
+  // evict_older_than or trim_to_max_size, unless read-only (trim: only with a max-size=).
+  std::optional<MaintenanceOutcome> maintain(const Maintenance& what) override;
 
  protected:
   void write(std::string_view key, std::string_view value) override;

@@ -7,30 +7,30 @@
 
 namespace kache::storage::remote {
 
-std::vector<ProbeFinding> RemoteBackend::probe(std::string_view probe_key) {
-  using Level = ProbeFinding::Level;
+std::vector<core::DoctorRow> RemoteBackend::probe(std::string_view probe_key) {
+  using Level = core::DoctorStatus;
   const std::string shown = name();
-  std::vector<ProbeFinding> rows;
+  std::vector<core::DoctorRow> rows;
   try {
     (void)get(probe_key);
-    rows.push_back({"reachable", Level::ok, shown + ": answers, credentials accepted", "", ""});
+    rows.push_back(remote_row("reachable", Level::ok, shown + ": answers, credentials accepted", "", ""));
     if (read_only()) {
-      rows.push_back({"writable", Level::ok, shown + ": read-only (as configured)", "", ""});
+      rows.push_back(remote_row("writable", Level::ok, shown + ": read-only (as configured)", "", ""));
     } else {
       put(probe_key, "kache doctor");
       remove(probe_key);
-      rows.push_back({"writable", Level::ok, shown + ": yes", "", ""});
+      rows.push_back(remote_row("writable", Level::ok, shown + ": yes", "", ""));
     }
   } catch (const RemoteError& e) {
     const bool auth = e.kind() == RemoteFailure::Kind::auth;
-    rows.push_back({auth ? "authenticated" : "reachable", Level::fail, shown,
-                    std::string(e.what()) + ": every compile skips this remote (" +
-                        (auth ? "the credentials are refused" : "it does not answer") + ").",
-                    auth ? "correct the password (KACHE_REMOTE_PASSWORD or the URL) or the user"
-                         : "start the server, or correct remote.storage, or remove it"});
+    rows.push_back(remote_row(auth ? "authenticated" : "reachable", Level::fail, shown,
+                              std::string(e.what()) + ": every compile skips this remote (" +
+                                  (auth ? "the credentials are refused" : "it does not answer") + ").",
+                              auth ? "correct the password (KACHE_REMOTE_PASSWORD or the URL) or the user"
+                                   : "start the server, or correct remote.storage, or remove it"));
   } catch (const std::exception& e) {
-    rows.push_back(
-        {"reachable", Level::fail, shown, std::string(e.what()) + ".", "correct remote.storage, or remove it"});
+    rows.push_back(remote_row("reachable", Level::fail, shown, std::string(e.what()) + ".",
+                              "correct remote.storage, or remove it"));
   }
   return rows;
 }

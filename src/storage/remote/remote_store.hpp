@@ -9,8 +9,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "core/doctor_rows.hpp"
 #include "core/remote_url.hpp"
 #include "storage/remote/breaker.hpp"
 #include "storage/remote/remote_failure.hpp"
@@ -18,16 +20,13 @@
 
 namespace kache::storage::remote {
 
-// What `kache doctor` says of one remote, one row each: the backend probes its server (each protocol
-// knows what can go wrong with it), app/doctor only prints the rows.
-struct ProbeFinding {
-  enum class Level { ok, warn, fail };
-  std::string check;  // "reachable", "authenticated", "writable", "clock-skew"
-  Level level = Level::ok;
-  std::string value;    // the fact
-  std::string message;  // warn/fail: one sentence saying what is wrong
-  std::string fix;      // warn/fail: what to change
-};
+// What `kache doctor` says of one remote, one row each (core/doctor_rows.hpp, section "remote"): the
+// backend probes its server (each protocol knows what can go wrong with it), commands/doctor only prints
+// the rows.
+inline core::DoctorRow remote_row(std::string name, core::DoctorStatus status, std::string value,
+                                  std::string message = "", std::string fix = "") {
+  return {"remote", std::move(name), status, std::move(value), std::move(message), std::move(fix)};
+}
 
 // One server's protocol: get/put/remove that throw RemoteError on failure (a miss is nullopt).
 // Whether the server may be written is decided here, once, when the backend is made: never when its
@@ -49,7 +48,14 @@ class RemoteBackend {
   }
   // The doctor's rows: by default a read of probe_key (reachable, the credentials accepted) and, unless
   // read-only, a write of it and its removal. Throws nothing.
-  virtual std::vector<ProbeFinding> probe(std::string_view probe_key);
+  virtual std::vector<core::DoctorRow> probe(std::string_view probe_key);
+  // Evicts by age or trims to a size where the backend keeps its own files (a shared directory); nullopt
+  // where it has nothing to do (a server evicts by itself; a read-only remote is never changed). Throws
+  // RemoteError when it fails.
+  virtual std::optional<MaintenanceOutcome> maintain(const Maintenance& what) {
+    (void)what;
+    return std::nullopt;
+  }
 
  protected:
   virtual void write(std::string_view key, std::string_view value) = 0;

@@ -48,12 +48,29 @@ bool path_style(const core::RemoteUrl& url) {
 
 }  // namespace
 
+std::string s3_region(const core::RemoteUrl& url) { return url.region.empty() ? "us-east-1" : url.region; }
+
+core::RemoteUrl s3_endpoint(const core::RemoteUrl& url) {
+  core::RemoteUrl server;
+  if (url.endpoint.empty()) {
+    server.scheme = core::Scheme::https;
+    const std::string bucket_part = url.addressing == core::S3Addressing::path ? "" : url.host + ".";
+    server.host = bucket_part + "s3." + s3_region(url) + ".amazonaws.com";
+  } else {
+    // Checked when url was parsed: an http(s) URL of a host and port alone.
+    server = core::parse_remote_url(url.endpoint, core::RemoteSecrets{});
+  }
+  server.connect_timeout_ms = url.connect_timeout_ms;
+  server.operation_timeout_ms = url.operation_timeout_ms;
+  return server;
+}
+
 S3Error parse_s3_error(std::string_view body) { return {element(body, "Code"), element(body, "Message")}; }
 
 S3Storage::S3Storage(core::RemoteUrl url, std::string ca_file, std::uint64_t max_body, bool every_remote_read_only)
     : RemoteBackend(url, every_remote_read_only),
       url_(std::move(url)),
-      server_(core::s3_endpoint(url_)),
+      server_(s3_endpoint(url_)),
       ca_file_(std::move(ca_file)),
       max_body_(max_body) {}
 
@@ -94,7 +111,7 @@ HttpResponse S3Storage::send(HttpMethod method, const std::string& path, std::st
                          {"x-amz-date", canonical.amz_date}};
     if (!keys.session_token.empty()) canonical.headers.emplace_back("x-amz-security-token", keys.session_token);
     const SigV4Signature signature =
-        sign_v4(canonical, keys.access_key_id, keys.secret_access_key, url_.s3_region(), "s3");
+        sign_v4(canonical, keys.access_key_id, keys.secret_access_key, s3_region(url_), "s3");
     request.headers.assign(canonical.headers.begin() + 1, canonical.headers.end());  // Host goes out anyway
     request.headers.emplace_back("authorization", signature.authorization);
   }
@@ -133,56 +150,62 @@ void S3Storage::erase(std::string_view key) {
   if ((r.status < 200 || r.status > 299) && r.status != 404) refused("DELETE", r);
 }
 
-ProbeFinding clock_skew_finding(const std::string& name, std::optional<std::time_t> server_time, std::time_t local) {
-  using Level = ProbeFinding::Level;
+core::DoctorRow clock_skew_finding(const std::string& name, std::optional<std::time_t> server_time, std::time_t local) {
+  using Level = core::DoctorStatus;
   const std::string rule = "SigV4 requests are refused when the two clocks differ by more than 15 minutes";
   if (!server_time) {
-    return {"clock-skew", Level::warn, name + ": unknown", "the server sent no Date header to compare with.", ""};
+    return remote_row("clock-skew", Level::warn, name + ": unknown", "the server sent no Date header to compare with.",
+                      "");
   }
   const std::time_t skew = *server_time - local;
   const std::time_t size = std::llabs(skew);
   const std::string value = name + ": this machine's clock is " + std::to_string(size) + " s " +
                             (skew > 0 ? "behind" : "ahead of") + " the server's";
-  if (size <= kSkewWarnS) return {"clock-skew", Level::ok, value, "", ""};
-  return {"clock-skew", size > kSkewRefusedS ? Level::fail : Level::warn, value, rule + ".",
-          "synchronize this machine's clock (NTP: systemd-timesyncd, chrony)"};
+  if (size <= kSkewWarnS) return remote_row("clock-skew", Level::ok, value, "", "");
+  return remote_row("clock-skew", size > kSkewRefusedS ? Level::fail : Level::warn, value, rule + ".",
+                    "synchronize this machine's clock (NTP: systemd-timesyncd, chrony)");
 }
 
-std::vector<ProbeFinding> S3Storage::probe(std::string_view probe_key) {
-  using Level = ProbeFinding::Level;
+std::vector<core::DoctorRow> S3Storage::probe(std::string_view probe_key) {
+  using Level = core::DoctorStatus;
   const std::string shown = name();
-  std::vector<ProbeFinding> rows;
+  std::vector<core::DoctorRow> rows;
   HttpResponse head;
   try {
     head = send(HttpMethod::head, bucket_path(), {}, false);
   } catch (const std::exception& e) {
-    rows.push_back({"reachable", Level::fail, shown, std::string(e.what()) + ": every compile skips this remote.",
-                    "start the server, or correct the URL's endpoint= or region=, or remove it"});
+    rows.push_back(remote_row("reachable", Level::fail, shown,
+                              std::string(e.what()) + ": every compile skips this remote.",
+                              "start the server, or correct the URL's endpoint= or region=, or remove it"));
     return rows;
   }
-  rows.push_back({"reachable", Level::ok, shown + ": answers (HTTP " + std::to_string(head.status) + ")", "", ""});
+  rows.push_back(
+      remote_row("reachable", Level::ok, shown + ": answers (HTTP " + std::to_string(head.status) + ")", "", ""));
   rows.push_back(clock_skew_finding(shown, parse_http_date(head.date), std::time(nullptr)));
   try {
     (void)get(probe_key);
-    rows.push_back({"authenticated", Level::ok,
-                    shown + ": signed requests accepted (credentials from " + credentials().source + ")", "", ""});
+    rows.push_back(remote_row("authenticated", Level::ok,
+                              shown + ": signed requests accepted (credentials from " + credentials().source + ")", "",
+                              ""));
   } catch (const std::exception& e) {
-    rows.push_back({"authenticated", Level::fail, shown, std::string(e.what()) + ": every compile skips this remote.",
-                    "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and a profile of "
-                    "~/.aws/credentials) to keys the server accepts, and check region="});
+    rows.push_back(remote_row("authenticated", Level::fail, shown,
+                              std::string(e.what()) + ": every compile skips this remote.",
+                              "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and a profile of "
+                              "~/.aws/credentials) to keys the server accepts, and check region="));
     return rows;
   }
   if (read_only()) {
-    rows.push_back({"writable", Level::ok, shown + ": read-only (as configured)", "", ""});
+    rows.push_back(remote_row("writable", Level::ok, shown + ": read-only (as configured)", "", ""));
     return rows;
   }
   try {
     put(probe_key, "kache doctor");
     remove(probe_key);
-    rows.push_back({"writable", Level::ok, shown + ": yes", "", ""});
+    rows.push_back(remote_row("writable", Level::ok, shown + ": yes", "", ""));
   } catch (const std::exception& e) {
-    rows.push_back({"writable", Level::fail, shown, std::string(e.what()) + ": entries are not shared.",
-                    "grant these credentials s3:PutObject and s3:DeleteObject on the bucket, or mark it read-only"});
+    rows.push_back(
+        remote_row("writable", Level::fail, shown, std::string(e.what()) + ": entries are not shared.",
+                   "grant these credentials s3:PutObject and s3:DeleteObject on the bucket, or mark it read-only"));
   }
   return rows;
 }

@@ -43,7 +43,7 @@ class S3Storage final : public RemoteBackend {
   std::optional<std::string> get(std::string_view key) override;
   // reachable (any answer to an unsigned HEAD of the bucket), clock-skew (the server's Date against this
   // machine's clock), authenticated (a signed GET accepted), writable (a PUT and a DELETE, or read-only).
-  std::vector<ProbeFinding> probe(std::string_view probe_key) override;
+  std::vector<core::DoctorRow> probe(std::string_view probe_key) override;
 
   // The request path of a key (path-style: /BUCKET/PREFIX/KEY; virtual-hosted: /PREFIX/KEY).
   std::string object_path(std::string_view key) const;
@@ -70,7 +70,13 @@ class S3Storage final : public RemoteBackend {
   std::unique_ptr<HttpConnection> connection_;  // made on first use
 };
 
+// The region requests are signed for (us-east-1 when the URL names none).
+std::string s3_region(const core::RemoteUrl& url);
+// The HTTP server requests go to (http or https, host, port and the URL's timeouts): the endpoint=,
+// else AWS's host for the region (with the bucket in it unless addressing=path).
+core::RemoteUrl s3_endpoint(const core::RemoteUrl& url);
+
 // One sentence on the clock skew the doctor found: seconds the server's clock is ahead of this one.
-ProbeFinding clock_skew_finding(const std::string& name, std::optional<std::time_t> server_time, std::time_t local);
+core::DoctorRow clock_skew_finding(const std::string& name, std::optional<std::time_t> server_time, std::time_t local);
 
 }  // namespace kache::storage::remote
