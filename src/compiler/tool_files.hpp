@@ -216,7 +216,7 @@ std::string write_memo(std::uint32_t version, const Memo& memo) {
 template <typename Memo>
 Memo read_memo(std::uint32_t version, const std::string& bytes) {
   util::Reader r(bytes);
-  if (r.u32() != version) throw std::runtime_error("old toolchain memo");
+  if (r.u32() != version) throw std::runtime_error("a memo of another version");
   Memo memo;
   Memo::fields(memo, memo_detail::FieldReader{r});
   return memo;
