@@ -94,8 +94,11 @@ std::string host_compiler_of(DoctorRows& rows, const DryRun& run, const util::Pr
     return "";
   }
   std::string host = run.host_word;
-  if (host.find('/') == std::string::npos) {
-    host = util::find_executable(host, run.vars.count("PATH") ? run.vars.at("PATH") : path_var).value_or("");
+  const std::string search_path = run.vars.count("PATH") ? run.vars.at("PATH") : path_var;
+  if (host.find('/') == std::string::npos) host = util::find_executable(host, search_path).value_or("");
+  // The compiler kache's masquerade runs, past kache, as the probe keys it (not the masquerade's path).
+  if (!host.empty() && is_masquerade(host)) {
+    host = util::find_executable(util::basename(host), search_path, util::self_executable()).value_or("");
   }
   if (host.empty()) {
     rows.add("toolchain", "host-compiler", Status::fail, run.host_word,

@@ -154,6 +154,11 @@ std::vector<std::string> dry_run_include_dirs(const DryRun& run) {
   return dirs;
 }
 
+bool is_masquerade(const std::string& host_compiler) {
+  std::error_code ec;
+  return std::filesystem::equivalent(host_compiler, util::self_executable(), ec);
+}
+
 namespace {
 
 // nvcc's host compiler is a wrapper script (CMake's -ccbin /opt/gcc/bin/g++, which runs
@@ -210,8 +215,7 @@ void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std:
   // kache's masquerade (`gcc` -> kache, first on PATH) runs the next gcc on PATH: that one is the host
   // compiler whose content and passes are keyed (keying kache itself served the old host code after the
   // real gcc behind it changed).
-  std::error_code ec;
-  if (std::filesystem::equivalent(m.tc.host_compiler, util::self_executable(), ec)) {
+  if (is_masquerade(m.tc.host_compiler)) {
     files.add("host:masquerade", m.tc.host_compiler);
     m.tc.host_compiler = files.resolve_past_kache(util::basename(m.tc.host_compiler));
     if (m.tc.host_compiler.empty()) throw std::runtime_error("kache's masquerade finds no host compiler past it");
