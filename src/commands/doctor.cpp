@@ -20,11 +20,8 @@
 
 #include "commands/options.hpp"
 #include "commands/report.hpp"
-#include "compiler/env_table.hpp"
-#include "compiler/gcc/doctor.hpp"
-#include "compiler/nvcc/doctor.hpp"
-#include "compiler/nvcc/plan.hpp"
-#include "compiler/offload/doctor.hpp"
+#include "compiler/adapter.hpp"
+#include "compiler/registry.hpp"
 #include "core/config.hpp"
 #include "core/doctor_rows.hpp"
 #include "core/log.hpp"
@@ -57,22 +54,6 @@ const char* status_name(Status s) {
       return "fail";
   }
   return "?";
-}
-
-// The driver is asked in a child process (`kache doctor --driver-version`): a statically linked
-// kache loading libcuda.so.1 needs the glibc it was linked with, and on another one the load may
-// crash; the child's death is then a row, not the end of the report.
-std::optional<int> driver_version(std::string& failure) {
-  try {
-    const std::string self = util::self_executable();
-    const auto r = util::run_capture(self, {self, "doctor", "--driver-version"}, util::current_environment());
-    if (r.ok()) return std::stoi(r.out);
-    failure = r.term_signal ? fmt::format("the probe died with signal {}", r.term_signal)
-                            : fmt::format("the probe exited with {}", r.exit_code);
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  return std::nullopt;
 }
 
 std::string filesystem_name(std::uint64_t type) {
@@ -260,10 +241,7 @@ void check_remote_execution_rows(Rows& rows, const Config& cfg, const std::strin
       nvcc_arg.find('/') != std::string::npos
           ? nvcc_arg
           : util::find_executable(nvcc_arg, util::env_get(env, "PATH").value_or("")).value_or(nvcc_arg);
-  for (const auto& r : check_remote_execution(cfg, nvcc_path)) {
-    const Status status = r.level == 0 ? Status::ok : r.level == 1 ? Status::warn : Status::fail;
-    rows.add("remote_execution", r.name, status, r.value, r.message, r.fix);
-  }
+  for (auto& r : check_remote_execution(cfg, nvcc_path)) rows.rows.push_back(std::move(r));
 }
 
 // The remote stores, then the remote execution server.
@@ -306,31 +284,6 @@ void check_config(Rows& rows, const Config& cfg, const util::Environment& env) {
     rows.add("config", "disable", Status::warn, fmt::format("cache.disable = true ({})", origin),
              "every compile passes through uncached (passthrough.disabled).",
              origin == "env" ? "unset KACHE_DISABLE" : "set cache.disable = false in " + cfg.config_file);
-  }
-  // NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS reach every compile: one that refuses makes all of them pass through.
-  compiler::nvcc::PlanOptions opts;
-  opts.extra_allowlist = cfg.extra_allowlist_flags;
-  opts.prepend_flags = util::env_get(env, "NVCC_PREPEND_FLAGS").value_or("");
-  opts.append_flags = util::env_get(env, "NVCC_APPEND_FLAGS").value_or("");
-  if (!opts.prepend_flags.empty() || !opts.append_flags.empty()) {
-    const auto planned = compiler::nvcc::plan({"-c", "probe.cu", "-o", "probe.o"}, opts);
-    if (const auto* p = std::get_if<compiler::nvcc::Passthrough>(&planned)) {
-      rows.add(
-          "config", "nvcc-env-flags", Status::warn,
-          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}'", opts.prepend_flags, opts.append_flags),
-          fmt::format("every compile passes through ({}{}{}).", p->reason, p->detail.empty() ? "" : ": ", p->detail),
-          "remove the flag from the variable, or add it to cc.extra_allowlist_flags if it cannot change an object");
-    } else {
-      rows.add(
-          "config", "nvcc-env-flags", Status::ok,
-          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}' (keyed)", opts.prepend_flags, opts.append_flags));
-    }
-  }
-  if (auto refusal = compiler::env_refusal(env, compiler::EnvRoute::nvcc)) {
-    rows.add(
-        "config", "environment", Status::warn, refusal->variable + " is set",
-        fmt::format("{} is set, so every compile passes through (passthrough.{}).", refusal->variable, refusal->reason),
-        "unset " + refusal->variable);
   }
 }
 
@@ -399,8 +352,8 @@ std::variant<DoctorOptions, int> parse_doctor_args(const std::vector<std::string
   DoctorOptions o;
   auto& [as_json, nvcc_arg, nvcc_named, ccbin, hipcc_arg, probe_timeout_ms] = o;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--driver-version") {  // internal: the child process of driver_version()
-      fmt::print("{}\n", compiler::nvcc::driver_version_here());
+    if (auto answer = compiler::doctor_child_answer(args[i])) {  // internal: a child an adapter's rows ask
+      fmt::print("{}\n", *answer);
       return 0;
     }
     const auto option = match_option("doctor", args, i);
@@ -439,31 +392,24 @@ int run_doctor(const std::vector<std::string>& args) {
   auto [as_json, nvcc_arg, nvcc_named, ccbin, hipcc_arg, probe_timeout_ms] = std::get<DoctorOptions>(parsed);
   const Config cfg = load_config();
   const util::Environment env = util::current_environment();
-  if (!ccbin) {
-    if (auto v = util::env_get(env, "NVCC_CCBIN"); v && !v->empty()) ccbin = *v;
-  }
+  // Each compiler family's rows (compiler/adapter.hpp), read with its own probes, in their sections.
+  compiler::DoctorQuery query;
+  if (nvcc_named) query.named_programs["nvcc"] = nvcc_arg;
+  query.named_programs["hipcc"] = hipcc_arg;
+  query.host_compiler = ccbin;
+  query.probe_timeout_ms = probe_timeout_ms;
+  query.config = &cfg;
+  query.env = env;
+  const auto families = compiler::families();
   Rows rows;
-  std::optional<std::pair<int, int>> release;
-  const bool c_compilers = compiler::gcc::doctor_rows(rows, env);
-  try {
-    util::TempDir scratch("/tmp", ".kache-doctor-");
-    release = compiler::nvcc::doctor_rows(rows, {nvcc_arg, nvcc_named, ccbin, scratch.path(), c_compilers}, env);
-  } catch (const std::exception& e) {
-    rows.add("toolchain", "probe", Status::fail, "", fmt::format("probing the toolchain failed: {}.", e.what()),
-             "run nvcc --version and nvcc --dryrun -c x.cu by hand to see why");
-  }
-  try {
-    util::TempDir scratch("/tmp", ".kache-doctor-");
-    compiler::offload::doctor_rows(rows, hipcc_arg, env, scratch.path(), probe_timeout_ms);
-  } catch (const std::exception& e) {
-    rows.add("rocm", "probe", Status::warn, "", fmt::format("probing hipcc failed: {}.", e.what()),
-             "run HIPCC_VERBOSE=1 hipcc --genco --offload-arch=gfx90a -### x.hip by hand to see why");
-  }
-  std::string driver_failure;
-  const std::optional<int> driver = driver_version(driver_failure);
-  compiler::nvcc::driver_rows(rows, release, driver, driver_failure);
+  auto family_rows = [&](compiler::DoctorSection section) {
+    for (const auto& family : families) family->doctor_rows(rows, section, query);
+  };
+  family_rows(compiler::DoctorSection::toolchain);
+  family_rows(compiler::DoctorSection::machine);
   check_cache(rows, cfg);
   check_config(rows, cfg, env);
+  family_rows(compiler::DoctorSection::config);
   check_remote_services(rows, cfg, nvcc_arg, env);
 
   std::size_t fails = 0, warns = 0;

@@ -11,8 +11,7 @@
 #include <fmt/format.h>
 
 #include "commands/options.hpp"
-#include "compiler/gcc/toolchain.hpp"
-#include "compiler/nvcc/toolchain.hpp"
+#include "compiler/registry.hpp"
 #include "engine/remote_exec.hpp"
 #include "remote_exec/wire.hpp"
 #include "util/fs.hpp"
@@ -24,13 +23,29 @@ namespace reapi = kache::remote_exec;
 
 namespace {
 
+using Status = core::DoctorStatus;
+
+// The toolchain id a compile through the family `name` ("nvcc", "gcc") keys for program.
+std::string toolchain_id(std::string_view name, const std::string& program, const util::Environment& env) {
+  const auto family = compiler::family(name);
+  if (!family) throw std::runtime_error("kache knows no compiler family " + std::string(name));
+  return family->toolchain_id(program, env);
+}
+
+// One row of doctor's remote execution section.
+core::DoctorRow remote_execution_row(std::string name, Status status, std::string value, std::string message = "",
+                                     std::string fix = "") {
+  return {"remote_execution", std::move(name), status, std::move(value), std::move(message), std::move(fix)};
+}
+
 // Runs /bin/true on a worker pinned to this nvcc's toolchain; a nonce keeps the ActionCache out of it.
-RemoteCheck worker_probe(reapi::Client& client, const std::string& nvcc_path) {
+core::DoctorRow worker_probe(reapi::Client& client, const std::string& nvcc_path) {
   std::string id;
   try {
-    id = compiler::nvcc::probe_toolchain(nvcc_path, util::current_environment(), std::nullopt, "").id;
+    id = toolchain_id("nvcc", nvcc_path, util::current_environment());
   } catch (const std::exception& e) {
-    return {"worker", "not asked", fmt::format("{} cannot be probed: {}.", nvcc_path, e.what()), "", 1};
+    return remote_execution_row("worker", Status::warn, "not asked",
+                                fmt::format("{} cannot be probed: {}.", nvcc_path, e.what()));
   }
   reapi::ActionSpec probe;
   probe.arguments = {"/bin/true"};
@@ -38,38 +53,42 @@ RemoteCheck worker_probe(reapi::Client& client, const std::string& nvcc_path) {
   probe.platform = {{"kache-toolchain", id}, {"OSFamily", "Linux"}};
   auto done = client.execute(probe);
   if (auto* f = std::get_if<reapi::Failure>(&done)) {
-    return {"worker", "none ran the probe",
-            fmt::format("no worker of this toolchain ({}) ran a probe action: {} ({}); stages run here.", id.substr(0, 12),
-                        f->reason, f->detail),
-            "start `kache worker --nvcc " + nvcc_path + "` against the server", 1};
+    return remote_execution_row(
+        "worker", Status::warn, "none ran the probe",
+        fmt::format("no worker of this toolchain ({}) ran a probe action: {} ({}); stages run here.", id.substr(0, 12),
+                    f->reason, f->detail),
+        "start `kache worker --nvcc " + nvcc_path + "` against the server");
   }
   const auto& o = std::get<reapi::ActionOutcome>(done);
-  return {"worker", fmt::format("{} (toolchain {})", o.worker.empty() ? "a worker" : o.worker, id.substr(0, 12)), "", "",
-          o.exit_code == 0 ? 0 : 1};
+  return remote_execution_row("worker", o.exit_code == 0 ? Status::ok : Status::warn,
+                              fmt::format("{} (toolchain {})", o.worker.empty() ? "a worker" : o.worker, id.substr(0, 12)));
 }
 
 }  // namespace
 
-std::vector<RemoteCheck> check_remote_execution(const core::Config& config, const std::string& nvcc_path) {
-  std::vector<RemoteCheck> rows;
+std::vector<core::DoctorRow> check_remote_execution(const core::Config& config, const std::string& nvcc_path) {
+  std::vector<core::DoctorRow> rows;
   if (config.remote_execution_server.empty()) return rows;
   reapi::ServerSettings settings = engine::remote_execution_settings(config);
   settings.timeout_s = 30;
   auto client = reapi::open_client(settings);
   auto caps = client->capabilities();
   if (auto* f = std::get_if<reapi::Failure>(&caps)) {
-    rows.push_back({"server", config.remote_execution_server,
-                    fmt::format("{} ({}): every stage runs here (remote_fallback.{}).", f->detail, f->reason, f->reason),
-                    "start the server, or correct remote_execution.server, or remove it", 2});
+    rows.push_back(remote_execution_row(
+        "server", Status::fail, config.remote_execution_server,
+        fmt::format("{} ({}): every stage runs here (remote_fallback.{}).", f->detail, f->reason, f->reason),
+        "start the server, or correct remote_execution.server, or remove it"));
     return rows;
   }
   const auto& c = std::get<reapi::Capabilities>(caps);
-  rows.push_back({"server", config.remote_execution_server + ": answers", "", "", 0});
+  rows.push_back(remote_execution_row("server", Status::ok, config.remote_execution_server + ": answers"));
   const bool usable = c.execution_enabled && c.sha256;
-  rows.push_back({"capabilities", fmt::format("API {}..{}, execution {}, SHA-256 {}", c.api_low, c.api_high,
-                                              c.execution_enabled ? "on" : "off", c.sha256 ? "yes" : "no"),
-                  usable ? "" : "the server cannot execute SHA-256 actions: every stage runs here.",
-                  usable ? "" : "point remote_execution.server at a server with execution enabled", usable ? 0 : 2});
+  rows.push_back(remote_execution_row(
+      "capabilities", usable ? Status::ok : Status::fail,
+      fmt::format("API {}..{}, execution {}, SHA-256 {}", c.api_low, c.api_high, c.execution_enabled ? "on" : "off",
+                  c.sha256 ? "yes" : "no"),
+      usable ? "" : "the server cannot execute SHA-256 actions: every stage runs here.",
+      usable ? "" : "point remote_execution.server at a server with execution enabled"));
   if (usable) rows.push_back(worker_probe(*client, nvcc_path));
   return rows;
 }
@@ -87,8 +106,7 @@ std::vector<std::string> worker_toolchains(const std::string& given, const std::
   for (const std::string* path : {&nvcc, &compiler}) {
     if (path->empty()) continue;
     try {
-      ids.push_back(path == &nvcc ? compiler::nvcc::probe_toolchain(nvcc, env, std::nullopt, "").id
-                                  : compiler::gcc::probe_toolchain(compiler, env, "").id);
+      ids.push_back(toolchain_id(path == &nvcc ? "nvcc" : "gcc", *path, env));
     } catch (const std::exception& e) {
       fmt::print(stderr, "kache worker: {} cannot be probed: {}\n", *path, e.what());
       return {};

@@ -3,9 +3,12 @@
 // An adapter decides whether an invocation is cacheable, says what its key contains (beyond the
 // dependency closure, which the pipeline records itself), and how to run a miss so the object, the
 // dependency list and the path mapping come out the way the pipeline needs them.
+#include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "compiler/tool_files.hpp"
 #include "core/config.hpp"
 #include "core/depfile.hpp"
+#include "core/doctor_rows.hpp"
 #include "core/invocation.hpp"
 #include "core/path_roots.hpp"
 #include "util/process.hpp"
@@ -117,6 +121,22 @@ struct PreprocessCommand {
   std::string pass;  // what it preprocesses for ("host", "-D__CUDA_ARCH__=800"): the key names it, logs show it
 };
 
+// The parts of `kache doctor`'s report an adapter adds rows to, in the order they are printed: its
+// toolchain's facts, then the machine's (nvcc: the CUDA driver) after every family's toolchain, then its
+// configuration's (the environment its compiles read) after the cache's and the general configuration's.
+enum class DoctorSection { toolchain, machine, config };
+
+// What `kache doctor` was asked: the programs named on its command line by the family they are for
+// ("nvcc" -> its --nvcc PATH; a family not named looks for its default name on PATH), the host compiler
+// named with -ccbin, the bound on a slow probe, the configuration and the environment.
+struct DoctorQuery {
+  std::map<std::string, std::string> named_programs;
+  std::optional<std::string> host_compiler;
+  int probe_timeout_ms = 20'000;
+  const core::Config* config = nullptr;
+  util::Environment env;
+};
+
 class Adapter {
  public:
   virtual ~Adapter() = default;
@@ -163,6 +183,21 @@ class Adapter {
   }
   // Substrings of an object that reveal it depends on the literal source path.
   virtual std::vector<std::string> path_specific_markers() const = 0;
+  // `kache doctor`'s rows of this family for one section, read with the adapter's own probe readers, so
+  // doctor states the toolchain the key sees. Called once per section in DoctorSection's order on one
+  // adapter of registry's families(), which may keep what an earlier section read. Never throws: a
+  // failure is a row.
+  virtual void doctor_rows(core::DoctorRows&, DoctorSection, const DoctorQuery&) {}
+  // The answer to a question `kache doctor` asks itself in a child process (the doctor's hidden option,
+  // e.g. "--driver-version"), where the answer may crash the process that asks (nvcc: loading the CUDA
+  // driver); nullopt when the question is not this family's.
+  virtual std::optional<std::string> doctor_child_answer(std::string_view) const { return std::nullopt; }
+  // The toolchain id compiles through this adapter key for `program` (its resolved path), with no memo:
+  // what `kache worker` serves (the kache-toolchain platform property). Throws std::runtime_error when
+  // the program cannot be probed or the family keys no toolchain of its own.
+  virtual std::string toolchain_id(const std::string& program, const util::Environment&) const {
+    throw std::runtime_error(name() + " has no toolchain id for " + program);
+  }
 };
 
 }  // namespace kache::compiler

@@ -30,4 +30,26 @@ std::unique_ptr<Adapter> find_adapter(const std::string& compiler_arg, const std
   return nullptr;
 }
 
+std::vector<std::unique_ptr<Adapter>> families() {
+  std::vector<std::unique_ptr<Adapter>> all;
+  all.push_back(std::make_unique<gcc::GccAdapter>());
+  all.push_back(std::make_unique<nvcc::NvccAdapter>());
+  all.push_back(std::make_unique<offload::HipccAdapter>());
+  return all;
+}
+
+std::unique_ptr<Adapter> family(std::string_view name) {
+  for (auto& adapter : families()) {
+    if (adapter->name() == name) return std::move(adapter);
+  }
+  return nullptr;
+}
+
+std::optional<std::string> doctor_child_answer(std::string_view question) {
+  for (const auto& adapter : families()) {
+    if (auto answer = adapter->doctor_child_answer(question)) return answer;
+  }
+  return std::nullopt;
+}
+
 }  // namespace kache::compiler

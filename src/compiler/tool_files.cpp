@@ -905,6 +905,38 @@ ProbeLock::~ProbeLock() {
 
 namespace memo_detail {
 
+void FieldWriter::operator()(const std::string& s) const { out.str(s); }
+
+void FieldWriter::operator()(const std::vector<std::string>& list) const {
+  out.u32(static_cast<std::uint32_t>(list.size()));
+  for (const auto& s : list) out.str(s);
+}
+
+void FieldWriter::operator()(const std::vector<std::pair<std::string, std::string>>& pairs) const {
+  out.u32(static_cast<std::uint32_t>(pairs.size()));
+  for (const auto& [first, second] : pairs) {
+    out.str(first);
+    out.str(second);
+  }
+}
+
+void FieldWriter::operator()(const ToolFiles& tools) const { tools.write(out); }
+
+void FieldReader::operator()(std::string& s) const { s = in.str(); }
+
+void FieldReader::operator()(std::vector<std::string>& list) const {
+  for (std::uint32_t i = 0, n = in.count(sizeof(std::uint64_t)); i < n; ++i) list.push_back(in.str());
+}
+
+void FieldReader::operator()(std::vector<std::pair<std::string, std::string>>& pairs) const {
+  for (std::uint32_t i = 0, n = in.count(2 * sizeof(std::uint64_t)); i < n; ++i) {
+    std::string first = in.str();
+    pairs.emplace_back(std::move(first), in.str());
+  }
+}
+
+void FieldReader::operator()(ToolFiles& tools) const { tools = ToolFiles::read(in); }
+
 std::string memo_path(const std::string& memo_dir, const std::string& memo_key) {
   return memo_dir.empty() ? "" : util::join_path(memo_dir, memo_key);
 }

@@ -182,6 +182,46 @@ class ProbeLock {
   int fd_ = -1;
 };
 
+// The one writer and reader of the toolchain memos (nvcc's, gcc's and the offload route's). A memo names
+// its fields once, in `static void fields(Self& memo, Visit&& visit)` (Self: Memo or const Memo), and
+// write_memo and read_memo both walk that list, so what is read back is what was written. The bytes: the
+// version (u32), then each field in order: a string as util::Writer::str, a list of strings or of
+// string pairs as its u32 count and its items, the ToolFiles as ToolFiles::write.
+namespace memo_detail {
+struct FieldWriter {
+  util::Writer& out;
+  void operator()(const std::string& s) const;
+  void operator()(const std::vector<std::string>& list) const;
+  void operator()(const std::vector<std::pair<std::string, std::string>>& pairs) const;
+  void operator()(const ToolFiles& tools) const;
+};
+struct FieldReader {
+  util::Reader& in;
+  void operator()(std::string& s) const;
+  void operator()(std::vector<std::string>& list) const;
+  void operator()(std::vector<std::pair<std::string, std::string>>& pairs) const;
+  void operator()(ToolFiles& tools) const;
+};
+}  // namespace memo_detail
+
+template <typename Memo>
+std::string write_memo(std::uint32_t version, const Memo& memo) {
+  util::Writer w;
+  w.u32(version);
+  Memo::fields(memo, memo_detail::FieldWriter{w});
+  return w.take();
+}
+
+// Throws std::runtime_error for a memo of another version or damaged bytes.
+template <typename Memo>
+Memo read_memo(std::uint32_t version, const std::string& bytes) {
+  util::Reader r(bytes);
+  if (r.u32() != version) throw std::runtime_error("a memo of another version");
+  Memo memo;
+  Memo::fields(memo, memo_detail::FieldReader{r});
+  return memo;
+}
+
 // The parts of memoized_probe that do not depend on the memo's type.
 namespace memo_detail {
 std::string memo_path(const std::string& memo_dir, const std::string& memo_key);
@@ -195,15 +235,16 @@ void write(const std::string& memo_path, const std::string& bytes);
 // else probed, one probe per toolchain at a time (ProbeLock: a compile that waited reads the prober's
 // memo), and written when every file it records is settled (a file changed within the clock tick could
 // change again unseen). Memo is an adapter's probe answer: `tc` (whose from_memo says where it came
-// from) and `tools` (its ToolFiles). The nvcc and gcc adapters differ only in the memo and the probe.
-template <typename Memo, typename Read, typename Valid, typename Probe, typename Write>
-Memo memoized_probe(const std::string& memo_dir, const std::string& memo_key, const std::string& what, Read read,
-                    Valid valid, Probe probe, Write write) {
+// from) and `tools` (its ToolFiles), written and read by write_memo and read_memo under `version`. The
+// adapters differ only in the memo and the probe.
+template <typename Memo, typename Valid, typename Probe>
+Memo memoized_probe(const std::string& memo_dir, const std::string& memo_key, const std::string& what,
+                    std::uint32_t version, Valid valid, Probe probe) {
   const std::string path = memo_detail::memo_path(memo_dir, memo_key);
   auto from_memo = [&]() -> std::optional<Memo> {
     if (path.empty() || !util::exists(path)) return std::nullopt;
     try {
-      Memo m = read(util::read_file(path));
+      Memo m = read_memo<Memo>(version, util::read_file(path));
       if (valid(m)) {
         m.tc.from_memo = true;
         return m;
@@ -229,7 +270,7 @@ Memo memoized_probe(const std::string& memo_dir, const std::string& memo_key, co
   memo_detail::log_probing(what, memo_key);
   const std::int64_t probe_began = util::file_clock_now_ns();  // before the probe reads any file
   Memo m = probe();
-  if (!path.empty() && m.tools.settled(probe_began)) memo_detail::write(path, write(m));
+  if (!path.empty() && m.tools.settled(probe_began)) memo_detail::write(path, write_memo(version, m));
   return with_files(std::move(m));
 }
 

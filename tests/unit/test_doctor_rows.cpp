@@ -9,7 +9,9 @@
 
 #include "compiler/gcc/doctor.hpp"
 #include "compiler/nvcc/doctor.hpp"
+#include "compiler/nvcc/toolchain.hpp"
 #include "compiler/offload/doctor.hpp"
+#include "compiler/offload/toolchain.hpp"
 #include "util/fs.hpp"
 
 namespace {
@@ -126,6 +128,44 @@ TEST(GccDoctorRows, VersionRowFromTheDriversWords) {
   EXPECT_EQ(rows.rows[0].value, "gcc (Debian 12.2.0-14) 12.2.0 at /usr/bin/gcc");
   EXPECT_EQ(rows.rows.at(1).status, DoctorStatus::warn);
   EXPECT_EQ(rows.rows[1].name, "clang");
+}
+
+// Doctor and the probe read nvcc's include directories by one rule (nvcc::dry_run_include_dirs): the
+// words of INCLUDES and of SYSTEM_INCLUDES, -I values and bare directories. Doctor once read only the
+// -I words of INCLUDES, so a toolkit whose crt/ headers lie in a SYSTEM_INCLUDES directory was "unknown"
+// to doctor while the key's toolchain listed it.
+TEST(NvccDoctorRows, DoctorLooksInTheProbesIncludeDirectories) {
+  kache::util::TempDir dir("/tmp", ".kache-test-");
+  const std::string system = toolkit_with(dir, "crt/host_config.h", kGnuBound15);
+  const nvcc::DryRun run = nvcc::read_dry_run("#$ _HERE_=/opt/cuda/bin\n"
+                                              "#$ INCLUDES=\"-I/opt/cuda/include\"\n"
+                                              "#$ SYSTEM_INCLUDES=\"-isystem\" " + system + " \"-I/opt/more\"\n");
+  const std::vector<std::string> dirs = nvcc::dry_run_include_dirs(run);
+  EXPECT_EQ(dirs, (std::vector<std::string>{"/opt/cuda/include", system, "/opt/more"}));
+  DoctorRows rows;
+  nvcc::host_bound_row(rows, dirs, false, 15);
+  ASSERT_EQ(rows.rows.size(), 1u);
+  EXPECT_EQ(rows.rows[0].status, DoctorStatus::ok) << rows.rows[0].value;
+  EXPECT_NE(rows.rows[0].value.find(system + "/crt/host_config.h"), std::string::npos) << rows.rows[0].value;
+}
+
+// hipcc.pl appends the user's arguments after its own flags, and clang takes the last of a repeated
+// `--name=`: the probe keys the last --hip-device-lib-path, and doctor states that one (it once took
+// the first), by the one reader offload::clang_line_value.
+TEST(OffloadDoctorRows, DoctorTakesTheLastValueAsTheProbeDoes) {
+  const std::string line = "/usr/bin/clang-15 --hip-version=5.2.21153 --rocm-path=/usr "
+                           "--hip-device-lib-path=\"/usr/lib/amdgcn/bitcode\" --rocm-path=/opt/rocm -x hip probe.hip "
+                           "--hip-device-lib-path=/opt/rocm/amdgcn/bitcode";
+  kache::util::ProcessResult r;
+  r.exit_code = 0;
+  r.out = "hipcc-cmd: " + line + "\n";
+  const offload::HipccFacts f = offload::read_hipcc_probe(r);
+  EXPECT_EQ(offload::clang_line_value(line, "--hip-device-lib-path"), "/opt/rocm/amdgcn/bitcode");
+  EXPECT_EQ(f.named_bitcode_dir, offload::clang_line_value(line, "--hip-device-lib-path"));
+  EXPECT_EQ(f.rocm_path, "/opt/rocm");
+  EXPECT_EQ(offload::clang_line_value(line, "--hip-version"), "5.2.21153");
+  EXPECT_EQ(offload::clang_line_value("clang --hip-device-lib-path=\"/a b\" x", "--hip-device-lib-path"), "/a b");
+  EXPECT_EQ(offload::clang_line_value(line, "--offload-arch"), "");
 }
 
 }  // namespace

@@ -146,5 +146,57 @@ TEST(ProbeLock, HoldsAFreeLockAndGivesUpOnAHeldOne) {
   }
 }
 
+// A memo of every field kind the toolchain memos keep.
+struct SampleMemo {
+  std::string id, description;
+  std::vector<std::string> dirs;
+  ToolFiles tools;
+  std::vector<std::pair<std::string, std::string>> env;
+
+  template <typename Self, typename Visit>
+  static void fields(Self& m, Visit&& visit) {
+    visit(m.id);
+    visit(m.description);
+    visit(m.dirs);
+    visit(m.tools);
+    visit(m.env);
+  }
+};
+
+// The one memo writer keeps the bytes the hand-written serializers wrote (a version, then each field as
+// util::Writer writes it), so memos written before read back, and reads back what it wrote.
+TEST(ToolchainMemo, OneWriterKeepsTheBytesAndReadsThemBack) {
+  SampleMemo m;
+  m.id = "abc";
+  m.description = "nvcc 13.0; host gcc";
+  m.dirs = {"/usr/include", "/opt/cuda/include"};
+  m.tools.search_path = "/usr/bin:/bin";
+  m.env = {{"MYFLAG", "=1"}, {"OTHER", "unset"}};
+  const std::string bytes = write_memo(7, m);
+
+  util::Writer by_hand;
+  by_hand.u32(7);
+  by_hand.str(m.id);
+  by_hand.str(m.description);
+  by_hand.u32(2);
+  for (const auto& d : m.dirs) by_hand.str(d);
+  m.tools.write(by_hand);
+  by_hand.u32(2);
+  for (const auto& [name, value] : m.env) {
+    by_hand.str(name);
+    by_hand.str(value);
+  }
+  EXPECT_EQ(bytes, by_hand.take());
+
+  const SampleMemo back = read_memo<SampleMemo>(7, bytes);
+  EXPECT_EQ(back.id, m.id);
+  EXPECT_EQ(back.description, m.description);
+  EXPECT_EQ(back.dirs, m.dirs);
+  EXPECT_EQ(back.tools.search_path, m.tools.search_path);
+  EXPECT_EQ(back.env, m.env);
+  EXPECT_THROW(read_memo<SampleMemo>(8, bytes), std::runtime_error);
+  EXPECT_THROW(read_memo<SampleMemo>(7, bytes.substr(0, bytes.size() - 3)), std::runtime_error);
+}
+
 }  // namespace
 }  // namespace kache::compiler

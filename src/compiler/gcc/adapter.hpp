@@ -9,6 +9,10 @@ namespace kache::compiler::gcc {
 class GccAdapter final : public Adapter {
  public:
   std::string name() const override { return "gcc"; }
+  // compiler/gcc/doctor.cpp: the C and C++ compilers on PATH, their wrappers and versions.
+  void doctor_rows(core::DoctorRows& rows, DoctorSection section, const DoctorQuery& query) override;
+  // compiler/gcc/toolchain.cpp: probe_toolchain's id.
+  std::string toolchain_id(const std::string& program, const util::Environment& env) const override;
   std::variant<Passthrough, CompileJob> prepare(const core::Invocation& inv, const core::Config& cfg) override;
   std::vector<std::string> miss_command(const core::Invocation& inv, const CompileJob& job,
                                         const MissPaths& paths) const override;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/gcc/adapter.hpp"
 #include "compiler/gcc/wrapper.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/reasons.hpp"
@@ -53,15 +54,22 @@ void wrapper_row(core::DoctorRows& rows, const std::string& name, const std::str
 
 }  // namespace
 
-bool doctor_rows(core::DoctorRows& rows, const util::Environment& env) {
+std::string c_compilers_on_path(const util::Environment& env) {
   const std::string path_var = util::env_get(env, "PATH").value_or("");
   const std::string self = util::self_executable();
   std::string names;
   for (const char* name : {"gcc", "g++", "cc", "c++", "clang", "clang++"}) {
     if (util::find_executable(name, path_var, self)) names += (names.empty() ? "" : ", ") + std::string(name);
   }
-  if (names.empty()) return false;
+  return names;
+}
+
+void doctor_rows(core::DoctorRows& rows, const util::Environment& env) {
+  const std::string names = c_compilers_on_path(env);
+  if (names.empty()) return;
   rows.add("toolchain", "c-compilers", Status::ok, names);
+  const std::string path_var = util::env_get(env, "PATH").value_or("");
+  const std::string self = util::self_executable();
   for (const char* name : {"gcc", "g++", "cc", "c++", "clang", "clang++"}) {
     const auto path = util::find_executable(name, path_var, self);
     if (path && is_script(*path)) wrapper_row(rows, name, *path, env);
@@ -71,7 +79,10 @@ bool doctor_rows(core::DoctorRows& rows, const util::Environment& env) {
       version_row(rows, name, *path, util::run_capture(*path, {*path, "--version"}, env));
     }
   }
-  return true;
+}
+
+void GccAdapter::doctor_rows(core::DoctorRows& rows, DoctorSection section, const DoctorQuery& query) {
+  if (section == DoctorSection::toolchain) gcc::doctor_rows(rows, query.env);
 }
 
 }  // namespace kache::compiler::gcc

@@ -8,9 +8,12 @@
 
 namespace kache::compiler::gcc {
 
-// Returns whether any C or C++ compiler kache fronts is on PATH (nvcc's rows then treat a missing
-// nvcc as a C/C++ user's machine, not a broken one).
-bool doctor_rows(core::DoctorRows& rows, const util::Environment& env);
+// The C and C++ compilers kache fronts that are on PATH ("gcc, g++, cc"; "" when none is): nvcc's rows
+// treat a missing nvcc on a machine with one as a C/C++ user's, not a broken one.
+std::string c_compilers_on_path(const util::Environment& env);
+
+// The c-compilers row, a row per wrapper script among them and gcc's and clang's versions.
+void doctor_rows(core::DoctorRows& rows, const util::Environment& env);
 
 // The version row of one driver from its `--version` output (name: "gcc" or "clang").
 void version_row(core::DoctorRows& rows, const std::string& name, const std::string& path,

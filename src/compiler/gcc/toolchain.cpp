@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "compiler/env_table.hpp"
+#include "compiler/gcc/adapter.hpp"
 #include "compiler/gcc/driver_probe.hpp"
 #include "compiler/gcc/wrapper.hpp"
 #include "compiler/tool_files.hpp"
@@ -26,31 +27,17 @@ constexpr std::uint32_t kMemoVersion = 6;  // 5: wrapper scripts followed; 6: -B
 struct Memo {
   Toolchain tc;
   ToolFiles tools;
+
+  // What the memo keeps (compiler/tool_files.hpp's write_memo and read_memo walk this list).
+  template <typename Self, typename Visit>
+  static void fields(Self& m, Visit&& visit) {
+    visit(m.tc.id);
+    visit(m.tc.description);
+    visit(m.tc.include_dirs);
+    visit(m.tc.config_include);
+    visit(m.tools);
+  }
 };
-
-std::string serialize(const Memo& m) {
-  util::Writer w;
-  w.u32(kMemoVersion);
-  w.str(m.tc.id);
-  w.str(m.tc.description);
-  w.u32(static_cast<std::uint32_t>(m.tc.include_dirs.size()));
-  for (const auto& d : m.tc.include_dirs) w.str(d);
-  w.str(m.tc.config_include);
-  m.tools.write(w);
-  return w.take();
-}
-
-Memo deserialize(const std::string& data) {
-  util::Reader r(data);
-  if (r.u32() != kMemoVersion) throw std::runtime_error("old toolchain memo");
-  Memo m;
-  m.tc.id = r.str();
-  m.tc.description = r.str();
-  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.include_dirs.push_back(r.str());
-  m.tc.config_include = r.str();
-  m.tools = ToolFiles::read(r);
-  return m;
-}
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
@@ -355,9 +342,8 @@ Toolchain probe_toolchain(const std::string& driver, const util::Environment& en
   const std::string memo_key = mk.finish().hex();
   core::log().trace("toolchain memo key = {}", memo_key);
   return memoized_probe<Memo>(
-             memo_dir, memo_key, driver, [](const std::string& bytes) { return deserialize(bytes); },
-             [](const Memo& m) { return m.tools.still_valid(); }, [&] { return probe(driver, env, memo_dir, options); },
-             [](const Memo& m) { return serialize(m); })
+             memo_dir, memo_key, driver, kMemoVersion, [](const Memo& m) { return m.tools.still_valid(); },
+             [&] { return probe(driver, env, memo_dir, options); })
       .tc;
 }
 
@@ -389,6 +375,10 @@ std::string native_expansion(const std::string& driver, const util::Environment&
   const std::string digest = h.finish().hex();
   if (!path.empty()) memo_detail::write(path, digest);
   return digest;
+}
+
+std::string GccAdapter::toolchain_id(const std::string& program, const util::Environment& env) const {
+  return probe_toolchain(program, env, "").id;
 }
 
 }  // namespace kache::compiler::gcc

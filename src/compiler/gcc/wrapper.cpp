@@ -212,30 +212,17 @@ std::optional<ResolvedWrapper> resolve_clang(const core::Invocation& inv, const 
   return std::nullopt;
 }
 
-std::string serialize(const ResolvedWrapper& w) {
-  util::Writer out;
-  out.u32(kMemoVersion);
-  out.str(w.driver);
-  out.str(w.driver_arg);
-  for (const auto* list : {&w.args, &w.added}) {
-    out.u32(static_cast<std::uint32_t>(list->size()));
-    for (const auto& a : *list) out.str(a);
-  }
-  return out.take();
-}
-
-ResolvedWrapper deserialize(const std::string& bytes) {
-  util::Reader in(bytes);
-  if (in.u32() != kMemoVersion) throw std::runtime_error("old wrapper memo");
+// What the wrapper memo keeps (compiler/tool_files.hpp's write_memo and read_memo walk this list).
+struct WrapperMemo {
   ResolvedWrapper w;
-  w.driver = in.str();
-  w.driver_arg = in.str();
-  for (auto* list : {&w.args, &w.added}) {
-    for (std::uint32_t i = 0, n = in.u32(); i < n; ++i) list->push_back(in.str());
+  template <typename Self, typename Visit>
+  static void fields(Self& m, Visit&& visit) {
+    visit(m.w.driver);
+    visit(m.w.driver_arg);
+    visit(m.w.args);
+    visit(m.w.added);
   }
-  w.from_memo = true;
-  return w;
-}
+};
 
 // The memo's key: everything the reading depends on that a stat or the environment shows.
 std::string memo_key(const core::Invocation& inv, const ScriptChain& chain) {
@@ -324,7 +311,9 @@ std::variant<Passthrough, ResolvedWrapper> resolve_wrapper(const core::Invocatio
                                : "";
   if (!path.empty() && util::exists(path)) {
     try {
-      return deserialize(util::read_file(path));
+      ResolvedWrapper w = read_memo<WrapperMemo>(kMemoVersion, util::read_file(path)).w;
+      w.from_memo = true;
+      return w;
     } catch (const std::exception& e) {
       core::log().debug("wrapper memo {}: {}", path, e.what());
     }
@@ -341,7 +330,7 @@ std::variant<Passthrough, ResolvedWrapper> resolve_wrapper(const core::Invocatio
       util::CacheUmaskScope cache_umask;
       try {
         util::create_directories(memo_dir);
-        util::write_file_atomic(path, serialize(*w));
+        util::write_file_atomic(path, write_memo(kMemoVersion, WrapperMemo{*w}));
       } catch (const std::exception& e) {
         core::log().debug("cannot write wrapper memo: {}", e.what());
       }

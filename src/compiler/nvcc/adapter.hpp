@@ -19,8 +19,15 @@ class NvccAdapter final : public Adapter {
                                                             const MissPaths& paths, const std::vector<std::string>& argv,
                                                             const util::Environment& env,
                                                             StageStore& stages) const override;
+  // compiler/nvcc/doctor.cpp: the toolkit and its host compiler, the CUDA driver, NVCC_* variables.
+  void doctor_rows(core::DoctorRows& rows, DoctorSection section, const DoctorQuery& query) override;
+  std::optional<std::string> doctor_child_answer(std::string_view question) const override;
+  // compiler/nvcc/toolchain.cpp: probe_toolchain's id, nvcc's host compiler included.
+  std::string toolchain_id(const std::string& program, const util::Environment& env) const override;
 
  private:
+  // The toolkit's release the toolchain rows read ({13, 0}), for the driver row.
+  std::optional<std::pair<int, int>> doctor_release_;
   CompilePlan plan_;  // prepare()'s plan, which the miss and the closure listing rewrite
   // args with the values of every -o (and, when depfile is not empty, -MF) replaced, for the miss.
   std::vector<std::string> rewrite_outputs(const std::vector<std::string>& args, const std::string& object,

@@ -7,6 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "compiler/env_table.hpp"
+#include "compiler/gcc/doctor.hpp"
+#include "compiler/nvcc/adapter.hpp"
+#include "compiler/nvcc/plan.hpp"
 #include "compiler/nvcc/toolchain.hpp"
 #include "util/fs.hpp"
 #include "util/text.hpp"
@@ -52,17 +56,6 @@ std::optional<std::pair<int, int>> toolkit_release(const std::string& version_te
   return std::make_pair(std::stoi(m[1].str()), std::stoi(m[2].str()));
 }
 
-// nvcc's include directories: the -I words of the dry run's INCLUDES, as nvcc expanded them.
-std::vector<std::string> include_dirs_of(const DryRun& run) {
-  std::vector<std::string> dirs;
-  const auto includes = run.vars.find("INCLUDES");
-  if (includes == run.vars.end()) return dirs;
-  for (const auto& w : util::split_quoted_words(includes->second)) {
-    if (w.starts_with("-I") && w.size() > 2) dirs.push_back(w.substr(2));
-  }
-  return dirs;
-}
-
 // The host compiler's predefined macros, with the C library's (features.h) when it has one.
 std::map<std::string, std::string> host_macros(const std::string& host, const util::Environment& env) {
   std::map<std::string, std::string> out;
@@ -101,8 +94,11 @@ std::string host_compiler_of(DoctorRows& rows, const DryRun& run, const util::Pr
     return "";
   }
   std::string host = run.host_word;
-  if (host.find('/') == std::string::npos) {
-    host = util::find_executable(host, run.vars.count("PATH") ? run.vars.at("PATH") : path_var).value_or("");
+  const std::string search_path = run.vars.count("PATH") ? run.vars.at("PATH") : path_var;
+  if (host.find('/') == std::string::npos) host = util::find_executable(host, search_path).value_or("");
+  // The compiler kache's masquerade runs, past kache, as the probe keys it (not the masquerade's path).
+  if (!host.empty() && is_masquerade(host)) {
+    host = util::find_executable(util::basename(host), search_path, util::self_executable()).value_or("");
   }
   if (host.empty()) {
     rows.add("toolchain", "host-compiler", Status::fail, run.host_word,
@@ -123,7 +119,7 @@ std::string first_in_include_dirs(const std::vector<std::string>& include_dirs, 
 }
 
 // nvcc itself: absent (a row), or its path and release. nullopt ends the toolchain rows.
-std::optional<std::string> nvcc_of(DoctorRows& rows, const DoctorQuery& q, const std::string& path_var) {
+std::optional<std::string> nvcc_of(DoctorRows& rows, const ToolkitQuery& q, const std::string& path_var) {
   auto nvcc = util::find_executable(q.nvcc_arg, path_var, util::self_executable());
   if (nvcc) return util::absolute_path(*nvcc, util::current_dir());
   if (!q.nvcc_named && q.c_compilers_found) {
@@ -153,7 +149,7 @@ void host_compiler_rows(DoctorRows& rows, const DryRun& run, const std::string& 
            fmt::format("{} at {}", host_version, host),
            major < 0 ? "the host compiler's version could not be read." : "",
            major < 0 ? "check that it runs: " + host + " -E -dM -x c++ /dev/null" : "");
-  const std::vector<std::string> include_dirs = include_dirs_of(run);
+  const std::vector<std::string> include_dirs = dry_run_include_dirs(run);
   host_bound_row(rows, include_dirs, clang, major);
   glibc_row(rows, include_dirs, macros, release);
 }
@@ -245,7 +241,7 @@ void glibc_row(DoctorRows& rows, const std::vector<std::string>& include_dirs,
   }
 }
 
-std::optional<std::pair<int, int>> doctor_rows(DoctorRows& rows, const DoctorQuery& q, const util::Environment& env) {
+std::optional<std::pair<int, int>> doctor_rows(DoctorRows& rows, const ToolkitQuery& q, const util::Environment& env) {
   const std::string path_var = util::env_get(env, "PATH").value_or("");
   const std::optional<std::string> nvcc = nvcc_of(rows, q, path_var);
   if (!nvcc) return std::nullopt;
@@ -330,6 +326,104 @@ void driver_rows(DoctorRows& rows, const std::optional<std::pair<int, int>>& rel
   } else {
     rows.add("driver", "driver", Status::ok, fmt::format("{} >= toolkit {}.{}", fact, release->first, release->second));
   }
+}
+
+namespace {
+
+constexpr std::string_view kDriverVersionQuestion = "--driver-version";
+
+// The driver is asked in a child process (`kache doctor --driver-version`, answered by
+// NvccAdapter::doctor_child_answer): a statically linked kache loading libcuda.so.1 needs the glibc it
+// was linked with, and on another one the load may crash; the child's death is then a row, not the end
+// of the report.
+std::optional<int> driver_version(std::string& failure) {
+  try {
+    const std::string self = util::self_executable();
+    const auto r = util::run_capture(self, {self, "doctor", std::string(kDriverVersionQuestion)},
+                                     util::current_environment());
+    if (r.ok()) return std::stoi(r.out);
+    failure = r.term_signal ? fmt::format("the probe died with signal {}", r.term_signal)
+                            : fmt::format("the probe exited with {}", r.exit_code);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  return std::nullopt;
+}
+
+// The toolkit's rows, from `nvcc` on PATH or the one named, with the host compiler -ccbin or NVCC_CCBIN
+// names; the toolkit's release, when nvcc reports one.
+std::optional<std::pair<int, int>> toolkit_rows(DoctorRows& rows, const DoctorQuery& query) {
+  const auto named = query.named_programs.find("nvcc");
+  ToolkitQuery q;
+  q.nvcc_arg = named == query.named_programs.end() ? "nvcc" : named->second;
+  q.nvcc_named = named != query.named_programs.end();
+  q.ccbin = query.host_compiler;
+  if (!q.ccbin) {
+    if (auto v = util::env_get(query.env, "NVCC_CCBIN"); v && !v->empty()) q.ccbin = *v;
+  }
+  q.c_compilers_found = !gcc::c_compilers_on_path(query.env).empty();
+  try {
+    util::TempDir scratch("/tmp", ".kache-doctor-");
+    q.scratch = scratch.path();
+    return doctor_rows(rows, q, query.env);
+  } catch (const std::exception& e) {
+    rows.add("toolchain", "probe", Status::fail, "", fmt::format("probing the toolchain failed: {}.", e.what()),
+             "run nvcc --version and nvcc --dryrun -c x.cu by hand to see why");
+  }
+  return std::nullopt;
+}
+
+// NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS reach every compile: one that refuses makes all of them pass
+// through. So does a variable the environment table refuses for nvcc.
+void environment_rows(DoctorRows& rows, const DoctorQuery& query) {
+  PlanOptions opts;
+  if (query.config) opts.extra_allowlist = query.config->extra_allowlist_flags;
+  opts.prepend_flags = util::env_get(query.env, "NVCC_PREPEND_FLAGS").value_or("");
+  opts.append_flags = util::env_get(query.env, "NVCC_APPEND_FLAGS").value_or("");
+  if (!opts.prepend_flags.empty() || !opts.append_flags.empty()) {
+    const auto planned = plan({"-c", "probe.cu", "-o", "probe.o"}, opts);
+    if (const auto* p = std::get_if<Passthrough>(&planned)) {
+      rows.add(
+          "config", "nvcc-env-flags", Status::warn,
+          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}'", opts.prepend_flags, opts.append_flags),
+          fmt::format("every compile passes through ({}{}{}).", p->reason, p->detail.empty() ? "" : ": ", p->detail),
+          "remove the flag from the variable, or add it to cc.extra_allowlist_flags if it cannot change an object");
+    } else {
+      rows.add(
+          "config", "nvcc-env-flags", Status::ok,
+          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}' (keyed)", opts.prepend_flags, opts.append_flags));
+    }
+  }
+  if (auto refusal = env_refusal(query.env, EnvRoute::nvcc)) {
+    rows.add(
+        "config", "environment", Status::warn, refusal->variable + " is set",
+        fmt::format("{} is set, so every compile passes through (passthrough.{}).", refusal->variable, refusal->reason),
+        "unset " + refusal->variable);
+  }
+}
+
+}  // namespace
+
+void NvccAdapter::doctor_rows(DoctorRows& rows, DoctorSection section, const DoctorQuery& query) {
+  switch (section) {
+    case DoctorSection::toolchain:
+      doctor_release_ = toolkit_rows(rows, query);
+      return;
+    case DoctorSection::machine: {
+      std::string failure;
+      const std::optional<int> driver = driver_version(failure);
+      driver_rows(rows, doctor_release_, driver, failure);
+      return;
+    }
+    case DoctorSection::config:
+      environment_rows(rows, query);
+      return;
+  }
+}
+
+std::optional<std::string> NvccAdapter::doctor_child_answer(std::string_view question) const {
+  if (question != kDriverVersionQuestion) return std::nullopt;
+  return std::to_string(driver_version_here());
 }
 
 }  // namespace kache::compiler::nvcc

@@ -16,8 +16,9 @@
 namespace kache::compiler::nvcc {
 
 // Which nvcc doctor looks at: `nvcc` on PATH or one named (--nvcc), with -ccbin or NVCC_CCBIN as nvcc
-// would take it; scratch: a private directory for the dry run's file names.
-struct DoctorQuery {
+// would take it; scratch: a private directory for the dry run's file names. (NvccAdapter::doctor_rows
+// makes it from compiler/adapter.hpp's DoctorQuery.)
+struct ToolkitQuery {
   std::string nvcc_arg = "nvcc";
   bool nvcc_named = false;
   std::optional<std::string> ccbin;
@@ -26,7 +27,7 @@ struct DoctorQuery {
 };
 
 // The toolchain rows; returns the toolkit's release ({13, 0}) when nvcc reports one.
-std::optional<std::pair<int, int>> doctor_rows(core::DoctorRows& rows, const DoctorQuery& query,
+std::optional<std::pair<int, int>> doctor_rows(core::DoctorRows& rows, const ToolkitQuery& query,
                                                const util::Environment& env);
 
 // The rows doctor_rows builds from what it read, on their own (the unit tests give them a made-up

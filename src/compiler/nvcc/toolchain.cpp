@@ -10,6 +10,7 @@
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/driver_probe.hpp"
 #include "compiler/gcc/wrapper.hpp"
+#include "compiler/nvcc/adapter.hpp"
 #include "compiler/nvcc/stages.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/log.hpp"
@@ -33,41 +34,19 @@ struct Memo {
   std::vector<std::pair<std::string, std::string>> profile_env;
   // What a host compiler that is a wrapper script prints for nvcc's kinds of host pass (-###,
   // normalized): the driver it runs and the options it adds, in the toolchain id.
-  std::vector<std::string> host_behaviour;
+  std::vector<std::string> host_behaviour;  // in the id; not kept
+
+  // What the memo keeps (compiler/tool_files.hpp's write_memo and read_memo walk this list).
+  template <typename Self, typename Visit>
+  static void fields(Self& m, Visit&& visit) {
+    visit(m.tc.id);
+    visit(m.tc.description);
+    visit(m.tc.host_compiler);
+    visit(m.tc.include_dirs);
+    visit(m.tools);
+    visit(m.profile_env);
+  }
 };
-
-std::string serialize(const Memo& m) {
-  util::Writer w;
-  w.u32(kMemoVersion);
-  w.str(m.tc.id);
-  w.str(m.tc.description);
-  w.str(m.tc.host_compiler);
-  w.u32(static_cast<std::uint32_t>(m.tc.include_dirs.size()));
-  for (const auto& d : m.tc.include_dirs) w.str(d);
-  m.tools.write(w);
-  w.u32(static_cast<std::uint32_t>(m.profile_env.size()));
-  for (const auto& [name, value] : m.profile_env) {
-    w.str(name);
-    w.str(value);
-  }
-  return w.take();
-}
-
-Memo deserialize(const std::string& data) {
-  util::Reader r(data);
-  if (r.u32() != kMemoVersion) throw std::runtime_error("old toolchain memo");
-  Memo m;
-  m.tc.id = r.str();
-  m.tc.description = r.str();
-  m.tc.host_compiler = r.str();
-  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.include_dirs.push_back(r.str());
-  m.tools = ToolFiles::read(r);
-  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) {
-    std::string name = r.str();
-    m.profile_env.emplace_back(std::move(name), r.str());
-  }
-  return m;
-}
 
 std::string env_value_field(const util::Environment& env, std::string_view name) {
   auto v = util::env_get(env, name);
@@ -160,6 +139,26 @@ DryRun read_dry_run(const std::string& text) {
   return run;
 }
 
+std::vector<std::string> dry_run_include_dirs(const DryRun& run) {
+  std::vector<std::string> dirs;
+  for (const char* spec : {"INCLUDES", "SYSTEM_INCLUDES"}) {
+    const auto value = run.vars.find(spec);
+    if (value == run.vars.end()) continue;
+    for (const auto& w : util::split_quoted_words(value->second)) {
+      if (w.starts_with("-I") && w.size() > 2)
+        dirs.push_back(w.substr(2));
+      else if (!w.starts_with("-"))
+        dirs.push_back(w);
+    }
+  }
+  return dirs;
+}
+
+bool is_masquerade(const std::string& host_compiler) {
+  std::error_code ec;
+  return std::filesystem::equivalent(host_compiler, util::self_executable(), ec);
+}
+
 namespace {
 
 // nvcc's host compiler is a wrapper script (CMake's -ccbin /opt/gcc/bin/g++, which runs
@@ -216,8 +215,7 @@ void add_dry_run_files(ProbeFiles& files, Memo& m, const DryRun& run, const std:
   // kache's masquerade (`gcc` -> kache, first on PATH) runs the next gcc on PATH: that one is the host
   // compiler whose content and passes are keyed (keying kache itself served the old host code after the
   // real gcc behind it changed).
-  std::error_code ec;
-  if (std::filesystem::equivalent(m.tc.host_compiler, util::self_executable(), ec)) {
+  if (is_masquerade(m.tc.host_compiler)) {
     files.add("host:masquerade", m.tc.host_compiler);
     m.tc.host_compiler = files.resolve_past_kache(util::basename(m.tc.host_compiler));
     if (m.tc.host_compiler.empty()) throw std::runtime_error("kache's masquerade finds no host compiler past it");
@@ -348,14 +346,7 @@ Memo probe(const std::string& nvcc_path, const util::Environment& env, const std
   if (!hv.ok()) throw std::runtime_error("host compiler --version failed");
   host_programs.add_to(files);
   m.tc.include_dirs = host_dirs.get();
-  for (const char* spec : {"INCLUDES", "SYSTEM_INCLUDES"}) {
-    for (const auto& w : util::split_quoted_words(vars[spec])) {
-      if (w.starts_with("-I") && w.size() > 2)
-        m.tc.include_dirs.push_back(w.substr(2));
-      else if (!w.starts_with("-"))
-        m.tc.include_dirs.push_back(w);
-    }
-  }
+  for (auto& dir : dry_run_include_dirs(run)) m.tc.include_dirs.push_back(std::move(dir));
 
   name_toolchain(m, files, run, version.out, hv.out);
   return m;
@@ -388,14 +379,16 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
   const std::string memo_key = mk.finish().hex();
   core::log().trace("toolchain memo key = {}", memo_key);
   return memoized_probe<Memo>(
-             memo_dir, memo_key, nvcc_path, [](const std::string& bytes) { return deserialize(bytes); },
-             [&](const Memo& m) { return memo_still_valid(m, env); },
+             memo_dir, memo_key, nvcc_path, kMemoVersion, [&](const Memo& m) { return memo_still_valid(m, env); },
              [&] {
                util::TempDir scratch(memo_dir.empty() ? "/tmp" : memo_dir, ".probe-");
                return probe(nvcc_path, env, ccbin, scratch.path(), memo_dir);
-             },
-             [](const Memo& m) { return serialize(m); })
+             })
       .tc;
+}
+
+std::string NvccAdapter::toolchain_id(const std::string& program, const util::Environment& env) const {
+  return probe_toolchain(program, env, std::nullopt, "").id;
 }
 
 }  // namespace kache::compiler::nvcc

@@ -32,6 +32,17 @@ struct DryRun {
 };
 DryRun read_dry_run(const std::string& text);
 
+// nvcc's own include directories as its dry run expands them: the words of INCLUDES, then of
+// SYSTEM_INCLUDES, each an -I value or a bare directory. The one reading of them: the probe puts them
+// in the toolchain's include_dirs (after the host compiler's) and doctor looks in them for the
+// toolkit's crt/ headers.
+std::vector<std::string> dry_run_include_dirs(const DryRun& run);
+
+// Whether the host compiler a dry run names (resolved) is kache itself: kache's masquerade (`gcc` ->
+// kache, first on PATH) runs the next program of its name on nvcc's PATH, and that one is the host
+// compiler the probe keys and doctor states.
+bool is_masquerade(const std::string& host_compiler);
+
 // nvcc_path: the resolved nvcc executable. memo_dir: where probe results are kept ("" = no memo).
 // Throws std::runtime_error when nvcc or the host compiler cannot be probed.
 //

@@ -25,6 +25,8 @@ class HipccAdapter final : public Adapter {
   void miss_environment(util::Environment& env, const core::Config& cfg) const override;
   std::vector<std::string> closure_command(const core::Invocation& inv, const CompileJob& job) const override;
   std::vector<std::string> path_specific_markers() const override { return {}; }
+  // compiler/offload/doctor.cpp: hipcc, the clang it runs, the device libraries, CMake's HIP layout.
+  void doctor_rows(core::DoctorRows& rows, DoctorSection section, const DoctorQuery& query) override;
 
  private:
   Driver driver_;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/offload/adapter.hpp"
 #include "compiler/offload/toolchain.hpp"
 #include "util/fs.hpp"
 #include "util/process_bounded.hpp"
@@ -17,14 +18,6 @@ namespace {
 
 using core::DoctorRows;
 using Status = core::DoctorStatus;
-
-// The value of `--name=value` or `--name="value"` in hipcc's clang line ("" when absent).
-std::string clang_line_value(const std::string& line, std::string_view name) {
-  for (const auto& w : util::split_quoted_words(line)) {
-    if (w.starts_with(std::string(name) + "=")) return w.substr(name.size() + 1);
-  }
-  return "";
-}
 
 // hipcc and the clang it runs, from the probe's facts.
 void hipcc_and_clang_rows(DoctorRows& rows, const std::string& hipcc, const HipccFacts& f) {
@@ -140,6 +133,19 @@ void doctor_rows(DoctorRows& rows, const std::string& hipcc_arg, const util::Env
   hipcc_and_clang_rows(rows, *hipcc, f);
   device_libs_row(rows, f);
   if (!f.rocm_path.empty()) cmake_hip_lang_row(rows, f.rocm_path);
+}
+
+void HipccAdapter::doctor_rows(DoctorRows& rows, DoctorSection section, const DoctorQuery& query) {
+  if (section != DoctorSection::toolchain) return;
+  const auto named = query.named_programs.find("hipcc");
+  try {
+    util::TempDir scratch("/tmp", ".kache-doctor-");
+    offload::doctor_rows(rows, named == query.named_programs.end() ? "hipcc" : named->second, query.env,
+                         scratch.path(), query.probe_timeout_ms);
+  } catch (const std::exception& e) {
+    rows.add("rocm", "probe", Status::warn, "", fmt::format("probing hipcc failed: {}.", e.what()),
+             "run HIPCC_VERBOSE=1 hipcc --genco --offload-arch=gfx90a -### x.hip by hand to see why");
+  }
 }
 
 }  // namespace kache::compiler::offload

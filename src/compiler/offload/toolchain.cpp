@@ -18,52 +18,7 @@
 
 namespace kache::compiler::offload {
 
-namespace {
-
-constexpr std::uint32_t kMemoVersion = 5;  // 5: ToolFiles::watched
-// was  // 4: wrapper scripts followed (ProbeFiles::add_program)
-
-struct Memo {
-  HipccToolchain tc;
-  ToolFiles tools;
-};
-
-std::string serialize(const Memo& m) {
-  util::Writer w;
-  w.u32(kMemoVersion);
-  for (const std::string* s : {&m.tc.id, &m.tc.description, &m.tc.clang, &m.tc.clang_line, &m.tc.config_include,
-                               &m.tc.clang_id}) {
-    w.str(*s);
-  }
-  w.u32(static_cast<std::uint32_t>(m.tc.include_dirs.size()));
-  for (const auto& d : m.tc.include_dirs) w.str(d);
-  w.u32(static_cast<std::uint32_t>(m.tc.search_dirs.size()));
-  for (const auto& d : m.tc.search_dirs) w.str(d);
-  m.tools.write(w);
-  return w.take();
-}
-
-Memo deserialize(const std::string& data) {
-  util::Reader r(data);
-  if (r.u32() != kMemoVersion) throw std::runtime_error("old hipcc memo");
-  Memo m;
-  for (std::string* s : {&m.tc.id, &m.tc.description, &m.tc.clang, &m.tc.clang_line, &m.tc.config_include,
-                         &m.tc.clang_id}) {
-    *s = r.str();
-  }
-  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.include_dirs.push_back(r.str());
-  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) m.tc.search_dirs.push_back(r.str());
-  m.tools = ToolFiles::read(r);
-  return m;
-}
-
-std::string env_value_field(const util::Environment& env, std::string_view name) {
-  auto v = util::env_get(env, name);
-  return v ? "=" + *v : "unset";
-}
-
-// The value of `--name=value` or `--name="value"` in hipcc's clang line ("" when absent).
-std::string line_value(const std::string& line, std::string_view name) {
+std::string clang_line_value(const std::string& line, std::string_view name) {
   const std::string key = std::string(name) + "=";
   std::size_t at = line.rfind(" " + key);
   if (at == std::string::npos) return "";
@@ -74,6 +29,31 @@ std::string line_value(const std::string& line, std::string_view name) {
   }
   const std::size_t end = line.find(' ', at);
   return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+namespace {
+
+constexpr std::uint32_t kMemoVersion = 5;  // 5: ToolFiles::watched
+// was  // 4: wrapper scripts followed (ProbeFiles::add_program)
+
+struct Memo {
+  HipccToolchain tc;
+  ToolFiles tools;
+
+  // What the memo keeps (compiler/tool_files.hpp's write_memo and read_memo walk this list).
+  template <typename Self, typename Visit>
+  static void fields(Self& m, Visit&& visit) {
+    for (auto* s : {&m.tc.id, &m.tc.description, &m.tc.clang, &m.tc.clang_line, &m.tc.config_include, &m.tc.clang_id})
+      visit(*s);
+    visit(m.tc.include_dirs);
+    visit(m.tc.search_dirs);
+    visit(m.tools);
+  }
+};
+
+std::string env_value_field(const util::Environment& env, std::string_view name) {
+  auto v = util::env_get(env, name);
+  return v ? "=" + *v : "unset";
 }
 
 // The files of a directory, sorted, recursively (the bitcode directory).
@@ -272,7 +252,7 @@ Memo probe(Driver driver, const std::string& compiler, const std::vector<std::st
     }
   }
   // The whole bitcode directory hipcc points clang at, and every directory a linked library is in.
-  const std::string bitcode_dir = line_value(plan.clang_line, "--hip-device-lib-path");
+  const std::string bitcode_dir = clang_line_value(plan.clang_line, "--hip-device-lib-path");
   if (!bitcode_dir.empty()) bitcode_dirs.insert(bitcode_dir);
   for (const auto& dir : bitcode_dirs) {
     for (const auto& f : files_below(dir)) pf.add("bitcode-dir", f);
@@ -484,9 +464,8 @@ HipccToolchain probe_offload(Driver driver, const std::string& hipcc, const std:
   auto valid = [&](const Memo& m) {
     return m.tools.still_valid() && gcc::probe_toolchain(m.tc.clang, env, memo_dir).id == m.tc.clang_id;
   };
-  Memo m = memoized_probe<Memo>(
-      memo_dir, memo_key, hipcc, [](const std::string& bytes) { return deserialize(bytes); }, valid,
-      [&] { return probe(driver, hipcc, args, env, cwd, memo_dir); }, [](const Memo& memo) { return serialize(memo); });
+  Memo m = memoized_probe<Memo>(memo_dir, memo_key, hipcc, kMemoVersion, valid,
+                                [&] { return probe(driver, hipcc, args, env, cwd, memo_dir); });
   return m.tc;
 }
 

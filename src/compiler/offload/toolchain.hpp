@@ -90,6 +90,11 @@ HipccToolchain probe_offload(Driver driver, const std::string& compiler, const s
                              const ProbeStandIns& stand_ins, const util::Environment& env, const std::string& cwd,
                              const std::string& memo_dir);
 
+// The value of `--name=value` or `--name="value"` in hipcc's clang line ("" when absent). hipcc.pl
+// appends the user's arguments after its own, and clang takes the last of a repeated `--name=`, so the
+// last one counts: the probe keys the bitcode directory it names, and doctor states it.
+std::string clang_line_value(const std::string& line, std::string_view name);
+
 // The quoted words of one job line of clang's -### output (` "exe" "arg" ...`); empty for other lines.
 std::vector<std::string> job_words(const std::string& line);
 
