@@ -9,7 +9,7 @@
 
 #include "commands/cli.hpp"
 #include "engine/front.hpp"
-#include "compiler/gcc/flag_table.hpp"
+#include "compiler/registry.hpp"
 #include "manual.hpp"
 
 int main(int argc, char** argv) {
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   if (engine::named_kache(argc > 0 ? argv[0] : "kache")) {
     // Hidden: what the gcc/clang flag table makes of each argument (test_flag_table_coverage.py).
     if (argc >= 2 && std::string_view(argv[1]) == "--classify-gcc-flags")
-      return compiler::gcc::print_flag_classes(argc - 2, argv + 2);
+      return compiler::print_gcc_flag_classes(argc - 2, argv + 2);
     if (argc == 2 && is_manual_table_option(argv[1])) return print_manual_table(argv[1]);
     if (commands::is_kache_invocation(argc, argv)) return commands::run_cli(argc, argv);
   }

@@ -1,6 +1,7 @@
 #include "compiler/registry.hpp"
 
 #include "compiler/gcc/adapter.hpp"
+#include "compiler/gcc/flag_table.hpp"
 #include "compiler/gcc/plan.hpp"
 #include "compiler/nvcc/adapter.hpp"
 #include "compiler/nvcc/plan.hpp"
@@ -51,5 +52,7 @@ std::optional<std::string> doctor_child_answer(std::string_view question) {
   }
   return std::nullopt;
 }
+
+int print_gcc_flag_classes(int argc, char** argv) { return gcc::print_flag_classes(argc, argv); }
 
 }  // namespace kache::compiler

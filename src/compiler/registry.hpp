@@ -28,4 +28,8 @@ std::unique_ptr<Adapter> family(std::string_view name);
 // (Adapter::doctor_child_answer); nullopt when no family knows it.
 std::optional<std::string> doctor_child_answer(std::string_view question);
 
+// Hidden `kache --classify-gcc-flags ARGS...`: what the gcc/clang flag table makes of each argument, one
+// line each (test_flag_table_coverage.py reads it). Returns the exit status.
+int print_gcc_flag_classes(int argc, char** argv);
+
 }  // namespace kache::compiler

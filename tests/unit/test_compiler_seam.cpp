@@ -47,21 +47,6 @@ TEST(CompilerSeam, SectionsWithoutRowsAddNone) {
   EXPECT_TRUE(rows.rows.empty());
 }
 
-// The files of src/commands/ include from compiler/ only the seam and the registry.
-TEST(CompilerSeam, CommandsIncludeOnlyTheSeam) {
-  namespace fs = std::filesystem;
-  const std::regex include_line(R"re(^\s*#\s*include\s*"compiler/([^"]+)")re");
-  std::vector<std::string> found;
-  for (const auto& e : fs::recursive_directory_iterator(fs::path(KACHE_SOURCE_DIR) / "src" / "commands")) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path());
-    std::smatch m;
-    for (std::string line; std::getline(in, line);) {
-      if (std::regex_search(line, m, include_line) && m[1] != "adapter.hpp" && m[1] != "registry.hpp")
-        found.push_back(e.path().filename().string() + ": compiler/" + m[1].str());
-    }
-  }
-  EXPECT_TRUE(found.empty()) << ::testing::PrintToString(found);
-}
+// That src/commands/ includes from compiler/ only the seam and the registry: tests/unit/test_floors.cpp.
 
 }  // namespace

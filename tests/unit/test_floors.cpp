@@ -56,6 +56,59 @@ std::vector<std::string> climbing_includes(const fs::path& root) {
   return found;
 }
 
+// The seams above the floors (ARCHITECTURE.md): which headers of a lower room a folder may include.
+// Commands reach compilers and stores only through their interfaces; the engine and the top floor never
+// name an adapter's own folder or a backend's (a new compiler or store needs no edit above its floor);
+// kache-reapi's folder (remote_exec/grpc/) is included from nowhere else.
+struct SeamRule {
+  std::string from;                   // a folder of src/ ("" = the top floor's files)
+  std::string to;                     // the included path's prefix ("compiler/")
+  std::vector<std::string> allowed;   // the headers below `to` it may include; empty with `subfolders`
+  bool subfolders_only = false;       // true: only `to`'s own files, none of its subfolders
+};
+const std::vector<SeamRule> kSeamRules = {
+    {"commands", "compiler/", {"compiler/adapter.hpp", "compiler/registry.hpp"}},
+    {"commands", "storage/", {"storage/storage.hpp", "storage/open.hpp"}},
+    {"commands", "remote_exec/", {"remote_exec/client.hpp", "remote_exec/wire.hpp"}},
+    {"engine", "compiler/", {}, true},
+    {"engine", "storage/", {}, true},
+    {"engine", "remote_exec/", {}, true},
+    {"", "compiler/", {}, true},
+    {"", "storage/", {}, true},
+};
+
+std::string folder_of(const fs::path& rel) { return rel.has_parent_path() ? rel.begin()->string() : std::string(); }
+
+// "file:line: text" for every include under root that passes around a seam of kSeamRules, and for every
+// include of remote_exec/grpc/ from outside that folder.
+std::vector<std::string> seam_bypasses(const fs::path& root) {
+  const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)")re");
+  std::vector<std::string> found;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    const auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".hpp")) continue;
+    const fs::path rel = e.path().lexically_relative(root);
+    const std::string folder = folder_of(rel);
+    const bool in_grpc = rel.string().starts_with("remote_exec/grpc/");
+    std::ifstream in(e.path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      std::smatch m;
+      if (!std::regex_search(line, m, include_line)) continue;
+      const std::string target = m[1];
+      bool bypass = !in_grpc && target.starts_with("remote_exec/grpc/");
+      for (const auto& r : kSeamRules) {
+        if (r.from != folder || !target.starts_with(r.to)) continue;
+        const bool nested = target.find('/', r.to.size()) != std::string::npos;
+        if (r.subfolders_only ? nested : std::find(r.allowed.begin(), r.allowed.end(), target) == r.allowed.end())
+          bypass = true;
+      }
+      if (bypass) found.push_back(rel.string() + ":" + std::to_string(n) + ": " + line);
+    }
+  }
+  return found;
+}
+
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
@@ -69,6 +122,41 @@ TEST(Floors, NoIncludeInSrcClimbs) {
   for (const auto& f : found) all += "\n  " + f;
   EXPECT_TRUE(found.empty()) << "includes that climb a floor (util <- core <- compiler, storage, remote_exec <- engine <- commands <- main):"
                              << all;
+}
+
+TEST(Floors, NoIncludePassesAroundASeam) {
+  const auto found = seam_bypasses(fs::path(KACHE_SOURCE_DIR) / "src");
+  std::string all;
+  for (const auto& f : found) all += "\n  " + f;
+  EXPECT_TRUE(found.empty()) << "includes that pass around a seam (commands reach compiler/ and storage/ through "
+                                "adapter.hpp, registry.hpp, storage.hpp and open.hpp; the engine names no "
+                                "adapter's or backend's folder; remote_exec/grpc/ is kache-reapi's own):"
+                             << all;
+}
+
+// The seam check itself: each kind of bypass planted is found, and the allowed includes are not.
+TEST(Floors, PlantedSeamBypassesAreFound) {
+  std::string dir = (fs::temp_directory_path() / "kache-seams-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const fs::path root = dir;
+  write(root / "commands/a.cpp", "#include \"compiler/registry.hpp\"\n#include \"compiler/nvcc/doctor.hpp\"\n"
+                                 "#include \"storage/open.hpp\"\n#include \"storage/remote/file_storage.hpp\"\n");
+  write(root / "engine/a.cpp", "#include \"compiler/job_paths.hpp\"\n#include \"compiler/gcc/plan.hpp\"\n"
+                               "#include \"storage/layered.hpp\"\n#include \"storage/local/local_storage.hpp\"\n");
+  write(root / "engine/b.cpp", "#include \"remote_exec/grpc/worker.hpp\"\n");
+  write(root / "remote_exec/grpc/main.cpp", "#include \"remote_exec/grpc/worker.hpp\"\n");
+  write(root / "main.cpp", "#include \"compiler/registry.hpp\"\n#include \"compiler/gcc/flag_table.hpp\"\n");
+  auto found = seam_bypasses(root);
+  std::sort(found.begin(), found.end());
+  fs::remove_all(root);
+  EXPECT_EQ(found, (std::vector<std::string>{
+                       "commands/a.cpp:2: #include \"compiler/nvcc/doctor.hpp\"",
+                       "commands/a.cpp:4: #include \"storage/remote/file_storage.hpp\"",
+                       "engine/a.cpp:2: #include \"compiler/gcc/plan.hpp\"",
+                       "engine/a.cpp:4: #include \"storage/local/local_storage.hpp\"",
+                       "engine/b.cpp:1: #include \"remote_exec/grpc/worker.hpp\"",
+                       "main.cpp:2: #include \"compiler/gcc/flag_table.hpp\"",
+                   }));
 }
 
 // The check itself: a planted include of each kind that climbs is found, and the allowed ones are not.
