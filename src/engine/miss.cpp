@@ -134,8 +134,8 @@ int Pipeline::miss() {
     return -1;
   }
   if (job_.debug_placeholders && is_lto_object(object)) {
-    // LTO code the command line did not show (asks_lto): placeholders in it can be neither found nor
-    // replaced, and would reach the link's diagnostics and line table.
+    // LTO code the command line did not show (ArgumentFacts::lto): placeholders in it can be neither
+    // found nor replaced, and would reach the link's diagnostics and line table.
     passthrough_ = {std::string(reason::kLtoObject), paths.object};
     return -1;
   }
@@ -275,6 +275,7 @@ std::optional<util::ProcessResult> Pipeline::run_remote_compile(const compiler::
   RemoteCompile compile;
   compile.scratch_dir = paths.scratch_dir;
   compile.system_dirs = job_.system_dirs;
+  compile.facts = job_.facts;
   compiler::RemoteCommand& cmd = compile.cmd;
   cmd.argv = argv;
   cmd.argv[0] = adapter_.program(inv_);
