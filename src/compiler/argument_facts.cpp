@@ -116,8 +116,8 @@ void read_whole_arguments(const std::vector<std::string>& args, ArgumentFacts& f
       f.colour_option = a;
     }
     if (a.find("--MD") != std::string::npos) f.assembler_depfile = true;
-    if (a.starts_with("-g") && a != "-g0" && !a.starts_with("-gno-") && !a.starts_with("-gen") &&
-        !a.starts_with("-gpu")) {
+    // nvcc's -gencode, -gen-opt-lto, -gpu-architecture are no debug options.
+    if (a.starts_with("-g") && !a.starts_with("-gen") && !a.starts_with("-gpu") && debug_option_enables(a)) {
       f.debug_option = true;
     }
     if (a == "--coverage" || a == "-fprofile-arcs" || a == "-ftest-coverage" || a.starts_with("-fprofile-generate") ||
@@ -180,6 +180,8 @@ ArgumentFacts read_argument_facts(const std::vector<std::string>& args, const Fl
   return f;
 }
 
+bool debug_option_enables(std::string_view option) { return option != "-g0" && !option.starts_with("-gno-"); }
+
 std::optional<PrefixMap> parse_prefix_map(std::string_view arg) {
   for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
     if (!arg.starts_with(kind)) continue;
@@ -201,6 +203,27 @@ std::vector<std::string> macro_map_olds(const std::vector<std::string>& args) {
     if (auto rule = parse_prefix_map(a); rule && rule->maps_macros()) olds.emplace_back(rule->old_path);
   }
   return olds;
+}
+
+std::string macro_definitions(const std::vector<std::string>& keyed_words) {
+  std::string out;
+  bool next = false;
+  for (const std::string& value : keyed_words) {
+    if (next) out += "#define " + value + "\n";
+    next = value == "-D" || value == "--define-macro";
+    for (std::string_view flag : {"-D", "--define-macro="}) {
+      for (std::size_t at = value.find(flag); at != std::string::npos; at = value.find(flag, at + 1)) {
+        if (at > 0 && std::string_view(" ,=").find(value[at - 1]) == std::string_view::npos) continue;
+        out += "#define " + value.substr(at + flag.size()) + "\n";
+      }
+    }
+  }
+  return out;
+}
+
+bool defines_macro(std::string_view arg) {
+  return arg.starts_with("-D") || arg.starts_with("--define-macro") || arg.find(",-D") != std::string_view::npos ||
+         arg.find("=-D") != std::string_view::npos;
 }
 
 }  // namespace kache::compiler

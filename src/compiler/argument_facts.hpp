@@ -74,6 +74,10 @@ struct ArgumentFacts {
 // both flag variables; prefix_map_prepended reads NVCC_PREPEND_FLAGS; the others read the arguments only.
 ArgumentFacts read_argument_facts(const std::vector<std::string>& args, const FlagVariables& variables = {});
 
+// Whether an option the gcc table reads as debug info (Effect::Debug, -gz included) asks for it: all but
+// -g0 and the -gno-* negations. The plans' has_debug and ArgumentFacts::debug_option read it so.
+bool debug_option_enables(std::string_view option);
+
 // A -ffile-prefix-map=OLD=NEW, -fmacro-prefix-map=OLD=NEW or -fdebug-prefix-map=OLD=NEW argument, split
 // at the first '=' after the option as GCC and clang split it.
 struct PrefixMap {
@@ -87,5 +91,13 @@ std::optional<PrefixMap> parse_prefix_map(std::string_view arg);
 bool is_prefix_map(std::string_view arg);
 // The OLD of every macro-mapping rule (-fmacro-prefix-map, -ffile-prefix-map) among whole arguments, in order.
 std::vector<std::string> macro_map_olds(const std::vector<std::string>& args);
+
+// The macros a keyed command line's words define (-DNAME=VALUE, -D NAME=VALUE, --define-macro, nvcc's
+// comma lists, the NVCC_*_FLAGS fields), as #define lines: everything after each -D, an
+// over-approximation (what a ## paste on the command line may build).
+std::string macro_definitions(const std::vector<std::string>& keyed_words);
+// Whether one keyed argument defines a macro: -D..., --define-macro..., or a -D inside a comma list or
+// after '=' (nvcc's -Xcompiler=...,-DX).
+bool defines_macro(std::string_view arg);
 
 }  // namespace kache::compiler

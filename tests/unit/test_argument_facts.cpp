@@ -144,5 +144,19 @@ TEST(ArgumentFacts, TheLastColourOptionIsTheUsers) {
   EXPECT_EQ(facts({"-fdiagnostics-color=always", "-fno-color-diagnostics"}).colour_option, "-fno-color-diagnostics");
 }
 
+// The command line's macros for the paste scan (engine/miss.cpp) and the explain cause (a define that
+// changed): the key's words, read from the keyed fields.
+TEST(ArgumentFacts, MacroDefinitions) {
+  EXPECT_EQ(macro_definitions({"-DA=1", "-D", "B", "-Xcompiler", "-O2,-DC", "-Xcompiler=-DD", "--define-macro=E", "x-DF"}),
+            "#define A=1\n#define \n#define B\n#define C\n#define D\n#define E\n");  // "-D" alone too
+  EXPECT_EQ(macro_definitions({"-Xcompiler -DP=q"}), "#define P=q\n");  // NVCC_APPEND_FLAGS' field
+  EXPECT_TRUE(defines_macro("-DX"));
+  EXPECT_TRUE(defines_macro("--define-macro=X"));
+  EXPECT_TRUE(defines_macro("-O2,-DX"));
+  EXPECT_TRUE(defines_macro("-Xcompiler=-DX"));
+  EXPECT_FALSE(defines_macro("-UX"));
+  EXPECT_FALSE(defines_macro("x-DX"));
+}
+
 }  // namespace
 }  // namespace kache::compiler
