@@ -4,6 +4,8 @@
 #include <cctype>
 #include <initializer_list>
 
+#include "compiler/gcc/plan.hpp"
+
 namespace kache::compiler {
 
 namespace {
@@ -203,6 +205,32 @@ std::vector<std::string> macro_map_olds(const std::vector<std::string>& args) {
     if (auto rule = parse_prefix_map(a); rule && rule->maps_macros()) olds.emplace_back(rule->old_path);
   }
   return olds;
+}
+
+bool names_cuda_input(const std::vector<std::string>& args) {
+  std::string x_language;
+  bool cu_source = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-x" && i + 1 < args.size()) {
+      x_language = args[++i];
+    } else if (a.starts_with("-x") && a.size() > 2) {
+      x_language = a.substr(2);
+    } else if (!a.starts_with('-') && gcc::language_of(a) == "cuda" && x_language.empty()) {
+      cu_source = true;
+    }
+    if (x_language == "cuda") return true;
+  }
+  return cu_source;
+}
+
+bool names_hip_input(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-xhip" || (a == "-x" && i + 1 < args.size() && args[i + 1] == "hip")) return true;
+    if (a.starts_with("--offload-arch=") || (!a.starts_with('-') && a.ends_with(".hip"))) return true;
+  }
+  return false;
 }
 
 std::string macro_definitions(const std::vector<std::string>& keyed_words) {

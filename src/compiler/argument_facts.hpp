@@ -92,6 +92,12 @@ bool is_prefix_map(std::string_view arg);
 // The OLD of every macro-mapping rule (-fmacro-prefix-map, -ffile-prefix-map) among whole arguments, in order.
 std::vector<std::string> macro_map_olds(const std::vector<std::string>& args);
 
+// Whether a clang command line compiles CUDA (the route registry.cpp picks before any plan): an -x option
+// names cuda, or a .cu source comes before any -x.
+bool names_cuda_input(const std::vector<std::string>& args);
+// Whether a clang command line compiles HIP: -x hip (-xhip), --offload-arch=..., or a .hip source.
+bool names_hip_input(const std::vector<std::string>& args);
+
 // The macros a keyed command line's words define (-DNAME=VALUE, -D NAME=VALUE, --define-macro, nvcc's
 // comma lists, the NVCC_*_FLAGS fields), as #define lines: everything after each -D, an
 // over-approximation (what a ## paste on the command line may build).

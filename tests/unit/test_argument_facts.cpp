@@ -158,5 +158,19 @@ TEST(ArgumentFacts, MacroDefinitions) {
   EXPECT_FALSE(defines_macro("x-DX"));
 }
 
+// The offload route a clang command line takes (registry.cpp reads these before any plan).
+TEST(ArgumentFacts, CudaAndHipInputs) {
+  EXPECT_TRUE(names_cuda_input({"-c", "k.cu"}));
+  EXPECT_TRUE(names_cuda_input({"-x", "cuda", "-c", "k.cpp"}));
+  EXPECT_TRUE(names_cuda_input({"-xcuda", "-c", "k.cpp"}));
+  EXPECT_FALSE(names_cuda_input({"-x", "c++", "-c", "k.cu"}));  // -x before the source decides
+  EXPECT_FALSE(names_cuda_input({"-c", "k.cpp"}));
+  EXPECT_TRUE(names_hip_input({"-c", "k.hip"}));
+  EXPECT_TRUE(names_hip_input({"-x", "hip", "-c", "k.cpp"}));
+  EXPECT_TRUE(names_hip_input({"-xhip", "-c", "k.cpp"}));
+  EXPECT_TRUE(names_hip_input({"--offload-arch=gfx90a", "-c", "k.cpp"}));
+  EXPECT_FALSE(names_hip_input({"-c", "k.cu"}));
+}
+
 }  // namespace
 }  // namespace kache::compiler

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/common.hpp"
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/plan.hpp"
@@ -114,12 +115,7 @@ bool is_hipcc(const std::string& argv0) {
 
 bool is_clang_hip(const std::string& argv0, const std::vector<std::string>& args) {
   if (!gcc::is_gcc_driver(argv0) || util::basename(argv0).find("clang") == std::string::npos) return false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-xhip" || (a == "-x" && i + 1 < args.size() && args[i + 1] == "hip")) return true;
-    if (a.starts_with("--offload-arch=") || (!a.starts_with('-') && a.ends_with(".hip"))) return true;
-  }
-  return false;
+  return names_hip_input(args);
 }
 
 std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {

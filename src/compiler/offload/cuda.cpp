@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <set>
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/gcc/plan.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -18,22 +19,7 @@ std::string root_above(std::string path, int levels) {
 
 }  // namespace
 
-bool is_cuda_compile(const std::vector<std::string>& args) {
-  std::string x_language;
-  bool cu_source = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-x" && i + 1 < args.size()) {
-      x_language = args[++i];
-    } else if (a.starts_with("-x") && a.size() > 2) {
-      x_language = a.substr(2);
-    } else if (!a.starts_with('-') && gcc::language_of(a) == "cuda" && x_language.empty()) {
-      cu_source = true;
-    }
-    if (x_language == "cuda") return true;
-  }
-  return cu_source;
-}
+bool is_cuda_compile(const std::vector<std::string>& args) { return names_cuda_input(args); }
 
 void add_cuda_detection(util::Hasher& memo_key, const std::vector<std::string>& args, const util::Environment& env) {
   if (!is_cuda_compile(args)) return;
