@@ -224,6 +224,18 @@ bool names_cuda_input(const std::vector<std::string>& args) {
   return cu_source;
 }
 
+std::vector<std::string> cuda_paths(const std::vector<std::string>& args) {
+  std::vector<std::string> dirs;
+  for (const auto& a : args) {
+    if (a.starts_with("--cuda-path=")) dirs.push_back(a.substr(12));
+  }
+  return dirs;
+}
+
+bool skips_cuda_wrapper_headers(const std::vector<std::string>& args) {
+  return std::find(args.begin(), args.end(), "-nocudainc") != args.end();
+}
+
 bool names_hip_input(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];

@@ -95,6 +95,10 @@ std::vector<std::string> macro_map_olds(const std::vector<std::string>& args);
 // Whether a clang command line compiles CUDA (the route registry.cpp picks before any plan): an -x option
 // names cuda, or a .cu source comes before any -x.
 bool names_cuda_input(const std::vector<std::string>& args);
+// The installations a clang CUDA command line names (--cuda-path=DIR), in order.
+std::vector<std::string> cuda_paths(const std::vector<std::string>& args);
+// Whether a clang CUDA command line leaves out clang's CUDA wrapper headers (-nocudainc).
+bool skips_cuda_wrapper_headers(const std::vector<std::string>& args);
 // Whether a clang command line compiles HIP: -x hip (-xhip), --offload-arch=..., or a .hip source.
 bool names_hip_input(const std::vector<std::string>& args);
 

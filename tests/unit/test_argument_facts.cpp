@@ -170,6 +170,9 @@ TEST(ArgumentFacts, CudaAndHipInputs) {
   EXPECT_TRUE(names_hip_input({"-xhip", "-c", "k.cpp"}));
   EXPECT_TRUE(names_hip_input({"--offload-arch=gfx90a", "-c", "k.cpp"}));
   EXPECT_FALSE(names_hip_input({"-c", "k.cu"}));
+  EXPECT_EQ(cuda_paths({"--cuda-path=/opt/a", "-c", "--cuda-path=/opt/b"}), (std::vector<std::string>{"/opt/a", "/opt/b"}));
+  EXPECT_TRUE(skips_cuda_wrapper_headers({"-c", "-nocudainc"}));
+  EXPECT_FALSE(skips_cuda_wrapper_headers({"-c", "-nocudalib"}));
 }
 
 }  // namespace
