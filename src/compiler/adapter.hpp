@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/stage_store.hpp"
 #include "compiler/tool_files.hpp"
 #include "core/config.hpp"
@@ -35,6 +36,9 @@ struct CompileJob {
   std::string output_written;    // the output as the user spelled it
   std::string depfile;           // user's dependency file, absolute; empty when none was asked for
   std::string depfile_written;   // the dependency file as the user spelled it
+  // What the command line says beyond the plan (debug info, prefix maps, LTO, ...), read once by
+  // read_argument_facts: every later step, the remote-execution glue included, reads it from here.
+  ArgumentFacts facts;
   bool depfile_partial = false;  // the user's dependency file omits headers (nvcc -MMD)
   // The depfile's target when the user gave no -MT: the output as written (nvcc's default, and the -MT
   // a miss passes). Stored depfiles hold a placeholder there, so "-o o1/x.o" and "-o o2/x.o" share an
@@ -74,10 +78,10 @@ struct CompileJob {
   std::vector<std::string> keyed_roots;  // root paths the key names literally
   // The old paths of the user's -fmacro-prefix-map=OLD=NEW and -ffile-prefix-map=OLD=NEW rules (the
   // host compiler's, for nvcc): __FILE__ and its kin name a file below OLD as NEW plus the rest, which
-  // the key holds (macro_prefix_map_old in job_paths.hpp), so such an expansion ties no root.
+  // the key holds (macro_map_olds in argument_facts.hpp), so such an expansion ties no root.
   std::vector<std::string> macro_map_olds;
-  // The command names an execution character set the object scan cannot read (names_foreign_charset in
-  // job_paths.hpp): no scan can prove the object free of roots, so it is stored per checkout.
+  // The command names an execution character set the object scan cannot read (ArgumentFacts::foreign_charset
+  // in argument_facts.hpp): no scan can prove the object free of roots, so it is stored per checkout.
   bool foreign_charset = false;
   // The object's file name in the miss's scratch directory (empty: the output's). nvcc -objtemp
   // names intermediates after it, and they reach the symbol table and -g debug info, so a name that

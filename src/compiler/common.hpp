@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/adapter.hpp"
+#include "compiler/argument_facts.hpp"
 #include "core/config.hpp"
 #include "util/process.hpp"
 
@@ -33,15 +34,6 @@ bool allowlist_names(const std::vector<std::string>& allowlist, std::string_view
 // (gcc/adapter.cpp: a plain build's date, the build's own value keyed).
 void pin_source_date_epoch(util::Environment& env, const core::Config& cfg);
 
-// Whether a compile with these arguments records its command line in the object: -frecord-gcc-switches
-// (.GCC.command.line), or debug info with GCC's default -grecord-gcc-switches (DW_AT_producer; clang's
-// -grecord-command-line). A flag kache adds to a miss (-frandom-seed) would show there, where the plain
-// build's object has none. Over-approximates: values of -Xcompiler/-Wp-style lists are split at commas,
-// and any -g option but -g0 counts as debug info.
-// debug_record_default: whether debug info records the switches unless told otherwise (GCC's
-// -grecord-gcc-switches is on by default; clang's -grecord-command-line is off).
-bool records_command_line(const std::vector<std::string>& args, bool debug_record_default = true);
-
 // kache reads the compiler's stderr through a pipe, where GCC and clang do not colour (their default is
 // -fdiagnostics-color=auto: colour when stderr is a terminal). When kache's own stderr is a terminal and
 // the plain compiler would colour there, a miss asks for colour explicitly and the key says so, so that
@@ -50,7 +42,7 @@ bool records_command_line(const std::vector<std::string>& args, bool debug_recor
 // clang 19 none with NO_COLOR set (GCC 12 and clang 14 ignore it). Returns the flag to append to the
 // miss command, "" when none (not a terminal, or the user's own -f[no-]diagnostics-color other than
 // =auto decides, or clang would record the flag in the object under -frecord-gcc-switches).
-std::string diagnostics_colour_flag(const std::vector<std::string>& args, const util::Environment& env, bool clang,
+std::string diagnostics_colour_flag(const ArgumentFacts& facts, const util::Environment& env, bool clang,
                                     bool stderr_is_terminal);
 
 }  // namespace kache::compiler

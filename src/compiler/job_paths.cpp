@@ -59,119 +59,6 @@ std::string compiler_pwd(const std::string& cwd, const util::Environment& env) {
   return *pwd;
 }
 
-namespace {
-// Whether text holds option (a whole token: preceded by a start, ',', '=' or ' ' and followed by the
-// end, ',', ' ' or '=') with a value other than "=none" (nvcc passes host flags comma-separated).
-bool holds_option(const std::string& text, std::string_view option, bool value_none_is_off) {
-  for (std::size_t hit = text.find(option); hit != std::string::npos; hit = text.find(option, hit + 1)) {
-    const char before = hit == 0 ? ',' : text[hit - 1];
-    const std::size_t end = hit + option.size();
-    const char after = end == text.size() ? ',' : text[end];
-    if (std::string_view(", =").find(before) == std::string_view::npos) continue;
-    if (std::string_view(", =").find(after) == std::string_view::npos) continue;
-    if (value_none_is_off && text.compare(end, 5, "=none") == 0 &&
-        (end + 5 == text.size() || text[end + 5] == ',' || text[end + 5] == ' ')) {
-      continue;
-    }
-    return true;
-  }
-  return false;
-}
-
-bool any_holds(const std::vector<std::string>& args, const std::string& flag_variables,
-               std::initializer_list<std::string_view> options, bool value_none_is_off) {
-  for (std::string_view o : options) {
-    if (holds_option(flag_variables, o, value_none_is_off)) return true;
-    for (const auto& a : args) {
-      if (holds_option(a, o, value_none_is_off)) return true;
-    }
-  }
-  return false;
-}
-}  // namespace
-
-bool has_user_debug_maps(const std::vector<std::string>& args, const std::string& flag_variables) {
-  return any_holds(args, flag_variables,
-                   {"-ffile-prefix-map", "-fdebug-prefix-map", "-fdebug-compilation-dir", "-ffile-compilation-dir"},
-                   false);
-}
-
-bool asks_compressed_debug(const std::vector<std::string>& args, const std::string& flag_variables) {
-  return any_holds(args, flag_variables, {"-gz", "--compress-debug-sections", "-compress-debug-sections"}, true);
-}
-
-namespace {
-bool scannable_charset(std::string_view option, std::string value) {
-  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::toupper(c); });
-  if (option == "-fexec-charset=") return value == "UTF-8" || value == "UTF8";
-  for (std::string_view family : {"UTF-16", "UTF-32", "UCS-2", "UCS-4", "UTF16", "UTF32", "UCS2", "UCS4"}) {
-    for (std::string_view order : {"", "LE", "BE"}) {
-      if (value == std::string(family) + std::string(order)) return true;
-    }
-  }
-  return false;
-}
-
-bool text_names_foreign_charset(const std::string& text) {
-  for (std::string_view option : {"-fexec-charset=", "-fwide-exec-charset="}) {
-    for (std::size_t hit = text.find(option); hit != std::string::npos; hit = text.find(option, hit + 1)) {
-      const std::size_t begin = hit + option.size();
-      const std::size_t end = text.find_first_of(", ", begin);
-      if (!scannable_charset(option, text.substr(begin, end == std::string::npos ? end : end - begin))) return true;
-    }
-  }
-  return false;
-}
-}  // namespace
-
-bool names_foreign_charset(const std::vector<std::string>& args, const std::string& flag_variables) {
-  return text_names_foreign_charset(flag_variables) ||
-         std::any_of(args.begin(), args.end(), [](const std::string& a) { return text_names_foreign_charset(a); });
-}
-
-bool asks_lto(const std::vector<std::string>& args, const std::string& flag_variables) {
-  bool lto = false;
-  auto scan = [&](std::string_view text) {
-    std::size_t start = 0;
-    while (start <= text.size()) {
-      const std::size_t end = text.find_first_of(", =", start);
-      const std::string_view token = text.substr(start, end == std::string_view::npos ? end : end - start);
-      if (token == "-flto") lto = true;  // "-flto=auto" reads as "-flto", then "auto"
-      if (token == "-fno-lto") lto = false;
-      if (end == std::string_view::npos) break;
-      start = end + 1;
-    }
-  };
-  for (const auto& a : args) scan(a);
-  scan(flag_variables);
-  return lto;
-}
-
-bool asks_macro_debug_info(const std::vector<std::string>& args, const std::string& flag_variables) {
-  bool macros = false;
-  auto level_three = [](std::string_view token) {
-    if (token == "-fdebug-macro") return true;
-    if (!token.starts_with("-g") || !token.ends_with('3')) return false;
-    const std::string_view kind = token.substr(2, token.size() - 3);  // "" in -g3, "gdb" in -ggdb3
-    for (std::string_view k : {"", "gdb", "stabs", "stabs+", "xcoff", "xcoff+", "vms", "coff", "dwarf"}) {
-      if (kind == k) return true;
-    }
-    return false;
-  };
-  auto scan = [&](std::string_view text) {
-    std::size_t start = 0;
-    while (start <= text.size()) {
-      const std::size_t end = text.find_first_of(", =", start);
-      if (level_three(text.substr(start, end == std::string_view::npos ? end : end - start))) macros = true;
-      if (end == std::string_view::npos) break;
-      start = end + 1;
-    }
-  };
-  for (const auto& a : args) scan(a);
-  scan(flag_variables);
-  return macros;
-}
-
 void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,
                  const std::string& output_written, const std::string& depfile_written) {
   job.source = util::absolute_path(source_written, cwd);
@@ -198,54 +85,19 @@ std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, 
 }
 
 std::optional<core::PathRoots::KeyedValue> key_prefix_map_rule(const std::string& arg, const core::PathRoots& roots) {
-  for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map=", "-fdebug-prefix-map="}) {
-    if (!arg.starts_with(kind)) continue;
-    const std::size_t eq = arg.find('=', kind.size());
-    if (eq == std::string::npos) return std::nullopt;
-    const auto old_path = roots.key_value(arg.substr(kind.size(), eq - kind.size()));
-    return core::PathRoots::KeyedValue{std::string(kind) + old_path.form + arg.substr(eq),
-                                       std::string(kind) + ": " + old_path.why};
-  }
-  return std::nullopt;
+  const auto rule = parse_prefix_map(arg);
+  if (!rule) return std::nullopt;
+  const auto old_path = roots.key_value(std::string(rule->old_path));
+  return core::PathRoots::KeyedValue{std::string(rule->option) + old_path.form + "=" + std::string(rule->new_path),
+                                     std::string(rule->option) + ": " + old_path.why};
 }
 
-std::optional<std::string> macro_prefix_map_old(std::string_view arg) {
-  for (std::string_view kind : {"-ffile-prefix-map=", "-fmacro-prefix-map="}) {
-    if (!arg.starts_with(kind)) continue;
-    const std::size_t eq = arg.find('=', kind.size());
-    if (eq == std::string_view::npos) return std::nullopt;
-    return std::string(arg.substr(kind.size(), eq - kind.size()));
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> macro_prefix_map_olds(const std::vector<std::string>& args) {
-  std::vector<std::string> olds;
-  for (const auto& a : args) {
-    if (auto old_path = macro_prefix_map_old(a)) olds.push_back(*old_path);
-  }
-  return olds;
-}
-
-void add_debug_cwd_fields(std::vector<std::pair<std::string, std::string>>& fields, const std::vector<std::string>& args,
+void add_debug_cwd_fields(std::vector<std::pair<std::string, std::string>>& fields, const ArgumentFacts& facts,
                           const std::string& cwd) {
-  for (const auto& arg : args) {
-    for (std::size_t start = 0; start <= arg.size();) {
-      const std::size_t end = std::min(arg.find(',', start), arg.size());
-      const std::string_view option = std::string_view(arg).substr(start, end - start);
-      start = end + 1;
-      const std::size_t at = option.find("-ffile-prefix-map=") != std::string_view::npos
-                                 ? option.find("-ffile-prefix-map=") + 18
-                             : option.find("-fdebug-prefix-map=") != std::string_view::npos
-                                 ? option.find("-fdebug-prefix-map=") + 19
-                                 : std::string_view::npos;
-      if (at == std::string_view::npos) continue;
-      const std::size_t eq = option.find('=', at);
-      if (eq == std::string_view::npos) continue;
-      const std::string old_path = util::lexically_normal(std::string(option.substr(at, eq - at)));
-      if (old_path.empty() || !(cwd == old_path || cwd.starts_with(old_path + "/") || old_path == "/")) continue;
-      fields.emplace_back("debug-cwd", cwd.substr(std::min(old_path.size(), cwd.size())));
-    }
+  for (const auto& old_spelled : facts.debug_map_olds) {
+    const std::string old_path = util::lexically_normal(old_spelled);
+    if (old_path.empty() || !(cwd == old_path || cwd.starts_with(old_path + "/") || old_path == "/")) continue;
+    fields.emplace_back("debug-cwd", cwd.substr(std::min(old_path.size(), cwd.size())));
   }
 }
 
@@ -269,8 +121,7 @@ std::vector<std::string> keyed_args(std::vector<std::string> args, const std::ve
   return args;
 }
 
-void set_job_roots(CompileJob& job, const std::string& cwd, const core::Config& cfg, const util::Environment& env,
-                   const std::vector<std::string>& args) {
+void set_job_roots(CompileJob& job, const std::string& cwd, const core::Config& cfg, const util::Environment& env) {
   if (cfg.nvcc_path_normalize) {
     job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity,
                                compiler_pwd(cwd, env));
@@ -280,8 +131,8 @@ void set_job_roots(CompileJob& job, const std::string& cwd, const core::Config& 
   // Issue 27: debug names through placeholders replaced by this checkout's roots (none with the user's
   // own debug maps, compressed debug sections or LTO code, where no placeholder could be replaced).
   job.debug_placeholders =
-      job.roots.enabled() && !has_user_debug_maps(args) && !asks_compressed_debug(args) && !asks_lto(args);
-  job.foreign_charset = names_foreign_charset(args);
+      job.roots.enabled() && !job.facts.user_debug_maps && !job.facts.compressed_debug && !job.facts.lto;
+  job.foreign_charset = job.facts.foreign_charset;
 }
 
 void add_path_key_fields(std::vector<std::pair<std::string, std::string>>& fields, const CompileJob& job,

@@ -29,31 +29,6 @@ core::PathRoots standard_roots(const std::string& cwd, const std::string& source
 // placeholder; left unmapped, the spelling is no root's text, so the scan would not see it either.
 std::string compiler_pwd(const std::string& cwd, const util::Environment& env);
 
-// Whether the user's command line (or flag variables) carries its own debug path mapping
-// (-ffile-prefix-map, -fdebug-prefix-map, clang's -fdebug-compilation-dir/-ffile-compilation-dir):
-// kache then adds no placeholders; the object names what the user mapped (issue 27).
-bool has_user_debug_maps(const std::vector<std::string>& args, const std::string& flag_variables = "");
-// Whether the command asks for compressed debug sections (-gz, -gz=zlib, --compress-debug-sections
-// passed to the assembler): placeholders there could not be replaced in place.
-bool asks_compressed_debug(const std::vector<std::string>& args, const std::string& flag_variables = "");
-// Whether the command names an execution character set whose string literals the object scan cannot
-// read (PathRoots::roots_in searches UTF-8, UTF-16 and UTF-32): -fexec-charset other than UTF-8, or
-// -fwide-exec-charset other than UTF-16/UTF-32/UCS-2/UCS-4 in either byte order (EBCDIC, say). A root
-// in such a literal is invisible, so the object is stored per checkout (CompileJob::foreign_charset).
-bool names_foreign_charset(const std::vector<std::string>& args, const std::string& flag_variables = "");
-
-// Whether the command compiles for link-time optimization (the last of -flto, -flto=<n|auto|thin|full>
-// and -fno-lto, also inside nvcc's comma lists and the flag variables): the object's code and its
-// locations go into GCC's compressed .gnu.lto_* sections or LLVM bitcode, where a placeholder could be
-// neither found nor replaced, so the miss writes none (issue 35).
-bool asks_lto(const std::vector<std::string>& args, const std::string& flag_variables = "");
-
-// Whether the command may ask for the preprocessor's macro definitions in the object's debug info
-// (-g3, -ggdb3 and the other level-3 spellings, clang's -fdebug-macro; also inside nvcc's comma lists and
-// the flag variables): #define lines reach the object but not the preprocessed output, so no key made
-// from that output describes it (the preprocessed-mode fallback refuses such a compile).
-bool asks_macro_debug_info(const std::vector<std::string>& args, const std::string& flag_variables = "");
-
 // Sets the job's source, output and (when depfile_written is not empty) depfile: absolute (joined to
 // cwd, for kache's own use) and as written on the command line (what the compiler itself names).
 void place_files(CompileJob& job, const std::string& cwd, const std::string& source_written,
@@ -71,19 +46,12 @@ std::vector<std::string> add_root_key_fields(std::vector<std::pair<std::string, 
 // same bytes in every checkout that keys alike. nullopt for any other argument.
 std::optional<core::PathRoots::KeyedValue> key_prefix_map_rule(const std::string& arg, const core::PathRoots& roots);
 
-// OLD of a -fmacro-prefix-map=OLD=NEW or -ffile-prefix-map=OLD=NEW argument (split at the first '=',
-// as GCC and clang split it); nullopt for any other argument, -fdebug-prefix-map included (it leaves
-// __FILE__ alone).
-std::optional<std::string> macro_prefix_map_old(std::string_view arg);
-// The OLD of every such argument, in order.
-std::vector<std::string> macro_prefix_map_olds(const std::vector<std::string>& args);
-
 // With debug info, the compile's working directory below a user's -ffile-prefix-map/-fdebug-prefix-map
 // OLD reaches the object mapped (DW_AT_comp_dir `./build-release` under the portable-path recipe with
 // the build dir inside the checkout), which no root rewrites: keyed as ("debug-cwd", the part of the
-// working directory below OLD) for each such OLD, so build dirs of other names key apart. args: the
-// host compiler's options (comma lists of -Xcompiler values are split).
-void add_debug_cwd_fields(std::vector<std::pair<std::string, std::string>>& fields, const std::vector<std::string>& args,
+// working directory below OLD) for each such OLD (ArgumentFacts::debug_map_olds), so build dirs of other
+// names key apart.
+void add_debug_cwd_fields(std::vector<std::pair<std::string, std::string>>& fields, const ArgumentFacts& facts,
                           const std::string& cwd);
 
 // A path-valued option's value inside the keyed command line: args[index].substr(offset) (-I<dir>, the
@@ -102,9 +70,8 @@ std::vector<std::string> keyed_args(std::vector<std::string> args, const std::ve
 
 // The job's path roots (standard_roots, unless KACHE_NVCC_PATH_NORMALIZE=0 keys paths literally), its
 // source_identity and whether the miss writes debug placeholders (not with the user's own debug maps
-// or compressed debug sections). job.source and job.output must be placed (place_files).
-void set_job_roots(CompileJob& job, const std::string& cwd, const core::Config& cfg, const util::Environment& env,
-                   const std::vector<std::string>& args);
+// or compressed debug sections). job.source and job.output must be placed (place_files), job.facts read.
+void set_job_roots(CompileJob& job, const std::string& cwd, const core::Config& cfg, const util::Environment& env);
 
 // The key fields saying how the job's paths are keyed: "normalize", "debug-names", then the working
 // directory, the source (a relative one as spelled: it reaches __FILE__ and the depfile so) and the

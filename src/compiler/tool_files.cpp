@@ -22,6 +22,7 @@
 #include "util/lock.hpp"
 #include "util/parallel.hpp"
 #include "util/process.hpp"
+#include "util/shell_words.hpp"
 
 namespace kache::compiler {
 
@@ -264,34 +265,15 @@ std::vector<std::string> logical_lines(std::string_view body, bool* open_quote) 
   return lines;
 }
 
-// The words of a logical line, split at blanks outside quotes (quotes kept). *special gets the first
-// character outside quotes that makes the line more than one simple command or redirects it
-// (; | & ( ) < > { }), or 0.
+// The words of a logical line as the line spells them (quotes kept; util/shell_words.hpp splits them).
+// *special gets the first character outside quotes that makes the line more than one simple command or
+// redirects it (; | & ( ) < > { }), or 0.
 std::vector<std::string> shell_words(std::string_view line, char* special) {
-  std::vector<std::string> words;
-  std::string current;
-  bool in_word = false;
-  char quote = 0;
-  *special = 0;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quote) {
-      take_quoted(line, i, quote, current);
-      continue;
-    }
-    if (c == ' ' || c == '\t') {
-      if (in_word) words.push_back(current);
-      current.clear();
-      in_word = false;
-      continue;
-    }
-    if (c == '\'' || c == '"') quote = c;
-    if (!*special && std::strchr(";|&()<>{}", c) != nullptr) *special = c;
-    current += c;
-    in_word = true;
-  }
-  if (in_word) words.push_back(current);
-  return words;
+  const util::ShellWords words = util::split_shell_words(line, {.specials = ";|&()<>{}", .expand = {}});
+  *special = words.special;
+  std::vector<std::string> spelled;
+  for (const auto& w : words.words) spelled.push_back(w.raw);
+  return spelled;
 }
 
 bool is_name(std::string_view s) {

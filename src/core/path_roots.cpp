@@ -110,7 +110,7 @@ std::optional<std::u32string> decode_utf8(std::string_view text) {
 // UTF-16 and UTF-32 in both byte orders (L"" is UTF-32 on Linux and UTF-16 under -fshort-wchar, u"" is
 // UTF-16 and U"" UTF-32; big-endian targets swap the bytes). A path that is no valid UTF-8 is also
 // widened byte by byte. Other execution character sets (-fexec-charset) are not searched: compiles
-// that name one are stored per checkout (names_foreign_charset in compiler/job_paths.hpp).
+// that name one are stored per checkout (ArgumentFacts::foreign_charset in compiler/argument_facts.hpp).
 std::vector<std::string> string_literal_encodings(std::string_view path) {
   std::vector<std::string> forms{std::string(path)};
   std::u32string points;

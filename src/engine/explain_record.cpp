@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/job_paths.hpp"
 #include "core/config.hpp"
 #include "core/depfile.hpp"
@@ -419,10 +420,7 @@ StoredFor ties_of(const ManifestEntry& entry, const compiler::CompileJob& job, c
 
 namespace {
 
-bool is_define(const std::optional<std::string>& v) {
-  return v && (v->starts_with("-D") || v->starts_with("--define-macro") || v->find(",-D") != std::string::npos ||
-               v->find("=-D") != std::string::npos);
-}
+bool is_define(const std::optional<std::string>& v) { return v && compiler::defines_macro(*v); }
 
 // The difference that says most about why the compile missed, as a cause (core/reasons.hpp).
 Cause cause_of(const std::vector<Difference>& diffs) {

@@ -26,6 +26,7 @@
 #include "engine/pipeline_steps.hpp"
 #include "engine/remote_exec.hpp"
 #include "compiler/adapter.hpp"
+#include "compiler/argument_facts.hpp"
 #include "compiler/env_table.hpp"
 #include "compiler/job_paths.hpp"
 #include "core/depfile.hpp"
@@ -134,8 +135,8 @@ int Pipeline::miss() {
     return -1;
   }
   if (job_.debug_placeholders && is_lto_object(object)) {
-    // LTO code the command line did not show (asks_lto): placeholders in it can be neither found nor
-    // replaced, and would reach the link's diagnostics and line table.
+    // LTO code the command line did not show (ArgumentFacts::lto): placeholders in it can be neither
+    // found nor replaced, and would reach the link's diagnostics and line table.
     passthrough_ = {std::string(reason::kLtoObject), paths.object};
     return -1;
   }
@@ -275,6 +276,7 @@ std::optional<util::ProcessResult> Pipeline::run_remote_compile(const compiler::
   RemoteCompile compile;
   compile.scratch_dir = paths.scratch_dir;
   compile.system_dirs = job_.system_dirs;
+  compile.facts = job_.facts;
   compiler::RemoteCommand& cmd = compile.cmd;
   cmd.argv = argv;
   cmd.argv[0] = adapter_.program(inv_);
@@ -505,31 +507,13 @@ void Pipeline::note_expansions(const std::string& path, std::size_t index, std::
   if (e.any() && out.expansion.empty()) out.expansion = fmt::format("{} in {}", e.spelling, path);
 }
 
-namespace {
-// The macros the command line defines (-DNAME=VALUE, -D NAME=VALUE, --define-macro, nvcc's comma lists,
-// NVCC_*_FLAGS), as #define lines: everything after each -D, an over-approximation.
-std::string command_line_defines(const std::vector<std::pair<std::string, std::string>>& fields) {
-  std::string out;
-  bool next = false;
-  for (const auto& [name, value] : fields) {
-    if (next) out += "#define " + value + "\n";
-    next = value == "-D" || value == "--define-macro";
-    for (std::string_view flag : {"-D", "--define-macro="}) {
-      for (std::size_t at = value.find(flag); at != std::string::npos; at = value.find(flag, at + 1)) {
-        if (at > 0 && std::string_view(" ,=").find(value[at - 1]) == std::string_view::npos) continue;
-        out += "#define " + value.substr(at + flag.size()) + "\n";
-      }
-    }
-  }
-  return out;
-}
-}  // namespace
-
 // Adds the command line's macros to what the closure's files may expand or paste, and decides: a ## that
 // may build __has_include leaves the closure opaque (no finite watch list is known complete); one that
 // may build __FILE__ or its kin may expand any file's name.
 void Pipeline::weigh_expansions(HashedClosure& all) const {
-  const std::string defines = command_line_defines(job_.key_fields);
+  std::vector<std::string> keyed_words;  // the keyed command line and the flag variables, in order
+  for (const auto& field : job_.key_fields) keyed_words.push_back(field.second);
+  const std::string defines = compiler::macro_definitions(keyed_words);
   const PasteScans pastes = scan_pastes(defines);
   all.pastes.has_include |= pastes.has_include;
   all.pastes.path |= pastes.path;

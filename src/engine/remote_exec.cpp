@@ -164,28 +164,6 @@ std::optional<util::ProcessResult> RemoteStages::execute(const reapi::ActionSpec
 
 namespace {
 
-// Whether the compile's bytes name its working directory (debug info's DW_AT_comp_dir, coverage notes):
-// on the worker that is another directory.
-bool records_directory(const std::vector<std::string>& argv) {
-  for (std::size_t i = 1; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if ((a.starts_with("-g") && a != "-g0") || a == "--coverage" || a == "-fprofile-arcs" || a == "-ftest-coverage" ||
-        a.starts_with("-fprofile-generate") || a.starts_with("-fprofile-instr-generate") ||
-        a == "-fcoverage-mapping") {
-      return true;
-    }
-  }
-  return false;
-}
-
-// A prefix map only rewrites the paths the compiler writes: without debug info (records_directory) those
-// are __FILE__'s, spelled as the compile found the file, relative for every uploaded file (no other
-// argument names one absolutely) and absolute for the worker's own, the same there as here.
-bool prefix_map(const std::string& arg) {
-  return arg.starts_with("-fdebug-prefix-map=") || arg.starts_with("-ffile-prefix-map=") ||
-         arg.starts_with("-fmacro-prefix-map=");
-}
-
 bool below(const std::string& path, const std::string& dir) {
   return path.size() > dir.size() && path.starts_with(dir) && (dir.ends_with('/') || path[dir.size()] == '/');
 }
@@ -197,7 +175,10 @@ bool below(const std::string& path, const std::string& dir) {
 std::variant<std::pair<std::string, std::string>, reapi::ActionSpec> compile_action_of(
     const RemoteCompile& c, std::vector<std::string>& uploads, std::vector<std::pair<std::string, std::string>>& dirs) {
   const compiler::RemoteCommand& cmd = c.cmd;
-  if (records_directory(cmd.argv)) return std::pair{"directory", "the object would name the working directory"};
+  // Debug info's DW_AT_comp_dir, coverage notes: on the worker that is another directory.
+  if (c.facts.names_working_directory()) {
+    return std::pair{"directory", "the object would name the working directory"};
+  }
   const std::string spelled = relative_spelling(c.scratch_dir, cmd.cwd);
   if (spelled.empty() || spelled == "." || !c.scratch_dir.starts_with('/')) return std::pair{"paths", c.scratch_dir};
   dirs = {{c.scratch_dir, spelled}};
@@ -214,7 +195,10 @@ std::variant<std::pair<std::string, std::string>, reapi::ActionSpec> compile_act
   reapi::ActionSpec spec;
   for (std::size_t i = 0; i < cmd.argv.size(); ++i) {
     std::string arg = cmd.argv[i];
-    const bool scratch = arg.find(c.scratch_dir + "/") != std::string::npos || prefix_map(arg);
+    // A prefix map only rewrites the paths the compiler writes: without debug info (checked above) those
+    // are __FILE__'s, spelled as the compile found the file, relative for every uploaded file (no other
+    // argument names one absolutely) and absolute for the worker's own, the same there as here.
+    const bool scratch = arg.find(c.scratch_dir + "/") != std::string::npos || compiler::is_prefix_map(arg);
     util::replace_all(arg, c.scratch_dir + "/", spelled + "/");
     for (const auto& a : ancestors) {
       if (i > 0 && !scratch && arg.find(a) != std::string::npos) return std::pair{"paths", "the command names " + a};

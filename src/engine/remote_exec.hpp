@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/stage_store.hpp"
 #include "core/config.hpp"
 #include "remote_exec/client.hpp"
@@ -29,6 +30,7 @@ struct RemoteCompile {
   std::string scratch_dir;               // where the outputs go: spelled from cwd on the worker
   std::vector<std::string> closure;      // every file the compile reads
   std::vector<std::string> system_dirs;  // the toolchain's include directories (the worker's, as /usr is)
+  compiler::ArgumentFacts facts;         // the job's: whether the object names the working directory
 };
 
 // Runs stages remotely for one compile. Thread-safe: a miss sends every cicc and ptxas at once.

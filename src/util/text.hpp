@@ -3,6 +3,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/shell_words.hpp"
+
 namespace kache::util {
 
 // Replaces every occurrence of `from` in `text` (left to right, never rescanning what was inserted).
@@ -13,28 +15,9 @@ inline void replace_all(std::string& text, const std::string& from, const std::s
   }
 }
 
-// Splits a command line as nvcc's dry run prints it into words, honouring double quotes
-// ("/usr/bin"/g++-12 is one word); a quoted empty string is a word.
-inline std::vector<std::string> split_quoted_words(const std::string& line) {
-  std::vector<std::string> words;
-  std::string cur;
-  bool quoted = false, any = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-      any = true;
-    } else if (!quoted && (c == ' ' || c == '\t')) {
-      if (any) words.push_back(cur);
-      cur.clear();
-      any = false;
-    } else {
-      cur += c;
-      any = true;
-    }
-  }
-  if (any) words.push_back(cur);
-  return words;
-}
+// Splits a command line as nvcc's dry run prints it into words ("/usr/bin"/g++-12 is one word; a quoted
+// empty string is a word), as /bin/sh, which runs them, splits them (util/shell_words.hpp).
+inline std::vector<std::string> split_quoted_words(const std::string& line) { return split_shell_words(line).texts(); }
 
 // `text` with every byte but ALPHA, DIGIT, '-', '_', '.' and those of `also_plain` percent-encoded
 // (%XX, upper-case hex: the form SigV4 signs and servers compare).

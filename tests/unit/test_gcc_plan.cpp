@@ -253,25 +253,12 @@ TEST(HostRules, NvccXcompilerRulesUnchanged) {
 
 }  // namespace
 
-// The miss's -frandom-seed is left out exactly where the object records the command line.
-TEST(MissFlags, RecordsCommandLine) {
-  using kache::compiler::records_command_line;
-  EXPECT_FALSE(records_command_line({"-c", "a.c", "-O2"}));
-  EXPECT_TRUE(records_command_line({"-c", "a.c", "-g"}));  // GCC's default -grecord-gcc-switches
-  EXPECT_TRUE(records_command_line({"-c", "a.c", "-ggdb3"}));
-  EXPECT_FALSE(records_command_line({"-c", "a.c", "-g", "-gno-record-gcc-switches"}));
-  EXPECT_FALSE(records_command_line({"-c", "a.c", "-g", "-g0"}));
-  EXPECT_TRUE(records_command_line({"-c", "a.c", "-frecord-gcc-switches"}));
-  EXPECT_FALSE(records_command_line({"-c", "a.c", "-frecord-gcc-switches", "-fno-record-gcc-switches"}));
-  EXPECT_TRUE(records_command_line({"-c", "a.cu", "-Xcompiler", "-O2,-frecord-gcc-switches"}));
-  EXPECT_TRUE(records_command_line({"-c", "a.cu", "-Xcompiler=-g"}));
-  EXPECT_FALSE(records_command_line({"-c", "a.cu", "-gencode", "arch=compute_75,code=sm_75", "-gpu-architecture=sm_90"}));
-  EXPECT_FALSE(records_command_line({"-c", "a.c", "-gz", "-gno-column-info"}));
-}
-
 TEST(MissFlags, DiagnosticsColourAsOnTheTerminal) {
-  using kache::compiler::diagnostics_colour_flag;
   const kache::util::Environment term = {"TERM=xterm"};
+  auto diagnostics_colour_flag = [](const std::vector<std::string>& args, const kache::util::Environment& env,
+                                    bool clang, bool terminal) {
+    return kache::compiler::diagnostics_colour_flag(kache::compiler::read_argument_facts(args), env, clang, terminal);
+  };
   EXPECT_EQ(diagnostics_colour_flag({"-c", "a.c"}, term, false, true), "-fdiagnostics-color=always");
   EXPECT_EQ(diagnostics_colour_flag({"-c", "a.c"}, term, false, false), "");  // not a terminal
   EXPECT_EQ(diagnostics_colour_flag({"-c", "a.c"}, {"TERM=dumb"}, false, true), "");

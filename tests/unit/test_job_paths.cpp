@@ -1,6 +1,6 @@
 // The path roots the adapters build for a job (compiler/job_paths.hpp): the build root as the compiler
-// spells the working directory ($PWD), and the command-line checks that turn the debug placeholders
-// off (issue 27).
+// spells the working directory ($PWD), and the user's prefix maps keyed by the roots (issue 35). The
+// command-line facts that turn the debug placeholders off (issue 27): test_argument_facts.cpp.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -40,30 +40,6 @@ TEST(JobPaths, TheBuildRootIsSpelledAsPwdWhenItNamesTheWorkingDirectory) {
   EXPECT_EQ(slashed.roots()[2].path, link + "/out");
   EXPECT_EQ(slashed.key_form(link + "/x.h"), "/kache/build/x.h");
   std::filesystem::remove_all(dir);
-}
-
-TEST(JobPaths, TheUsersDebugMapsAndCompressedDebugAreSeen) {
-  EXPECT_TRUE(has_user_debug_maps({"-g", "-ffile-prefix-map=/a=."}));
-  EXPECT_TRUE(has_user_debug_maps({"-fdebug-prefix-map=/a=/b"}));
-  EXPECT_TRUE(has_user_debug_maps({"-fdebug-compilation-dir=."}));
-  EXPECT_TRUE(has_user_debug_maps({"-Xcompiler", "-O2,-ffile-prefix-map=/a=."}));  // nvcc's list
-  EXPECT_TRUE(has_user_debug_maps({"-c"}, "-Xcompiler -fdebug-prefix-map=/a=/b"));  // NVCC_APPEND_FLAGS
-  EXPECT_FALSE(has_user_debug_maps({"-fmacro-prefix-map=/a=/b", "-g"}));  // __FILE__ only: no rule of kache's
-  EXPECT_TRUE(asks_compressed_debug({"-g", "-gz"}));
-  EXPECT_TRUE(asks_compressed_debug({"-gz=zlib"}));
-  EXPECT_TRUE(asks_compressed_debug({"-Wa,--compress-debug-sections=zlib"}));
-  EXPECT_TRUE(asks_compressed_debug({"-Xcompiler", "-gz"}));
-  EXPECT_FALSE(asks_compressed_debug({"-gz=none"}));
-  EXPECT_FALSE(asks_compressed_debug({"-g", "-gzip-like"}));
-}
-
-TEST(JobPaths, ExecutionCharacterSetsTheObjectScanCannotReadAreSeen) {
-  EXPECT_FALSE(names_foreign_charset({"-c", "-fexec-charset=UTF-8", "-fwide-exec-charset=utf-16be"}));
-  EXPECT_FALSE(names_foreign_charset({"-fwide-exec-charset=UTF-32LE", "-fexec-charset=utf8"}));
-  EXPECT_TRUE(names_foreign_charset({"-fexec-charset=IBM1047"}));
-  EXPECT_TRUE(names_foreign_charset({"-fwide-exec-charset=EBCDIC-US"}));
-  EXPECT_TRUE(names_foreign_charset({"-Xcompiler", "-O2,-fexec-charset=latin1"}));  // nvcc's list
-  EXPECT_TRUE(names_foreign_charset({"-c"}, "-Xcompiler -fexec-charset=cp1252"));   // NVCC_APPEND_FLAGS
 }
 
 // Issue 35: the user's prefix map whose old path is a root (the checkout as a base dir) is keyed by the
@@ -117,17 +93,6 @@ TEST(JobPaths, AToolchainDirIsKnownByEverySpellingOfIt) {
   EXPECT_EQ(system_dir_spellings({d + "/tk/linkbin/../targets/inc"}),
             (std::vector<std::string>{d + "/tk/linkbin/../targets/inc", d + "/other/targets/inc"}));
   std::filesystem::remove_all(dir);
-}
-
-// The preprocessed fallback's refusal (issue 39): level-3 debug info holds every #define, which no
-// preprocessed output does; the DWARF version (-gdwarf-3) is no level.
-TEST(JobPaths, MacroDebugInfoIsAskedByLevelThreeAndFdebugMacro) {
-  for (const char* a : {"-g3", "-ggdb3", "-gstabs+3", "-fdebug-macro"}) EXPECT_TRUE(asks_macro_debug_info({a})) << a;
-  EXPECT_TRUE(asks_macro_debug_info({"-Xcompiler=-O2,-g3"}));
-  EXPECT_TRUE(asks_macro_debug_info({}, "-Xcompiler -g3"));
-  for (const char* a : {"-g", "-g2", "-gdwarf-3", "-O3", "-ggdb", "-g13x"}) {
-    EXPECT_FALSE(asks_macro_debug_info({a})) << a;
-  }
 }
 
 }  // namespace

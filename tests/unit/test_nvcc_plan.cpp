@@ -669,6 +669,9 @@ TEST(NvccPlanFlags, HostDebug) {
   EXPECT_TRUE(planned(compile({"--debug"})).has_debug);
   EXPECT_TRUE(planned(compile({"-Xcompiler", "-ggdb3"})).has_debug);
   EXPECT_FALSE(planned(compile({"-Xcompiler", "-fPIC"})).has_debug);
+  // -g0 asks for no debug info, forwarded or not (the gcc plan's reading; the forwarded one took it for -g).
+  EXPECT_FALSE(planned(compile({"-Xcompiler", "-g0"})).has_debug);
+  EXPECT_TRUE(planned(compile({"-Xcompiler", "-gz"})).has_debug);  // the table's: -gz is a debug option
   EXPECT_FALSE(planned(compile({"-g"})).path_literal);
 }
 

@@ -179,12 +179,6 @@ TEST(PathRewrites, LtoObjectsAreRecognized) {
   EXPECT_TRUE(is_lto_object(elf_with({{".gnu.lto_.opts", SHF_EXCLUDE, "x"}})));
   EXPECT_TRUE(is_lto_object(elf_with({{".llvmbc", 0, "x"}})));
   EXPECT_FALSE(is_lto_object(elf_with({{".text", SHF_ALLOC, "x"}, {".gnu.debuglto_.debug_info", 0, "x"}})));
-  EXPECT_TRUE(compiler::asks_lto({"-c", "-flto"}));
-  EXPECT_TRUE(compiler::asks_lto({"-flto=auto"}));
-  EXPECT_TRUE(compiler::asks_lto({"-Xcompiler", "-O2,-flto"}));
-  EXPECT_TRUE(compiler::asks_lto({"-c"}, "-Xcompiler=-flto=thin"));
-  EXPECT_FALSE(compiler::asks_lto({"-flto", "-fno-lto"}));
-  EXPECT_FALSE(compiler::asks_lto({"-flto-partition=one", "-ffat-lto-objects"}));
 }
 
 // A container holding one entry with `payload`, compressed with zstd when asked (flag 0x8000 and the

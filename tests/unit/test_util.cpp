@@ -28,6 +28,7 @@
 #include "util/parallel.hpp"
 #include "util/process.hpp"
 #include "util/process_bounded.hpp"
+#include "util/shell_words.hpp"
 
 namespace kache::util {
 namespace {
@@ -599,3 +600,68 @@ TEST(UtilParallel, SlicesCoverEveryItemOnce) {
 
 }  // namespace
 }  // namespace kache::util
+
+namespace {
+using kache::util::ShellGrammar;
+using kache::util::ShellWords;
+using kache::util::split_shell_words;
+
+std::vector<std::string> raw_words(const ShellWords& w) {
+  std::vector<std::string> out;
+  for (const auto& word : w.words) out.push_back(word.raw);
+  return out;
+}
+}  // namespace
+
+// The one shell lexer (util/shell_words.hpp): /bin/sh's words for wrapper lines, nvcc's dry run and
+// COLLECT_GCC_OPTIONS alike.
+TEST(UtilShellWords, QuotesAndEscapesAsShDoes) {
+  const ShellWords w = split_shell_words("gcc  \"-DA=a b\"\t'-DB=$x' -DC=\\\"q\\\" \"\" a\\ b \"x\\y\"");
+  EXPECT_EQ(w.end, ShellWords::End::complete);
+  EXPECT_EQ(w.texts(), (std::vector<std::string>{"gcc", "-DA=a b", "-DB=$x", "-DC=\"q\"", "", "a b", "x\\y"}));
+  EXPECT_EQ(raw_words(w), (std::vector<std::string>{"gcc", "\"-DA=a b\"", "'-DB=$x'", "-DC=\\\"q\\\"", "\"\"", "a\\ b",
+                                                    "\"x\\y\""}));
+}
+
+// GCC's COLLECT_GCC_OPTIONS: every option single-quoted, a quote inside as '\''.
+TEST(UtilShellWords, CollectGccOptions) {
+  EXPECT_EQ(split_shell_words("'-B' '/opt/bin/' 'x'\\''y' '-D' 'M=\"s\"'").texts(),
+            (std::vector<std::string>{"-B", "/opt/bin/", "x'y", "-D", "M=\"s\""}));
+}
+
+TEST(UtilShellWords, OpenQuotesAndTrailingBackslashesAreNoCompleteLine) {
+  EXPECT_EQ(split_shell_words("a 'b c").end, ShellWords::End::open);
+  EXPECT_EQ(raw_words(split_shell_words("a 'b c")), (std::vector<std::string>{"a", "'b c"}));
+  EXPECT_EQ(split_shell_words("a \"b").end, ShellWords::End::open);
+  EXPECT_EQ(split_shell_words("a b\\").end, ShellWords::End::open);
+}
+
+// The first special character is reported, outside quotes only ('`' inside double quotes too), '#' and
+// '~' only at a word's start; words go on past it.
+TEST(UtilShellWords, SpecialCharactersAreReported) {
+  const ShellGrammar wrapper{.specials = ";|&()<>{}", .expand = {}};
+  EXPECT_EQ(split_shell_words("exec gcc \"$@\"", wrapper).special, 0);
+  EXPECT_EQ(split_shell_words("exec gcc \"a;b\" 'c|d'", wrapper).special, 0);
+  const ShellWords piped = split_shell_words("gcc x.c | tee y", wrapper);
+  EXPECT_EQ(piped.special, '|');
+  EXPECT_EQ(piped.words.size(), 5U);
+  const ShellGrammar sh{.specials = "|&;<>()`*?[~#{}", .expand = {}};
+  EXPECT_EQ(split_shell_words("gcc a#b c~d", sh).special, 0);
+  EXPECT_EQ(split_shell_words("gcc #b", sh).special, '#');
+  EXPECT_EQ(split_shell_words("gcc ~/x", sh).special, '~');
+  EXPECT_EQ(split_shell_words("gcc \"`id`\"", sh).special, '`');
+  EXPECT_EQ(split_shell_words("gcc '`id`'", sh).special, 0);
+  EXPECT_EQ(split_shell_words("gcc *.c", sh).special, '*');
+}
+
+TEST(UtilShellWords, VariablesExpandWhenTheGrammarHasThem) {
+  EXPECT_EQ(split_shell_words("$HOME/x").texts(), (std::vector<std::string>{"$HOME/x"}));  // no expansion asked
+  ShellGrammar g;
+  g.expand = [](std::string_view name) { return name == "T" ? std::string("/opt/t") : std::string("-O2 -g"); };
+  EXPECT_EQ(split_shell_words("\"$T/ptxas\" ${T}/b \\$T", g).texts(),
+            (std::vector<std::string>{"/opt/t/ptxas", "/opt/t/b", "$T"}));
+  EXPECT_EQ(split_shell_words("gcc \"$FLAGS\"", g).texts(), (std::vector<std::string>{"gcc", "-O2 -g"}));
+  EXPECT_EQ(split_shell_words("gcc $FLAGS", g).end, ShellWords::End::unexpandable);  // would be split
+  EXPECT_EQ(split_shell_words("gcc $ x", g).end, ShellWords::End::unexpandable);
+  EXPECT_EQ(split_shell_words("gcc ${T", g).end, ShellWords::End::unexpandable);
+}

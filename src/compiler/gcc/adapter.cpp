@@ -32,15 +32,8 @@ void replace_value(std::vector<std::string>& args, const CompilePlan::ArgRef& re
 // integrated assembler refuses --MD, clang 14 and 19 measured), not under -flto (GCC records -Wa options
 // in the LTO object, COLLECT_AS_OPTIONS, so the scratch path would reach it), and not when the user asks
 // for an assembler dependency file of their own.
-bool assembler_listing_possible(const std::vector<std::string>& args, bool clang) {
-  if (clang) return false;
-  bool lto = false;
-  for (const auto& a : args) {
-    if (a.starts_with("-flto")) lto = true;
-    if (a == "-fno-lto") lto = false;
-    if (a.find("--MD") != std::string::npos) return false;
-  }
-  return !lto;
+bool assembler_listing_possible(const ArgumentFacts& facts, bool clang) {
+  return !clang && !facts.lto && !facts.assembler_depfile;
 }
 
 // A precompiled header next to a forced include is read instead of it (GCC tries <file>.gch first,
@@ -159,7 +152,8 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
 
   if (auto pch = precompiled_header_beside_forced_include(plan, cwd, job.source)) return *pch;
 
-  set_job_roots(job, cwd, cfg, inv.env, inv.args);
+  job.facts = read_argument_facts(inv.args);
+  set_job_roots(job, cwd, cfg, inv.env);
 
   Toolchain tc = probe_toolchain(inv.compiler_path, inv.env, memo_dir(cfg), plan.driver_prefixes);
   // A clang configuration file includes another file (`@path`) whose content is keyed nowhere.
@@ -176,14 +170,14 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   k.emplace_back("language", plan.language);
   add_path_key_fields(k, job, cwd, plan.source);
   for (const auto& a : keyed_args(plan.keyed_args, plan.path_values, job.roots)) k.emplace_back("arg", a);
-  job.macro_map_olds = macro_prefix_map_olds(plan.keyed_args);
+  job.macro_map_olds = macro_map_olds(plan.keyed_args);
   // Every variable the table keys (CPATH, C_INCLUDE_PATH, GCC_EXEC_PREFIX, LC_ALL...), unset apart
   // from empty.
   add_env_key_fields(inv.env, EnvRoute::host, k);
   // Each root a keyed value names (-I/w/one/inc, CPATH) is keyed with its path (see job_paths.hpp).
   job.keyed_roots = add_root_key_fields(k, k.size(), job.roots);
   k.emplace_back("depfile-target", job.depfile_target.empty() ? "keyed" : "templated");
-  if (plan.has_debug) add_debug_cwd_fields(k, inv.args, cwd);
+  if (plan.has_debug) add_debug_cwd_fields(k, job.facts, cwd);
   const bool clang = tc.description.find("clang version") != std::string::npos;
   clang_ = clang;
   // A miss leaves SOURCE_DATE_EPOCH as the build has it (pinned for nvcc only, spec 000): __DATE__ and
@@ -194,18 +188,18 @@ std::variant<Passthrough, CompileJob> GccAdapter::prepare(const core::Invocation
   // -grecord-command-line, .GCC.command.line under -frecord-command-line), kache's prefix maps and
   // scratch -o included, where a plain compile records the user's: no miss can give plain's object.
   // (GCC leaves -o, -MF and prefix maps out of what it records; kache's -frandom-seed stays off.)
-  if (clang && records_command_line(inv.args, false)) {
+  if (clang && job.facts.records_command_line(false)) {
     return Passthrough{"records-command-line", "clang records the command line in the object"};
   }
   job.depfile_layouts = clang ? std::vector{core::DepfileLayout::clang75, core::DepfileLayout::clang75_packed}
                              : std::vector{core::DepfileLayout::gcc72};
   job.depfile_escaping = clang ? core::MakeEscaping::clang : core::MakeEscaping::gcc;
   // Diagnostics coloured as on the user's terminal (see diagnostics_colour_flag): stored apart.
-  colour_flag_ = diagnostics_colour_flag(inv.args, inv.env, clang, ::isatty(STDERR_FILENO) == 1);
+  colour_flag_ = diagnostics_colour_flag(job.facts, inv.env, clang, ::isatty(STDERR_FILENO) == 1);
   k.emplace_back("diagnostics-colour", colour_flag_.empty() ? "as-given" : colour_flag_);
 
   add_search_dirs(job, plan, tc, inv, cwd);
-  job.assembler_inputs = assembler_listing_possible(inv.args, clang) ? CompileJob::AssemblerInputs::listed
+  job.assembler_inputs = assembler_listing_possible(job.facts, clang) ? CompileJob::AssemblerInputs::listed
                                                                      : CompileJob::AssemblerInputs::checked;
   return job;
 }
@@ -218,7 +212,7 @@ std::vector<std::string> GccAdapter::miss_command(const core::Invocation& given,
   // fixes the names GCC derives from it, so two misses give byte-identical objects; left out where the
   // object would record it (DW_AT_producer, .GCC.command.line, GCC's .gnu.lto_.opts under -flto) and
   // plain's would not.
-  if (!records_command_line(inv.args) && !asks_lto(inv.args)) argv.push_back("-frandom-seed=" + paths.seed);
+  if (!job.facts.records_command_line() && !job.facts.lto) argv.push_back("-frandom-seed=" + paths.seed);
   // Not recorded by the object (only -flto records -Wa options: no listing then).
   if (job.assembler_inputs == CompileJob::AssemblerInputs::listed) argv.push_back("-Wa,--MD," + paths.assembler_depfile);
   // Debug names through placeholders (PathRoots::debug_map_flags); none when the user maps paths
@@ -283,8 +277,8 @@ std::vector<std::string> GccAdapter::preprocess_command(const core::Invocation& 
 // keys apart, and its miss is not stored (no_precompiled_header). -g3 puts every #define in the debug
 // info, which -E leaves out: no fallback.
 std::variant<std::string, std::vector<PreprocessCommand>> GccAdapter::fallback_preprocessing(
-    const core::Invocation& inv, const CompileJob&, const util::Environment& env) const {
-  if (asks_macro_debug_info(command(inv).args)) return std::string("macro-debug-info");
+    const core::Invocation& inv, const CompileJob& job, const util::Environment& env) const {
+  if (job.facts.macro_debug_info) return std::string("macro-debug-info");
   std::vector<std::string> argv = without_outputs(inv, "-E");
   if (!clang_) argv.push_back("-fpch-preprocess");
   return std::vector<PreprocessCommand>{{program(inv), std::move(argv), env, "c"}};

@@ -4,6 +4,7 @@
 // unless [cc] extra_allowlist_flags names it, as on a direct gcc command line.
 #include "compiler/gcc/host_rules.hpp"
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/common.hpp"
 #include "compiler/gcc/flag_table.hpp"
 
@@ -113,7 +114,7 @@ std::optional<FlagRefusal> check_host_options(std::string_view value, bool* has_
     }
     const Shape shape = m->flag->shape;
     value_expected = (shape == Shape::Value || shape == Shape::Separate) && !m->attached;
-    if (has_debug && m->flag->effect == Effect::Debug && !t.starts_with("-gno-")) *has_debug = true;
+    if (has_debug && m->flag->effect == Effect::Debug && debug_option_enables(t)) *has_debug = true;
   }
   return std::nullopt;
 }

@@ -23,7 +23,7 @@ using compiler::unquote;
 // `value` is a forwarded option's value as written (one argument); it is split on commas (nvcc's list
 // separator) and whitespace (the host compiler's command line is re-split by a shell), and each flag is
 // classified through the table. The refusal for the first offending flag, or nullopt. Sets *has_debug
-// when a -g flag (other than -gno-...) is inside. allowlist ([cc] extra_allowlist_flags) admits a host
+// when a -g flag that asks for debug info (debug_option_enables: not -g0, not -gno-...) is inside. allowlist ([cc] extra_allowlist_flags) admits a host
 // flag the table does not know, never one it refuses.
 std::optional<FlagRefusal> check_host_options(std::string_view value, bool* has_debug = nullptr,
                                               const std::vector<std::string>* allowlist = nullptr);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/common.hpp"
 #include "compiler/gcc/flag_table.hpp"
 #include "compiler/gcc/host_rules.hpp"
@@ -144,7 +145,7 @@ class Planner {
         path_values_.push_back(value_at);
         break;
       case Effect::Debug:
-        if (!t.starts_with("-gno-") && t != "-g0") has_debug_ = true;
+        if (debug_option_enables(t)) has_debug_ = true;
         break;
       case Effect::DepMD:
         if (depfile_ == Depfile::None) depfile_ = Depfile::MD;

@@ -17,6 +17,7 @@
 #include "util/process.hpp"
 #include "util/process_bounded.hpp"
 #include "util/serial.hpp"
+#include "util/shell_words.hpp"
 
 namespace kache::compiler::gcc {
 
@@ -381,31 +382,7 @@ std::string normalized_dry_run(std::string_view text) {
 }
 
 std::vector<std::string> collect_options(std::string_view value) {
-  std::vector<std::string> words;
-  std::string current;
-  bool in_word = false;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    const char c = value[i];
-    if (c == '\'') {
-      const std::size_t close = value.find('\'', i + 1);
-      if (close == std::string_view::npos) break;
-      current.append(value.substr(i + 1, close - i - 1));
-      in_word = true;
-      i = close;
-    } else if (c == '\\' && i + 1 < value.size()) {
-      current += value[++i];
-      in_word = true;
-    } else if (c == ' ') {
-      if (in_word) words.push_back(current);
-      current.clear();
-      in_word = false;
-    } else {
-      current += c;
-      in_word = true;
-    }
-  }
-  if (in_word) words.push_back(current);
-  return words;
+  return util::split_shell_words(value).texts();
 }
 
 }  // namespace kache::compiler::gcc

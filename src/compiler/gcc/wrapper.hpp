@@ -61,7 +61,8 @@ std::optional<std::string> compiler_variable(const ScriptChain& chain, EnvRoute 
 // runs of the same command compare equal.
 std::string normalized_dry_run(std::string_view text);
 
-// The single-quoted words of a COLLECT_GCC_OPTIONS value ('-B' '/opt/bin/' 'x'\''y').
+// The words of a COLLECT_GCC_OPTIONS value, which GCC single-quotes ('-B' '/opt/bin/' 'x'\''y'), as
+// /bin/sh splits them (util/shell_words.hpp).
 std::vector<std::string> collect_options(std::string_view value);
 
 }  // namespace kache::compiler::gcc

@@ -78,7 +78,7 @@ void place_job(CompileJob& job, const CompilePlan& plan, const core::Invocation&
   // -lineinfo no longer forces literal keys: device code names the source's and headers' paths as
   // resolved (measured, nvcc 13: not the working directory when those are absolute), which the
   // lineinfo-source field and the object scan below account for; host code takes the prefix maps.
-  const bool literal = !cfg.nvcc_path_normalize || plan.prepend_flags.find("-prefix-map") != std::string::npos;
+  const bool literal = !cfg.nvcc_path_normalize || job.facts.prefix_map_prepended;
   if (!literal) {
     job.roots = standard_roots(cwd, job.source, job.output, cfg.base_dirs, &job.source_identity,
                                compiler_pwd(cwd, inv.env));
@@ -104,8 +104,7 @@ void place_job(CompileJob& job, const CompilePlan& plan, const core::Invocation&
 }
 
 // What the compile is: the toolchain, the mode, the output kind and how paths are named.
-void key_compile_shape(CompileJob& job, const CompilePlan& plan, const Toolchain& tc, const core::Invocation& inv,
-                       const std::string& cwd) {
+void key_compile_shape(CompileJob& job, const CompilePlan& plan, const Toolchain& tc, const std::string& cwd) {
   auto& k = job.key_fields;
   k.emplace_back("adapter", "nvcc");
   k.emplace_back("toolchain", tc.id);
@@ -120,10 +119,9 @@ void key_compile_shape(CompileJob& job, const CompilePlan& plan, const Toolchain
   // placeholders replaced by this checkout's roots, so the stored object still names no checkout while
   // the installed one names this checkout's files; __FILE__ keeps the real path (an object naming a
   // root is stored per checkout). None with the user's own host debug maps or compressed debug.
-  job.debug_placeholders = job.roots.enabled() && !has_user_debug_maps(inv.args, plan.append_flags) &&
-                           !asks_compressed_debug(inv.args, plan.append_flags) &&
-                           !asks_lto(inv.args, plan.append_flags);
-  job.foreign_charset = names_foreign_charset(inv.args, plan.append_flags);
+  job.debug_placeholders =
+      job.roots.enabled() && !job.facts.user_debug_maps && !job.facts.compressed_debug && !job.facts.lto;
+  job.foreign_charset = job.facts.foreign_charset;
   k.emplace_back("debug-names", job.debug_placeholders ? core::kPlaceholderScheme : "as-compiled");
   // The working directory is the build root: with roots it is keyed by its fixed name only (the prefix
   // maps rewrite it wherever the host compiler writes it, -g's DW_AT_comp_dir included).
@@ -213,7 +211,9 @@ std::vector<std::string> host_macro_map_olds(const CompilePlan& plan) {
     const std::string_view value = std::string_view(plan.keyed_args[pa.index]).substr(pa.offset);
     for (std::size_t start = 0; start <= value.size();) {
       const std::size_t end = std::min(value.find(',', start), value.size());
-      if (auto old_path = macro_prefix_map_old(value.substr(start, end - start))) olds.push_back(*old_path);
+      if (auto rule = parse_prefix_map(value.substr(start, end - start)); rule && rule->maps_macros()) {
+        olds.emplace_back(rule->old_path);
+      }
       start = end + 1;
     }
   }
@@ -228,7 +228,7 @@ void key_arguments(CompileJob& job, const CompilePlan& plan, const core::Invocat
   k.emplace_back("NVCC_APPEND_FLAGS", plan.append_flags);
   // Every variable the table keys, an unset one apart from an empty one.
   add_env_key_fields(inv.env, EnvRoute::nvcc, k);
-  if (plan.has_debug) add_debug_cwd_fields(k, inv.args, util::lexically_normal(inv.cwd));
+  if (plan.has_debug) add_debug_cwd_fields(k, job.facts, util::lexically_normal(inv.cwd));
   // A keyed value that still names a root's real path (-DWHERE=/w/build, CPATH, the lineinfo source)
   // ties the key to that root: the same text in another checkout may lie outside its roots and mean
   // something else. So each root a keyed value names is keyed with its path. Checked before the source
@@ -280,6 +280,7 @@ std::variant<Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocatio
   // Environment the tools read that kache cannot model (env_table.cpp says which and why).
   if (auto r = env_refusal(inv.env, EnvRoute::nvcc)) return Passthrough{r->reason, r->variable + " is set"};
   CompileJob job;
+  job.facts = read_argument_facts(inv.args, {plan_.prepend_flags, plan_.append_flags});
   const std::string cwd = util::lexically_normal(inv.cwd);
   // A miss names files by absolute paths below the working directory (its scratch directory), which
   // nvcc's shell would expand (see plan.cpp), where the plain command's relative names need not.
@@ -293,7 +294,7 @@ std::variant<Passthrough, CompileJob> NvccAdapter::prepare(const core::Invocatio
                                  cfg.cache_dir.empty() ? "" : util::join_path(cfg.cache_dir, "toolchains"));
   job.description = tc.description;
   job.system_dirs = tc.include_dirs;
-  key_compile_shape(job, plan_, tc, inv, cwd);
+  key_compile_shape(job, plan_, tc, cwd);
   key_source_and_output(job, plan_, cwd);
   key_arguments(job, plan_, inv);
   add_search_dirs(job, plan_, tc, inv, cwd);
@@ -325,7 +326,7 @@ std::vector<std::string> NvccAdapter::miss_command(const core::Invocation& inv, 
   // fixes anonymous-namespace names, so two misses give byte-identical objects; left out where the
   // object would record it. Each root's debug names become placeholders (none when the user maps
   // paths: theirs alone decide).
-  if (!records_command_line(inv.args) && !asks_lto(inv.args))
+  if (!job.facts.records_command_line() && !job.facts.lto)
     argv.insert(argv.end(), {"-Xcompiler", "-frandom-seed=" + paths.seed});
   if (job.debug_placeholders) {
     for (const auto& f : job.roots.debug_map_flags()) argv.insert(argv.end(), {"-Xcompiler", f});
@@ -409,8 +410,8 @@ std::variant<std::string, util::ProcessResult> NvccAdapter::run_stages(const cor
 // variables reach the passes through the dry run. -g3 (through -Xcompiler) puts every #define in the
 // host debug info, which no pass prints: no fallback.
 std::variant<std::string, std::vector<PreprocessCommand>> NvccAdapter::fallback_preprocessing(
-    const core::Invocation& inv, const CompileJob&, const util::Environment& env) const {
-  if (asks_macro_debug_info(inv.args, plan_.prepend_flags + " " + plan_.append_flags)) {
+    const core::Invocation& inv, const CompileJob& job, const util::Environment& env) const {
+  if (job.facts.macro_debug_info) {
     return std::string("macro-debug-info");
   }
   std::vector<std::string> argv = {inv.compiler_arg};

@@ -23,6 +23,7 @@
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/serial.hpp"
+#include "util/shell_words.hpp"
 #include "util/text.hpp"
 
 namespace kache::compiler::nvcc {
@@ -35,92 +36,27 @@ constexpr std::uint32_t kStageFormat = 1;
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 std::string lookup(const std::vector<std::pair<std::string, std::string>>& vars, const util::Environment& env,
-                   const std::string& name) {
+                   std::string_view name) {
   for (auto it = vars.rbegin(); it != vars.rend(); ++it) {
     if (it->first == name) return it->second;
   }
-  return util::env_get(env, name).value_or("");
+  return util::env_get(env, std::string(name)).value_or("");
 }
 
-// Splits a command as /bin/sh would (nvcc runs some of them through it): blanks separate words, double
-// and single quotes and backslashes quote, $NAME and ${NAME} expand. nullopt for anything else the
-// shell gives meaning to (redirections, pipes, globs, command substitution, an unquoted expansion that
-// would be split): the trajectory then runs whole.
+// Splits a command as /bin/sh would (nvcc runs some of them through it; util/shell_words.hpp), $NAME
+// and ${NAME} expanded from the dry run's variables, else env. nullopt for anything else the shell
+// gives meaning to (redirections, pipes, globs, command substitution, an unquoted expansion that would
+// be split): the trajectory then runs whole.
 std::optional<std::vector<std::string>> shell_words(std::string_view line,
                                                     const std::vector<std::pair<std::string, std::string>>& vars,
                                                     const util::Environment& env) {
-  std::vector<std::string> words;
-  std::string cur;
-  bool any = false;
-  std::size_t i = 0;
-  auto expand = [&](bool quoted) -> bool {
-    // line[i] == '$'
-    std::size_t j = i + 1;
-    const bool braced = j < line.size() && line[j] == '{';
-    if (braced) ++j;
-    std::size_t k = j;
-    while (k < line.size() && is_name_char(line[k])) ++k;
-    if (k == j || (braced && (k >= line.size() || line[k] != '}'))) return false;
-    const std::string value = lookup(vars, env, std::string(line.substr(j, k - j)));
-    if (!quoted && value.find_first_of(" \t\n*?[") != std::string::npos) return false;
-    cur += value;
-    any = true;
-    i = k + (braced ? 1 : 0);
-    return true;
-  };
-  while (i < line.size()) {
-    const char c = line[i];
-    if (c == ' ' || c == '\t') {
-      if (any) words.push_back(cur);
-      cur.clear();
-      any = false;
-      ++i;
-    } else if (c == '"') {
-      any = true;
-      ++i;
-      while (i < line.size() && line[i] != '"') {
-        if (line[i] == '\\' && i + 1 < line.size() && std::string_view("$`\"\\").find(line[i + 1]) != std::string_view::npos) {
-          cur += line[i + 1];
-          i += 2;
-        } else if (line[i] == '$') {
-          if (!expand(true)) return std::nullopt;
-        } else if (line[i] == '`') {
-          return std::nullopt;
-        } else {
-          cur += line[i++];
-        }
-      }
-      if (i >= line.size()) return std::nullopt;
-      ++i;
-    } else if (c == '\'') {
-      const std::size_t close = line.find('\'', i + 1);
-      if (close == std::string_view::npos) return std::nullopt;
-      cur += line.substr(i + 1, close - i - 1);
-      any = true;
-      i = close + 1;
-    } else if (c == '\\') {
-      if (i + 1 >= line.size()) return std::nullopt;
-      cur += line[i + 1];
-      any = true;
-      i += 2;
-    } else if (c == '$') {
-      if (!expand(false)) return std::nullopt;
-    } else if (std::string_view("|&;<>()`*?[~#{}").find(c) != std::string_view::npos) {
-      // '#' and '~' only mean something at a word's start, '{' '}' in some positions: refused anywhere.
-      if ((c == '#' || c == '~') && any) {
-        cur += c;
-        ++i;
-        continue;
-      }
-      return std::nullopt;
-    } else {
-      cur += c;
-      any = true;
-      ++i;
-    }
-  }
-  if (any) words.push_back(cur);
-  return words;
+  util::ShellGrammar grammar;
+  // '#' and '~' only mean something at a word's start, '{' '}' in some positions: refused anywhere.
+  grammar.specials = "|&;<>()`*?[~#{}";
+  grammar.expand = [&](std::string_view name) { return lookup(vars, env, name); };
+  const util::ShellWords words = util::split_shell_words(line, grammar);
+  if (words.end != util::ShellWords::End::complete || words.special != 0) return std::nullopt;
+  return words.texts();
 }
 
 std::string program_name(const std::string& word) { return util::basename(word); }

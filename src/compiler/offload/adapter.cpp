@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/common.hpp"
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/plan.hpp"
@@ -114,12 +115,7 @@ bool is_hipcc(const std::string& argv0) {
 
 bool is_clang_hip(const std::string& argv0, const std::vector<std::string>& args) {
   if (!gcc::is_gcc_driver(argv0) || util::basename(argv0).find("clang") == std::string::npos) return false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-xhip" || (a == "-x" && i + 1 < args.size() && args[i + 1] == "hip")) return true;
-    if (a.starts_with("--offload-arch=") || (!a.starts_with('-') && a.ends_with(".hip"))) return true;
-  }
-  return false;
+  return names_hip_input(args);
 }
 
 std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocation& inv, const core::Config& cfg) {
@@ -146,7 +142,8 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   // closure_command's listing, one rule per compile.
   job.depfile_partial = true;
   // The build, source and output directories and the base dirs are roots, as for gcc (job_paths.hpp).
-  set_job_roots(job, cwd, cfg, inv.env, inv.args);
+  job.facts = read_argument_facts(inv.args);
+  set_job_roots(job, cwd, cfg, inv.env);
   // hipcc pastes kache's debug maps into its /bin/sh line: a root spelling one of its patterns would
   // change what it runs. No placeholders then: the object names the roots and is stored per checkout.
   if (driver_ == Driver::hipcc && !std::all_of(job.roots.roots().begin(), job.roots.roots().end(),
@@ -185,7 +182,7 @@ std::variant<Passthrough, CompileJob> HipccAdapter::prepare(const core::Invocati
   job.path_specific = plan_.rdc;
   add_path_key_fields(k, job, cwd, cp.source);
   for (const auto& a : keyed_args(cp.keyed_args, path_values(plan_), job.roots)) k.emplace_back("arg", a);
-  job.macro_map_olds = macro_prefix_map_olds(cp.keyed_args);
+  job.macro_map_olds = macro_map_olds(cp.keyed_args);
   add_env_key_fields(inv.env, env_route(driver_), k);
   // Modeled (env_table.cpp): a value that prints passed through above.
   const auto verbose = util::env_get(inv.env, "HIPCC_VERBOSE");

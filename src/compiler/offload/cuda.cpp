@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <set>
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/gcc/plan.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
@@ -18,29 +19,12 @@ std::string root_above(std::string path, int levels) {
 
 }  // namespace
 
-bool is_cuda_compile(const std::vector<std::string>& args) {
-  std::string x_language;
-  bool cu_source = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-x" && i + 1 < args.size()) {
-      x_language = args[++i];
-    } else if (a.starts_with("-x") && a.size() > 2) {
-      x_language = a.substr(2);
-    } else if (!a.starts_with('-') && gcc::language_of(a) == "cuda" && x_language.empty()) {
-      cu_source = true;
-    }
-    if (x_language == "cuda") return true;
-  }
-  return cu_source;
-}
+bool is_cuda_compile(const std::vector<std::string>& args) { return names_cuda_input(args); }
 
 void add_cuda_detection(util::Hasher& memo_key, const std::vector<std::string>& args, const util::Environment& env) {
   if (!is_cuda_compile(args)) return;
   std::vector<std::string> dirs = {"/usr/local", "/usr/local/cuda", "/usr/lib/cuda"};
-  for (const auto& a : args) {
-    if (a.starts_with("--cuda-path=")) dirs.push_back(a.substr(12));
-  }
+  for (auto& d : cuda_paths(args)) dirs.push_back(std::move(d));
   const std::string path = util::env_get(env, "PATH").value_or("");
   // clang takes the installation above the real path of the ptxas PATH finds, and follows the links of
   // each candidate: a link retargeted anywhere along them changes no directory's identity, so each is
@@ -90,9 +74,7 @@ bool is_unsupported_cuda_warning(const std::string& line) {
 std::optional<std::string> missing_cuda_wrapper_header(const std::vector<std::string>& args,
                                                        const std::vector<std::string>& search_dirs,
                                                        const std::string& cwd) {
-  for (const auto& a : args) {
-    if (a == "-nocudainc") return std::nullopt;
-  }
+  if (skips_cuda_wrapper_headers(args)) return std::nullopt;
   for (const auto& d : search_dirs) {
     if (util::exists(util::join_path(util::join_path(cwd, d), "texture_fetch_functions.h"))) return std::nullopt;
   }

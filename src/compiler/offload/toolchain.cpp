@@ -15,6 +15,7 @@
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/serial.hpp"
+#include "util/shell_words.hpp"
 
 namespace kache::compiler::offload {
 
@@ -121,24 +122,14 @@ Plan ask_driver(Driver driver, const std::string& compiler, const std::vector<st
 }  // namespace
 
 std::vector<std::string> job_words(const std::string& line) {
-  std::vector<std::string> words;
-  if (!line.starts_with(" \"")) return words;
-  std::size_t i = 1;
-  while (i < line.size()) {
-    if (line[i] == ' ') {
-      ++i;
-      continue;
-    }
-    if (line[i] != '"') return {};
-    std::string w;
-    for (++i; i < line.size() && line[i] != '"'; ++i) {
-      if (line[i] == '\\' && i + 1 < line.size()) ++i;  // clang escapes \ " $ in -### words
-      w += line[i];
-    }
-    ++i;
-    words.push_back(std::move(w));
+  if (!line.starts_with(" \"")) return {};
+  // clang double-quotes every word of a job, escaping \ " $ in it: sh's words (util/shell_words.hpp).
+  const util::ShellWords words = util::split_shell_words(line);
+  if (words.end != util::ShellWords::End::complete ||
+      !std::all_of(words.words.begin(), words.words.end(), [](const auto& w) { return w.raw.starts_with('"'); })) {
+    return {};
   }
-  return words;
+  return words.texts();
 }
 
 namespace {
