@@ -239,6 +239,49 @@ std::vector<RecordedFile> closure_now(compiler::Adapter& adapter, const Invocati
   return out;
 }
 
+// The verdict on a compile kache would cache: its key fields against the records of its source.
+void explain_job(Verdict& v, const Config& cfg, compiler::Adapter& adapter, const Invocation& inv,
+                 const compiler::CompileJob& job, bool closure) {
+  v.source = job.source;
+  v.output = job.output;
+  v.toolchain_now = job.description;
+  Fields fields = job.key_fields;
+  try {
+    fields.emplace_back("source-content", util::hash_file(job.source).hex());
+  } catch (const std::exception&) {
+    fields.emplace_back("source-content", "unreadable");
+  }
+  const auto records = records_for(cfg.cache_dir, job.source);
+  if (records.empty()) {
+    v.status = "no-entry";
+    v.message = fmt::format(
+        "no entry is recorded for this source in {}: it was never stored from this "
+        "path (or its records were pruned), so the compile misses.",
+        cfg.cache_dir);
+    return;
+  }
+  std::map<std::string, std::optional<std::string>> digests;  // one hash per file however many records
+  auto digest_now = [&](const RecordedFile& f) -> std::pair<std::string, std::optional<std::string>> {
+    const std::string path = path_now(job.roots, f.key_path);
+    auto it = digests.find(path);
+    if (it != digests.end()) return {path, it->second};
+    std::optional<std::string> d;
+    try {
+      d = util::hash_file(path).hex();
+    } catch (const std::exception&) {
+    }
+    digests.emplace(path, d);
+    return {path, d};
+  };
+  std::vector<RecordedFile> listed;
+  if (closure) listed = closure_now(adapter, inv, job);
+  // nvcc -M lists a slightly different set of toolkit headers than the compile's own -MD (186 and
+  // 188 files for a small kernel, CUDA 13.0): the two digests are not comparable, so the
+  // toolchain's headers are compared by --last only.
+  compare(v, records, fields, closure ? &listed : nullptr, digest_now, "",
+          [&](const Record& r) { return stored_for_here(r.stored_for, job); });
+}
+
 Verdict explain_command(const Config& cfg, const std::vector<std::string>& command, bool closure) {
   Verdict v;
   Invocation inv;
@@ -267,51 +310,12 @@ Verdict explain_command(const Config& cfg, const std::vector<std::string>& comma
   }
   if (v.status.empty()) {
     auto prepared = adapter->prepare(inv, cfg);
-    if (auto* p = std::get_if<compiler::Passthrough>(&prepared)) {
-      v.status = "passthrough";
-      v.passthrough = *p;
-    } else {
-      const auto& job = std::get<compiler::CompileJob>(prepared);
-      v.source = job.source;
-      v.output = job.output;
-      v.toolchain_now = job.description;
-      Fields fields = job.key_fields;
-      try {
-        fields.emplace_back("source-content", util::hash_file(job.source).hex());
-      } catch (const std::exception&) {
-        fields.emplace_back("source-content", "unreadable");
-      }
-      const auto records = records_for(cfg.cache_dir, job.source);
-      if (records.empty()) {
-        v.status = "no-entry";
-        v.message = fmt::format(
-            "no entry is recorded for this source in {}: it was never stored from this "
-            "path (or its records were pruned), so the compile misses.",
-            cfg.cache_dir);
-        return v;
-      }
-      std::map<std::string, std::optional<std::string>> digests;  // one hash per file however many records
-      auto digest_now = [&](const RecordedFile& f) -> std::pair<std::string, std::optional<std::string>> {
-        const std::string path = path_now(job.roots, f.key_path);
-        auto it = digests.find(path);
-        if (it != digests.end()) return {path, it->second};
-        std::optional<std::string> d;
-        try {
-          d = util::hash_file(path).hex();
-        } catch (const std::exception&) {
-        }
-        digests.emplace(path, d);
-        return {path, d};
-      };
-      std::vector<RecordedFile> listed;
-      if (closure) listed = closure_now(*adapter, inv, job);
-      // nvcc -M lists a slightly different set of toolkit headers than the compile's own -MD (186 and
-      // 188 files for a small kernel, CUDA 13.0): the two digests are not comparable, so the
-      // toolchain's headers are compared by --last only.
-      compare(v, records, fields, closure ? &listed : nullptr, digest_now, "",
-              [&](const Record& r) { return stored_for_here(r.stored_for, job); });
+    if (auto* job = std::get_if<compiler::CompileJob>(&prepared)) {
+      explain_job(v, cfg, *adapter, inv, *job, closure);
       return v;
     }
+    v.status = "passthrough";
+    v.passthrough = std::get<compiler::Passthrough>(prepared);
   }
   v.message = fmt::format("passthrough ({}){}{}: kache runs the compiler unchanged and stores nothing.",
                           v.passthrough.reason, v.passthrough.detail.empty() ? "" : ": ", v.passthrough.detail);
