@@ -2,6 +2,8 @@
 // c-ares at the test's own), IPv4 first, and a DNS server that never answers costs the deadline, not
 // the resolver's own retries (a UDP socket on loopback that reads nothing stands in for it).
 #include <gtest/gtest.h>
+
+#include "storage/remote/schemes.hpp"
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -43,7 +45,7 @@ class HostNames : public ::testing::Test {
   fs::path dir_;
 };
 
-core::RemoteUrl url_of(const std::string& spec) { return core::parse_remote_url(spec, {}); }
+core::RemoteUrl url_of(const std::string& spec) { return core::parse_remote_url(spec, {}, kache::storage::remote::remote_schemes()); }
 
 TEST_F(HostNames, ANameFromTheHostsFileIPv4First) {
   hosts_file("::1 dual.kache.test\n127.0.0.2 dual.kache.test\n");

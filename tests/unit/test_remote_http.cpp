@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 const std::string kKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) {
-  return core::parse_remote_url(spec, secrets);
+  return core::parse_remote_url(spec, secrets, kache::storage::remote::remote_schemes());
 }
 
 core::RemoteSecrets password_secret(const std::string& password) {

@@ -1,6 +1,8 @@
 // RedisStorage against a real redis-server (Debian's), started per test on a free loopback port.
 #include <gtest/gtest.h>
 
+#include "storage/remote/schemes.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,7 +18,7 @@ namespace {
 #define SKIP_WITHOUT_REDIS() \
   if (!testing::find_server_binary("redis-server")) GTEST_SKIP() << "redis-server is not installed (scripts/setup.sh)"
 
-core::RemoteUrl url_of(const std::string& spec) { return core::parse_remote_url(spec, {}); }
+core::RemoteUrl url_of(const std::string& spec) { return core::parse_remote_url(spec, {}, kache::storage::remote::remote_schemes()); }
 
 std::string local(int port) { return "redis://127.0.0.1:" + std::to_string(port); }
 
@@ -109,7 +111,7 @@ TEST(RemoteRedis, PasswordAndAclUser) {
   // The password from the environment's secrets.
   core::RemoteSecrets secrets;
   secrets.password = "s3cret";
-  RedisStorage by_env(core::parse_remote_url(local(server.port()), secrets));
+  RedisStorage by_env(core::parse_remote_url(local(server.port()), secrets, kache::storage::remote::remote_schemes()));
   EXPECT_EQ(by_env.get("k"), "v");
 }
 

@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include "core/remote_url.hpp"
+#include "storage/remote/http_storage.hpp"
+#include "storage/remote/redis_storage.hpp"
+#include "storage/remote/schemes.hpp"
 
 namespace kache::core {
 namespace {
 
-RemoteUrl parse(std::string_view spec, const RemoteSecrets& secrets = {}) { return parse_remote_url(spec, secrets); }
+RemoteUrl parse(std::string_view spec, const RemoteSecrets& secrets = {}) { return parse_remote_url(spec, secrets, kache::storage::remote::remote_schemes()); }
 
 std::string error_of(std::string_view spec) {
   try {
@@ -26,22 +29,22 @@ TEST(RemoteUrl, RedactUnparsedHidesEverySecret) {
         "redis:/:" + pw + "@h", "redis://:" + pw + "/x@h", "redis://h|password=" + pw,
         "http://h|token=" + pw + "|layout=flat", "redis+unix:///s?db=1&password=" + pw, pw + "@h",
         "redis://:" + pw + "@h redis://:" + pw + "@g"}) {
-    const std::string shown = redact_remote_list(spec);
+    const std::string shown = redact_remote_list(spec, kache::storage::remote::remote_schemes());
     EXPECT_EQ(shown.find(pw), std::string::npos) << spec << " -> " << shown;
   }
-  EXPECT_EQ(redact_unparsed("redis://:pw@h:1|connect-timeout=50|password=x"),
+  EXPECT_EQ(redact_unparsed("redis://:pw@h:1|connect-timeout=50|password=x", kache::storage::remote::remote_schemes()),
             "redis://***@h:1|connect-timeout=50|password=***");
-  EXPECT_EQ(redact_unparsed("redis+unix:///s?db=1&token=x"), "redis+unix:///s?db=1&token=***");
-  EXPECT_EQ(redact_remote_list("redis://h  http://u:p@g/x"), "redis://h  http://***@g/x");
+  EXPECT_EQ(redact_unparsed("redis+unix:///s?db=1&token=x", kache::storage::remote::remote_schemes()), "redis+unix:///s?db=1&token=***");
+  EXPECT_EQ(redact_remote_list("redis://h  http://u:p@g/x", kache::storage::remote::remote_schemes()), "redis://h  http://***@g/x");
 }
 
 TEST(RemoteUrl, RedisForms) {
   RemoteUrl u = parse("redis://cache.example.com");
-  EXPECT_EQ(u.scheme, Scheme::redis);
+  EXPECT_EQ(u.scheme, "redis");
   EXPECT_EQ(u.host, "cache.example.com");
   EXPECT_EQ(u.port, 0);
   EXPECT_EQ(u.effective_port(), 6379);
-  EXPECT_EQ(u.db, 0);
+  EXPECT_EQ(storage::remote::redis_db(u), 0);
   EXPECT_FALSE(u.password);
 
   u = parse("redis://alice:s%40cret@10.0.0.5:6380/3");
@@ -49,7 +52,7 @@ TEST(RemoteUrl, RedisForms) {
   EXPECT_EQ(u.password, "s@cret");
   EXPECT_EQ(u.host, "10.0.0.5");
   EXPECT_EQ(u.port, 6380);
-  EXPECT_EQ(u.db, 3);
+  EXPECT_EQ(storage::remote::redis_db(u), 3);
 
   u = parse("redis://:pw@host");  // password only (AUTH pw)
   EXPECT_EQ(u.user, "");
@@ -61,15 +64,15 @@ TEST(RemoteUrl, RedisForms) {
   u = parse("redis://[::1]:7000/2");
   EXPECT_EQ(u.host, "::1");
   EXPECT_EQ(u.port, 7000);
-  EXPECT_EQ(u.db, 2);
+  EXPECT_EQ(storage::remote::redis_db(u), 2);
   EXPECT_EQ(u.redacted(), "redis://[::1]:7000/2");
 }
 
 TEST(RemoteUrl, RedisUnix) {
   RemoteUrl u = parse("redis+unix:///run/redis/redis.sock?db=4|read-only");
-  EXPECT_EQ(u.scheme, Scheme::redis_unix);
+  EXPECT_EQ(u.scheme, "redis+unix");
   EXPECT_EQ(u.path, "/run/redis/redis.sock");
-  EXPECT_EQ(u.db, 4);
+  EXPECT_EQ(storage::remote::redis_db(u), 4);
   EXPECT_TRUE(u.read_only);
   EXPECT_EQ(u.redacted(), "redis+unix:///run/redis/redis.sock?db=4|read-only");
   u = parse("redis+unix://:pw@/tmp/r.sock");
@@ -79,34 +82,34 @@ TEST(RemoteUrl, RedisUnix) {
 
 TEST(RemoteUrl, HttpFormsAndAttributes) {
   RemoteUrl u = parse("http://cache:8080/kache/ccache/|layout=bazel|connect-timeout=250|operation-timeout=5000");
-  EXPECT_EQ(u.scheme, Scheme::http);
+  EXPECT_EQ(u.scheme, "http");
   EXPECT_EQ(u.host, "cache");
   EXPECT_EQ(u.port, 8080);
   EXPECT_EQ(u.path, "/kache/ccache");
-  EXPECT_EQ(u.layout, HttpLayout::bazel);
+  EXPECT_EQ(storage::remote::http_layout(u), storage::remote::HttpLayout::bazel);
   EXPECT_EQ(u.connect_timeout_ms, 250);
   EXPECT_EQ(u.operation_timeout_ms, 5000);
   EXPECT_EQ(u.http_base(), "http://cache:8080/kache/ccache");
 
   u = parse("https://bob:pa%3Ass@secure.example/c");
-  EXPECT_EQ(u.scheme, Scheme::https);
+  EXPECT_EQ(u.scheme, "https");
   EXPECT_EQ(u.effective_port(), 443);
   EXPECT_EQ(u.user, "bob");
   EXPECT_EQ(u.password, "pa:ss");
-  EXPECT_EQ(u.layout, HttpLayout::subdirs);
+  EXPECT_EQ(storage::remote::http_layout(u), storage::remote::HttpLayout::subdirs);
   EXPECT_EQ(u.connect_timeout_ms, 100);
   EXPECT_EQ(u.operation_timeout_ms, 2000);
   EXPECT_EQ(u.http_base(), "https://secure.example/c");  // credentials never in the request URL
 }
 
 TEST(RemoteUrl, List) {
-  const auto urls = parse_remote_urls("  redis://a|read-only \n http://b/x\thttps://c ", {});
+  const auto urls = parse_remote_urls("  redis://a|read-only \n http://b/x\thttps://c ", {}, kache::storage::remote::remote_schemes());
   ASSERT_EQ(urls.size(), 3u);
   EXPECT_EQ(urls[0].host, "a");
   EXPECT_TRUE(urls[0].read_only);
   EXPECT_EQ(urls[1].path, "/x");
-  EXPECT_EQ(urls[2].scheme, Scheme::https);
-  EXPECT_TRUE(parse_remote_urls("   ", {}).empty());
+  EXPECT_EQ(urls[2].scheme, "https");
+  EXPECT_TRUE(parse_remote_urls("   ", {}, kache::storage::remote::remote_schemes()).empty());
 }
 
 TEST(RemoteUrl, SecretsFromTheEnvironment) {
