@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/config.hpp"
-#include "storage/open.hpp"
 #include "fuzz_check.hpp"
+#include "storage/open.hpp"
 #include "util/fs.hpp"
 
 using namespace kache;

@@ -569,8 +569,8 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
   } else {
     if (k.from_string == set_dir) c.cache_dir_refused = true;
     c.problems.push_back(fmt::format("kache: {} = {} in {} {}; {}.", full_name(k),
-                                     text ? fmt::format("'{}'", quotable(c, k, *text)) : render_node(n), location(file, n),
-                                     error, what_applies_instead(k, c)));
+                                     text ? fmt::format("'{}'", quotable(c, k, *text)) : render_node(n),
+                                     location(file, n), error, what_applies_instead(k, c)));
   }
 }
 

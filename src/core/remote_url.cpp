@@ -197,7 +197,8 @@ std::string redact_attribute(std::string_view attribute, RemoteSchemes schemes) 
   if (eq == std::string_view::npos) return std::string(attribute);
   const std::string_view name = attribute.substr(0, eq);
   // A URL value is shown as a URL is: a mistyped "http://user:secret@host" keeps its secret hidden.
-  if (attribute_is_url(name, schemes)) return std::string(name) + "=" + redact_unparsed(attribute.substr(eq + 1), schemes);
+  if (attribute_is_url(name, schemes))
+    return std::string(name) + "=" + redact_unparsed(attribute.substr(eq + 1), schemes);
   if (attribute_value_shown(name, schemes)) return std::string(attribute);
   return std::string(name) + "=***";
 }
@@ -215,7 +216,7 @@ std::string redact_query(std::string_view query, RemoteSchemes schemes) {
     const std::size_t eq = item.find('=');
     if (!out.empty()) out += '&';
     out += eq == std::string_view::npos || shown(item.substr(0, eq)) ? std::string(item)
-                                                                       : std::string(item.substr(0, eq)) + "=***";
+                                                                     : std::string(item.substr(0, eq)) + "=***";
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
   }
@@ -406,7 +407,8 @@ const SchemeRules& scheme_named(std::string_view name, RemoteSchemes schemes) {
 // Another scheme's attribute given to this one, or one nobody knows.
 [[noreturn]] void fail_foreign_attribute(std::string_view name, RemoteSchemes schemes) {
   for (const SchemeRules* rules : schemes) {
-    if (contains(rules->attributes, name)) fail(std::string(name) + " applies to " + std::string(rules->attributes_apply_to));
+    if (contains(rules->attributes, name))
+      fail(std::string(name) + " applies to " + std::string(rules->attributes_apply_to));
   }
   std::string known;
   for (std::string_view common : kCommonAttributes) known += std::string(common) + ", ";

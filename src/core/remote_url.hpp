@@ -107,7 +107,7 @@ struct SchemeRules {
   std::string_view name = {};    // as written before "://"
   std::string_view family = {};  // how the shards= message names it ("http(s)" for http and https)
   int default_port = 0;
-  bool shardable = false;  // takes shards=
+  bool shardable = false;                             // takes shards=
   std::span<const std::string_view> attributes = {};  // its own attributes, in the order they print
   std::string_view attributes_apply_to = {};          // "... applies to <this>" when given to another scheme
   std::span<const std::string_view> shown_attribute_values = {};  // values harmless to print
@@ -126,7 +126,7 @@ using RemoteSchemes = std::span<const SchemeRules* const>;
 
 // How a scheme reads the userinfo of its authority.
 struct UserinfoForm {
-  bool bare_is_password = false;               // "secret@host" is a password (ccache's redis spelling)
+  bool bare_is_password = false;              // "secret@host" is a password (ccache's redis spelling)
   std::string_view password_needs_user = {};  // the reason a password without a user is refused; empty: allowed
 };
 // Splits "[userinfo@]host[:port]" and fills user, password, host, port. Throws RemoteUrlProblem.

@@ -5,10 +5,10 @@
 #include <string>
 #include <string_view>
 
-#include "engine/pipeline.hpp"
 #include "core/config.hpp"
 #include "core/invocation.hpp"
 #include "core/log.hpp"
+#include "engine/pipeline.hpp"
 #include "storage/open.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"

@@ -159,7 +159,8 @@ TEST_F(ConfigTest, RemoteStorageIsCarriedParsedWithTheEnvironmentsSecrets) {
 
   EXPECT_EQ(c.problems.size(), 1u) << all(c.problems);
   EXPECT_EQ(c.remote_storage, "redis://cache:7000/2|read-only  http://u@web/x https://tls/y");
-  EXPECT_EQ(c.remote_urls, kache::core::parse_remote_urls(c.remote_storage, {"pw", "tok"}, kache::storage::remote_url_schemes()));
+  EXPECT_EQ(c.remote_urls,
+            kache::core::parse_remote_urls(c.remote_storage, {"pw", "tok"}, kache::storage::remote_url_schemes()));
   ASSERT_EQ(c.remote_urls.size(), 3u);
   EXPECT_EQ(c.remote_urls[0].password, "pw");
   EXPECT_EQ(c.remote_urls[1].password, "pw");

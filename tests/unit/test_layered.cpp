@@ -141,7 +141,8 @@ TEST_F(LayeredTest, LocalRecordIsWrittenToTheLocalStoreOnly) {
 TEST_F(LayeredTest, OpenStorageOpensTheRemotesTheConfigCarries) {
   core::Config cfg;
   cfg.cache_dir = dir_.path();
-  cfg.remote_urls = core::parse_remote_urls("redis://127.0.0.1:1|read-only", {}, kache::storage::remote::remote_schemes());
+  cfg.remote_urls =
+      core::parse_remote_urls("redis://127.0.0.1:1|read-only", {}, kache::storage::remote::remote_schemes());
   cfg.remote_only = true;
   auto s = open_storage(cfg);
   EXPECT_FALSE(s.disabled(1));  // level 1: the one remote
@@ -159,8 +160,9 @@ TEST_F(LayeredTest, MaintainRemoteStoresVisitsTheWritableSharedDirectories) {
   cfg.cache_dir = dir_.path();
   const std::string shared = util::join_path(dir_.path(), "shared");
   util::create_directories(shared);
-  cfg.remote_urls = core::parse_remote_urls(
-      "redis://127.0.0.1:1 file://" + shared + "|max-size=1k file://" + shared + "|read-only", {}, kache::storage::remote::remote_schemes());
+  cfg.remote_urls =
+      core::parse_remote_urls("redis://127.0.0.1:1 file://" + shared + "|max-size=1k file://" + shared + "|read-only",
+                              {}, kache::storage::remote::remote_schemes());
   const Maintenance evict{Maintenance::Kind::evict_older_than, 86400};
   auto outcomes = maintain_remote_stores(cfg, evict);
   ASSERT_EQ(outcomes.size(), 1u);
@@ -173,7 +175,8 @@ TEST_F(LayeredTest, MaintainRemoteStoresVisitsTheWritableSharedDirectories) {
   cfg.remote_read_only = true;
   EXPECT_TRUE(maintain_remote_stores(cfg, evict).empty());
   cfg.remote_read_only = false;
-  cfg.remote_urls = core::parse_remote_urls("file://" + util::join_path(dir_.path(), "not-mounted"), {}, kache::storage::remote::remote_schemes());
+  cfg.remote_urls = core::parse_remote_urls("file://" + util::join_path(dir_.path(), "not-mounted"), {},
+                                            kache::storage::remote::remote_schemes());
   outcomes = maintain_remote_stores(cfg, evict);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_NE(outcomes[0].error.find("is the share mounted?"), std::string::npos) << outcomes[0].error;
@@ -183,7 +186,8 @@ TEST_F(LayeredTest, MaintainRemoteStoresVisitsTheWritableSharedDirectories) {
 TEST_F(LayeredTest, ProbeRemoteStoresGivesEachServersRows) {
   core::Config cfg;
   cfg.cache_dir = dir_.path();
-  cfg.remote_urls = core::parse_remote_urls("redis://127.0.0.1:*|shards=1,2|connect-timeout=500", {}, kache::storage::remote::remote_schemes());
+  cfg.remote_urls = core::parse_remote_urls("redis://127.0.0.1:*|shards=1,2|connect-timeout=500", {},
+                                            kache::storage::remote::remote_schemes());
   const auto rows = probe_remote_stores(cfg, "kache-unit-probe");
   ASSERT_EQ(rows.size(), 2u);
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
-#include "storage/remote/schemes.hpp"
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 
 #include "storage/remote/http_storage.hpp"
 #include "storage/remote/remote_failure.hpp"
+#include "storage/remote/schemes.hpp"
 
 namespace kache::storage::remote {
 namespace {
@@ -154,7 +154,7 @@ class ScriptedServer {
 };
 
 core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) {
-  return core::parse_remote_url(spec, secrets, kache::storage::remote::remote_schemes());
+  return core::parse_remote_url(spec, secrets, remote_schemes());
 }
 
 RemoteFailure::Kind failure_kind(const std::function<void()>& action) {

@@ -96,8 +96,7 @@ void check_endpoint(std::string_view endpoint) {
   }
   const bool http = server.scheme == http_scheme.name || server.scheme == https_scheme.name;
   if (!http || !server.user.empty() || server.password || !server.path.empty()) {
-    throw core::RemoteUrlProblem(
-        "endpoint takes http://HOST[:PORT] or https://HOST[:PORT] (no credentials, no path)");
+    throw core::RemoteUrlProblem("endpoint takes http://HOST[:PORT] or https://HOST[:PORT] (no credentials, no path)");
   }
 }
 

@@ -30,8 +30,9 @@ std::unique_ptr<RemoteBackend> make_file(const core::RemoteUrl& url, const Remot
 
 // The order is the one messages list the schemes in ("unsupported scheme 'ftp' (redis, ...)").
 constexpr SchemeRow kSchemes[] = {
-    {&redis_scheme, make_redis}, {&redis_unix_scheme, make_redis}, {&http_scheme, make_http},
-    {&https_scheme, make_http},  {&s3_scheme, make_s3},             {&file_scheme, make_file},
+    {&redis_scheme, make_redis}, {&redis_unix_scheme, make_redis},
+    {&http_scheme, make_http},   {&https_scheme, make_http},
+    {&s3_scheme, make_s3},       {&file_scheme, make_file},
 };
 
 }  // namespace
