@@ -12,6 +12,7 @@
 
 #include "core/config.hpp"
 #include "fuzz_check.hpp"
+#include "storage/open.hpp"
 #include "util/fs.hpp"
 
 using namespace kache;
@@ -50,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  const core::Config c = core::load_config();
+  const core::Config c = core::load_config(storage::remote_url_schemes());
   KACHE_FUZZ_CHECK(!c.cache_dir.empty());
   // max_size 0 means no limit (kache -M 0, as ccache), so any value is a valid limit.
   KACHE_FUZZ_CHECK(c.compression_level >= 1 && c.compression_level <= 19);

@@ -9,15 +9,17 @@
 
 #include "core/remote_url.hpp"
 #include "fuzz_check.hpp"
+#include "storage/remote/schemes.hpp"
 
 using namespace kache::core;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text = kache::fuzz::as_view(data, size);
   const RemoteSecrets secrets{"env-password", "env-token"};
+  const RemoteSchemes schemes = kache::storage::remote::remote_schemes();  // every backend's rules
   std::vector<RemoteUrl> urls;
   try {
-    urls = parse_remote_urls(text, secrets);
+    urls = parse_remote_urls(text, secrets, schemes);
   } catch (const RemoteUrlError& e) {
     // One URL with credentials ("scheme://CREDENTIALS@..."): the message quotes it exactly as the input
     // with everything between "://" and the last '@' before the attributes replaced by "***" (the rest
@@ -35,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const std::string_view address = text.substr(0, text.find('|')).substr(at);
       const std::string kept = std::string(text.substr(0, scheme + 3)) + "***" +
                                std::string(address.substr(0, address.find('?')));
-      const std::string shown = redact_unparsed(text);
+      const std::string shown = redact_unparsed(text, schemes);
       KACHE_FUZZ_CHECK(shown.starts_with(kept));
       KACHE_FUZZ_CHECK(message.find("'" + shown + "'") != std::string_view::npos);
     }
@@ -43,10 +45,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (const RemoteUrl& url : urls) {
     const std::string full = url.to_string(true);
-    const RemoteUrl again = parse_remote_url(full, secrets);
+    const RemoteUrl again = parse_remote_url(full, secrets, schemes);
     KACHE_FUZZ_CHECK(again == url);
     KACHE_FUZZ_CHECK(again.to_string(true) == full);
-    const RemoteUrl shown = parse_remote_url(url.redacted(), secrets);
+    const RemoteUrl shown = parse_remote_url(url.redacted(), secrets, schemes);
     RemoteUrl expected = url;
     if (url.password_in_url) expected.password = "***";
     KACHE_FUZZ_CHECK(shown == expected);

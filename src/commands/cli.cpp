@@ -610,7 +610,7 @@ void set_max_size(const Config& config, const std::string& text) {
   }
   fmt::print("Set cache.max_size to {} in {}.\n", bytes == 0 ? std::string("no limit") : format_size(bytes), file);
   // Reload so the trim uses the limit that is really in force (KACHE_MAX_SIZE still wins).
-  const Config effective = load_config();
+  const Config effective = load_config(storage::remote_url_schemes());
   if (effective.origins.count("cache.max_size") && effective.origins.at("cache.max_size") == "env") {
     fmt::print("Note: KACHE_MAX_SIZE is set in this environment and overrides it ({}).\n",
                format_size(effective.max_size));
@@ -834,7 +834,7 @@ int run_cli(int argc, char** argv) {
     return 1;
   }
 
-  const Config config = load_config();
+  const Config config = load_config(storage::remote_url_schemes());
   for (const auto& problem : config.problems) fmt::print(stderr, "{}\n", problem);
   apply_process_settings(config);
 

@@ -390,7 +390,7 @@ int run_doctor(const std::vector<std::string>& args) {
   const auto parsed = parse_doctor_args(args);
   if (const int* status = std::get_if<int>(&parsed)) return *status;
   auto [as_json, nvcc_arg, nvcc_named, ccbin, hipcc_arg, probe_timeout_ms] = std::get<DoctorOptions>(parsed);
-  const Config cfg = load_config();
+  const Config cfg = load_config(storage::remote_url_schemes());
   const util::Environment env = util::current_environment();
   // Each compiler family's rows (compiler/adapter.hpp), read with its own probes, in their sections.
   compiler::DoctorQuery query;

@@ -19,6 +19,7 @@
 #include "core/depfile.hpp"
 #include "core/invocation.hpp"
 #include "engine/explain_record.hpp"
+#include "storage/open.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
@@ -373,7 +374,7 @@ int run(const std::vector<std::string>& args) {
   const auto parsed = parse_explain_args(args);
   if (const int* status = std::get_if<int>(&parsed)) return *status;
   const auto& [as_json, last, closure, command] = std::get<ExplainRequest>(parsed);
-  const Config cfg = load_config();
+  const Config cfg = load_config(storage::remote_url_schemes());
   for (const auto& problem : cfg.problems) fmt::print(stderr, "{}\n", problem);
   Verdict v;
   try {

@@ -13,6 +13,7 @@
 #include "core/config.hpp"
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
+#include "storage/open.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 
@@ -250,7 +251,7 @@ void write_output(const std::string& path, const std::string& text) {
 }
 
 int carry_out(const Request& r) {
-  const core::Config config = core::load_config();
+  const core::Config config = core::load_config(storage::remote_url_schemes());
   const core::EventLog log(config.cache_dir);
   if (r.mark) {
     log.mark(util::now_ns() / 1000000, r.mark_label);

@@ -274,7 +274,7 @@ std::string set_epoch_node(Config& c, const toml::node& n) {
 // compile; what is shown of them never carries a password.
 std::string set_remote_storage(Config& c, const std::string& v) {
   try {
-    c.remote_urls = parse_remote_urls(v, RemoteSecrets{});
+    c.remote_urls = parse_remote_urls(v, RemoteSecrets{}, c.remote_schemes);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -544,13 +544,13 @@ void note_bare_size(Config& c, const KeySpec& k, const std::string& value, const
 
 // A value as a message may quote it: remote.storage may carry a password, so it is redacted; a
 // remote_execution.server given with a user or token in it (refused) is shown without them.
-std::string quotable(const KeySpec& k, const std::string& value) {
+std::string quotable(const Config& c, const KeySpec& k, const std::string& value) {
   if (k.from_string == set_remote_execution_server && value.find('@') != std::string::npos) {
     const std::size_t scheme = value.find("://");
     const std::size_t at = value.rfind('@');
     return (scheme == std::string::npos ? std::string() : value.substr(0, scheme + 3)) + "***@" + value.substr(at + 1);
   }
-  return k.from_string == set_remote_storage ? redact_remote_list(value) : value;
+  return k.from_string == set_remote_storage ? redact_remote_list(value, c.remote_schemes) : value;
 }
 
 void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::string& file) {
@@ -569,8 +569,8 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
   } else {
     if (k.from_string == set_dir) c.cache_dir_refused = true;
     c.problems.push_back(fmt::format("kache: {} = {} in {} {}; {}.", full_name(k),
-                                     text ? fmt::format("'{}'", quotable(k, *text)) : render_node(n), location(file, n),
-                                     error, what_applies_instead(k, c)));
+                                     text ? fmt::format("'{}'", quotable(c, k, *text)) : render_node(n),
+                                     location(file, n), error, what_applies_instead(k, c)));
   }
 }
 
@@ -663,7 +663,7 @@ void read_env_layer(Config& c) {
     } else {
       if (k.from_string == set_dir) c.cache_dir_refused = true;
       c.problems.push_back(
-          fmt::format("kache: {}='{}' {}; {}.", k.env, quotable(k, value), error, what_applies_instead(k, c)));
+          fmt::format("kache: {}='{}' {}; {}.", k.env, quotable(c, k, value), error, what_applies_instead(k, c)));
     }
   }
 }
@@ -683,8 +683,9 @@ bool parse_bool(const std::string& text, bool& value) {
   return false;
 }
 
-Config load_config() {
+Config load_config(RemoteSchemes remote_schemes) {
   Config c;
+  c.remote_schemes = remote_schemes;
   // Nothing below is expected to throw, but a config problem must never break a build.
   try {
     c.cache_dir = default_cache_dir();
@@ -701,7 +702,7 @@ Config load_config() {
   // The secrets come from the environment alone, read once and only when remotes are configured.
   if (!c.remote_urls.empty()) {
     const RemoteSecrets secrets = RemoteSecrets::from_environment();
-    for (auto& url : c.remote_urls) apply_secrets(url, secrets);
+    for (auto& url : c.remote_urls) apply_secrets(url, secrets, c.remote_schemes);
   }
   return c;
 }

@@ -72,6 +72,8 @@ struct Config {
   // remote_storage parsed once, when the layer that sets it is read, with the environment's secrets
   // (KACHE_REMOTE_PASSWORD, KACHE_REMOTE_BEARER_TOKEN) applied by load_config: what the stores open.
   std::vector<RemoteUrl> remote_urls;
+  // The schemes remote_storage was parsed with (storage/remote's scheme table, given to load_config).
+  RemoteSchemes remote_schemes;
   bool remote_read_only = false;
   bool remote_only = false;
   std::string remote_ca_file;
@@ -97,8 +99,9 @@ struct Config {
   std::map<std::string, std::string> origins;
 };
 
-// Reads defaults, the file and the environment. Never throws.
-Config load_config();
+// Reads defaults, the file and the environment. Never throws. remote_schemes are the URL schemes
+// remote.storage may name, each with its rules (storage::remote_url_schemes(): core knows none).
+Config load_config(RemoteSchemes remote_schemes);
 // Parses "10G", "512M", "1.5GiB", "123" into bytes; false if malformed.
 bool parse_size(const std::string& text, std::uint64_t& bytes);
 std::string format_size(std::uint64_t bytes);

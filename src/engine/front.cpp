@@ -5,10 +5,11 @@
 #include <string>
 #include <string_view>
 
-#include "engine/pipeline.hpp"
 #include "core/config.hpp"
 #include "core/invocation.hpp"
 #include "core/log.hpp"
+#include "engine/pipeline.hpp"
+#include "storage/open.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
 
@@ -78,7 +79,7 @@ int run_front(int argc, char** argv) {
   if (util::env_get(inv.env, kServingMarker)) return step_aside(inv, named_kache(argv0), self);
   util::env_set(inv.env, kServingMarker, "1");
 
-  const Config cfg = load_config();
+  const Config cfg = load_config(storage::remote_url_schemes());
   apply_process_settings(cfg);
   init_logging(cfg.log_filter, cfg.log_file, cfg.cache_dir);
   for (const auto& problem : cfg.problems) log().warn("{}", problem);

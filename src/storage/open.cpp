@@ -32,6 +32,8 @@ std::unique_ptr<Storage> open_remote(const core::RemoteUrl& url, const remote::R
 
 }  // namespace
 
+core::RemoteSchemes remote_url_schemes() { return remote::remote_schemes(); }
+
 LayeredStorage open_storage(const core::Config& cfg) {
   auto local = std::make_unique<LocalStorage>(LocalStorageOptions{cfg.cache_dir, cfg.max_size});
   std::vector<std::unique_ptr<Storage>> remotes;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/doctor_rows.hpp"
+#include "core/remote_url.hpp"
 #include "storage/layered.hpp"
 #include "storage/storage.hpp"
 
@@ -15,6 +16,10 @@ struct Config;
 }
 
 namespace kache::storage {
+
+// The URL schemes remote.storage may name, each with its backend's rules: what core::load_config is
+// given (core knows no scheme of its own).
+core::RemoteSchemes remote_url_schemes();
 
 // The stores the configuration names, for the pipeline and the CLI alike: the local store, then one
 // store per remote URL (a sharded URL's shards behind one); nothing connects yet.

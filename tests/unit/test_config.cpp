@@ -1,6 +1,7 @@
 // Configuration layering, value parsing, the config-file writer, the log filter and kache's own
 // command-line recognition.
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,12 +17,14 @@
 #include "commands/cli.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
+#include "storage/open.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using kache::core::Config;
-using kache::core::load_config;
+// What the callers give it: the storage scheme table's rules.
+Config load_config() { return kache::core::load_config(kache::storage::remote_url_schemes()); }
 
 // Every variable load_config looks at (the table's KACHE_* variables and where the file is found);
 // each test starts with all of them unset and restores them after.
@@ -156,7 +159,8 @@ TEST_F(ConfigTest, RemoteStorageIsCarriedParsedWithTheEnvironmentsSecrets) {
 
   EXPECT_EQ(c.problems.size(), 1u) << all(c.problems);
   EXPECT_EQ(c.remote_storage, "redis://cache:7000/2|read-only  http://u@web/x https://tls/y");
-  EXPECT_EQ(c.remote_urls, kache::core::parse_remote_urls(c.remote_storage, {"pw", "tok"}));
+  EXPECT_EQ(c.remote_urls,
+            kache::core::parse_remote_urls(c.remote_storage, {"pw", "tok"}, kache::storage::remote_url_schemes()));
   ASSERT_EQ(c.remote_urls.size(), 3u);
   EXPECT_EQ(c.remote_urls[0].password, "pw");
   EXPECT_EQ(c.remote_urls[1].password, "pw");

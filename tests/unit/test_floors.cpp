@@ -109,6 +109,66 @@ std::vector<std::string> seam_bypasses(const fs::path& root) {
   return found;
 }
 
+// A source file's code with its comments dropped, and the string literals in it apart (escapes kept as
+// written). Enough of C++'s lexing for kache's own sources, which hold no raw strings in core/.
+struct Code {
+  std::string text;
+  std::vector<std::string> literals;
+};
+
+Code read_code(const std::string& source) {
+  Code code;
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    const char c = source[i];
+    if (c == '/' && source.compare(i, 2, "//") == 0) {
+      i = source.find('\n', i);
+      if (i == std::string::npos) break;
+      code.text += '\n';
+    } else if (c == '/' && source.compare(i, 2, "/*") == 0) {
+      i = source.find("*/", i + 2);
+      if (i == std::string::npos) break;
+      ++i;
+    } else if (c == '"' || c == '\'') {
+      std::size_t end = i + 1;
+      while (end < source.size() && source[end] != c) end += source[end] == '\\' ? 2 : 1;
+      if (c == '"') code.literals.push_back(source.substr(i + 1, end - i - 1));
+      code.text += ' ';
+      i = end;
+    } else {
+      code.text += c;
+    }
+  }
+  return code;
+}
+
+// What in src/core/ would be a scheme's knowledge: a scheme's name or one of its attributes as a literal,
+// an attribute written with its value, or the types of one backend's attributes. "file" and "layout" are
+// common words of core's own (log.file, a depfile's layout), so only their attribute forms count.
+std::vector<std::string> scheme_knowledge(const fs::path& core_dir) {
+  static const std::vector<std::string> kNames = {"redis",  "redis+unix", "http",       "https",    "s3",
+                                                  "region", "endpoint",   "addressing", "max-size", "db"};
+  static const std::vector<std::string> kForms = {
+      "region=", "endpoint=", "addressing=", "layout=", "max-size=", "db=", "amazonaws"};
+  const std::regex kTypes(R"re(\b(HttpLayout|S3Addressing|is_redis|is_http|Scheme::\w+)\b)re");
+  std::vector<std::string> found;
+  for (const auto& e : fs::recursive_directory_iterator(core_dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path());
+    const Code code = read_code(std::string(std::istreambuf_iterator<char>(in), {}));
+    const std::string file = e.path().filename().string();
+    for (const std::string& literal : code.literals) {
+      const bool named = std::find(kNames.begin(), kNames.end(), literal) != kNames.end();
+      const bool form = std::any_of(kForms.begin(), kForms.end(),
+                                    [&](const std::string& f) { return literal.find(f) != std::string::npos; });
+      if (named || form) found.push_back(file + ": \"" + literal + "\"");
+    }
+    for (std::sregex_iterator m(code.text.begin(), code.text.end(), kTypes), end; m != end; ++m) {
+      found.push_back(file + ": " + m->str());
+    }
+  }
+  return found;
+}
+
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
@@ -185,4 +245,27 @@ TEST(Floors, PlantedClimbingIncludesAreFound) {
                        "remote_exec/a.cpp:1: #include \"storage/storage.hpp\"",
                        "storage/a.cpp:1: #include \"engine/pipeline.hpp\"",
                    }));
+}
+
+// Issue 40: core/ keeps the generic URL; a scheme's form and attributes are its backend's (storage/remote).
+TEST(Floors, CoreNamesNoStorageScheme) {
+  const auto found = scheme_knowledge(fs::path(KACHE_SOURCE_DIR) / "src/core");
+  std::string all;
+  for (const auto& f : found) all += "\n  " + f;
+  EXPECT_TRUE(found.empty()) << "scheme knowledge in src/core (it belongs in storage/remote's backends):" << all;
+}
+
+// The check itself: what it finds in code and literals, and what it passes over in comments.
+TEST(Floors, PlantedSchemeKnowledgeIsFound) {
+  std::string dir = (fs::temp_directory_path() / "kache-core-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const fs::path root = dir;
+  write(root / "a.cpp",
+        "// redis://h|region=x in a comment\n/* \"s3\" */ int layout = 1; const char* f = \"file\";\n"
+        "bool s3(std::string_view n) { return n == \"region\" || n.starts_with(\"layout=\"); }\n"
+        "HttpLayout l; char q = '\"'; auto x = \"a \\\" http\";\n");
+  auto found = scheme_knowledge(root);
+  std::sort(found.begin(), found.end());
+  fs::remove_all(root);
+  EXPECT_EQ(found, (std::vector<std::string>{"a.cpp: \"layout=\"", "a.cpp: \"region\"", "a.cpp: HttpLayout"}));
 }

@@ -2,6 +2,7 @@
 // c-ares at the test's own), IPv4 first, and a DNS server that never answers costs the deadline, not
 // the resolver's own retries (a UDP socket on loopback that reads nothing stands in for it).
 #include <gtest/gtest.h>
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include "storage/remote/host_names.hpp"
 #include "storage/remote/remote_failure.hpp"
+#include "storage/remote/schemes.hpp"
 #include "util/fs.hpp"
 
 namespace kache::storage::remote {
@@ -43,7 +45,7 @@ class HostNames : public ::testing::Test {
   fs::path dir_;
 };
 
-core::RemoteUrl url_of(const std::string& spec) { return core::parse_remote_url(spec, {}); }
+core::RemoteUrl url_of(const std::string& spec) { return core::parse_remote_url(spec, {}, remote_schemes()); }
 
 TEST_F(HostNames, ANameFromTheHostsFileIPv4First) {
   hosts_file("::1 dual.kache.test\n127.0.0.2 dual.kache.test\n");

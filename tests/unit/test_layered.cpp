@@ -141,7 +141,8 @@ TEST_F(LayeredTest, LocalRecordIsWrittenToTheLocalStoreOnly) {
 TEST_F(LayeredTest, OpenStorageOpensTheRemotesTheConfigCarries) {
   core::Config cfg;
   cfg.cache_dir = dir_.path();
-  cfg.remote_urls = core::parse_remote_urls("redis://127.0.0.1:1|read-only", {});
+  cfg.remote_urls =
+      core::parse_remote_urls("redis://127.0.0.1:1|read-only", {}, kache::storage::remote::remote_schemes());
   cfg.remote_only = true;
   auto s = open_storage(cfg);
   EXPECT_FALSE(s.disabled(1));  // level 1: the one remote
@@ -159,8 +160,9 @@ TEST_F(LayeredTest, MaintainRemoteStoresVisitsTheWritableSharedDirectories) {
   cfg.cache_dir = dir_.path();
   const std::string shared = util::join_path(dir_.path(), "shared");
   util::create_directories(shared);
-  cfg.remote_urls = core::parse_remote_urls(
-      "redis://127.0.0.1:1 file://" + shared + "|max-size=1k file://" + shared + "|read-only", {});
+  cfg.remote_urls =
+      core::parse_remote_urls("redis://127.0.0.1:1 file://" + shared + "|max-size=1k file://" + shared + "|read-only",
+                              {}, kache::storage::remote::remote_schemes());
   const Maintenance evict{Maintenance::Kind::evict_older_than, 86400};
   auto outcomes = maintain_remote_stores(cfg, evict);
   ASSERT_EQ(outcomes.size(), 1u);
@@ -173,7 +175,8 @@ TEST_F(LayeredTest, MaintainRemoteStoresVisitsTheWritableSharedDirectories) {
   cfg.remote_read_only = true;
   EXPECT_TRUE(maintain_remote_stores(cfg, evict).empty());
   cfg.remote_read_only = false;
-  cfg.remote_urls = core::parse_remote_urls("file://" + util::join_path(dir_.path(), "not-mounted"), {});
+  cfg.remote_urls = core::parse_remote_urls("file://" + util::join_path(dir_.path(), "not-mounted"), {},
+                                            kache::storage::remote::remote_schemes());
   outcomes = maintain_remote_stores(cfg, evict);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_NE(outcomes[0].error.find("is the share mounted?"), std::string::npos) << outcomes[0].error;
@@ -183,7 +186,8 @@ TEST_F(LayeredTest, MaintainRemoteStoresVisitsTheWritableSharedDirectories) {
 TEST_F(LayeredTest, ProbeRemoteStoresGivesEachServersRows) {
   core::Config cfg;
   cfg.cache_dir = dir_.path();
-  cfg.remote_urls = core::parse_remote_urls("redis://127.0.0.1:*|shards=1,2|connect-timeout=500", {});
+  cfg.remote_urls = core::parse_remote_urls("redis://127.0.0.1:*|shards=1,2|connect-timeout=500", {},
+                                            kache::storage::remote::remote_schemes());
   const auto rows = probe_remote_stores(cfg, "kache-unit-probe");
   ASSERT_EQ(rows.size(), 2u);
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -194,14 +198,22 @@ TEST_F(LayeredTest, ProbeRemoteStoresGivesEachServersRows) {
   }
 }
 
-// The scheme table has one row for every scheme the URL parser knows, so no parsed URL lacks a backend.
+// The scheme table has one row per scheme, each with its rules and its backend, and the rules the parser
+// is given are the rows' own: no parsed URL lacks a backend.
 TEST(SchemeTable, OneRowPerScheme) {
-  for (core::Scheme scheme : {core::Scheme::redis, core::Scheme::redis_unix, core::Scheme::http, core::Scheme::https,
-                              core::Scheme::s3, core::Scheme::file}) {
-    const auto rows = remote::scheme_rows();
-    EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [&](const auto& row) { return row.scheme == scheme; }), 1)
-        << core::scheme_name(scheme);
+  const auto rows = remote::scheme_rows();
+  const core::RemoteSchemes schemes = remote::remote_schemes();
+  ASSERT_EQ(rows.size(), schemes.size());
+  std::vector<std::string_view> names;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_NE(rows[i].rules, nullptr);
+    EXPECT_EQ(rows[i].rules, schemes[i]);
+    EXPECT_NE(rows[i].make, nullptr);
+    EXPECT_NE(rows[i].rules->parse_address, nullptr) << rows[i].rules->name;
+    EXPECT_EQ(rows[i].rules->attributes.empty(), rows[i].rules->parse_attribute == nullptr) << rows[i].rules->name;
+    names.push_back(rows[i].rules->name);
   }
+  EXPECT_EQ(names, (std::vector<std::string_view>{"redis", "redis+unix", "http", "https", "s3", "file"}));
 }
 
 TEST_F(LayeredTest, FailingStoreIsSkippedForTheRestOfTheCompile) {

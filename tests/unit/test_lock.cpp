@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/config.hpp"
+#include "storage/open.hpp"
 #include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/lock.hpp"
@@ -76,7 +77,7 @@ TEST(CacheUmask, ConfigKeysParse) {
   ::setenv("KACHE_LOCK_TIMEOUT", "1.5", 1);
   ::setenv("KACHE_ALLOW_WORLD_WRITABLE", "yes", 1);
   ::setenv("KACHE_CONFIG", "/nonexistent/kache.toml", 1);
-  const core::Config c = core::load_config();
+  const core::Config c = core::load_config(storage::remote_url_schemes());
   ::unsetenv("KACHE_UMASK");
   ::unsetenv("KACHE_LOCK_TIMEOUT");
   ::unsetenv("KACHE_ALLOW_WORLD_WRITABLE");

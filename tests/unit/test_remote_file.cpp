@@ -1,6 +1,7 @@
 // Unit tests for the shared-directory remote (file:///PATH): the URL, publication by rename, a vanished
 // or cut-short file, an unmounted share, read-only, eviction by age and maintain().
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 #include <utime.h>
 
@@ -10,6 +11,7 @@
 #include "core/remote_url.hpp"
 #include "storage/remote/file_storage.hpp"
 #include "storage/remote/remote_failure.hpp"
+#include "storage/remote/schemes.hpp"
 #include "util/fs.hpp"
 
 namespace kache::storage::remote {
@@ -24,7 +26,8 @@ class SharedDirectory : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   FileStorage store(const std::string& attributes = "") {
-    return FileStorage(core::parse_remote_url("file://" + dir_ + "/" + attributes, {}), UINT64_MAX, false);
+    return FileStorage(core::parse_remote_url("file://" + dir_ + "/" + attributes, {}, remote_schemes()), UINT64_MAX,
+                       false);
   }
   std::vector<std::string> files() const {
     std::vector<std::string> out;
@@ -38,18 +41,19 @@ class SharedDirectory : public ::testing::Test {
 };
 
 TEST(FileUrl, Forms) {
-  const auto u = core::parse_remote_url("file:///srv/kache//|read-only", {});
-  EXPECT_EQ(u.scheme, core::Scheme::file);
+  const auto u = core::parse_remote_url("file:///srv/kache//|read-only", {}, remote_schemes());
+  EXPECT_EQ(u.scheme, "file");
   EXPECT_EQ(u.path, "/srv/kache");
   EXPECT_TRUE(u.read_only);
   EXPECT_EQ(u.to_string(true), "file:///srv/kache|read-only");
-  EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}), u);
-  const auto limited = core::parse_remote_url("file:///srv/kache|max-size=2k", {});
-  EXPECT_EQ(limited.max_size, 2048u);
+  EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}, remote_schemes()), u);
+  const auto limited = core::parse_remote_url("file:///srv/kache|max-size=2k", {}, remote_schemes());
+  EXPECT_EQ(file_max_size(limited), 2048u);
   EXPECT_EQ(limited.to_string(true), "file:///srv/kache|max-size=2048");
+  EXPECT_EQ(core::parse_remote_url("file:///x|max-size=0", {}, remote_schemes()).redacted(), "file:///x");
   for (const char* bad : {"file://host/x", "file://", "file:///a b", "file:///a%20b", "file:///x|layout=flat",
                           "file:///x|max-size=lots", "redis://h|max-size=1G"}) {
-    EXPECT_THROW(core::parse_remote_url(bad, {}), core::RemoteUrlError) << bad;
+    EXPECT_THROW(core::parse_remote_url(bad, {}, remote_schemes()), core::RemoteUrlError) << bad;
   }
 }
 
@@ -76,7 +80,7 @@ TEST_F(SharedDirectory, CutShortIsReadAsItIsAndVanishedIsAMiss) {
 }
 
 TEST_F(SharedDirectory, AnUnmountedShareIsAnErrorNotAMiss) {
-  FileStorage s(core::parse_remote_url("file://" + dir_ + "/not-mounted", {}), UINT64_MAX, false);
+  FileStorage s(core::parse_remote_url("file://" + dir_ + "/not-mounted", {}, remote_schemes()), UINT64_MAX, false);
   EXPECT_THROW(s.get("abcdef"), RemoteError);
   EXPECT_THROW(s.put("abcdef", "v"), RemoteError);
 }
@@ -127,7 +131,7 @@ TEST_F(SharedDirectory, MaintainsWhatItKeepsUnlessReadOnly) {
   const Maintenance evict{Maintenance::Kind::evict_older_than, 86400};
   EXPECT_FALSE(store().maintain(trim).has_value());
   EXPECT_FALSE(store("|read-only").maintain(evict).has_value());
-  FileStorage every_remote_read_only(core::parse_remote_url("file://" + dir_, {}), UINT64_MAX, true);
+  FileStorage every_remote_read_only(core::parse_remote_url("file://" + dir_, {}, remote_schemes()), UINT64_MAX, true);
   EXPECT_FALSE(every_remote_read_only.maintain(evict).has_value());
   EXPECT_EQ(files(), (std::vector<std::string>{"aa/aaaaaa", "bb/bbbbbb"}));
   const auto evicted = s.maintain(evict);

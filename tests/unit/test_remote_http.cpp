@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 const std::string kKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) {
-  return core::parse_remote_url(spec, secrets);
+  return core::parse_remote_url(spec, secrets, remote_schemes());
 }
 
 core::RemoteSecrets password_secret(const std::string& password) {
@@ -54,6 +54,64 @@ RemoteFailure::Kind failure_kind(const std::function<void()>& action, std::strin
   }
   ADD_FAILURE() << "no RemoteError thrown";
   return RemoteFailure::Kind::error;
+}
+
+std::string error_of(const std::string& spec) {
+  try {
+    url_of(spec);
+  } catch (const core::RemoteUrlError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// http:// and https:// URLs (http_scheme's and https_scheme's rules): the path prefix, layout=, basic
+// authentication or a bearer token.
+TEST(HttpUrl, FormsAndAttributes) {
+  core::RemoteUrl u = url_of("http://cache:8080/kache/ccache/|layout=bazel|connect-timeout=250|operation-timeout=5000");
+  EXPECT_EQ(u.scheme, "http");
+  EXPECT_EQ(u.host, "cache");
+  EXPECT_EQ(u.port, 8080);
+  EXPECT_EQ(u.path, "/kache/ccache");
+  EXPECT_EQ(http_layout(u), HttpLayout::bazel);
+  EXPECT_EQ(u.connect_timeout_ms, 250);
+  EXPECT_EQ(u.operation_timeout_ms, 5000);
+  EXPECT_EQ(u.http_base(), "http://cache:8080/kache/ccache");
+  EXPECT_EQ(u.redacted(), "http://cache:8080/kache/ccache|connect-timeout=250|operation-timeout=5000|layout=bazel");
+  EXPECT_EQ(url_of("http://h|layout=subdirs").redacted(), "http://h");  // the default is not printed
+
+  u = url_of("https://bob:pa%3Ass@secure.example/c");
+  EXPECT_EQ(u.scheme, "https");
+  EXPECT_EQ(u.effective_port(), 443);
+  EXPECT_EQ(u.user, "bob");
+  EXPECT_EQ(u.password, "pa:ss");
+  EXPECT_EQ(http_layout(u), HttpLayout::subdirs);
+  EXPECT_EQ(u.http_base(), "https://secure.example/c");  // credentials never in the request URL
+  EXPECT_EQ(url_of("http://h").effective_port(), 80);
+}
+
+TEST(HttpUrl, SecretsFromTheEnvironment) {
+  const core::RemoteSecrets secrets{"envpw", "tok"};
+  core::RemoteUrl u = url_of("http://host/c", secrets);
+  EXPECT_EQ(u.bearer_token, "tok");
+  EXPECT_FALSE(u.password);
+  u = url_of("http://carol@host/c", secrets);  // a named user takes the password, not the token
+  EXPECT_EQ(u.password, "envpw");
+  EXPECT_FALSE(u.bearer_token);
+  EXPECT_EQ(u.redacted(), "http://carol@host/c");
+  for (const char* spec : {"http://u:hunter2@h/p", "https://u:hunter2@h|layout=flat"}) {
+    const core::RemoteUrl parsed = url_of(spec);
+    EXPECT_EQ(parsed.redacted().find("hunter2"), std::string::npos) << spec;
+    EXPECT_EQ(url_of(parsed.to_string(true)), parsed) << spec;  // the secret form round-trips
+  }
+}
+
+TEST(HttpUrl, Errors) {
+  EXPECT_NE(error_of("http://h|layout=deep").find("flat, subdirs or bazel"), std::string::npos);
+  EXPECT_NE(error_of("http://h|layout").find("flat, subdirs or bazel"), std::string::npos);
+  EXPECT_NE(error_of("http://h/a?b").find("query"), std::string::npos);
+  EXPECT_NE(error_of("http://:pw@h").find("user name"), std::string::npos);
+  EXPECT_NE(error_of("http://h|region=x").find("region applies to s3 URLs only"), std::string::npos);
 }
 
 TEST(RemoteHttp, KeyUrlsByLayout) {

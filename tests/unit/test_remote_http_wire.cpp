@@ -4,6 +4,7 @@
 // auth). Each connection is served on its own thread; a script writes the answer for each request.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 
 #include "storage/remote/http_storage.hpp"
 #include "storage/remote/remote_failure.hpp"
+#include "storage/remote/schemes.hpp"
 
 namespace kache::storage::remote {
 namespace {
@@ -152,7 +154,7 @@ class ScriptedServer {
 };
 
 core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) {
-  return core::parse_remote_url(spec, secrets);
+  return core::parse_remote_url(spec, secrets, remote_schemes());
 }
 
 RemoteFailure::Kind failure_kind(const std::function<void()>& action) {

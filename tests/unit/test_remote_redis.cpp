@@ -8,6 +8,7 @@
 
 #include "servers.hpp"
 #include "storage/remote/redis_storage.hpp"
+#include "storage/remote/schemes.hpp"
 #include "storage/remote/sigpipe_guard.hpp"
 
 namespace kache::storage::remote {
@@ -16,7 +17,18 @@ namespace {
 #define SKIP_WITHOUT_REDIS() \
   if (!testing::find_server_binary("redis-server")) GTEST_SKIP() << "redis-server is not installed (scripts/setup.sh)"
 
-core::RemoteUrl url_of(const std::string& spec) { return core::parse_remote_url(spec, {}); }
+core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) {
+  return core::parse_remote_url(spec, secrets, remote_schemes());
+}
+
+std::string error_of(const std::string& spec) {
+  try {
+    url_of(spec);
+  } catch (const core::RemoteUrlError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 std::string local(int port) { return "redis://127.0.0.1:" + std::to_string(port); }
 
@@ -38,6 +50,76 @@ RemoteFailure::Kind failure_kind(const std::function<void()>& action) {
   }
   ADD_FAILURE() << "no RemoteError thrown";
   return RemoteFailure::Kind::error;
+}
+
+// redis:// URLs (redis_scheme's rules): ccache's forms, the database as the path, a bare userinfo as the
+// password.
+TEST(RedisUrl, Forms) {
+  core::RemoteUrl u = url_of("redis://cache.example.com");
+  EXPECT_EQ(u.scheme, "redis");
+  EXPECT_EQ(u.host, "cache.example.com");
+  EXPECT_EQ(u.port, 0);
+  EXPECT_EQ(u.effective_port(), 6379);
+  EXPECT_EQ(redis_db(u), 0);
+  EXPECT_FALSE(u.password);
+
+  u = url_of("redis://alice:s%40cret@10.0.0.5:6380/3");
+  EXPECT_EQ(u.user, "alice");
+  EXPECT_EQ(u.password, "s@cret");
+  EXPECT_EQ(u.host, "10.0.0.5");
+  EXPECT_EQ(u.port, 6380);
+  EXPECT_EQ(redis_db(u), 3);
+  EXPECT_EQ(url_of("redis://h/03").redacted(), "redis://h/3");  // the database as it prints
+  EXPECT_EQ(url_of("redis://h/0").redacted(), "redis://h");
+
+  u = url_of("redis://:pw@host");  // password only (AUTH pw)
+  EXPECT_EQ(u.user, "");
+  EXPECT_EQ(u.password, "pw");
+  u = url_of("redis://pw@host");  // ccache's spelling of the same
+  EXPECT_EQ(u.user, "");
+  EXPECT_EQ(u.password, "pw");
+
+  u = url_of("redis://[::1]:7000/2");
+  EXPECT_EQ(u.host, "::1");
+  EXPECT_EQ(u.port, 7000);
+  EXPECT_EQ(redis_db(u), 2);
+  EXPECT_EQ(u.redacted(), "redis://[::1]:7000/2");
+}
+
+TEST(RedisUrl, UnixSocket) {
+  core::RemoteUrl u = url_of("redis+unix:///run/redis/redis.sock?db=4|read-only");
+  EXPECT_EQ(u.scheme, "redis+unix");
+  EXPECT_EQ(u.path, "/run/redis/redis.sock");
+  EXPECT_EQ(redis_db(u), 4);
+  EXPECT_TRUE(u.read_only);
+  EXPECT_EQ(u.redacted(), "redis+unix:///run/redis/redis.sock?db=4|read-only");
+  u = url_of("redis+unix://:pw@/tmp/r.sock");
+  EXPECT_EQ(u.password, "pw");
+  EXPECT_EQ(u.redacted(), "redis+unix://:***@/tmp/r.sock");
+  // Only the database's value of a query is shown: a mistyped secret stays hidden.
+  EXPECT_EQ(core::redact_unparsed("redis+unix:///s?db=1&token=x", remote_schemes()), "redis+unix:///s?db=1&token=***");
+}
+
+TEST(RedisUrl, PasswordFromTheEnvironment) {
+  const core::RemoteSecrets secrets{"envpw", "tok"};
+  core::RemoteUrl u = url_of("redis://host", secrets);
+  EXPECT_EQ(u.password, "envpw");
+  EXPECT_FALSE(u.password_in_url);
+  EXPECT_FALSE(u.bearer_token);
+  EXPECT_EQ(u.redacted(), "redis://host");                              // nothing of the environment's secret printed
+  EXPECT_EQ(url_of("redis://:urlpw@host", secrets).password, "urlpw");  // the URL wins
+  EXPECT_EQ(url_of("redis://alice:hunter2@host:1/2").redacted(), "redis://alice:***@host:1/2");
+  for (const char* spec : {"redis://alice:hunter2@host:1/2", "redis://hunter2@host", "redis+unix://:hunter2@/s.sock"}) {
+    EXPECT_EQ(url_of(url_of(spec).to_string(true)), url_of(spec)) << spec;  // the secret form round-trips
+  }
+}
+
+TEST(RedisUrl, Errors) {
+  EXPECT_NE(error_of("redis://h/x").find("database"), std::string::npos);
+  EXPECT_NE(error_of("redis://h|layout=flat").find("layout applies to http and https URLs only"), std::string::npos);
+  EXPECT_NE(error_of("redis+unix://host/sock").find("no host"), std::string::npos);
+  EXPECT_NE(error_of("redis+unix:///s?x=1").find("?db=N"), std::string::npos);
+  EXPECT_NE(error_of("redis+unix:///s|shards=a").find("shards= applies to redis and http(s)"), std::string::npos);
 }
 
 TEST(RemoteRedis, GetPutRemoveBinaryValuesUnderThePrefix) {
@@ -109,7 +191,7 @@ TEST(RemoteRedis, PasswordAndAclUser) {
   // The password from the environment's secrets.
   core::RemoteSecrets secrets;
   secrets.password = "s3cret";
-  RedisStorage by_env(core::parse_remote_url(local(server.port()), secrets));
+  RedisStorage by_env(core::parse_remote_url(local(server.port()), secrets, remote_schemes()));
   EXPECT_EQ(by_env.get("k"), "v");
 }
 

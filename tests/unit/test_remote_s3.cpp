@@ -9,6 +9,7 @@
 #include "core/remote_url.hpp"
 #include "storage/remote/aws_credentials.hpp"
 #include "storage/remote/s3_storage.hpp"
+#include "storage/remote/schemes.hpp"
 #include "storage/remote/sigv4.hpp"
 
 namespace kache::storage::remote {
@@ -86,18 +87,19 @@ TEST(SigV4, Dates) {
 
 TEST(S3Url, FormsAndAttributes) {
   const auto u = core::parse_remote_url(
-      "s3://team-cache/kache/ci|region=eu-central-1|endpoint=http://127.0.0.1:8080|addressing=virtual", {});
-  EXPECT_EQ(u.scheme, core::Scheme::s3);
+      "s3://team-cache/kache/ci|region=eu-central-1|endpoint=http://127.0.0.1:8080|addressing=virtual", {},
+      remote_schemes());
+  EXPECT_EQ(u.scheme, "s3");
   EXPECT_EQ(u.host, "team-cache");
   EXPECT_EQ(u.path, "/kache/ci");
   EXPECT_EQ(s3_region(u), "eu-central-1");
-  EXPECT_EQ(u.endpoint, "http://127.0.0.1:8080");
-  EXPECT_EQ(u.addressing, core::S3Addressing::virtual_hosted);
-  EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}), u);
+  EXPECT_EQ(u.attribute("endpoint"), "http://127.0.0.1:8080");
+  EXPECT_EQ(s3_addressing(u), S3Addressing::virtual_hosted);
+  EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}, remote_schemes()), u);
   EXPECT_EQ(u.redacted(), u.to_string(true));  // no secret in an s3 URL
-  EXPECT_EQ(s3_region(core::parse_remote_url("s3://bkt", {})), "us-east-1");
+  EXPECT_EQ(s3_region(core::parse_remote_url("s3://bkt", {}, remote_schemes())), "us-east-1");
   try {
-    core::parse_remote_url("s3://bucket|endpoint=http://user:hunter2@h", {});
+    core::parse_remote_url("s3://bucket|endpoint=http://user:hunter2@h", {}, remote_schemes());
     ADD_FAILURE() << "an endpoint with credentials parsed";
   } catch (const core::RemoteUrlError& e) {
     EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
@@ -105,21 +107,31 @@ TEST(S3Url, FormsAndAttributes) {
   for (const char* bad : {"s3://B", "s3://ab", "s3://bucket|endpoint=ftp://h", "s3://bucket|endpoint=http://u:p@h",
                           "s3://bucket|endpoint=http://h/path", "s3://bucket|region=EU", "s3://bucket|addressing=x",
                           "redis://h|region=x", "s3://user:pw@bucket"}) {
-    EXPECT_THROW(core::parse_remote_url(bad, {}), core::RemoteUrlError) << bad;
+    EXPECT_THROW(core::parse_remote_url(bad, {}, remote_schemes()), core::RemoteUrlError) << bad;
   }
 }
 
+// The rules' order, whatever the written one; an endpoint= is redacted as a URL is, region= shown.
+TEST(S3Url, PrintedOrderAndRedaction) {
+  const core::RemoteSchemes schemes = remote_schemes();
+  EXPECT_EQ(core::parse_remote_url("s3://bkt|addressing=path|endpoint=http://h:9|region=x", {}, schemes).redacted(),
+            "s3://bkt|region=x|endpoint=http://h:9|addressing=path");
+  EXPECT_EQ(core::redact_unparsed("s3://bkt|endpoint=http://u:pw@h|region=x|secret=y", schemes),
+            "s3://bkt|endpoint=http://***@h|region=x|secret=***");
+}
+
 TEST(S3Url, PathAndVirtualHostedAddressing) {
-  const auto aws = core::parse_remote_url("s3://bkt/p+q|region=eu-west-3", {});
+  const auto aws = core::parse_remote_url("s3://bkt/p+q|region=eu-west-3", {}, remote_schemes());
   S3Storage virtual_hosted(aws, "", UINT64_MAX, false);
   EXPECT_EQ(virtual_hosted.server().host, "bkt.s3.eu-west-3.amazonaws.com");
-  EXPECT_EQ(virtual_hosted.server().scheme, core::Scheme::https);
+  EXPECT_EQ(virtual_hosted.server().scheme, "https");
   EXPECT_EQ(virtual_hosted.object_path("abc"), "/p%2Bq/abc");
-  S3Storage path(core::parse_remote_url("s3://bkt|addressing=path", {}), "", UINT64_MAX, false);
+  S3Storage path(core::parse_remote_url("s3://bkt|addressing=path", {}, remote_schemes()), "", UINT64_MAX, false);
   EXPECT_EQ(path.server().host, "s3.us-east-1.amazonaws.com");
   EXPECT_EQ(path.object_path("abc"), "/bkt/abc");
-  S3Storage endpoint(core::parse_remote_url("s3://bkt/x|endpoint=http://127.0.0.1:9|operation-timeout=5", {}), "",
-                     UINT64_MAX, false);
+  S3Storage endpoint(
+      core::parse_remote_url("s3://bkt/x|endpoint=http://127.0.0.1:9|operation-timeout=5", {}, remote_schemes()), "",
+      UINT64_MAX, false);
   EXPECT_EQ(endpoint.server().host_port(), "127.0.0.1:9");
   EXPECT_EQ(endpoint.server().operation_timeout_ms, 5);
   EXPECT_EQ(endpoint.object_path("abc"), "/bkt/x/abc");

@@ -6,28 +6,30 @@
 #include <memory>
 
 #include "core/remote_url.hpp"
+#include "storage/remote/schemes.hpp"
 #include "storage/remote/sharded_store.hpp"
 
 namespace kache::storage::remote {
 namespace {
 
 TEST(ShardUrl, StarStandsForEachName) {
-  const auto u = core::parse_remote_url("redis://:pw@127.0.0.1:*/2|shards=6379,6380|connect-timeout=50", {});
+  const auto u =
+      core::parse_remote_url("redis://:pw@127.0.0.1:*/2|shards=6379,6380|connect-timeout=50", {}, remote_schemes());
   EXPECT_EQ(u.shards, (std::vector<std::string>{"6379", "6380"}));
   EXPECT_EQ(u.redacted(), "redis://:***@127.0.0.1:*/2|connect-timeout=50|shards=6379,6380");
-  EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}), u);
+  EXPECT_EQ(core::parse_remote_url(u.to_string(true), {}, remote_schemes()), u);
   const auto shards = u.shard_urls();
   ASSERT_EQ(shards.size(), 2u);
   EXPECT_EQ(shards[0].to_string(true), "redis://:pw@127.0.0.1:6379/2|connect-timeout=50");
   EXPECT_EQ(shards[1].to_string(true), "redis://:pw@127.0.0.1:6380/2|connect-timeout=50");
   EXPECT_NE(shards[0].identity(), shards[1].identity());  // one breaker each
-  const auto http = core::parse_remote_url("http://cache-*.example/kache|shards=a,b,c", {});
+  const auto http = core::parse_remote_url("http://cache-*.example/kache|shards=a,b,c", {}, remote_schemes());
   EXPECT_EQ(http.shard_urls()[2].http_base(), "http://cache-c.example/kache");
-  EXPECT_EQ(core::parse_remote_url("redis://h", {}).shard_urls().size(), 1u);
+  EXPECT_EQ(core::parse_remote_url("redis://h", {}, remote_schemes()).shard_urls().size(), 1u);
   for (const char* bad : {"redis://h|shards=a,b", "redis://h*:*|shards=a", "redis://h*|shards=a,a",
                           "redis://h*|shards=", "redis://h*|shards=a b", "s3://bucket*|shards=a", "file:///x*|shards=a",
                           "redis://h*", "redis://h:*|shards=1,99999"}) {
-    EXPECT_THROW(core::parse_remote_url(bad, {}), core::RemoteUrlError) << bad;
+    EXPECT_THROW(core::parse_remote_url(bad, {}, remote_schemes()), core::RemoteUrlError) << bad;
   }
 }
 

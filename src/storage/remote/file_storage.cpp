@@ -11,6 +11,7 @@
 #include <ctime>
 #include <vector>
 
+#include "core/config.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "util/fs.hpp"
 
@@ -49,7 +50,43 @@ std::vector<std::string> names_in(const std::string& dir) {
   return out;
 }
 
+// /PATH: the shared directory, kept without a trailing '/'.
+void parse_file_address(std::string_view text, core::RemoteUrl& url) {
+  if (text.empty() || text.front() != '/') throw core::RemoteUrlProblem("expected file:///absolute/path");
+  if (text.size() < 2 || !core::valid_url_path(text) || text.find('%') != std::string_view::npos) {
+    throw core::RemoteUrlProblem("invalid character in the path (no blank, '%', '?', '#', '|' or '\\')");
+  }
+  while (text.size() > 1 && text.back() == '/') text.remove_suffix(1);
+  url.path = std::string(text);
+}
+
+// max-size=SIZE, kept in bytes; 0 is none, the default, which a URL does not print.
+void parse_file_attribute(std::string_view, std::optional<std::string_view> value, core::RemoteUrl& url) {
+  std::uint64_t bytes = 0;
+  if (!value || !core::parse_size(std::string(*value), bytes)) {
+    throw core::RemoteUrlProblem("max-size takes a size (e.g. 500G)");
+  }
+  url.set_attribute("max-size", bytes == 0 ? std::nullopt : std::optional(std::to_string(bytes)));
+}
+
+constexpr std::string_view kFileAttributes[] = {"max-size"};
+
 }  // namespace
+
+const core::SchemeRules file_scheme = {
+    .name = "file",
+    .family = "file",
+    .attributes = kFileAttributes,
+    .attributes_apply_to = "file URLs only",
+    .shown_attribute_values = kFileAttributes,
+    .parse_address = parse_file_address,
+    .parse_attribute = parse_file_attribute,
+};
+
+std::uint64_t file_max_size(const core::RemoteUrl& url) {
+  const std::optional<std::string> bytes = url.attribute("max-size");
+  return bytes ? std::stoull(*bytes) : 0;
+}
 
 FileStorage::FileStorage(core::RemoteUrl url, std::uint64_t max_body, bool every_remote_read_only)
     : RemoteBackend(url, every_remote_read_only), url_(std::move(url)), max_body_(max_body) {}
@@ -151,19 +188,21 @@ std::optional<MaintenanceOutcome> FileStorage::maintain(const Maintenance& what)
   if (what.kind == Maintenance::Kind::evict_older_than) {
     return MaintenanceOutcome{name(), evict_older_than(what.max_age_s), 0, ""};
   }
-  if (url_.max_size == 0) return std::nullopt;
-  return MaintenanceOutcome{name(), trim_to_max_size(), url_.max_size, ""};
+  const std::uint64_t max_size = file_max_size(url_);
+  if (max_size == 0) return std::nullopt;
+  return MaintenanceOutcome{name(), trim_to_max_size(), max_size, ""};
 }
 
 std::uint64_t FileStorage::trim_to_max_size() {
-  if (url_.max_size == 0) return 0;
+  const std::uint64_t max_size = file_max_size(url_);
+  if (max_size == 0) return 0;
   std::vector<Value> all = values(kRefreshAfterS);
   std::uint64_t total = 0;
   for (const Value& v : all) total += v.size;
   std::sort(all.begin(), all.end(), [](const Value& a, const Value& b) { return a.mtime < b.mtime; });
   std::uint64_t removed = 0;
   for (const Value& v : all) {
-    if (total <= url_.max_size) break;
+    if (total <= max_size) break;
     if (::unlink(v.path.c_str()) == 0) ++removed;
     total -= v.size;  // gone either way: removed here, or by another machine meanwhile
   }

@@ -13,6 +13,9 @@
 // removed). Neither fails a build. A hit refreshes the file's mtime at most once an hour, so
 // `kache --evict-older-than AGE` (run by one machine) removes what no machine has used for AGE. A
 // missing PATH is an error (a share that is not mounted), not a miss of every key.
+//
+// Its URLs (file_scheme, the scheme table's row): file:///PATH, absolute, no host, credentials or port.
+//   attribute: max-size=SIZE (what `kache -c` trims the shared directory to; none by default)
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,6 +25,10 @@
 #include "storage/remote/remote_store.hpp"
 
 namespace kache::storage::remote {
+
+extern const core::SchemeRules file_scheme;
+// The max-size= of a file URL in bytes; 0: none.
+std::uint64_t file_max_size(const core::RemoteUrl& url);
 
 class FileStorage final : public RemoteBackend {
  public:

@@ -160,7 +160,7 @@ void HttpConnection::connect(Clock::time_point deadline) {
     endpoint.resize(a.length);
     endpoints.push_back(endpoint);
   }
-  if (url_.scheme == core::Scheme::https) {
+  if (url_.scheme == "https") {
     if (!s.tls) {
       // No openssl.cnf: a system's config may name providers or engines to load as shared objects (a
       // FIPS provider, say), which a static program must not dlopen; the built-in defaults suffice.

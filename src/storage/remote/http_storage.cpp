@@ -48,7 +48,61 @@ bool is_sha256_hex(std::string_view key) {
 // Keys are hex digests; anything else is percent-encoded so it stays one path segment.
 std::string path_segment(std::string_view key) { return util::percent_encode(key); }
 
+// [userinfo@]host[:port] then the path prefix, kept without a trailing '/'.
+void parse_http_address(std::string_view text, core::RemoteUrl& url) {
+  const std::size_t slash = text.find('/');
+  core::parse_authority(text.substr(0, slash), url,
+                        {.password_needs_user = "HTTP basic authentication needs a user name before the password"});
+  std::string_view path = slash == std::string_view::npos ? std::string_view() : text.substr(slash);
+  if (!core::valid_url_path(path)) throw core::RemoteUrlProblem("invalid character in the path (no query or fragment)");
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  url.path = std::string(path);
+}
+
+constexpr std::string_view kLayoutNames[] = {"flat", "subdirs", "bazel"};  // in HttpLayout's order
+
+void parse_http_attribute(std::string_view, std::optional<std::string_view> value, core::RemoteUrl& url) {
+  const auto known = std::find(std::begin(kLayoutNames), std::end(kLayoutNames), value.value_or(""));
+  if (!value || known == std::end(kLayoutNames)) throw core::RemoteUrlProblem("layout must be flat, subdirs or bazel");
+  // subdirs is the default, which a URL does not print.
+  url.set_attribute("layout", *known == "subdirs" ? std::nullopt : std::optional<std::string>(*known));
+}
+
+// A user's password, when the URL has none, is KACHE_REMOTE_PASSWORD; without a user, the bearer token.
+void take_http_secrets(core::RemoteUrl& url, const core::RemoteSecrets& secrets) {
+  if (!url.password && !url.user.empty()) url.password = secrets.password;
+  if (url.user.empty() && secrets.bearer_token) url.bearer_token = secrets.bearer_token;
+}
+
+constexpr std::string_view kHttpAttributes[] = {"layout"};
+
+constexpr core::SchemeRules http_rules(std::string_view name, int default_port) {
+  return {
+      .name = name,
+      .family = "http(s)",
+      .default_port = default_port,
+      .shardable = true,
+      .attributes = kHttpAttributes,
+      .attributes_apply_to = "http and https URLs only",
+      .shown_attribute_values = kHttpAttributes,
+      .parse_address = parse_http_address,
+      .parse_attribute = parse_http_attribute,
+      .apply_secrets = take_http_secrets,
+  };
+}
+
 }  // namespace
+
+const core::SchemeRules http_scheme = http_rules("http", 80);
+const core::SchemeRules https_scheme = http_rules("https", 443);
+
+HttpLayout http_layout(const core::RemoteUrl& url) {
+  const std::optional<std::string> layout = url.attribute("layout");
+  if (!layout) return HttpLayout::subdirs;
+  const auto known = std::find(std::begin(kLayoutNames), std::end(kLayoutNames), *layout);
+  return known == std::end(kLayoutNames) ? HttpLayout::subdirs
+                                         : static_cast<HttpLayout>(known - std::begin(kLayoutNames));
+}
 
 HttpStorage::HttpStorage(core::RemoteUrl url, std::string ca_file, std::uint64_t max_body, bool every_remote_read_only)
     : RemoteBackend(url, every_remote_read_only),
@@ -60,13 +114,13 @@ HttpStorage::~HttpStorage() = default;
 
 std::string HttpStorage::key_path(std::string_view key) const {
   const std::string segment = path_segment(key);
-  switch (url_.layout) {
-    case core::HttpLayout::flat:
+  switch (http_layout(url_)) {
+    case HttpLayout::flat:
       return "/" + segment;
-    case core::HttpLayout::subdirs:
+    case HttpLayout::subdirs:
       if (segment.size() < 3) return "/" + segment;
       return "/" + segment.substr(0, 2) + "/" + segment.substr(2);
-    case core::HttpLayout::bazel:
+    case HttpLayout::bazel:
       // Bazel's action cache takes exactly 64 hex digits; other keys are hashed into that form.
       return "/ac/" + (is_sha256_hex(key) ? std::string(key) : util::sha256(key).hex());
   }

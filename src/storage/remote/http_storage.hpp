@@ -12,6 +12,10 @@
 // (KACHE_REMOTE_BEARER_TOKEN). HTTPS verifies the server against the system's CAs and, when given,
 // ca_file's (remote.ca_file) besides them. A read-only URL makes put and remove do nothing. One connection is kept for
 // the process (keep-alive); not for use by two threads.
+//
+// Its URLs (http_scheme, https_scheme: the scheme table's rows), ports 80 and 443:
+//   http://[user[:password]@]host[:port][/path]     https://... likewise; shards= taken
+//   attribute: layout=flat|subdirs|bazel (default subdirs), how a key becomes a path (HttpLayout)
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,6 +27,17 @@
 #include "storage/remote/remote_store.hpp"
 
 namespace kache::storage::remote {
+
+extern const core::SchemeRules http_scheme;
+extern const core::SchemeRules https_scheme;
+
+enum class HttpLayout {
+  flat,     // <path>/<key>
+  subdirs,  // <path>/<key[0..2)>/<key[2..)>
+  bazel,    // <path>/ac/<64 hex digits> (a Bazel remote cache's action-cache namespace)
+};
+// The layout= of an http(s) URL (subdirs when it has none).
+HttpLayout http_layout(const core::RemoteUrl& url);
 
 class HttpStorage final : public RemoteBackend {
  public:

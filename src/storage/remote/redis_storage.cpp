@@ -36,7 +36,77 @@ bool is_auth_reply(const redisReply& r) {
          starts_with(r.str, n, "ERR invalid password") || starts_with(r.str, n, "ERR AUTH");
 }
 
+constexpr int kMaxDb = 1 << 20;
+
+// The database number, kept in the path as "/N" (redis://) or the query as "db=N" (redis+unix://), and
+// left out when 0, as it prints.
+std::string db_text(int db, std::string_view form) { return db == 0 ? "" : std::string(form) + std::to_string(db); }
+
+// redis://: [userinfo@]host[:port], then the database number.
+void parse_server_address(std::string_view text, core::RemoteUrl& url) {
+  const std::size_t slash = text.find('/');
+  core::parse_authority(text.substr(0, slash), url, {.bare_is_password = true});
+  const std::string_view path = slash == std::string_view::npos ? std::string_view() : text.substr(slash);
+  if (path.size() > 1) {
+    const auto db = core::parse_url_number(path.substr(1), 0, kMaxDb);
+    if (!db) throw core::RemoteUrlProblem("the path of a redis URL is the database number");
+    url.path = db_text(*db, "/");
+  }
+}
+
+// redis+unix://[[user]:password@]/path?db=N: the authority is empty or credentials only.
+void parse_socket_address(std::string_view text, core::RemoteUrl& url) {
+  const std::size_t slash = text.find('/');
+  if (slash == std::string_view::npos) throw core::RemoteUrlProblem("expected redis+unix:///absolute/path/to/socket");
+  const std::string_view authority = text.substr(0, slash);
+  if (!authority.empty()) {
+    if (authority.back() != '@') throw core::RemoteUrlProblem("a redis+unix URL has no host: redis+unix:///path");
+    core::parse_authority(std::string(authority) + "localhost", url, {.bare_is_password = true});
+    url.host.clear();
+  }
+  std::string_view path = text.substr(slash);
+  if (const std::size_t q = path.find('?'); q != std::string_view::npos) {
+    const std::string_view query = path.substr(q + 1);
+    path = path.substr(0, q);
+    if (query.substr(0, 3) != "db=") throw core::RemoteUrlProblem("the only query is ?db=N");
+    const auto db = core::parse_url_number(query.substr(3), 0, kMaxDb);
+    if (!db) throw core::RemoteUrlProblem("the database must be a number");
+    url.query = db_text(*db, "db=");
+  }
+  if (path.size() < 2 || !core::valid_url_path(path)) throw core::RemoteUrlProblem("missing or invalid socket path");
+  url.path = std::string(path);
+}
+
+void take_password(core::RemoteUrl& url, const core::RemoteSecrets& secrets) {
+  if (!url.password) url.password = secrets.password;
+}
+
+constexpr std::string_view kShownQuery[] = {"db"};
+
 }  // namespace
+
+const core::SchemeRules redis_scheme = {
+    .name = "redis",
+    .family = "redis",
+    .default_port = 6379,
+    .shardable = true,
+    .parse_address = parse_server_address,
+    .apply_secrets = take_password,
+};
+
+const core::SchemeRules redis_unix_scheme = {
+    .name = "redis+unix",
+    .family = "redis",
+    .shown_query_values = kShownQuery,
+    .parse_address = parse_socket_address,
+    .apply_secrets = take_password,
+};
+
+int redis_db(const core::RemoteUrl& url) {
+  const std::string& text = url.scheme == redis_unix_scheme.name ? url.query : url.path;
+  const std::size_t digits = text.find_first_of("0123456789");
+  return digits == std::string::npos ? 0 : std::stoi(text.substr(digits));
+}
 
 void RedisStorage::ContextDeleter::operator()(redisContext* c) const { redisFree(c); }
 void RedisStorage::ReplyDeleter::operator()(redisReply* r) const { freeReplyObject(r); }
@@ -149,7 +219,7 @@ void RedisStorage::connect() {
   if (context_) return;
   queued_.clear();
   const auto connect_until = Clock::now() + std::chrono::milliseconds(url_.connect_timeout_ms);
-  if (url_.scheme == core::Scheme::redis_unix) {
+  if (url_.scheme == redis_unix_scheme.name) {
     errno = 0;
     context_.reset(redisConnectUnixWithTimeout(url_.path.c_str(), to_timeval(url_.connect_timeout_ms)));
   } else {
@@ -193,7 +263,7 @@ void RedisStorage::connect() {
       append({"AUTH", url_.user, *url_.password}, "AUTH");
     }
   }
-  if (url_.db != 0) append({"SELECT", std::to_string(url_.db)}, "SELECT");
+  if (const int db = redis_db(url_); db != 0) append({"SELECT", std::to_string(db)}, "SELECT");
 }
 
 std::optional<std::string> RedisStorage::get(std::string_view key) {

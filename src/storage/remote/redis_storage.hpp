@@ -9,6 +9,12 @@
 // Failures throw RemoteError: refused, reset or closed connection and error replies = error; connect or
 // command that ran past its timeout (a black-holed server) = timeout; AUTH refused, or a command
 // answered NOAUTH/WRONGPASS/NOPERM = auth. A read-only URL makes put and remove do nothing.
+//
+// Its URLs (redis_scheme, redis_unix_scheme: the scheme table's rows):
+//   redis://[[user]:password@]host[:port][/db]     (also "password@host", as ccache reads it); port 6379
+//   redis+unix://[[user]:password@]/path/to/socket[?db=N]
+// No attributes of their own; redis:// takes shards=. The password, when the URL has none, is
+// KACHE_REMOTE_PASSWORD's.
 #include <chrono>
 #include <initializer_list>
 #include <memory>
@@ -23,6 +29,11 @@ struct redisContext;
 struct redisReply;
 
 namespace kache::storage::remote {
+
+extern const core::SchemeRules redis_scheme;
+extern const core::SchemeRules redis_unix_scheme;
+// The database a redis or redis+unix URL selects (0 when it names none).
+int redis_db(const core::RemoteUrl& url);
 
 class RedisStorage final : public RemoteBackend {
  public:

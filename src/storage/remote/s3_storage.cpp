@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 
+#include "storage/remote/http_storage.hpp"
 #include "storage/remote/remote_failure.hpp"
+#include "storage/remote/schemes.hpp"
 #include "storage/remote/sigv4.hpp"
 #include "util/hash.hpp"
 #include "util/text.hpp"
@@ -42,23 +44,109 @@ bool signature_refusal(const std::string& code) {
 }
 
 bool path_style(const core::RemoteUrl& url) {
-  if (url.addressing == core::S3Addressing::automatic) return !url.endpoint.empty();
-  return url.addressing == core::S3Addressing::path;
+  const S3Addressing addressing = s3_addressing(url);
+  if (addressing == S3Addressing::automatic) return url.attribute("endpoint").has_value();
+  return addressing == S3Addressing::path;
 }
+
+// S3 bucket names: 3 to 63 lowercase letters, digits, '-' and '.' (AWS's rules; no credentials, no port).
+bool valid_bucket(std::string_view bucket) {
+  if (bucket.size() < 3 || bucket.size() > 63) return false;
+  for (char c : bucket) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  }
+  return true;
+}
+
+// BUCKET[/PREFIX]: the bucket as the host, the prefix as the path (no trailing '/').
+void parse_s3_address(std::string_view text, core::RemoteUrl& url) {
+  const std::size_t slash = text.find('/');
+  const std::string_view bucket = text.substr(0, slash);
+  if (!valid_bucket(bucket)) {
+    throw core::RemoteUrlProblem(
+        "expected s3://BUCKET[/PREFIX], the bucket 3 to 63 lowercase letters, digits, '-' or '.'");
+  }
+  url.host = std::string(bucket);
+  std::string_view prefix = slash == std::string_view::npos ? std::string_view() : text.substr(slash);
+  if (!core::valid_url_path(prefix) || prefix.find('%') != std::string_view::npos) {
+    throw core::RemoteUrlProblem("invalid character in the prefix");
+  }
+  while (!prefix.empty() && prefix.back() == '/') prefix.remove_suffix(1);
+  url.path = std::string(prefix);
+}
+
+// An AWS region name: lowercase letters, digits and '-' ("us-east-1", "eu-central-1"); S3-compatible
+// servers take any such word ("garage", "auto").
+bool valid_region(std::string_view region) {
+  if (region.empty() || region.size() > 64) return false;
+  for (char c : region) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+// An endpoint= is an http(s) URL of a host and port alone: credentials go in the environment, and a path
+// would make request paths ambiguous.
+void check_endpoint(std::string_view endpoint) {
+  core::RemoteUrl server;
+  try {
+    server = core::parse_remote_url(endpoint, core::RemoteSecrets{}, remote_schemes());
+  } catch (const core::RemoteUrlError&) {
+    throw core::RemoteUrlProblem("endpoint takes http://HOST[:PORT] or https://HOST[:PORT]");
+  }
+  const bool http = server.scheme == http_scheme.name || server.scheme == https_scheme.name;
+  if (!http || !server.user.empty() || server.password || !server.path.empty()) {
+    throw core::RemoteUrlProblem("endpoint takes http://HOST[:PORT] or https://HOST[:PORT] (no credentials, no path)");
+  }
+}
+
+void parse_s3_attribute(std::string_view name, std::optional<std::string_view> given, core::RemoteUrl& url) {
+  const std::string_view value = given.value_or("");
+  if (name == "region") {
+    if (!valid_region(value)) throw core::RemoteUrlProblem("region takes a name of lowercase letters, digits and '-'");
+  } else if (name == "endpoint") {
+    check_endpoint(value);
+  } else if (value != "path" && value != "virtual") {
+    throw core::RemoteUrlProblem("addressing must be path or virtual");
+  }
+  url.set_attribute(name, std::string(value));
+}
+
+constexpr std::string_view kS3Attributes[] = {"region", "endpoint", "addressing"};
+constexpr std::string_view kS3ShownValues[] = {"region", "addressing"};
+constexpr std::string_view kS3UrlValues[] = {"endpoint"};
 
 }  // namespace
 
-std::string s3_region(const core::RemoteUrl& url) { return url.region.empty() ? "us-east-1" : url.region; }
+const core::SchemeRules s3_scheme = {
+    .name = "s3",
+    .family = "s3",
+    .attributes = kS3Attributes,
+    .attributes_apply_to = "s3 URLs only",
+    .shown_attribute_values = kS3ShownValues,
+    .url_attribute_values = kS3UrlValues,
+    .parse_address = parse_s3_address,
+    .parse_attribute = parse_s3_attribute,
+};
+
+S3Addressing s3_addressing(const core::RemoteUrl& url) {
+  const std::optional<std::string> addressing = url.attribute("addressing");
+  if (!addressing) return S3Addressing::automatic;
+  return *addressing == "path" ? S3Addressing::path : S3Addressing::virtual_hosted;
+}
+
+std::string s3_region(const core::RemoteUrl& url) { return url.attribute("region").value_or("us-east-1"); }
 
 core::RemoteUrl s3_endpoint(const core::RemoteUrl& url) {
   core::RemoteUrl server;
-  if (url.endpoint.empty()) {
-    server.scheme = core::Scheme::https;
-    const std::string bucket_part = url.addressing == core::S3Addressing::path ? "" : url.host + ".";
-    server.host = bucket_part + "s3." + s3_region(url) + ".amazonaws.com";
-  } else {
+  if (const std::optional<std::string> endpoint = url.attribute("endpoint")) {
     // Checked when url was parsed: an http(s) URL of a host and port alone.
-    server = core::parse_remote_url(url.endpoint, core::RemoteSecrets{});
+    server = core::parse_remote_url(*endpoint, core::RemoteSecrets{}, remote_schemes());
+  } else {
+    server.scheme = std::string(https_scheme.name);
+    server.default_port = https_scheme.default_port;
+    const std::string bucket_part = s3_addressing(url) == S3Addressing::path ? "" : url.host + ".";
+    server.host = bucket_part + "s3." + s3_region(url) + ".amazonaws.com";
   }
   server.connect_timeout_ms = url.connect_timeout_ms;
   server.operation_timeout_ms = url.operation_timeout_ms;

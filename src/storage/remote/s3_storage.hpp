@@ -10,6 +10,12 @@
 // AuthorizationHeaderMalformed) = auth; 404 NoSuchBucket and anything else = error. The error body's
 // S3 code and message (parse_s3_error) go into the failure's message. One connection per process;
 // not for use by two threads.
+//
+// Its URLs (s3_scheme, the scheme table's row): s3://BUCKET[/PREFIX], no credentials in them (they come
+// from the environment or the shared credentials file, aws_credentials.hpp), no port, no shards=.
+//   attributes: region=NAME (us-east-1) | endpoint=http[s]://HOST[:PORT] (an S3-compatible server; AWS's
+//               own when absent) | addressing=path|virtual (S3Addressing; virtual for AWS, path with an
+//               endpoint)
 #include <cstdint>
 #include <ctime>
 #include <memory>
@@ -30,6 +36,14 @@ struct S3Error {
   std::string message;
 };
 S3Error parse_s3_error(std::string_view body);
+
+extern const core::SchemeRules s3_scheme;
+
+// How an S3 request names the bucket: in the host name (BUCKET.s3.REGION.amazonaws.com) or in the path
+// (ENDPOINT/BUCKET/KEY). automatic: virtual-hosted on AWS, path-style with an endpoint= (MinIO, Ceph,
+// Swift and most S3-compatible servers answer path-style on one host name).
+enum class S3Addressing { automatic, path, virtual_hosted };
+S3Addressing s3_addressing(const core::RemoteUrl& url);
 
 class S3Storage final : public RemoteBackend {
  public:

@@ -1,5 +1,6 @@
 #include "storage/remote/schemes.hpp"
 
+#include <array>
 #include <stdexcept>
 
 #include "storage/remote/file_storage.hpp"
@@ -27,22 +28,32 @@ std::unique_ptr<RemoteBackend> make_file(const core::RemoteUrl& url, const Remot
   return std::make_unique<FileStorage>(url, options.max_entry_size, options.read_only);
 }
 
+// The order is the one messages list the schemes in ("unsupported scheme 'ftp' (redis, ...)").
 constexpr SchemeRow kSchemes[] = {
-    {core::Scheme::redis, make_redis}, {core::Scheme::redis_unix, make_redis},
-    {core::Scheme::http, make_http},   {core::Scheme::https, make_http},
-    {core::Scheme::s3, make_s3},       {core::Scheme::file, make_file},
+    {&redis_scheme, make_redis}, {&redis_unix_scheme, make_redis},
+    {&http_scheme, make_http},   {&https_scheme, make_http},
+    {&s3_scheme, make_s3},       {&file_scheme, make_file},
 };
 
 }  // namespace
 
 std::span<const SchemeRow> scheme_rows() { return kSchemes; }
 
+core::RemoteSchemes remote_schemes() {
+  static const auto rules = [] {
+    std::array<const core::SchemeRules*, std::size(kSchemes)> out{};
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = kSchemes[i].rules;
+    return out;
+  }();
+  return rules;
+}
+
 std::unique_ptr<RemoteBackend> make_remote_storage(const core::RemoteUrl& url, const RemoteStoreOptions& options) {
   for (const SchemeRow& row : kSchemes) {
-    if (row.scheme == url.scheme) return row.make(url, options);
+    if (row.rules->name == url.scheme) return row.make(url, options);
   }
-  // core/remote_url parses no scheme without a row (a unit test holds the two lists together).
-  throw std::logic_error(std::string("no storage backend for the scheme ") + core::scheme_name(url.scheme));
+  // A URL parsed with remote_schemes() names one of the rows.
+  throw std::logic_error("no storage backend for the scheme " + url.scheme);
 }
 
 }  // namespace kache::storage::remote
