@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <utility>
 #include <charconv>
 #include <cstdlib>
 
@@ -454,8 +455,14 @@ void order_attributes(RemoteUrl& url, const SchemeRules& rules) {
   const auto rank = [&](const RemoteAttribute& a) {
     return std::find(rules.attributes.begin(), rules.attributes.end(), a.name) - rules.attributes.begin();
   };
-  std::stable_sort(url.attributes.begin(), url.attributes.end(),
-                   [&](const RemoteAttribute& a, const RemoteAttribute& b) { return rank(a) < rank(b); });
+  // By rank, equal ranks in the written order: std::sort over (rank, position), not std::stable_sort
+  // (libstdc++ 12's stable_sort takes std::get_temporary_buffer, which clang 19 warns is deprecated).
+  std::vector<std::pair<std::ptrdiff_t, std::size_t>> order;
+  for (std::size_t i = 0; i < url.attributes.size(); ++i) order.emplace_back(rank(url.attributes[i]), i);
+  std::sort(order.begin(), order.end());
+  std::vector<RemoteAttribute> sorted;
+  for (const auto& [r, i] : order) sorted.push_back(std::move(url.attributes[i]));
+  url.attributes = std::move(sorted);
 }
 
 RemoteUrl parse_checked(std::string_view spec, RemoteSchemes schemes) {
