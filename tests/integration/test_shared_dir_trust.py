@@ -80,16 +80,16 @@ class SharedDirTrust(kachetest.KacheTestCase):
         self.compile("a", self.path("cache-a"), USER_A)
         from_a = self.shared_files()
         self.assertTrue(from_a)
+        # B publishes b.c into A's shard directories, and hits A's a.c.
+        self.compile("b", self.path("cache-b"), USER_B)
+        from_b = [f for f in self.shared_files() if f not in from_a]
+        self.assertTrue(from_b, "B's publish failed")
         for f in from_a:
             st = os.stat(f)
             self.assertEqual((st.st_uid, st.st_gid), (USER_A, GROUP), f)
             self.assertEqual(stat.S_IMODE(st.st_mode) & 0o060, 0o060, f"{f}: {oct(st.st_mode)}")
             d = os.stat(os.path.dirname(f))
             self.assertEqual(stat.S_IMODE(d.st_mode) & 0o2070, 0o2070, f"{os.path.dirname(f)}: {oct(d.st_mode)}")
-        # B publishes b.c into A's shard directories, and hits A's a.c.
-        self.compile("b", self.path("cache-b"), USER_B)
-        from_b = [f for f in self.shared_files() if f not in from_a]
-        self.assertTrue(from_b, "B's publish failed")
         self.assertTrue(all(os.stat(f).st_uid == USER_B for f in from_b))
         self.assertEqual(self.stats(self.path("cache-b"), USER_B)["remote_errors"], 0)
         self.compile("a", self.path("cache-b"), USER_B)
