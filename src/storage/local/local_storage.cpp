@@ -61,6 +61,14 @@ std::int64_t mtime_ns(const struct stat& st) {
 
 std::uint64_t sub_sat(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
 
+// Creates the directories of `relative` below the cache dir; a link or file standing in the way is an
+// error (ELOOP, ENOTDIR), never followed.
+void make_directories(const util::Beneath& root, const std::string& relative) {
+  std::string refused;
+  if (root.create_directories(relative, 0777, &refused)) return;
+  throw_errno(refused == "a symbolic link" ? ELOOP : ENOTDIR, "create directory " + util::join_path(root.path(), relative));
+}
+
 // Exclusive flock on <dir>/<name> for the lifetime of the object. flock locks belong to the open file
 // description, so this excludes other processes and other LocalStorage objects alike.
 class ShardLock {
@@ -68,8 +76,8 @@ class ShardLock {
   enum class Wait { bounded, no };
   ShardLock(const util::Beneath& root, const std::string& shard_dir, const char* name = "lock",
             Wait wait = Wait::bounded) {
+    make_directories(root, shard_dir);
     std::string refused;
-    if (!root.create_directories(shard_dir, 0777, &refused)) throw_errno(ELOOP, shard_dir + " is " + refused);
     const std::string path = util::join_path(root.path(), util::join_path(shard_dir, name));
     fd_ = root.open_regular(util::join_path(shard_dir, name), O_RDWR | O_CREAT, 0666, &refused).release();
     if (fd_ < 0) throw_errno(ELOOP, path + " is " + refused);
@@ -692,8 +700,7 @@ std::string LocalStorage::put_blob(std::string_view key, std::string_view blob, 
   const std::string shard_dir = shard_at(shard);
   util::CacheUmaskScope cache_umask;
   const util::Beneath& root = writable_root();
-  std::string refused;
-  if (!root.create_directories(dir, 0777, &refused)) throw_errno(ELOOP, util::join_path(opt_.dir, dir) + ": " + refused);
+  make_directories(root, dir);
   // The slow part (writing) happens outside the lock; only publish + accounting are serialized.
   std::string tmp = root.write_temp(dir, key, blob);
   Counters counters;

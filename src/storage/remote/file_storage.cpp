@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <system_error>
 #include <ctime>
+#include <system_error>
 #include <vector>
 
 #include "core/config.hpp"
