@@ -6,7 +6,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <atomic>
+#include <random>
 #include <cerrno>
 #include <system_error>
 #include <vector>
@@ -272,6 +275,87 @@ void Beneath::rename(std::string_view from, std::string_view to) const {
                             "rename below " + path_ + ": " + (refused.empty() ? "missing directory" : refused));
   if (::renameat(from_dir.get(), from_name.c_str(), to_dir.get(), to_name.c_str()) != 0)
     throw_errno(errno, "rename " + std::string(from) + " to " + std::string(to) + " below " + path_);
+}
+
+namespace {
+
+std::string random_temp_suffix() {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<std::uint64_t>(::getpid()));
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (std::uint64_t bits = rng(), i = 0; i < 12; ++i, bits >>= 4) out += kHex[bits & 15];
+  return out;
+}
+
+// Removes what stands at name in dir; a directory is entered by descriptor (O_NOFOLLOW) and emptied first.
+bool remove_tree_at(int dir, const char* name, int depth) {
+  if (::unlinkat(dir, name, 0) == 0 || errno == ENOENT) return true;
+  if (errno != EISDIR && errno != EPERM) return false;
+  if (depth <= 0) return false;
+  const int fd = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return false;
+  }
+  bool all = true;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view entry = e->d_name;
+    if (entry == "." || entry == "..") continue;
+    all = remove_tree_at(::dirfd(d), e->d_name, depth - 1) && all;
+  }
+  ::closedir(d);
+  return ::unlinkat(dir, name, AT_REMOVEDIR) == 0 && all;
+}
+
+}  // namespace
+
+std::string Beneath::write_temp(std::string_view dir, std::string_view stem, std::string_view data) const {
+  const std::string prefix = (dir.empty() || dir == "." ? std::string() : std::string(dir) + "/") + ".tmp." +
+                             std::string(stem) + "." + std::to_string(::getpid()) + ".";
+  for (int attempt = 0;; ++attempt) {
+    const std::string name = prefix + random_temp_suffix();
+    const int fd = open_raw(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      if (errno == EEXIST && attempt < 10) continue;
+      throw_errno(errno, "create " + path_ + "/" + name);
+    }
+    try {
+      write_fully(fd, data, path_ + "/" + name);
+    } catch (...) {
+      ::close(fd);
+      unlink_file(name);
+      throw;
+    }
+    // close() may report a deferred write error (NFS, quota); it is not retried on EINTR (fd is gone).
+    if (::close(fd) != 0 && errno != EINTR) {
+      const int err = errno;
+      unlink_file(name);
+      throw_errno(err, "close " + path_ + "/" + name);
+    }
+    return name;
+  }
+}
+
+void Beneath::write_atomic(std::string_view relative, std::string_view data) const {
+  const std::size_t cut = relative.rfind('/');
+  const std::string_view dir = cut == std::string_view::npos ? std::string_view() : relative.substr(0, cut);
+  const std::string_view stem = cut == std::string_view::npos ? relative : relative.substr(cut + 1);
+  const std::string tmp = write_temp(dir, stem, data);
+  try {
+    rename(tmp, relative);
+  } catch (...) {
+    unlink_file(tmp);
+    throw;
+  }
+}
+
+bool Beneath::remove_tree(std::string_view relative) const {
+  std::string name;
+  UniqueFd parent = open_parent(relative, &name, nullptr);
+  if (parent.get() < 0) return false;
+  return remove_tree_at(parent.get(), name.c_str(), 64);
 }
 
 }  // namespace kache::util

@@ -71,6 +71,16 @@ class Beneath {
   // Renames `from` to `to`, both below the root, resolved without links (a link at `to` is replaced,
   // never followed). Throws std::system_error (EISDIR when `to` is a directory).
   void rename(std::string_view from, std::string_view to) const;
+  // Writes data to a new file "<dir>/.tmp.<stem>.<pid>.<random>" below the root (O_EXCL, mode 0666 &
+  // ~umask) and returns its path relative to the root; the caller renames it into place or unlinks it.
+  // Throws std::system_error (leaving no file) on failure, ELOOP when `dir` is reached only by a link.
+  std::string write_temp(std::string_view dir, std::string_view stem, std::string_view data) const;
+  // write_temp beside `relative`, then rename over it: readers see the old content or the new one.
+  void write_atomic(std::string_view relative, std::string_view data) const;
+  // Removes `relative` and, when it is a real directory, everything below it; links are removed, never
+  // followed, and no directory is entered through one. False when something stayed (depth past 64,
+  // permissions).
+  bool remove_tree(std::string_view relative) const;
 
  private:
   // The directory holding the last component of `relative` and that component's name.

@@ -166,7 +166,7 @@ def tiny_source(tag, extra=""):
             f"int host_{tag}_z() {{ return 7; }}\n{extra}")
 
 
-# An LD_PRELOAD hook for the killed-writer tests: counts kache's write()/rename() calls on files under
+# An LD_PRELOAD hook for the killed-writer tests: counts kache's write()/rename()/renameat() calls on files under
 # SHIM_DIR and SIGKILLs the process at the SHIM_AT-th one (SHIM_OP=write: after writing half of that
 # buffer; rename: before the rename; renamed: right after it). SHIM_OP=fail-entry-rename makes every
 # publication of a store entry (a rename from ".tmp.<64 hex>...") fail with EIO instead, so that a
@@ -247,6 +247,25 @@ int rename(const char* from, const char* to) {
     }
   }
   return real(from, to);
+}
+
+/* The store publishes below the cache dir's descriptor (util::Beneath): renameat, counted with rename. */
+int renameat(int from_dir, const char* from, int to_dir, const char* to) {
+  static int (*real)(int, const char*, int, const char*);
+  if (!real) real = (int (*)(int, const char*, int, const char*))dlsym(RTLD_NEXT, "renameat");
+  if (op && fd_under(to_dir)) {
+    if (strcmp(op, "fail-entry-rename") == 0 && is_entry_temp(from)) {
+      errno = EIO;
+      return -1;
+    }
+    if ((strcmp(op, "rename") == 0 || strcmp(op, "renamed") == 0) && ++renames == at) {
+      if (strcmp(op, "rename") == 0) die();
+      int r = real(from_dir, from, to_dir, to);
+      die();
+      return r;
+    }
+  }
+  return real(from_dir, from, to_dir, to);
 }
 """
 

@@ -149,5 +149,37 @@ TEST_F(BeneathTest, ReadRegularIsBounded) {
   EXPECT_EQ(refused, "too large");
 }
 
+TEST_F(BeneathTest, WriteAtomicReplacesALinkAndRefusesALinkedDirectory) {
+  fs::create_symlink(outside_ + "/secret", root_ + "/d/key");
+  fs::create_symlink(outside_, root_ + "/linked");
+  Beneath b(root_);
+  const mode_t old = ::umask(002);
+  b.write_atomic("d/key", "new");
+  ::umask(old);
+  EXPECT_EQ(b.read_regular("d/key"), "new");
+  struct stat st {};
+  ASSERT_EQ(::stat((root_ + "/d/key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0664u) << "0666 less the umask";
+  EXPECT_THROW(b.write_atomic("linked/key", "x"), std::system_error);
+  EXPECT_FALSE(fs::exists(outside_ + "/key"));
+  std::ifstream in(outside_ + "/secret");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "outside");
+  for (const auto& e : fs::directory_iterator(root_ + "/d")) EXPECT_FALSE(e.path().filename().string().starts_with(".tmp."));
+}
+
+TEST_F(BeneathTest, RemoveTreeNeverEntersALink) {
+  fs::create_directories(root_ + "/tree/sub");
+  std::ofstream(root_ + "/tree/sub/f") << "x";
+  fs::create_symlink(outside_, root_ + "/tree/sub/out");
+  fs::create_symlink(outside_, root_ + "/tree/out");
+  Beneath b(root_);
+  EXPECT_TRUE(b.remove_tree("tree"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(root_ + "/tree")));
+  EXPECT_TRUE(fs::exists(outside_ + "/secret"));
+  fs::create_symlink(outside_, root_ + "/top");
+  EXPECT_TRUE(b.remove_tree("top")) << "a link is removed itself";
+  EXPECT_TRUE(fs::exists(outside_ + "/secret"));
+}
+
 }  // namespace
 }  // namespace kache::util

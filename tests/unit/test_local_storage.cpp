@@ -1,11 +1,14 @@
-// Unit tests for the local disk store: format, corruption handling, LRU size bound, concurrency.
+// Unit tests for the local disk store: format, corruption handling, LRU size bound, concurrency, and what
+// others plant in a group-shared cache dir (links, FIFOs, directories).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
 
+#include <csignal>
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -696,6 +699,88 @@ TEST_F(LocalStorageTest, RecompressKeepsValuesAndExactCounters) {
   check_all("after -X 1");
   EXPECT_EQ(to1.unreadable, 1u);
   EXPECT_FALSE(s.get(bad));  // still corrupt, found by the read as before
+}
+
+// A group-shared cache dir (cache.umask) is one others can write: what they plant there, and where it
+// must never lead: a directory outside the cache holding a file the user cares about, old enough for
+// any eviction. A stuck open kills the test (fails it) instead of hanging the suite.
+class PlantedInTheCacheDir : public LocalStorageTest {
+ protected:
+  void SetUp() override {
+    fs::create_directories(outside_);
+    std::ofstream(outside_ + "/id_rsa") << "secret";
+    ::alarm(20);
+  }
+  void TearDown() override {
+    ::alarm(0);
+    fs::remove_all(outside_);
+  }
+  bool outside_intact() const {
+    std::ifstream in(outside_ + "/id_rsa");
+    return std::string((std::istreambuf_iterator<char>(in)), {}) == "secret";
+  }
+  std::string outside_ = dir_.path() + "-outside";
+};
+
+TEST_F(PlantedInTheCacheDir, ALinkAtAnEntryIsAMissNeverRead) {
+  auto s = make();
+  const std::string key = key_of("linked");
+  s.put(key, "value");
+  fs::rename(entry_file(key), outside_ + "/entry");
+  fs::create_symlink(outside_ + "/entry", entry_file(key));
+  EXPECT_EQ(s.get(key), std::nullopt) << "a link's target is never read";
+  s.put(key, "new value");
+  EXPECT_FALSE(fs::is_symlink(entry_file(key)));
+  EXPECT_EQ(s.get(key), "new value");
+  EXPECT_TRUE(fs::exists(outside_ + "/entry"));
+}
+
+TEST_F(PlantedInTheCacheDir, AFifoAtAnEntryOrCountersNeverWaits) {
+  auto s = make();
+  const std::string key = key_of("fifo");
+  s.put(key, "value");
+  fs::remove(entry_file(key));
+  ASSERT_EQ(::mkfifo(entry_file(key).c_str(), 0666), 0);
+  const std::string counters = dir_.path() + "/" + key.substr(0, 1) + "/size";
+  fs::remove(counters);
+  ASSERT_EQ(::mkfifo(counters.c_str(), 0666), 0);
+  EXPECT_EQ(s.get(key), std::nullopt);
+  EXPECT_EQ(s.entry_count(), 0u) << "recounted from the regular files";
+  s.put(key, "value");
+  EXPECT_EQ(s.get(key), "value");
+  EXPECT_EQ(s.entry_count(), 1u);
+}
+
+TEST_F(PlantedInTheCacheDir, ADirectoryAtAnEntryIsAMissThatTheNextPutReplaces) {
+  auto s = make();
+  const std::string key = key_of("dir");
+  fs::create_directories(entry_file(key) + "/inner");
+  fs::create_symlink(outside_, entry_file(key) + "/inner/out");
+  EXPECT_EQ(s.get(key), std::nullopt);
+  s.put(key, "value");
+  EXPECT_EQ(s.get(key), "value");
+  EXPECT_TRUE(outside_intact());
+}
+
+TEST_F(PlantedInTheCacheDir, EvictionCleanupAndClearNeverEnterALink) {
+  auto s = make(1);  // every put evicts what it can
+  // A shard and a <k1k2> directory that are links to the outside directory, which holds entry-like files.
+  const std::string key = key_of("victim", '0');
+  fs::create_directories(outside_ + "/" + key.substr(1, 2));
+  std::ofstream(outside_ + "/" + key.substr(1, 2) + "/" + key) << "secret";
+  fs::create_symlink(outside_, dir_.path() + "/0");
+  fs::create_directories(dir_.path() + "/1");
+  fs::create_symlink(outside_, dir_.path() + "/1/23");
+  std::ofstream(outside_ + "/1" + key.substr(1)) << "old";
+  for (const auto& e : fs::recursive_directory_iterator(outside_)) set_mtime(e.path().string(), 1000);
+  s.put(key_of("other", '1'), "value");
+  s.local().evict_older_than(1);
+  s.local().cleanup();
+  s.clear();
+  s.put(key_of("again", '1'), "value");
+  EXPECT_TRUE(outside_intact());
+  EXPECT_TRUE(fs::exists(outside_ + "/" + key.substr(1, 2) + "/" + key));
+  EXPECT_TRUE(fs::exists(outside_ + "/1" + key.substr(1)));
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // Unit tests for the remote breaker: state shared through files, one prober at a time, a fake clock.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "servers.hpp"
@@ -84,6 +87,32 @@ TEST_F(BreakerTest, CorruptStateFileMeansClosed) {
     if (e.path().extension() == ".state") util::write_file(e.path().string(), "garbage");
   }
   EXPECT_EQ(a.decide(), Breaker::Decision::use);
+}
+
+// The state directory lies in the cache dir, which a group may share: a FIFO planted at the state or
+// probe file never waits (a stuck call kills the test), a link there is never written through.
+TEST_F(BreakerTest, PlantedFifosAndLinksAreNeitherWaitedOnNorFollowed) {
+  Breaker a(options(), "redis://h:1/0");
+  for (int i = 0; i < 3; ++i) a.record_failure();
+  std::filesystem::create_directories(dir + "/outside");
+  util::write_file(dir + "/outside/profile", "mine");
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/remote")) {
+    const std::string path = e.path().string();
+    std::filesystem::remove(path);
+    if (e.path().extension() == ".state") {
+      ASSERT_EQ(::mkfifo(path.c_str(), 0666), 0);
+    }
+  }
+  ::alarm(20);
+  EXPECT_EQ(a.decide(), Breaker::Decision::use) << "an unreadable state is closed";
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/remote")) {
+    std::filesystem::remove(e.path());
+    std::filesystem::create_symlink(dir + "/outside/profile", e.path());
+  }
+  for (int i = 0; i < 3; ++i) a.record_failure();
+  a.decide();
+  ::alarm(0);
+  EXPECT_EQ(util::read_file(dir + "/outside/profile"), "mine");
 }
 
 }  // namespace

@@ -1,17 +1,22 @@
 // Unit tests for the shared-directory remote (file:///PATH): the URL, publication by rename, a vanished
-// or cut-short file, an unmounted share, read-only, eviction by age and maintain().
+// or cut-short file, an unmounted share, read-only, eviction by age and maintain(), and what others
+// plant in the share (links, FIFOs, directories) and the cache umask.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 #include <utime.h>
 
+#include <unistd.h>
+
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 
 #include "core/remote_url.hpp"
 #include "storage/remote/file_storage.hpp"
 #include "storage/remote/remote_failure.hpp"
 #include "storage/remote/schemes.hpp"
+#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 
 namespace kache::storage::remote {
@@ -146,6 +151,101 @@ TEST_F(SharedDirectory, MaintainsWhatItKeepsUnlessReadOnly) {
   EXPECT_EQ(trimmed->removed, 1u);
   EXPECT_EQ(trimmed->max_size, 150u);
   EXPECT_EQ(files(), std::vector<std::string>{"cc/cccccc"});
+}
+
+// What others may plant in the share, and where it must never lead: a directory outside the share
+// holding a file the user cares about, old enough for any eviction.
+class PlantedInTheShare : public SharedDirectory {
+ protected:
+  void SetUp() override {
+    SharedDirectory::SetUp();
+    outside_ = dir_ + "-outside";
+    std::filesystem::remove_all(outside_);
+    std::filesystem::create_directories(outside_);
+    util::write_file(outside_ + "/id_rsa", "secret");  // a key's name, as far as the share can tell
+    const std::time_t long_ago = std::time(nullptr) - 30 * 86400;
+    const struct utimbuf old_times { long_ago, long_ago };
+    ::utime((outside_ + "/id_rsa").c_str(), &old_times);
+    // A stuck call kills the test (fails it) instead of hanging the suite.
+    ::alarm(20);
+  }
+  void TearDown() override {
+    ::alarm(0);
+    std::filesystem::remove_all(outside_);
+    SharedDirectory::TearDown();
+  }
+  bool outside_intact() const {
+    std::ifstream in(outside_ + "/id_rsa");
+    return std::string((std::istreambuf_iterator<char>(in)), {}) == "secret" &&
+           std::filesystem::directory_iterator(outside_) != std::filesystem::directory_iterator() &&
+           std::distance(std::filesystem::directory_iterator(outside_), std::filesystem::directory_iterator()) == 1;
+  }
+  std::string outside_;
+};
+
+TEST_F(PlantedInTheShare, EvictionAndTrimNeverFollowALink) {
+  auto s = store("|max-size=1");
+  std::filesystem::create_symlink(outside_, dir_ + "/zz");                        // a shard that is a link
+  std::filesystem::create_directories(dir_ + "/ab");
+  std::filesystem::create_symlink(outside_ + "/id_rsa", dir_ + "/ab/abcdef");  // a value that is a link
+  EXPECT_EQ(s.evict_older_than(60), 0u);
+  EXPECT_EQ(s.trim_to_max_size(), 0u);
+  EXPECT_TRUE(outside_intact());
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_ + "/ab/abcdef")) << "only regular entry files are deleted";
+}
+
+TEST_F(PlantedInTheShare, APublishNeverFollowsALinkedShard) {
+  auto s = store();
+  std::filesystem::create_symlink(outside_, dir_ + "/ab");
+  s.put("abcdef", "value");
+  EXPECT_TRUE(outside_intact());
+  EXPECT_TRUE(std::filesystem::is_directory(std::filesystem::symlink_status(dir_ + "/ab")))
+      << "the link is replaced by a real shard directory";
+  EXPECT_EQ(s.get("abcdef"), std::optional<std::string>("value"));
+}
+
+TEST_F(PlantedInTheShare, ALinkAtAKeyIsAMissNeverRead) {
+  auto s = store();
+  std::filesystem::create_directories(dir_ + "/ab");
+  std::filesystem::create_symlink(outside_ + "/id_rsa", dir_ + "/ab/abcdef");
+  EXPECT_EQ(s.get("abcdef"), std::nullopt);
+  s.put("abcdef", "value");
+  EXPECT_EQ(s.get("abcdef"), std::optional<std::string>("value"));
+  EXPECT_TRUE(outside_intact());
+}
+
+TEST_F(PlantedInTheShare, AFifoAtAKeyIsAMissThatNeverWaitsAndTheNextPublishReplacesIt) {
+  auto s = store();
+  std::filesystem::create_directories(dir_ + "/ab");
+  ASSERT_EQ(::mkfifo((dir_ + "/ab/abcdef").c_str(), 0666), 0);
+  EXPECT_EQ(s.get("abcdef"), std::nullopt);
+  s.put("abcdef", "value");
+  EXPECT_EQ(s.get("abcdef"), std::optional<std::string>("value"));
+}
+
+TEST_F(PlantedInTheShare, ADirectoryAtAKeyIsAMissThatTheNextPublishReplaces) {
+  auto s = store();
+  std::filesystem::create_directories(dir_ + "/ab/abcdef/inner");
+  std::filesystem::create_symlink(outside_, dir_ + "/ab/abcdef/inner/out");
+  util::write_file(dir_ + "/ab/abcdef/inner/f", "x");
+  EXPECT_EQ(s.get("abcdef"), std::nullopt);
+  s.put("abcdef", "value");
+  EXPECT_EQ(s.get("abcdef"), std::optional<std::string>("value"));
+  EXPECT_TRUE(outside_intact());
+}
+
+TEST_F(SharedDirectory, CreatesShardsAndValuesWithTheCacheUmask) {
+  auto s = store();
+  const mode_t saved = ::umask(022);
+  util::set_cache_umask(002);
+  s.put("abcdef", "value");
+  util::set_cache_umask(-1);
+  ::umask(saved);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ + "/ab").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0775u);
+  ASSERT_EQ(::stat(s.key_path("abcdef").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0664u);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/entry_format.hpp"
+#include "util/beneath.hpp"
 #include "util/cache_umask.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
@@ -60,16 +61,26 @@ std::int64_t mtime_ns(const struct stat& st) {
 
 std::uint64_t sub_sat(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
 
+// Creates the directories of `relative` below the cache dir; a link or file standing in the way is an
+// error (ELOOP, ENOTDIR), never followed.
+void make_directories(const util::Beneath& root, const std::string& relative) {
+  std::string refused;
+  if (root.create_directories(relative, 0777, &refused)) return;
+  throw_errno(refused == "a symbolic link" ? ELOOP : ENOTDIR, "create directory " + util::join_path(root.path(), relative));
+}
+
 // Exclusive flock on <dir>/<name> for the lifetime of the object. flock locks belong to the open file
 // description, so this excludes other processes and other LocalStorage objects alike.
 class ShardLock {
  public:
   enum class Wait { bounded, no };
-  explicit ShardLock(const std::string& shard_dir, const char* name = "lock", Wait wait = Wait::bounded) {
-    util::create_directories(shard_dir);
-    std::string path = util::join_path(shard_dir, name);
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw_errno(errno, "open " + path);
+  ShardLock(const util::Beneath& root, const std::string& shard_dir, const char* name = "lock",
+            Wait wait = Wait::bounded) {
+    make_directories(root, shard_dir);
+    std::string refused;
+    const std::string path = util::join_path(root.path(), util::join_path(shard_dir, name));
+    fd_ = root.open_regular(util::join_path(shard_dir, name), O_RDWR | O_CREAT, 0666, &refused).release();
+    if (fd_ < 0) throw_errno(ELOOP, path + " is " + refused);
     try {
       if (wait == Wait::no) {
         if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
@@ -93,7 +104,7 @@ class ShardLock {
 };
 
 struct EntryFile {
-  std::string path;
+  std::string path;  // relative to the cache dir
   std::int64_t mtime_ns = 0;
   std::uint64_t size = 0;
   bool companion = false;  // an explain record: counted in bytes, not in entries
@@ -112,10 +123,31 @@ constexpr std::string_view kCompanionSuffix = ".json";
 bool is_temp_name(std::string_view name) { return name.starts_with(kTempPrefix); }
 
 // A shard that is no directory (a file in its place: a cache dir nobody can store in) holds nothing.
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+bool is_directory(const util::Beneath& root, const std::string& relative) {
+  const std::optional<struct stat> st = root.lstat(relative);
+  return st && S_ISDIR(st->st_mode);
 }
+
+// A directory below the cache dir open for listing, never reached through a link.
+class Listing {
+ public:
+  explicit Listing(util::UniqueFd fd) {
+    if (fd.get() < 0) return;
+    dir_ = ::fdopendir(fd.get());
+    if (dir_) (void)fd.release();
+  }
+  ~Listing() {
+    if (dir_) ::closedir(dir_);
+  }
+  Listing(const Listing&) = delete;
+  Listing& operator=(const Listing&) = delete;
+  bool open() const { return dir_ != nullptr; }
+  dirent* next() { return dir_ ? ::readdir(dir_) : nullptr; }
+  int fd() const { return ::dirfd(dir_); }
+
+ private:
+  DIR* dir_ = nullptr;
+};
 
 // Removes ".tmp.*" files in dir older than the stale limit (callers hold the shard lock).
 void remove_stale_temp(int dirfd, const char* name, const struct stat& st, std::int64_t now) {
@@ -124,81 +156,74 @@ void remove_stale_temp(int dirfd, const char* name, const struct stat& st, std::
 
 // Removes stale ".tmp.*" files in the cache dir itself: the stats files are replaced through temp files
 // there, and a kache killed between writing one and renaming it leaves it behind.
-void remove_stale_root_temps(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;
+void remove_stale_root_temps(const util::Beneath& root) {
+  Listing d(root.open_directory("."));
   const std::int64_t now = util::now_ns();
-  while (dirent* de = ::readdir(d)) {
+  while (dirent* de = d.next()) {
     if (!is_temp_name(de->d_name)) continue;
     struct stat st {};
-    if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-      remove_stale_temp(::dirfd(d), de->d_name, st, now);
+    if (::fstatat(d.fd(), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+      remove_stale_temp(d.fd(), de->d_name, st, now);
   }
-  ::closedir(d);
 }
 
 // The <k1k2> directories of a shard, sorted; stale temp files at the shard's top (of the counters file)
 // are removed along the way when clean_temps is set.
-std::vector<std::string> list_leaves(const std::string& shard_dir, bool clean_temps) {
+std::vector<std::string> list_leaves(const util::Beneath& root, const std::string& shard_dir, bool clean_temps) {
   std::vector<std::string> leaves;
-  DIR* top = ::opendir(shard_dir.c_str());
-  if (top == nullptr) {
-    if (errno == ENOENT || errno == ENOTDIR) return leaves;
-    throw_errno(errno, "opendir " + shard_dir);
-  }
+  Listing top(root.open_directory(shard_dir));  // a link in a shard's place is never entered
   const std::int64_t now = util::now_ns();
-  while (dirent* de = ::readdir(top)) {
+  while (dirent* de = top.next()) {
     std::string_view name = de->d_name;
     if (name.starts_with('.') && !(clean_temps && is_temp_name(name))) continue;
     struct stat st {};
-    if (::fstatat(::dirfd(top), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (::fstatat(top.fd(), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
       leaves.emplace_back(name);
-    } else if (clean_temps && is_temp_name(name)) {
-      remove_stale_temp(::dirfd(top), de->d_name, st, now);
+    } else if (clean_temps && is_temp_name(name) && S_ISREG(st.st_mode)) {
+      remove_stale_temp(top.fd(), de->d_name, st, now);
     }
   }
-  ::closedir(top);
   std::sort(leaves.begin(), leaves.end());
   return leaves;
 }
 
 // Appends the entry files of one <k1k2> directory: regular files whose names do not start with '.'
 // (temp files do). Optionally removes stale temp files along the way.
-void scan_leaf(const std::string& leaf_dir, bool clean_temps, bool companions, std::vector<EntryFile>& out) {
-  DIR* d = ::opendir(leaf_dir.c_str());
-  if (d == nullptr) return;
+void scan_leaf(const util::Beneath& root, const std::string& leaf_dir, bool clean_temps, bool companions,
+               std::vector<EntryFile>& out) {
+  Listing listing(root.open_directory(leaf_dir));
+  if (!listing.open()) return;
+  const int d = listing.fd();
   const std::int64_t now = util::now_ns();
-  while (dirent* de = ::readdir(d)) {
+  while (dirent* de = listing.next()) {
     std::string_view name = de->d_name;
     struct stat st {};
     if (name.starts_with('.')) {
-      if (clean_temps && is_temp_name(name) && ::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      if (clean_temps && is_temp_name(name) && ::fstatat(d, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
           S_ISREG(st.st_mode))
-        remove_stale_temp(::dirfd(d), de->d_name, st, now);
+        remove_stale_temp(d, de->d_name, st, now);
       continue;
     }
-    if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // raced away
+    if (::fstatat(d, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // raced away
     if (!S_ISREG(st.st_mode)) continue;
     if (companions && !name.ends_with(kCompanionSuffix)) continue;
     out.push_back({util::join_path(leaf_dir, name), mtime_ns(st), static_cast<std::uint64_t>(st.st_size), companions});
   }
-  ::closedir(d);
 }
 
-std::string shard_at(const std::string& dir, int i) { return util::join_path(dir, std::string(1, kHexDigits[i])); }
+// Shard i's directory and its explain records' directory, relative to the cache dir.
+std::string shard_at(int i) { return std::string(1, kHexDigits[i]); }
 
-std::string companions_at(const std::string& dir, int i) {
-  return util::join_path(util::join_path(dir, kCompanionTree), std::string(1, kHexDigits[i]));
-}
+std::string companions_at(int i) { return util::join_path(kCompanionTree, std::string(1, kHexDigits[i])); }
 
 // The entry files of shard i and their explain records.
-std::vector<EntryFile> scan_shard(const std::string& dir, int i, bool clean_temps) {
+std::vector<EntryFile> scan_shard(const util::Beneath& root, int i, bool clean_temps) {
   std::vector<EntryFile> files;
   for (bool companions : {false, true}) {
-    const std::string top = companions ? companions_at(dir, i) : shard_at(dir, i);
-    for (const auto& leaf : list_leaves(top, clean_temps)) {
-      scan_leaf(util::join_path(top, leaf), clean_temps, companions, files);
+    const std::string top = companions ? companions_at(i) : shard_at(i);
+    for (const auto& leaf : list_leaves(root, top, clean_temps)) {
+      scan_leaf(root, util::join_path(top, leaf), clean_temps, companions, files);
     }
   }
   return files;
@@ -255,10 +280,10 @@ std::vector<Victim> victims_of(const std::vector<EntryFile>& files) {
 }
 
 // Unlinks a victim's files; returns what left the disk (a file already gone counts as gone).
-Counters unlink_victim(const Victim& v) {
-  const bool gone = ::unlink(v.paths[0].c_str()) == 0 || errno == ENOENT;
+Counters unlink_victim(const util::Beneath& root, const Victim& v) {
+  const bool gone = root.unlink_file(v.paths[0]) || !root.lstat(v.paths[0]);
   if (!gone) return {};
-  for (std::size_t i = 1; i < v.paths.size(); ++i) ::unlink(v.paths[i].c_str());
+  for (std::size_t i = 1; i < v.paths.size(); ++i) root.unlink_file(v.paths[i]);
   return v.size;
 }
 
@@ -268,13 +293,10 @@ Counters minus(Counters a, Counters b) { return {sub_sat(a.bytes, b.bytes), sub_
 // thrown and caught per shard (util::read_file) that cost a remote hit written back into a fresh cache
 // dir ~1 M instructions (the first throws of a process walk the unwind tables). "<bytes> <entries>";
 // anything else (a longer file, or the bytes alone as an older kache wrote them) is rebuilt from the files.
-std::optional<Counters> read_counters(const std::string& shard_dir) {
+std::optional<Counters> read_counters(const util::Beneath& root, const std::string& shard_dir) {
   const std::string path = util::join_path(shard_dir, "size");
-  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-    throw_errno(errno, "open " + path);
-  }
+  util::UniqueFd fd = root.open_regular(path, O_RDONLY);  // anything planted there: recounted
+  if (fd.get() < 0) return std::nullopt;
   char buf[64];
   std::size_t have = 0;
   for (;;) {
@@ -298,22 +320,24 @@ std::optional<Counters> read_counters(const std::string& shard_dir) {
   return c;
 }
 
-void write_counters(const std::string& shard_dir, Counters c) {
-  util::write_file_atomic(util::join_path(shard_dir, "size"), fmt::format("{} {}\n", c.bytes, c.entries));
+void write_counters(const util::Beneath& root, const std::string& shard_dir, Counters c) {
+  root.write_atomic(util::join_path(shard_dir, "size"), fmt::format("{} {}\n", c.bytes, c.entries));
 }
 
 // Removes the shard's counters before files are published or removed, and the counters rewritten after
 // (a put, an eviction, kache -C): a kache killed in between then leaves none (the next reader counts the
 // shard's files once) instead of counters that miss a file or still count one gone. Caller holds the lock.
-void forget_counters_locked(const std::string& shard_dir) { ::unlink(util::join_path(shard_dir, "size").c_str()); }
+void forget_counters_locked(const util::Beneath& root, const std::string& shard_dir) {
+  root.unlink_file(util::join_path(shard_dir, "size"));
+}
 
 // The shard's counters; missing or damaged ones are rebuilt from the files and written. Caller holds
 // the lock.
-Counters load_counters_locked(const std::string& dir, int i) {
-  const std::string shard_dir = shard_at(dir, i);
-  if (auto c = read_counters(shard_dir)) return *c;
-  const Counters c = count(scan_shard(dir, i, false));
-  if (is_directory(shard_dir)) write_counters(shard_dir, c);
+Counters load_counters_locked(const util::Beneath& root, int i) {
+  const std::string shard_dir = shard_at(i);
+  if (auto c = read_counters(root, shard_dir)) return *c;
+  const Counters c = count(scan_shard(root, i, false));
+  if (is_directory(root, shard_dir)) write_counters(root, shard_dir, c);
   return c;
 }
 
@@ -364,57 +388,75 @@ bool read_fd(int fd, std::string& out, std::size_t size_hint) {
 
 LocalStorage::LocalStorage(LocalStorageOptions options) : opt_(std::move(options)) {}
 
-std::string LocalStorage::entry_path(std::string_view key) const {
-  std::string p = util::join_path(opt_.dir, key.substr(0, 1));
+std::string LocalStorage::entry_path(std::string_view key) {
+  std::string p(key.substr(0, 1));
   p = util::join_path(p, key.substr(1, 2));
   return util::join_path(p, key);
 }
+
+const util::Beneath* LocalStorage::root(bool create) {
+  const std::lock_guard<std::mutex> lock(*root_mutex_);
+  if (root_) return &*root_;
+  if (create) {
+    util::CacheUmaskScope cache_umask;
+    util::create_directories(opt_.dir);  // the cache dir itself is the user's choice, a link included
+  }
+  try {
+    root_.emplace(opt_.dir);
+  } catch (const std::system_error& e) {
+    if (!create && (e.code().value() == ENOENT || e.code().value() == ENOTDIR)) return nullptr;
+    throw;
+  }
+  return &*root_;
+}
+
+const util::Beneath& LocalStorage::writable_root() { return *root(true); }
 
 namespace {
 
 int shard_number(std::string_view key) { return key[0] <= '9' ? key[0] - '0' : key[0] - 'a' + 10; }
 
-std::string companion_path(const std::string& dir, std::string_view key) {
-  std::string p = util::join_path(companions_at(dir, shard_number(key)), key.substr(1, 2));
+std::string companion_path(std::string_view key) {
+  std::string p = util::join_path(companions_at(shard_number(key)), key.substr(1, 2));
   return util::join_path(p, std::string(key) + std::string(kCompanionSuffix));
 }
 
 // Unlinks an entry's explain record, if any; returns its size (0 when there was none).
-std::uint64_t unlink_companion(const std::string& dir, std::string_view key) {
-  const std::string path = companion_path(dir, key);
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || ::unlink(path.c_str()) != 0) return 0;
-  return static_cast<std::uint64_t>(st.st_size);
+std::uint64_t unlink_companion(const util::Beneath& root, std::string_view key) {
+  const std::string path = companion_path(key);
+  const std::optional<struct stat> st = root.lstat(path);
+  if (!st || !S_ISREG(st->st_mode) || !root.unlink_file(path)) return 0;
+  return static_cast<std::uint64_t>(st->st_size);
 }
 
 // Unlinks the entry file of key (and its explain record) under the shard lock and takes them off the
 // counters. With `expect` set, only if the file is still that inode (a concurrent put may have replaced
 // a corrupt entry by a good one).
-void unlink_entry(const std::string& dir, std::string_view key, const std::string& path,
+void unlink_entry(const util::Beneath& root, std::string_view key, const std::string& path,
                   std::optional<std::pair<dev_t, ino_t>> expect) {
   util::CacheUmaskScope cache_umask;
   const int shard = shard_number(key);
-  ShardLock lock(shard_at(dir, shard));
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return;
-  if (expect && (st.st_dev != expect->first || st.st_ino != expect->second)) return;
-  Counters counters = load_counters_locked(dir, shard);
-  forget_counters_locked(shard_at(dir, shard));
-  if (::unlink(path.c_str()) != 0) {
+  ShardLock lock(root, shard_at(shard));
+  const std::optional<struct stat> st = root.lstat(path);
+  if (!st || !S_ISREG(st->st_mode)) return;  // gone, or planted: a miss the next put replaces
+  if (expect && (st->st_dev != expect->first || st->st_ino != expect->second)) return;
+  Counters counters = load_counters_locked(root, shard);
+  forget_counters_locked(root, shard_at(shard));
+  if (!root.unlink_file(path)) {
     const int err = errno;
-    write_counters(shard_at(dir, shard), counters);
+    write_counters(root, shard_at(shard), counters);
     if (err == ENOENT) return;
-    throw_errno(err, "unlink " + path);
+    throw_errno(err, "unlink " + util::join_path(root.path(), path));
   }
-  counters = minus(counters, {static_cast<std::uint64_t>(st.st_size) + unlink_companion(dir, key), 1});
-  write_counters(shard_at(dir, shard), counters);
+  counters = minus(counters, {static_cast<std::uint64_t>(st->st_size) + unlink_companion(root, key), 1});
+  write_counters(root, shard_at(shard), counters);
 }
 
 }  // namespace
 
 // The entry file of a key, open for reading, with its stat; nullopt when there is none.
 struct OpenEntry {
-  std::string path;
+  std::string path;  // relative to the cache dir
   util::UniqueFd fd;
   struct stat st {};
 };
@@ -422,21 +464,20 @@ struct OpenEntry {
 void LocalStorage::drop_corrupt(std::string_view key, const OpenEntry& e) {
   ++corrupt_found_;
   try {
-    unlink_entry(opt_.dir, key, e.path, std::pair{e.st.st_dev, e.st.st_ino});
+    unlink_entry(writable_root(), key, e.path, std::pair{e.st.st_dev, e.st.st_ino});
   } catch (...) {
     // Corruption is reported as a miss, never thrown; a read-only cache just keeps the bad file.
   }
 }
 
-std::optional<OpenEntry> LocalStorage::open_entry(std::string_view key) const {
+std::optional<OpenEntry> LocalStorage::open_entry(std::string_view key) {
   check_key(key);
+  const util::Beneath* dir = root(false);
+  if (!dir) return std::nullopt;
   std::optional<OpenEntry> e(std::in_place);
   e->path = entry_path(key);
-  e->fd.reset(::open(e->path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (e->fd.get() < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-    throw_errno(errno, "open " + e->path);
-  }
+  e->fd = dir->open_regular(e->path, O_RDONLY);  // a link, FIFO or directory there: a miss
+  if (e->fd.get() < 0) return std::nullopt;
   if (::fstat(e->fd.get(), &e->st) != 0) throw_errno(errno, "stat " + e->path);
   return e;
 }
@@ -653,52 +694,55 @@ std::string LocalStorage::put_explain_record(std::string_view key, std::string_v
 std::string LocalStorage::put_blob(std::string_view key, std::string_view blob, std::string_view suffix) {
   check_key(key);
   const bool companion = !suffix.empty();
-  const std::string path = companion ? companion_path(opt_.dir, key) : entry_path(key);
+  const std::string path = companion ? companion_path(key) : entry_path(key);
   const std::string dir = util::dirname(path);
   const int shard = shard_number(key);
-  const std::string shard_dir = shard_at(opt_.dir, shard);
+  const std::string shard_dir = shard_at(shard);
   util::CacheUmaskScope cache_umask;
-  util::create_directories(dir);
+  const util::Beneath& root = writable_root();
+  make_directories(root, dir);
   // The slow part (writing) happens outside the lock; only publish + accounting are serialized.
-  std::string tmp = util::write_temp_file(dir, key, blob);
+  std::string tmp = root.write_temp(dir, key, blob);
   Counters counters;
   try {
-    ShardLock lock(shard_dir);
-    counters = load_counters_locked(opt_.dir, shard);
-    struct stat old {};
-    const bool replaced = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
-    forget_counters_locked(shard_dir);  // killed from here to the write below: the next reader recounts
-    if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno(errno, "rename " + tmp + " -> " + path);
+    ShardLock lock(root, shard_dir);
+    counters = load_counters_locked(root, shard);
+    const std::optional<struct stat> old = root.lstat(path);
+    const bool replaced = old && S_ISREG(old->st_mode);
+    forget_counters_locked(root, shard_dir);  // killed from here to the write below: the next reader recounts
+    if (old && S_ISDIR(old->st_mode)) root.remove_tree(path);  // planted: removed, nothing in it followed
+    root.rename(tmp, path);  // a link or FIFO planted there is replaced, never written through
     tmp.clear();
     const std::uint64_t entry = companion ? 0 : 1;
-    if (replaced) counters = minus(counters, {static_cast<std::uint64_t>(old.st_size), entry});
+    if (replaced) counters = minus(counters, {static_cast<std::uint64_t>(old->st_size), entry});
     counters.bytes += blob.size();
     counters.entries += entry;
-    write_counters(shard_dir, counters);
+    write_counters(root, shard_dir, counters);
   } catch (...) {
-    if (!tmp.empty()) ::unlink(tmp.c_str());
+    if (!tmp.empty()) root.unlink_file(tmp);
     throw;
   }
   // An explain record (a few KiB) follows its entry's put, which made room already.
   if (opt_.max_size > 0 && !companion) make_room(shard, key, counters.entries, path);
-  return path;
+  return util::join_path(opt_.dir, path);
 }
 
 namespace {
 
 // Every shard's counters, summed; a shard without them (an older kache's, or one killed in a cleanup)
 // is counted once under its lock and gets them.
-Counters all_counters(const std::string& dir) {
+Counters all_counters(const util::Beneath* root) {
   Counters total;
+  if (!root) return total;  // no cache dir yet
   for (int i = 0; i < kShards; ++i) {
-    const std::string shard_dir = shard_at(dir, i);
-    std::optional<Counters> c = read_counters(shard_dir);
-    if (!c && is_directory(shard_dir)) {
+    const std::string shard_dir = shard_at(i);
+    std::optional<Counters> c = read_counters(*root, shard_dir);
+    if (!c && is_directory(*root, shard_dir)) {
       try {
-        ShardLock lock(shard_dir);
-        c = load_counters_locked(dir, i);
+        ShardLock lock(*root, shard_dir);
+        c = load_counters_locked(*root, i);
       } catch (const std::exception&) {
-        c = count(scan_shard(dir, i, false));  // a cache we may only read: counted, not written
+        c = count(scan_shard(*root, i, false));  // a cache we may only read: counted, not written
       }
     }
     if (c) {
@@ -717,7 +761,7 @@ Counters all_counters(const std::string& dir) {
 void LocalStorage::make_room(int shard, std::string_view key, std::uint64_t shard_entries, const std::string& keep) {
   // The other shards' counters are read only when this one says the cache may be small.
   if (shard_entries * kShards <= 2 * kSampleFiles) {
-    const Counters all = all_counters(opt_.dir);
+    const Counters all = all_counters(root(false));
     if (all.entries <= kSampleFiles) {
       if (all.bytes > opt_.max_size) evict_across_shards(keep);
       return;
@@ -732,18 +776,19 @@ void LocalStorage::make_room(int shard, std::string_view key, std::uint64_t shar
 // it) is spared.
 void LocalStorage::evict_across_shards(const std::string& keep) {
   util::CacheUmaskScope cache_umask;
+  const util::Beneath& root = writable_root();
   std::optional<ShardLock> cleanup;
   try {
-    cleanup.emplace(opt_.dir, "cleanup.lock", ShardLock::Wait::no);
+    cleanup.emplace(root, ".", "cleanup.lock", ShardLock::Wait::no);
   } catch (const util::LockTimeout&) {
     return;
   }
-  remove_stale_root_temps(opt_.dir);
+  remove_stale_root_temps(root);
   std::uint64_t total = total_size();
   if (total <= opt_.max_size) return;
   std::vector<EntryFile> all;
   for (int i = 0; i < kShards; ++i) {
-    for (auto& f : scan_shard(opt_.dir, i, true)) all.push_back(std::move(f));
+    for (auto& f : scan_shard(root, i, true)) all.push_back(std::move(f));
   }
   const std::uint64_t target = ninety_percent(opt_.max_size);
   std::vector<std::vector<Victim>> by_shard(kShards);
@@ -757,21 +802,21 @@ void LocalStorage::evict_across_shards(const std::string& keep) {
   }
   for (int i = 0; i < kShards; ++i) {
     if (by_shard[i].empty()) continue;
-    const std::string shard_dir = shard_at(opt_.dir, i);
+    const std::string shard_dir = shard_at(i);
     std::optional<ShardLock> lock;
     try {
-      lock.emplace(shard_dir);
+      lock.emplace(root, shard_dir);
     } catch (const util::LockTimeout&) {
       continue;  // a stopped holder: this shard keeps its files until a later eviction
     }
-    Counters counters = load_counters_locked(opt_.dir, i);
-    forget_counters_locked(shard_dir);
+    Counters counters = load_counters_locked(root, i);
+    forget_counters_locked(root, shard_dir);
     for (const auto& v : by_shard[i]) {
-      struct stat st {};
-      if (::lstat(v.paths[0].c_str(), &st) != 0 || mtime_ns(st) != v.mtime_ns) continue;
-      counters = minus(counters, unlink_victim(v));
+      const std::optional<struct stat> st = root.lstat(v.paths[0]);
+      if (!st || mtime_ns(*st) != v.mtime_ns) continue;
+      counters = minus(counters, unlink_victim(root, v));
     }
-    write_counters(shard_dir, counters);
+    write_counters(root, shard_dir, counters);
   }
 }
 
@@ -781,23 +826,24 @@ void LocalStorage::evict_across_shards(const std::string& keep) {
 void LocalStorage::evict_from_sample(int shard, std::string_view key, const std::string& keep) {
   util::CacheUmaskScope cache_umask;
   const std::uint64_t share = opt_.max_size / kShards;
-  const std::string shard_dir = shard_at(opt_.dir, shard);
+  const std::string shard_dir = shard_at(shard);
+  const util::Beneath& root = writable_root();
   std::optional<ShardLock> lock;
   try {
-    lock.emplace(shard_dir);
+    lock.emplace(root, shard_dir);
   } catch (const util::LockTimeout&) {
     return;  // the entry is stored; a later put evicts
   }
-  Counters counters = load_counters_locked(opt_.dir, shard);
+  Counters counters = load_counters_locked(root, shard);
   if (counters.bytes <= share) return;
-  const std::vector<std::string> leaves = list_leaves(shard_dir, true);
+  const std::vector<std::string> leaves = list_leaves(root, shard_dir, true);
   if (leaves.empty()) return;
   const std::size_t start = static_cast<std::size_t>(
       std::lower_bound(leaves.begin(), leaves.end(), key.substr(1, 2)) - leaves.begin());
   std::vector<EntryFile> sample;
   std::size_t scanned = 0;
   for (; scanned < leaves.size() && sample.size() < kSampleFiles; ++scanned) {
-    scan_leaf(util::join_path(shard_dir, leaves[(start + scanned) % leaves.size()]), true, false, sample);
+    scan_leaf(root, util::join_path(shard_dir, leaves[(start + scanned) % leaves.size()]), true, false, sample);
   }
   const std::uint64_t sample_bytes = count(sample).bytes;
   // The whole shard seen (its entries; records are not sampled): its own bytes decide.
@@ -805,82 +851,86 @@ void LocalStorage::evict_from_sample(int shard, std::string_view key, const std:
   const auto target = static_cast<std::uint64_t>(static_cast<double>(sample_bytes) * keep_part);
   if (sample_bytes <= target) return;
   const std::uint64_t excess = sample_bytes - target;
-  forget_counters_locked(shard_dir);
+  forget_counters_locked(root, shard_dir);
   std::uint64_t removed = 0;
   std::size_t evicted = 0;
   for (auto& v : victims_of(sample)) {
     if (removed >= excess || evicted >= kMaxEvictionsPerPut) break;
     if (v.paths[0] == keep) continue;
-    Counters gone = unlink_victim(v);
-    if (gone.entries > 0) gone.bytes += unlink_companion(opt_.dir, file_name(v.paths[0]));
+    Counters gone = unlink_victim(root, v);
+    if (gone.entries > 0) gone.bytes += unlink_companion(root, file_name(v.paths[0]));
     counters = minus(counters, gone);
     removed += gone.bytes;
     ++evicted;
   }
-  write_counters(shard_dir, counters);
+  write_counters(root, shard_dir, counters);
 }
 
 void LocalStorage::remove_entry(std::string_view key) {
   check_key(key);
-  if (!is_directory(shard_at(opt_.dir, shard_number(key)))) return;
-  unlink_entry(opt_.dir, key, entry_path(key), std::nullopt);
+  const util::Beneath* dir = root(false);
+  if (!dir || !is_directory(*dir, shard_at(shard_number(key)))) return;
+  unlink_entry(*dir, key, entry_path(key), std::nullopt);
 }
 
 namespace {
 
 // Unlinks every file of one <k1k2> directory but live writers' temp files; returns the entries gone (companions not
 // counted) and whether any file stayed.
-std::pair<std::uint64_t, bool> unlink_leaf(const std::string& leaf_dir, bool companions) {
+std::pair<std::uint64_t, bool> unlink_leaf(const util::Beneath& root, const std::string& leaf_dir, bool companions) {
   std::uint64_t removed = 0;
   bool left = false;
-  DIR* d = ::opendir(leaf_dir.c_str());
-  if (d == nullptr) return {0, false};
+  Listing d(root.open_directory(leaf_dir));  // never a link's target
+  if (!d.open()) return {0, false};
   const std::int64_t now = util::now_ns();
-  while (dirent* de = ::readdir(d)) {
+  while (dirent* de = d.next()) {
+    struct stat st {};
+    if (::fstatat(d.fd(), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // raced away
     if (de->d_name[0] == '.') {
-      struct stat st {};
-      if (is_temp_name(de->d_name) && ::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        remove_stale_temp(::dirfd(d), de->d_name, st, now);
+      if (is_temp_name(de->d_name) && S_ISREG(st.st_mode)) remove_stale_temp(d.fd(), de->d_name, st, now);
       continue;
     }
-    if (::unlinkat(::dirfd(d), de->d_name, 0) == 0) {
-      if (!companions) ++removed;
+    // A name, never what a link names (unlinkat does not follow); only regular files count as entries.
+    if (::unlinkat(d.fd(), de->d_name, 0) == 0) {
+      if (!companions && S_ISREG(st.st_mode)) ++removed;
     } else if (errno != ENOENT) {
       left = true;
     }
   }
-  ::closedir(d);
   return {removed, left};
 }
 
 }  // namespace
 
-std::uint64_t LocalStorage::total_size() { return all_counters(opt_.dir).bytes; }
+std::uint64_t LocalStorage::total_size() { return all_counters(root(false)).bytes; }
 
-std::uint64_t LocalStorage::entry_count() { return all_counters(opt_.dir).entries; }
+std::uint64_t LocalStorage::entry_count() { return all_counters(root(false)).entries; }
 
 std::uint64_t LocalStorage::clear(const Progress& progress) {
   util::CacheUmaskScope cache_umask;
-  remove_stale_root_temps(opt_.dir);
+  const util::Beneath* root_dir = root(false);
+  if (!root_dir) return 0;
+  const util::Beneath& root = *root_dir;
+  remove_stale_root_temps(root);
   std::uint64_t removed = 0;
   for (int i = 0; i < kShards; ++i) {
-    const std::string shard_dir = shard_at(opt_.dir, i);
-    if (is_directory(shard_dir)) {
-      ShardLock lock(shard_dir);
-      forget_counters_locked(shard_dir);
+    const std::string shard_dir = shard_at(i);
+    if (is_directory(root, shard_dir)) {
+      ShardLock lock(root, shard_dir);
+      forget_counters_locked(root, shard_dir);
       bool left = false;
       for (bool companions : {false, true}) {
-        const std::string top = companions ? companions_at(opt_.dir, i) : shard_dir;
-        const std::vector<std::string> leaves = list_leaves(top, true);
+        const std::string top = companions ? companions_at(i) : shard_dir;
+        const std::vector<std::string> leaves = list_leaves(root, top, true);
         for (std::size_t j = 0; j < leaves.size(); ++j) {
-          const auto [gone, stayed] = unlink_leaf(util::join_path(top, leaves[j]), companions);
+          const auto [gone, stayed] = unlink_leaf(root, util::join_path(top, leaves[j]), companions);
           removed += gone;
           left = left || stayed;
           if (progress && !companions) progress(static_cast<std::uint64_t>(i) * 256 + (j + 1) * 256 / leaves.size(),
                                                 kProgressSteps);
         }
       }
-      write_counters(shard_dir, left ? count(scan_shard(opt_.dir, i, false)) : Counters{});
+      write_counters(root, shard_dir, left ? count(scan_shard(root, i, false)) : Counters{});
     }
     if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, kProgressSteps);
   }
@@ -892,24 +942,26 @@ namespace {
 // Each shard in turn, under its lock and recounted from its files: its oldest entries are evicted while
 // evict(counters found, counters now, victim) holds, then its counters are rewritten. Returns the entries
 // removed.
-std::uint64_t evict_shard_by_shard(const std::string& dir, const LocalStorage::Progress& progress,
+std::uint64_t evict_shard_by_shard(const util::Beneath* root_dir, const LocalStorage::Progress& progress,
                                    const std::function<bool(const Counters&, const Counters&, const Victim&)>& evict) {
+  if (!root_dir) return 0;  // no cache dir yet
+  const util::Beneath& root = *root_dir;
   std::uint64_t removed = 0;
   for (int i = 0; i < kShards; ++i) {
-    const std::string shard_dir = shard_at(dir, i);
-    if (is_directory(shard_dir)) {
-      ShardLock lock(shard_dir);
-      forget_counters_locked(shard_dir);
-      const std::vector<EntryFile> files = scan_shard(dir, i, true);
+    const std::string shard_dir = shard_at(i);
+    if (is_directory(root, shard_dir)) {
+      ShardLock lock(root, shard_dir);
+      forget_counters_locked(root, shard_dir);
+      const std::vector<EntryFile> files = scan_shard(root, i, true);
       const Counters found = count(files);
       Counters counters = found;
       for (const auto& v : victims_of(files)) {
         if (!evict(found, counters, v)) break;  // oldest first: the rest are kept too
-        const Counters gone = unlink_victim(v);
+        const Counters gone = unlink_victim(root, v);
         removed += gone.entries;
         counters = minus(counters, gone);
       }
-      write_counters(shard_dir, counters);
+      write_counters(root, shard_dir, counters);
     }
     if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, LocalStorage::kProgressSteps);
   }
@@ -920,11 +972,12 @@ std::uint64_t evict_shard_by_shard(const std::string& dir, const LocalStorage::P
 
 void LocalStorage::cleanup(const Progress& progress) {
   util::CacheUmaskScope cache_umask;
-  remove_stale_root_temps(opt_.dir);
+  const util::Beneath* root_dir = root(false);
+  if (root_dir) remove_stale_root_temps(*root_dir);
   const std::uint64_t share = opt_.max_size / kShards;
   // A shard over its share goes down to 90 % of it.
   const bool limited = opt_.max_size > 0;
-  evict_shard_by_shard(opt_.dir, progress, [&](const Counters& found, const Counters& now, const Victim&) {
+  evict_shard_by_shard(root_dir, progress, [&](const Counters& found, const Counters& now, const Victim&) {
     return limited && found.bytes > share && now.bytes > ninety_percent(share);
   });
 }
@@ -932,7 +985,7 @@ void LocalStorage::cleanup(const Progress& progress) {
 std::uint64_t LocalStorage::evict_older_than(std::int64_t max_age_ns, const Progress& progress) {
   util::CacheUmaskScope cache_umask;
   const std::int64_t cutoff = util::now_ns() - max_age_ns;
-  return evict_shard_by_shard(opt_.dir, progress, [&](const Counters&, const Counters&, const Victim& v) {
+  return evict_shard_by_shard(root(false), progress, [&](const Counters&, const Counters&, const Victim& v) {
     return v.mtime_ns < cutoff;
   });
 }
@@ -967,8 +1020,9 @@ std::optional<std::string> reencoded(std::string bytes, int level) {
 
 }  // namespace
 
-void LocalStorage::recompress_file(const std::string& path, int level, RecompressCounts& counts) {
-  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+void LocalStorage::recompress_file(const util::Beneath& root, const std::string& path, int level,
+                                   RecompressCounts& counts) {
+  util::UniqueFd fd = root.open_regular(path, O_RDONLY);
   struct stat st {};
   std::string bytes;
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) return;  // raced away (evicted, cleared)
@@ -991,25 +1045,31 @@ void LocalStorage::recompress_file(const std::string& path, int level, Recompres
     return;
   }
   const std::string key(file_name(path));
-  const std::string shard_dir = shard_at(opt_.dir, shard_number(key));
-  std::string tmp = util::write_temp_file(util::dirname(path), key, *blob);
-  util::UnlinkOnExit tmp_guard(tmp);
+  const std::string shard_dir = shard_at(shard_number(key));
+  std::string tmp = root.write_temp(util::dirname(path), key, *blob);
+  struct TempGuard {
+    const util::Beneath& root;
+    std::string* tmp;
+    ~TempGuard() {
+      if (!tmp->empty()) root.unlink_file(*tmp);
+    }
+  } tmp_guard{root, &tmp};
   const struct timespec times[2] = {st.st_atim, st.st_mtim};  // recompressing is no use: LRU order kept
-  ::utimensat(AT_FDCWD, tmp.c_str(), times, 0);
-  ShardLock lock(shard_dir);
-  struct stat now {};
-  if (::lstat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) {
+  if (util::UniqueFd written = root.open_regular(tmp, O_WRONLY); written.get() >= 0) ::futimens(written.get(), times);
+  ShardLock lock(root, shard_dir);
+  const std::optional<struct stat> now = root.lstat(path);
+  if (!now || now->st_ino != st.st_ino || now->st_dev != st.st_dev) {
     counts.bytes_after += before;  // a put replaced it or an eviction removed it meanwhile: theirs stands
     ++counts.kept;
     return;
   }
-  Counters counters = load_counters_locked(opt_.dir, shard_number(key));
-  forget_counters_locked(shard_dir);  // killed from here to the write below: the next reader recounts
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno(errno, "rename " + tmp + " -> " + path);
-  tmp_guard.release();
+  Counters counters = load_counters_locked(root, shard_number(key));
+  forget_counters_locked(root, shard_dir);  // killed from here to the write below: the next reader recounts
+  root.rename(tmp, path);
+  tmp.clear();
   counters = minus(counters, {before, 0});
   counters.bytes += blob->size();
-  write_counters(shard_dir, counters);
+  write_counters(root, shard_dir, counters);
   ++counts.recompressed;
   counts.bytes_after += blob->size();
 }
@@ -1017,12 +1077,13 @@ void LocalStorage::recompress_file(const std::string& path, int level, Recompres
 LocalStorage::RecompressCounts LocalStorage::recompress(int level, const Progress& progress) {
   util::CacheUmaskScope cache_umask;
   RecompressCounts counts;
-  for (int i = 0; i < kShards; ++i) {
-    const std::string shard_dir = shard_at(opt_.dir, i);
-    for (const auto& leaf : list_leaves(shard_dir, false)) {
+  const util::Beneath* root_dir = root(false);
+  for (int i = 0; i < kShards && root_dir; ++i) {
+    const std::string shard_dir = shard_at(i);
+    for (const auto& leaf : list_leaves(*root_dir, shard_dir, false)) {
       std::vector<EntryFile> files;
-      scan_leaf(util::join_path(shard_dir, leaf), false, false, files);
-      for (const auto& f : files) recompress_file(f.path, level, counts);
+      scan_leaf(*root_dir, util::join_path(shard_dir, leaf), false, false, files);
+      for (const auto& f : files) recompress_file(*root_dir, f.path, level, counts);
     }
     if (progress) progress(static_cast<std::uint64_t>(i + 1) * 256, kProgressSteps);
   }

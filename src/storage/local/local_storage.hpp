@@ -23,15 +23,25 @@
 //    to its share over the next puts.
 // cleanup() (kache -M, the on-demand cleanup) and evict_older_than() walk every shard.
 //
+// Others may write a group-shared cache dir (cache.umask): every file is opened below the cache dir's
+// own descriptor, held for the store's lifetime (util::Beneath: no link followed at any component, no
+// open that waits, regular files only). A link, FIFO or directory planted at an entry's path is a miss
+// that the next put replaces; eviction, cleanup and clear never enter a linked directory and delete only
+// names inside the cache dir, never a link's target.
+//
 // Companions: kache explain's record of an entry lives beside it as <key>.explain; it counts towards
 // the size (not the entries) and goes when its entry is evicted or removed.
 #include <sys/stat.h>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "storage/storage.hpp"
+#include "util/beneath.hpp"
 
 namespace kache::core::container {
 struct RawHeader;
@@ -96,13 +106,18 @@ class LocalStorage final : public Storage {
   static constexpr std::size_t kMaxEvictionsPerPut = 128;
 
  private:
-  std::string entry_path(std::string_view key) const;
+  // The entry file of key, relative to the cache dir.
+  static std::string entry_path(std::string_view key);
+  // The cache dir, opened once; nullptr when it does not exist (yet) and `create` is not set.
+  const util::Beneath* root(bool create);
+  // root(true), throwing when the cache dir cannot be opened.
+  const util::Beneath& writable_root();
   void make_room(int shard, std::string_view key, std::uint64_t shard_entries, const std::string& keep);
   void evict_across_shards(const std::string& keep);
   void evict_from_sample(int shard, std::string_view key, const std::string& keep);
   std::string put_blob(std::string_view key, std::string_view blob, std::string_view suffix);
   void remove_entry(std::string_view key);
-  std::optional<OpenEntry> open_entry(std::string_view key) const;
+  std::optional<OpenEntry> open_entry(std::string_view key);
   std::optional<std::string> find_value(std::string_view key);
   std::optional<std::string> read_raw_payload(std::string_view key, const OpenEntry& e,
                                               const core::container::RawHeader& h);
@@ -112,8 +127,10 @@ class LocalStorage final : public Storage {
                                      const std::string& body_dir);
   std::optional<Parts> stream_split_zstd(std::string_view key, const OpenEntry& e, const std::string& body_dir);
   void drop_corrupt(std::string_view key, const OpenEntry& e);
-  void recompress_file(const std::string& path, int level, RecompressCounts& counts);
+  void recompress_file(const util::Beneath& root, const std::string& path, int level, RecompressCounts& counts);
   LocalStorageOptions opt_;
+  std::unique_ptr<std::mutex> root_mutex_ = std::make_unique<std::mutex>();
+  std::optional<util::Beneath> root_;
   int corrupt_found_ = 0;
 };
 

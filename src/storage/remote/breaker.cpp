@@ -15,8 +15,30 @@ namespace kache::storage::remote {
 
 Breaker::Breaker(BreakerOptions options, const std::string& remote_identity) : opt_(std::move(options)) {
   const std::string stem = util::sha256(remote_identity).hex().substr(0, 16);
-  state_path_ = util::join_path(opt_.dir, stem + ".state");
-  probe_path_ = util::join_path(opt_.dir, stem + ".probe");
+  state_name_ = util::join_path(util::basename(opt_.dir), stem + ".state");
+  probe_name_ = util::join_path(util::basename(opt_.dir), stem + ".probe");
+}
+
+const util::Beneath* Breaker::root(bool create) const {
+  const std::lock_guard<std::mutex> lock(root_mutex_);
+  if (root_) return &*root_;
+  const std::string above = util::dirname(opt_.dir);
+  try {
+    if (create) util::create_directories(above);
+    root_.emplace(above);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  return &*root_;
+}
+
+const util::Beneath* Breaker::state_directory() const {
+  const util::Beneath* dir = root(true);
+  try {
+    if (dir && dir->create_directories(util::basename(opt_.dir))) return dir;
+  } catch (const std::exception&) {
+  }
+  return nullptr;
 }
 
 Breaker::~Breaker() { release_probe(); }
@@ -25,11 +47,17 @@ std::int64_t Breaker::now() const { return opt_.clock ? opt_.clock() : util::now
 
 Breaker::State Breaker::read_state() const {
   State state;
-  const int fd = ::open(state_path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return state;
+  const util::Beneath* dir = root(false);
+  if (!dir) return state;
+  util::UniqueFd fd;
+  try {
+    fd = dir->open_regular(state_name_, O_RDONLY);
+  } catch (const std::exception&) {
+    return state;
+  }
+  if (fd.get() < 0) return state;
   char buf[64];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
   if (n <= 0) return state;
   buf[n] = '\0';
   long long failures = 0, open_until = 0;
@@ -42,9 +70,9 @@ Breaker::State Breaker::read_state() const {
 void Breaker::write_state(const State& state) const {
   const util::CacheUmaskScope umask;  // a group-shared cache dir stays writable by the group
   try {
-    util::create_directories(opt_.dir);
-    util::write_file_atomic(state_path_,
-                            std::to_string(state.failures) + " " + std::to_string(state.open_until_ns) + "\n");
+    if (const util::Beneath* dir = state_directory()) {
+      dir->write_atomic(state_name_, std::to_string(state.failures) + " " + std::to_string(state.open_until_ns) + "\n");
+    }
   } catch (const std::exception&) {
     // Best effort: without the state each process finds out about the remote on its own.
   }
@@ -63,12 +91,14 @@ Breaker::Decision Breaker::decide() {
   if (state.failures < opt_.threshold) return Decision::use;
   if (now() < state.open_until_ns) return Decision::skip;
   const util::CacheUmaskScope umask;  // the probe file and its directory, as for the state file
+  const util::Beneath* dir = state_directory();
+  if (!dir) return Decision::use;
+  int fd = -1;
   try {
-    util::create_directories(opt_.dir);
+    fd = dir->open_regular(probe_name_, O_RDWR | O_CREAT, 0666).release();
   } catch (const std::exception&) {
     return Decision::use;
   }
-  const int fd = ::open(probe_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Decision::use;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);

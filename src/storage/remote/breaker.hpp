@@ -12,9 +12,16 @@
 // everybody else keeps skipping. A success resets the count to 0; a failure opens it for another
 // cool_down. Any I/O failure of the state itself counts as "closed" (use the remote): the breaker saves
 // time, it never decides whether a result is correct.
+//
+// <dir> lies in the cache dir, which a group may share: the files are opened below the cache dir's own
+// descriptor (util::Beneath), so a link planted at them is never followed and a FIFO never waited on.
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
+
+#include "util/beneath.hpp"
 
 namespace kache::storage::remote {
 
@@ -54,9 +61,16 @@ class Breaker {
   void write_state(const State& state) const;
   void release_probe();
 
+  // The directory above <dir> (the cache dir), opened once; nullptr when missing and not `create`d.
+  const util::Beneath* root(bool create) const;
+  // <dir> made a real directory below root(true); nullptr when that fails.
+  const util::Beneath* state_directory() const;
+
   BreakerOptions opt_;
-  std::string state_path_;
-  std::string probe_path_;
+  std::string state_name_;  // relative to root()
+  std::string probe_name_;
+  mutable std::mutex root_mutex_;
+  mutable std::optional<util::Beneath> root_;
   int probe_fd_ = -1;
 };
 

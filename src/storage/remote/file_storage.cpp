@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <system_error>
 #include <vector>
 
 #include "core/config.hpp"
 #include "storage/remote/remote_failure.hpp"
+#include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 
 namespace kache::storage::remote {
@@ -29,25 +31,6 @@ bool is_key_name(std::string_view name) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '_')) return false;
   }
   return true;
-}
-
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-std::vector<std::string> names_in(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string_view name = e->d_name;
-    if (name != "." && name != "..") out.emplace_back(name);
-  }
-  ::closedir(d);
-  return out;
 }
 
 // /PATH: the shared directory, kept without a trailing '/'.
@@ -91,37 +74,43 @@ std::uint64_t file_max_size(const core::RemoteUrl& url) {
 FileStorage::FileStorage(core::RemoteUrl url, std::uint64_t max_body, bool every_remote_read_only)
     : RemoteBackend(url, every_remote_read_only), url_(std::move(url)), max_body_(max_body) {}
 
-std::string FileStorage::key_path(std::string_view key) const {
+std::string FileStorage::key_relative(std::string_view key) {
   const std::string name(key);
-  if (name.size() < 3) return util::join_path(url_.path, name);
-  return util::join_path(util::join_path(url_.path, name.substr(0, 2)), name);
+  return name.size() < 3 ? name : name.substr(0, 2) + "/" + name;
 }
 
-void FileStorage::check_mounted() {
-  if (checked_) return;
-  struct stat st {};
-  if (::stat(url_.path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw RemoteError(RemoteFailure::Kind::error,
-                      name() + ": " + url_.path + " is not a directory (is the share mounted?)");
+std::string FileStorage::key_path(std::string_view key) const { return util::join_path(url_.path, key_relative(key)); }
+
+const util::Beneath& FileStorage::share() {
+  const std::lock_guard<std::mutex> lock(opening_);
+  if (share_) return *share_;
+  try {
+    share_.emplace(url_.path);
+  } catch (const std::system_error&) {
+    throw RemoteError(RemoteFailure::Kind::error, name() + ": " + url_.path + " is not a directory (is the share mounted?)");
   }
-  checked_ = true;
+  return *share_;
 }
 
 std::optional<std::string> FileStorage::get(std::string_view key) {
-  check_mounted();
+  const util::Beneath& dir = share();
   const std::string path = key_path(key);
-  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) {
-    if (errno == ENOENT || errno == ESTALE) return std::nullopt;  // not there, or replaced meanwhile
-    throw RemoteError(RemoteFailure::Kind::error, name() + ": open " + path + ": " + std::strerror(errno));
+  std::string refused;
+  util::UniqueFd file;
+  try {
+    file = dir.open_regular(key_relative(key), O_RDONLY, 0, &refused);
+  } catch (const std::system_error& e) {
+    if (e.code().value() == ESTALE) return std::nullopt;  // replaced meanwhile
+    throw RemoteError(RemoteFailure::Kind::error, name() + ": " + e.what());
   }
+  if (file.get() < 0) return std::nullopt;  // not there, or something planted there: the next put replaces it
   struct stat st {};
-  if (::fstat(file.fd, &st) != 0) return std::nullopt;
+  if (::fstat(file.get(), &st) != 0) return std::nullopt;
   if (static_cast<std::uint64_t>(st.st_size) > max_body_) throw OversizedValue(name() + ": " + path + " is too large");
   std::string value(static_cast<std::size_t>(st.st_size), '\0');
   std::size_t got = 0;
   while (got < value.size()) {
-    const ssize_t n = ::read(file.fd, value.data() + got, value.size() - got);
+    const ssize_t n = ::read(file.get(), value.data() + got, value.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == ESTALE) return std::nullopt;
     if (n < 0) throw RemoteError(RemoteFailure::Kind::error, name() + ": read " + path + ": " + std::strerror(errno));
@@ -129,43 +118,107 @@ std::optional<std::string> FileStorage::get(std::string_view key) {
     got += static_cast<std::size_t>(n);
   }
   value.resize(got);
-  if (!read_only() && std::time(nullptr) - st.st_mtime > kRefreshAfterS) (void)::futimens(file.fd, nullptr);
+  if (!read_only() && std::time(nullptr) - st.st_mtime > kRefreshAfterS) (void)::futimens(file.get(), nullptr);
   return value;
 }
 
+namespace {
+
+// The shard directory of a key, made a real directory: a link or file planted in its place is removed
+// (never followed) and the directory created in its stead.
+void make_shard_directory(const util::Beneath& dir, const std::string& shard) {
+  std::string refused;
+  if (dir.create_directories(shard, 0777, &refused)) return;
+  dir.unlink_file(shard);
+  if (!dir.create_directories(shard, 0777, &refused)) {
+    throw std::system_error(ELOOP, std::generic_category(), dir.path() + "/" + shard + " is " + refused);
+  }
+}
+
+}  // namespace
+
 void FileStorage::write(std::string_view key, std::string_view value) {
-  check_mounted();
-  const std::string path = key_path(key);
+  const util::Beneath& dir = share();
+  const std::string relative = key_relative(key);
+  const std::size_t cut = relative.rfind('/');
+  const std::string shard = cut == std::string::npos ? std::string() : relative.substr(0, cut);
+  util::CacheUmaskScope cache_umask;  // a share a group writes needs group-writable shards and values
+  std::string tmp;
   try {
-    util::create_directories(util::dirname(path));
-    util::write_file_atomic(path, value);
+    if (!shard.empty()) make_shard_directory(dir, shard);
+    tmp = dir.write_temp(shard, key, value);
+    try {
+      dir.rename(tmp, relative);
+    } catch (const std::system_error& e) {
+      // A directory planted at the key's path: removed without entering links, then the value published.
+      if (e.code().value() != EISDIR && e.code().value() != ENOTEMPTY && e.code().value() != EEXIST) throw;
+      dir.remove_tree(relative);
+      dir.rename(tmp, relative);
+    }
   } catch (const std::exception& e) {
+    if (!tmp.empty()) dir.unlink_file(tmp);
     throw RemoteError(RemoteFailure::Kind::error, name() + ": " + e.what());
   }
 }
 
 void FileStorage::erase(std::string_view key) {
-  check_mounted();
-  const std::string path = key_path(key);
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    throw RemoteError(RemoteFailure::Kind::error, name() + ": unlink " + path + ": " + std::strerror(errno));
-  }
+  const util::Beneath& dir = share();
+  const std::string relative = key_relative(key);
+  if (dir.unlink_file(relative)) return;
+  const int err = errno;
+  const std::optional<struct stat> st = dir.lstat(relative);
+  // Gone already, or something planted that the next put replaces: nothing to erase.
+  if (!st || !S_ISREG(st->st_mode)) return;
+  throw RemoteError(RemoteFailure::Kind::error, name() + ": unlink " + key_path(key) + ": " + std::strerror(err));
 }
 
+namespace {
+
+// A directory below the share opened for listing, never through a link; closed with its stream.
+struct Listing {
+  DIR* dir = nullptr;
+  explicit Listing(util::UniqueFd fd) {
+    if (fd.get() < 0) return;
+    dir = ::fdopendir(fd.get());
+    if (dir) (void)fd.release();
+  }
+  ~Listing() {
+    if (dir) ::closedir(dir);
+  }
+  Listing(const Listing&) = delete;
+  Listing& operator=(const Listing&) = delete;
+  int fd() const { return ::dirfd(dir); }
+};
+
+// The names in an open listing, less "." and "..", each with its lstat (links not followed).
+std::vector<std::pair<std::string, struct stat>> entries_of(const Listing& listing) {
+  std::vector<std::pair<std::string, struct stat>> out;
+  if (!listing.dir) return out;
+  while (const dirent* e = ::readdir(listing.dir)) {
+    const std::string_view name = e->d_name;
+    struct stat st {};
+    if (name == "." || name == ".." || ::fstatat(listing.fd(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    out.emplace_back(std::string(name), st);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<FileStorage::Value> FileStorage::values(std::int64_t abandoned_after_s) {
-  check_mounted();
+  const util::Beneath& dir = share();
   const std::time_t now = std::time(nullptr);
   std::vector<Value> out;
-  for (const std::string& shard : names_in(url_.path)) {
-    const std::string dir = util::join_path(url_.path, shard);
-    for (const std::string& name : names_in(dir)) {
-      const std::string path = util::join_path(dir, name);
-      struct stat st {};
-      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      if (is_key_name(name)) {
-        out.push_back({path, static_cast<std::int64_t>(st.st_mtime), static_cast<std::uint64_t>(st.st_size)});
-      } else if (name.starts_with(".tmp.") && abandoned_after_s >= 0 && now - st.st_mtime > abandoned_after_s) {
-        ::unlink(path.c_str());  // left by a writer that died
+  const Listing top(dir.open_directory("."));
+  for (const auto& [shard, shard_st] : entries_of(top)) {
+    if (!S_ISDIR(shard_st.st_mode)) continue;  // a link is never entered, a file is no shard
+    const Listing listing(dir.open_directory(shard));
+    for (const auto& [entry, st] : entries_of(listing)) {
+      if (!S_ISREG(st.st_mode)) continue;
+      if (is_key_name(entry)) {
+        out.push_back({shard + "/" + entry, static_cast<std::int64_t>(st.st_mtime), static_cast<std::uint64_t>(st.st_size)});
+      } else if (entry.starts_with(".tmp.") && abandoned_after_s >= 0 && now - st.st_mtime > abandoned_after_s) {
+        ::unlinkat(listing.fd(), entry.c_str(), 0);  // left by a writer that died
       }
     }
   }
@@ -176,7 +229,7 @@ std::uint64_t FileStorage::evict_older_than(std::int64_t max_age_s) {
   const std::time_t now = std::time(nullptr);
   std::uint64_t removed = 0;
   for (const Value& v : values(std::max<std::int64_t>(max_age_s, kRefreshAfterS))) {
-    if (now - v.mtime > max_age_s && ::unlink(v.path.c_str()) == 0) ++removed;
+    if (now - v.mtime > max_age_s && share().unlink_file(v.path)) ++removed;
   }
   return removed;
 }
@@ -203,7 +256,7 @@ std::uint64_t FileStorage::trim_to_max_size() {
   std::uint64_t removed = 0;
   for (const Value& v : all) {
     if (total <= max_size) break;
-    if (::unlink(v.path.c_str()) == 0) ++removed;
+    if (share().unlink_file(v.path)) ++removed;
     total -= v.size;  // gone either way: removed here, or by another machine meanwhile
   }
   return removed;

@@ -8,6 +8,13 @@
 // held across machines: two writers of one key both publish whole values (the same bytes, as a key names
 // one result), the last rename wins.
 //
+// Others can write the share: every open is made below the share's own descriptor (util::Beneath: no
+// link followed at any component, no open that waits, regular files only), so a link, FIFO or directory
+// planted at a key's path is a miss, and the next publish replaces it (a link or FIFO by the rename, a
+// directory removed without entering anything it holds); eviction and cleanup delete only regular entry
+// files and never enter a linked directory. Directories and files are created with the cache umask
+// (cache.umask): a share a group writes needs KACHE_UMASK=002 and a setgid directory (docs/sharing.md).
+//
 // Reading: a file that vanishes (evicted or replaced by another machine) is a miss; one cut short (a
 // server that lost data) is read as it is and fails the layered store's check (a corrupt entry: a miss,
 // removed). Neither fails a build. A hit refreshes the file's mtime at most once an hour, so
@@ -17,12 +24,14 @@
 // Its URLs (file_scheme, the scheme table's row): file:///PATH, absolute, no host, credentials or port.
 //   attribute: max-size=SIZE (what `kache -c` trims the shared directory to; none by default)
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/remote_url.hpp"
 #include "storage/remote/remote_store.hpp"
+#include "util/beneath.hpp"
 
 namespace kache::storage::remote {
 
@@ -42,6 +51,8 @@ class FileStorage final : public RemoteBackend {
   // (`kache -c`; nothing without one). Returns how many it removed.
   std::uint64_t trim_to_max_size();
   std::string key_path(std::string_view key) const;
+  // The key's file relative to the share: <key[0..2)>/<key>.
+  static std::string key_relative(std::string_view key);
   // evict_older_than or trim_to_max_size, unless read-only (trim: only with a max-size=).
   std::optional<MaintenanceOutcome> maintain(const Maintenance& what) override;
 
@@ -50,9 +61,10 @@ class FileStorage final : public RemoteBackend {
   void erase(std::string_view key) override;
 
  private:
-  void check_mounted();
+  // The share, opened once (a missing one is an error, retried at the next operation).
+  const util::Beneath& share();
   struct Value {
-    std::string path;
+    std::string path;  // relative to the share
     std::int64_t mtime;
     std::uint64_t size;
   };
@@ -61,7 +73,8 @@ class FileStorage final : public RemoteBackend {
 
   core::RemoteUrl url_;
   std::uint64_t max_body_;
-  bool checked_ = false;
+  std::mutex opening_;  // not std::call_once: libstdc++'s hangs on the call after one that threw
+  std::optional<util::Beneath> share_;
 };
 
 }  // namespace kache::storage::remote
