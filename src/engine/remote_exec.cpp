@@ -25,6 +25,7 @@ reapi::ServerSettings remote_execution_settings(const core::Config& config) {
   s.instance = config.remote_execution_instance;
   s.ca_file = config.remote_execution_ca_file;
   s.timeout_s = config.remote_execution_timeout_s;
+  s.trusted = config.remote_execution_trusted;
   if (const char* token = std::getenv("KACHE_REMOTE_EXECUTION_BEARER_TOKEN")) s.bearer_token = token;
   return s;
 }
