@@ -103,6 +103,7 @@ RemoteStages::RemoteStages(const core::Config& config) {
   if (config.remote_execution_server.empty()) return;
   client_ = reapi::open_client(remote_execution_settings(config));
   enabled_ = true;
+  trusted_ = config.remote_execution_trusted;
 }
 
 std::optional<util::ProcessResult> RemoteStages::fallback(const std::string& reason, const std::string& detail,
@@ -157,6 +158,7 @@ std::optional<util::ProcessResult> RemoteStages::execute(const reapi::ActionSpec
     if (!respell(file.bytes, dirs)) return fallback("output-paths", file.path, counts, counts_mutex);
     util::write_file(local, file.bytes);
   }
+  ran_remotely_ = true;
   std::lock_guard lock(counts_mutex);
   counts[core::counter::kRemoteRanPrefix + cmd.what.substr(0, cmd.what.find(' '))]++;
   core::log().debug("remote execution: {} ran on {}{}", cmd.what, outcome.worker, outcome.cached ? " (cached)" : "");

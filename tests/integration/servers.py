@@ -642,7 +642,7 @@ class KacheWorker(_Server):
         self.log = os.path.join(self.dir, "worker.log")
         args = [kache, "worker", "--server", server_url, "--work-dir", os.path.join(self.dir, "work"),
                 "--bot-id", name]
-        args += ["--nvcc", nvcc] if nvcc else ["--toolchain-id", toolchain_id]
+        args += ["--nvcc", nvcc] if nvcc else ["--toolchain-id", toolchain_id] if toolchain_id else []
         args += ["--compiler", compiler] if compiler else []
         args += ["--instance", instance] if instance else []
         with open(self.log, "w") as out:

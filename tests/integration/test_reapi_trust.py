@@ -27,8 +27,8 @@ from kachetest import KACHE, KacheTestCase
 
 HELPER = os.path.join(os.path.dirname(os.path.realpath(KACHE)), "kache-reapi")
 RAW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reapi_raw.py")
-TOOLCHAIN = "trust-toolchain"
-PLATFORM = {"kache-toolchain": TOOLCHAIN, "OSFamily": "Linux"}
+GCC = "/usr/bin/gcc"
+OLD_NS = 1_600_000_000 * 10**9
 TOKEN = "worker-secret-token-41"
 MARK = "worker-environment-mark-41"
 
@@ -102,8 +102,12 @@ class ReapiTrustTest(KacheTestCase):
         if servers.missing_buildgrid():
             return
         cls.grid = servers.BuildGrid()
-        cls.worker = servers.KacheWorker(KACHE, cls.grid.url, "trust", toolchain_id=TOOLCHAIN,
+        # One worker, of gcc's toolchain: whole gcc compiles and the raw actions (pinned to that id) all go to it.
+        cls.worker = servers.KacheWorker(KACHE, cls.grid.url, "trust", compiler=GCC,
                                          env={"KACHE_REMOTE_EXECUTION_BEARER_TOKEN": TOKEN, "KACHE_TEST_MARK": MARK})
+        with open(cls.worker.log) as f:
+            toolchain = [l.split()[2] for l in f if l.startswith("kache-worker: toolchain ")][0]
+        cls.platform = {"kache-toolchain": toolchain, "OSFamily": "Linux"}
 
     @classmethod
     def tearDownClass(cls):
@@ -129,7 +133,7 @@ class ReapiTrustTest(KacheTestCase):
 
     def raw_execute(self, argv, root, outputs=(), env=None):
         return self.raw({"op": "execute", "argv": argv, "root": root, "outputs": list(outputs), "env": env or {},
-                         "platform": PLATFORM})
+                         "platform": self.platform})
 
     def helper_execute(self, trusted):
         """kache-reapi (kache's own client) runs one fixed action; its reply as a dict."""
@@ -137,7 +141,7 @@ class ReapiTrustTest(KacheTestCase):
                                 "trusted": trusted},
                    "arguments": ["/bin/sh", "-c", "printf built-by-the-worker > out.txt"],
                    "environment": [], "working_directory": "", "output_files": ["out.txt"], "inputs": [],
-                   "platform": [[k, v] for k, v in sorted(PLATFORM.items())]}
+                   "platform": [[k, v] for k, v in sorted(self.platform.items())]}
         path = self.path("request")
         with open(path, "wb") as f:
             f.write(cbor(request))
@@ -162,6 +166,29 @@ class ReapiTrustTest(KacheTestCase):
         trusted = self.helper_execute(trusted=True)["outcome"]
         self.assertEqual(trusted["outputs"][0]["bytes"], b"planted-by-another-client")
         self.assertTrue(trusted["cached"])
+
+    def counters(self, env, prefix):
+        out = self.kache(["--print-stats"], env=env).stdout
+        return {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
+                if line.startswith(prefix) and len(line.split()) == 2}
+
+    def test_remote_result_reaches_the_shared_store_only_when_trusted(self):
+        self.need_grid()
+        self.write("main.c", "int f(void) { return 41; }\n", mtime_ns=OLD_NS)
+        for trusted in ("0", "1"):
+            share = self.path(f"share-{trusted}")
+            os.mkdir(share)
+            env = {"KACHE_REMOTE_EXECUTION": self.grid.url, "KACHE_REMOTE_EXECUTION_TIMEOUT": "300",
+                   "KACHE_REMOTE_STORAGE": "file://" + share, "KACHE_DIR": self.path(f"cache-{trusted}"),
+                   "KACHE_REMOTE_EXECUTION_TRUSTED": trusted}
+            self.kache(["gcc", "-c", "main.c", "-O1", "-o", f"main-{trusted}.o"], env=env)
+            self.assertEqual(self.counters(env, "remote_ran."), {"remote_ran.compile": 1})
+            self.assertEqual(self.counters(env, "stored"), {"stored": 1}, "stored in the local store either way")
+            published = [f for _, _, files in os.walk(share) for f in files]
+            if trusted == "1":
+                self.assertTrue(published, "a trusted service's result is published")
+            else:
+                self.assertEqual(published, [], "an untrusted service's result stays on this machine")
 
     def test_action_sees_nothing_of_the_worker_environment(self):
         self.need_grid()
@@ -198,7 +225,7 @@ class ReapiTrustTest(KacheTestCase):
 
     def start_worker(self, work_dir):
         return subprocess.run([KACHE, "worker", "--server", f"grpc://127.0.0.1:{servers.free_port()}", "--work-dir",
-                               work_dir, "--toolchain-id", TOOLCHAIN, "--max-actions", "1"],
+                               work_dir, "--toolchain-id", "trust-toolchain", "--max-actions", "1"],
                               capture_output=True, text=True, timeout=120)
 
     def test_work_dir_of_another_user_or_writable_by_others_is_refused(self):
