@@ -475,6 +475,8 @@ const KeySpec kKeys[] = {
     {"remote_execution", "timeout", "KACHE_REMOTE_EXECUTION_TIMEOUT", set_remote_execution_timeout,
      set_remote_execution_timeout_node, [](const Config& c) { return fmt::format("{}s", c.remote_execution_timeout_s); },
      "a number of seconds"},
+    {"remote_execution", "trusted", "KACHE_REMOTE_EXECUTION_TRUSTED", set_bool<&Config::remote_execution_trusted>,
+     set_bool_node<&Config::remote_execution_trusted>, show_bool<&Config::remote_execution_trusted>, "a boolean"},
 };
 
 }  // namespace

@@ -84,6 +84,9 @@ struct Config {
   std::string remote_execution_instance;
   std::string remote_execution_ca_file;
   double remote_execution_timeout_s = 600.0;
+  // Whether the execution service (the server, its ActionCache, its workers) is trusted as far as the signed
+  // stores are: on, kache reads its ActionCache and publishes what it built remotely (docs/remote-execution.md).
+  bool remote_execution_trusted = false;
   std::string log_filter;
   std::string log_file;
   int cache_umask = -1;  // -1: the process umask

@@ -77,7 +77,9 @@ class StagesInStore final : public compiler::StageStore {
   }
   void save(std::string_view key, std::string_view value) override {
     std::lock_guard lock(mu_);
-    if (!store_.put_record(key, encode_zstd(value, 3))) counts_["stage_not_stored"]++;
+    const std::string encoded = encode_zstd(value, 3);
+    const bool publish = !remote_ || remote_->publishable();
+    if (!(publish ? store_.put_record(key, encoded) : store_.put_local_record(key, encoded))) counts_["stage_not_stored"]++;
   }
   void count(const std::string& counter, std::uint64_t n) override {
     std::lock_guard lock(mu_);
@@ -250,6 +252,7 @@ util::ProcessResult Pipeline::run_miss(const compiler::MissPaths& paths, const s
     if (!cfg_.remote_execution_server.empty()) remote.emplace(cfg_);
     StagesInStore stages(store_, counts_, stage_notes_, remote ? &*remote : nullptr);
     auto staged = adapter_.run_stages(inv_, job_, paths, argv, env, stages);
+    if (remote && !remote->publishable()) local_only_ = true;
     if (auto* result = std::get_if<util::ProcessResult>(&staged)) return std::move(*result);
     const std::string& why = std::get<std::string>(staged);
     if (why != "unsupported") {
@@ -306,7 +309,9 @@ std::optional<util::ProcessResult> Pipeline::run_remote_compile(const compiler::
     // The compile runs here and says what is wrong in the user's own words.
     return remote.runs_here("inputs", e.what(), counts_, counts_mutex);
   }
-  return remote.run_compile(compile, counts_, counts_mutex);
+  auto result = remote.run_compile(compile, counts_, counts_mutex);
+  if (!remote.publishable()) local_only_ = true;
+  return result;
 }
 
 // The files GNU as opened on its own (.incbin, .include), from the list it wrote (-Wa,--MD), join the
@@ -1025,7 +1030,9 @@ void Pipeline::store_result(ManifestEntry entry, const CacheEntry& ce, const Unr
   std::string failure;
   try {
     const std::string key = storage_key(entry).value().hex();  // this checkout has every root it names
-    storage::StorageStatus stored = store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
+    // Built by an execution service the user does not trust (remote_execution.trusted): this machine only.
+    storage::StorageStatus stored = local_only_ ? store_.put_local_parts(key, serialize_entry_head(ce), entry_body(ce))
+                                                : store_.put_parts(key, serialize_entry_head(ce), entry_body(ce));
     if (stored) {
       explain::record(
           cfg_.cache_dir, job_, direct_.hex(), key, entry.files, stage_notes_,
@@ -1073,6 +1080,7 @@ storage::StorageStatus Pipeline::add_to_manifest(ManifestEntry entry) {
     }
   }
   manifest_add(manifest, std::move(entry));
+  if (local_only_) return store_.put_local_record(manifest_key_, serialize_manifest(manifest));
   return store_.put_record(manifest_key_, serialize_manifest(manifest));
 }
 

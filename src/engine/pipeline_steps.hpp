@@ -264,7 +264,9 @@ class Pipeline {
   util::Digest source_digest_;      // the source's content, as the direct key hashed it
   std::uint64_t stored_cost_ms_ = 0;  // a hit: what the miss that stored the entry took
   std::string cause_, cause_detail_;
-  bool preprocessed_lookup_ = false;  // the lookup ran the preprocessed fallback (and it missed)
+  bool preprocessed_lookup_ = false;
+  // A remote action built this result and the execution service is not trusted: stored locally only.
+  bool local_only_ = false;  // the lookup ran the preprocessed fallback (and it missed)
   // What that lookup's preprocessing gave, and the file clock before it began (the miss's start then).
   std::optional<Preprocessed> preprocessed_;
   std::int64_t preprocessed_began_ = 0;

@@ -27,6 +27,7 @@ class PipelineStore {
   virtual storage::StorageResult<std::optional<storage::Parts>> get_parts(std::string_view key,
                                                                           const std::string& body_dir) = 0;
   virtual storage::StorageStatus put_parts(std::string_view key, std::string_view head, std::string_view body) = 0;
+  virtual storage::StorageStatus put_local_parts(std::string_view key, std::string_view head, std::string_view body) = 0;
   virtual void remove(std::string_view key) = 0;
   // The `kache explain` record of an entry just stored, in the local store; returns the path written.
   virtual std::string put_explain_record(std::string_view key, std::string_view text) = 0;
@@ -53,6 +54,9 @@ class LayeredPipelineStore final : public PipelineStore {
   }
   storage::StorageStatus put_parts(std::string_view key, std::string_view head, std::string_view body) override {
     return layered_.put_parts(key, head, body);
+  }
+  storage::StorageStatus put_local_parts(std::string_view key, std::string_view head, std::string_view body) override {
+    return layered_.put_local_parts(key, head, body);
   }
   void remove(std::string_view key) override { layered_.remove(key); }
   std::string put_explain_record(std::string_view key, std::string_view text) override {

@@ -25,6 +25,7 @@ reapi::ServerSettings remote_execution_settings(const core::Config& config) {
   s.instance = config.remote_execution_instance;
   s.ca_file = config.remote_execution_ca_file;
   s.timeout_s = config.remote_execution_timeout_s;
+  s.trusted = config.remote_execution_trusted;
   if (const char* token = std::getenv("KACHE_REMOTE_EXECUTION_BEARER_TOKEN")) s.bearer_token = token;
   return s;
 }
@@ -102,6 +103,7 @@ RemoteStages::RemoteStages(const core::Config& config) {
   if (config.remote_execution_server.empty()) return;
   client_ = reapi::open_client(remote_execution_settings(config));
   enabled_ = true;
+  trusted_ = config.remote_execution_trusted;
 }
 
 std::optional<util::ProcessResult> RemoteStages::fallback(const std::string& reason, const std::string& detail,
@@ -156,6 +158,7 @@ std::optional<util::ProcessResult> RemoteStages::execute(const reapi::ActionSpec
     if (!respell(file.bytes, dirs)) return fallback("output-paths", file.path, counts, counts_mutex);
     util::write_file(local, file.bytes);
   }
+  ran_remotely_ = true;
   std::lock_guard lock(counts_mutex);
   counts[core::counter::kRemoteRanPrefix + cmd.what.substr(0, cmd.what.find(' '))]++;
   core::log().debug("remote execution: {} ran on {}{}", cmd.what, outcome.worker, outcome.cached ? " (cached)" : "");

@@ -2,6 +2,7 @@
 // Remote execution (docs/remote-execution.md) as the pipeline and the commands use it: the configured
 // server's settings, a stage run by a remote worker with its outputs written here (or why it runs here
 // instead). `kache worker` and doctor's rows: commands/worker.hpp.
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -38,6 +39,10 @@ class RemoteStages {
  public:
   explicit RemoteStages(const core::Config& config);
   bool enabled() const { return enabled_; }
+  // Whether what this compile stores may go to the shared stores: always with remote_execution.trusted;
+  // otherwise only while no action ran remotely (the service chose those outputs, and a signed shared
+  // store would vouch for them to every other machine).
+  bool publishable() const { return trusted_ || !ran_remotely_; }
   // The command's result with its outputs written at their paths here, or nullopt (counted in counts as
   // remote_fallback.<reason>): the caller runs it here. After the server is found unreachable, every
   // later stage of the compile runs here at once.
@@ -61,6 +66,8 @@ class RemoteStages {
   std::optional<util::ProcessResult> fallback(const std::string& reason, const std::string& detail,
                                               std::map<std::string, std::uint64_t>& counts, std::mutex& counts_mutex);
   bool enabled_ = false;
+  bool trusted_ = false;
+  std::atomic<bool> ran_remotely_ = false;
   std::unique_ptr<remote_exec::Client> client_;
   std::mutex mu_;
   bool unreachable_ = false;

@@ -3,8 +3,8 @@
 // platform properties) uploaded to a server's CAS and executed there by one of its workers, the result's
 // outputs read back. Plain C++ types here; gRPC and the generated messages stay in grpc_client.cpp, which
 // only kache-reapi links (a hit of kache never pays protobuf's start). Every call carries a deadline: no failure of the server waits forever.
-// The ActionCache is read (GetActionResult) as a second cache, never as the authority: the caller
-// verifies and stores what comes back under its own key.
+// The ActionCache is read (GetActionResult) only when the user trusts the service (ServerSettings::trusted):
+// any client allowed to update it chooses what a lookup returns.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,6 +20,9 @@ struct ServerSettings {
   std::string ca_file;       // grpcs://: a CA certificate; "" the system's
   std::string bearer_token;  // sent as "authorization: Bearer ..."; never printed
   double timeout_s = 600;    // the longest an action may take, queue included
+  // remote_execution.trusted: the server's ActionCache is read (else every action executes, its cache
+  // lookup skipped, and what another client planted there is never restored).
+  bool trusted = false;
 };
 
 struct Capabilities {

@@ -25,12 +25,13 @@ constexpr double kHelperMarginSeconds = 300;
 std::string helper_path() { return util::join_path(util::dirname(util::self_executable()), std::string(kHelperName)); }
 
 // The request in a new file of the temporary directory that only this user can read (it holds the
-// project's files); its path. Throws std::system_error.
+// project's files), created 0600 (O_CREAT|O_EXCL with the mode: never readable by others in between);
+// its path. Throws std::system_error.
 std::string write_private_request(const std::string& request) {
   std::string path;
-  const int fd = util::create_temp_file(std::filesystem::temp_directory_path().string(), "kache-reapi-request", &path);
+  const int fd =
+      util::create_temp_file(std::filesystem::temp_directory_path().string(), "kache-reapi-request", &path, 0600);
   try {
-    if (::fchmod(fd, 0600) != 0) throw std::system_error(errno, std::generic_category(), "fchmod " + path);
     util::write_fully(fd, request, path);
   } catch (...) {
     ::close(fd);

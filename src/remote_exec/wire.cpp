@@ -34,7 +34,7 @@ std::vector<std::pair<std::string, std::string>> pairs_from(const json& j) {
 }
 
 json settings_of(const ServerSettings& s) {
-  return {{"url", s.url}, {"instance", s.instance}, {"ca_file", s.ca_file}, {"timeout_s", s.timeout_s}};
+  return {{"url", s.url}, {"instance", s.instance}, {"ca_file", s.ca_file}, {"timeout_s", s.timeout_s}, {"trusted", s.trusted}};
 }
 
 ServerSettings settings_from(const json& j) {
@@ -43,6 +43,7 @@ ServerSettings settings_from(const json& j) {
   s.instance = j.at("instance").get<std::string>();
   s.ca_file = j.at("ca_file").get<std::string>();
   s.timeout_s = j.at("timeout_s").get<double>();
+  s.trusted = j.value("trusted", false);
   return s;
 }
 

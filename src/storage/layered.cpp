@@ -104,6 +104,11 @@ StorageStatus LayeredStorage::put_parts(std::string_view key, std::string_view h
   return put_everywhere(key, core::encode_parts(head, body, encoding_));
 }
 
+StorageStatus LayeredStorage::put_local_parts(std::string_view key, std::string_view head, std::string_view body) {
+  if (!local_writes_) return util::Done{};
+  return local_->put(key, core::encode_parts(head, body, encoding_));
+}
+
 // A failed removal does not switch a store off: a read-only cache just keeps the value.
 void LayeredStorage::remove(std::string_view key) {
   for (auto& level : levels_) {

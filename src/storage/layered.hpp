@@ -37,6 +37,9 @@ class LayeredStorage {
   // A result entry: a head and a large body (see Parts).
   StorageResult<std::optional<Parts>> get_parts(std::string_view key, const std::string& body_dir);
   StorageStatus put_parts(std::string_view key, std::string_view head, std::string_view body);
+  // A result entry for the local store alone (built by a remote service the user does not trust to
+  // publish: docs/remote-execution.md); nothing when local writes are off.
+  StorageStatus put_local_parts(std::string_view key, std::string_view head, std::string_view body);
   // Forgets key in every store (a value the caller found unusable); best effort.
   void remove(std::string_view key);
 

@@ -264,8 +264,8 @@ void write_fully(int fd, std::string_view data, const std::string& what) {
   }
 }
 
-int create_temp_file(const std::string& dir, std::string_view stem, std::string* path) {
-  return open_temp(dir, stem, 0666, path);
+int create_temp_file(const std::string& dir, std::string_view stem, std::string* path, mode_t mode) {
+  return open_temp(dir, stem, mode, path);
 }
 
 const char* copy_method_name(CopyMethod m) {

@@ -79,9 +79,10 @@ std::string write_temp_file(const std::string& dir, std::string_view stem, std::
 // writing through dst would corrupt src.
 void copy_file(const std::string& src, const std::string& dst);
 
-// A new file "<dir>/.tmp.<stem>.<pid>.<random>" (O_EXCL, mode 0666 & ~umask) open for writing: returns
-// its descriptor and sets *path. Throws std::system_error.
-int create_temp_file(const std::string& dir, std::string_view stem, std::string* path);
+// A new file "<dir>/.tmp.<stem>.<pid>.<random>" (O_EXCL, mode & ~umask) open for writing: returns its
+// descriptor and sets *path. A private file passes 0600: created so, never readable by others in between.
+// Throws std::system_error.
+int create_temp_file(const std::string& dir, std::string_view stem, std::string* path, mode_t mode = 0666);
 // Writes all of data to fd (retrying short writes); throws std::system_error naming `what`.
 void write_fully(int fd, std::string_view data, const std::string& what);
 

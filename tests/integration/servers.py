@@ -636,16 +636,18 @@ class KacheWorker(_Server):
     gcc/clang `compiler` too when given: ready once its bot session exists. ran() counts the actions it
     ran, from its own log lines."""
 
-    def __init__(self, kache, server_url, name, nvcc=None, toolchain_id=None, compiler=None, instance=None):
+    def __init__(self, kache, server_url, name, nvcc=None, toolchain_id=None, compiler=None, instance=None,
+                 env=None):
         self.dir = tempfile.mkdtemp(prefix=f"kache-worker-{name}-")
         self.log = os.path.join(self.dir, "worker.log")
         args = [kache, "worker", "--server", server_url, "--work-dir", os.path.join(self.dir, "work"),
                 "--bot-id", name]
-        args += ["--nvcc", nvcc] if nvcc else ["--toolchain-id", toolchain_id]
+        args += ["--nvcc", nvcc] if nvcc else ["--toolchain-id", toolchain_id] if toolchain_id else []
         args += ["--compiler", compiler] if compiler else []
         args += ["--instance", instance] if instance else []
         with open(self.log, "w") as out:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                         env=dict(os.environ, **(env or {})))
         _wait_for_line(self.log, "kache-worker: session", self.proc, f"kache worker {name}")
 
     def ran(self, program=None):

@@ -62,6 +62,9 @@ class MemoryStore final : public PipelineStore {
     entries[std::string(key)] = std::string(head) + std::string(body);
     return util::Done{};
   }
+  storage::StorageStatus put_local_parts(std::string_view key, std::string_view head, std::string_view body) override {
+    return put_parts(key, head, body);
+  }
   void remove(std::string_view key) override {
     records.erase(std::string(key));
     entries.erase(std::string(key));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <random>
 
+#include "remote_exec/input_root.hpp"
 #include "util/fs.hpp"
 
 namespace kache::remote_exec {
@@ -60,6 +61,9 @@ std::string random_uuid() {
 grpc::Status read_blob(grpc::Channel& channel, const ServerSettings& settings, const std::string& hash,
                        std::int64_t size, std::string& bytes, double seconds) {
   bytes.clear();
+  if (size < 0 || size > kMaxBlobBytes) {
+    return grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "a blob's digest gives a size beyond kache's bound");
+  }
   if (size == 0) return grpc::Status::OK;
   auto ctx = call_context(settings, seconds);
   google::bytestream::ReadRequest req;
@@ -67,9 +71,19 @@ grpc::Status read_blob(grpc::Channel& channel, const ServerSettings& settings, c
   auto stub = google::bytestream::ByteStream::NewStub(std::shared_ptr<grpc::Channel>(&channel, [](auto*) {}));
   auto reader = stub->Read(ctx.get(), req);
   google::bytestream::ReadResponse chunk;
-  while (reader->Read(&chunk)) bytes += chunk.data();
+  // Never more than the digest says: a server that sends more is cut off, not buffered.
+  while (reader->Read(&chunk)) {
+    if (static_cast<std::int64_t>(bytes.size() + chunk.data().size()) > size) {
+      ctx->TryCancel();
+      while (reader->Read(&chunk)) {
+      }
+      (void)reader->Finish();
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "a blob read back is larger than its digest says");
+    }
+    bytes += chunk.data();
+  }
   grpc::Status s = reader->Finish();
-  if (s.ok() && content_digest(bytes) != hash) {
+  if (s.ok() && (static_cast<std::int64_t>(bytes.size()) != size || content_digest(bytes) != hash)) {
     return grpc::Status(grpc::StatusCode::DATA_LOSS, "a blob read back does not match its digest");
   }
   return s;

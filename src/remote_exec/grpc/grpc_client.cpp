@@ -161,7 +161,10 @@ class GrpcClient final : public Client {
     if (auto f = upload_missing(up)) return *f;
     re::ActionResult result;
     bool cached = false;
-    if (auto f = lookup(action, result, cached)) return *f;
+    // Untrusted, the ActionCache is never asked: another client may have written any result there.
+    if (settings_.trusted) {
+      if (auto f = lookup(action, result, cached)) return *f;
+    }
     if (!cached) {
       if (auto f = run(action, result)) return *f;
     }
@@ -246,7 +249,7 @@ class GrpcClient final : public Client {
     re::ExecuteRequest req;
     req.set_instance_name(settings_.instance);
     *req.mutable_action_digest() = action;
-    req.set_skip_cache_lookup(true);  // looked up just before
+    req.set_skip_cache_lookup(true);  // looked up just before, or not trusted
     auto ctx = context(settings_.timeout_s);
     auto stream = re::Execution::NewStub(channel_)->Execute(ctx.get(), req);
     google::longrunning::Operation op;

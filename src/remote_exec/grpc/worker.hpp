@@ -11,7 +11,8 @@
 namespace kache::remote_exec {
 
 // Serves leases until max_actions have run (or forever); returns the process's exit status. Each action
-// run is logged as one line on stdout: "kache-worker: ran <program name> exit <code>" (tests count them).
+// run is logged as one line on stdout: "kache-worker: ran <program name> exit <code> action <hash>/<size>"
+// (tests count them).
 int run_worker(const WorkerSettings& settings);
 
 }  // namespace kache::remote_exec
