@@ -1,0 +1,395 @@
+"""Planted paths (issue 41's floor): no file kache opens in a cache dir or a file:// share can hang a
+command or be redirected by a link.
+
+The paths are discovered, not listed by belief: the commands below (compiles that miss, hit and read
+from the share, -s, -z, -C, -c, --evict-older-than, every form of `report`, `report --mark`, `explain`,
+`doctor`) run once under `strace -f -y -e trace=%file`, and every path a system call names below the
+cache dir or the share is collected (the directories on the way included), in the table printed first.
+Names that differ per compile are folded into one pattern (`<s>` a shard, `<ss>` a subshard, `<key>` an
+entry's key, `<h16>` a short hash), and one concrete path of each pattern is planted. Temporary names
+with a process id and a random part (`.tmp.*`) cannot be planted in advance and are only listed. FLOOR
+is what discovery must at least find, so that it cannot silently shrink.
+
+Each case copies the state the commands leave (prepared once), replaces one path by a plant, and runs
+every command again, each within BOUND_S seconds:
+  - fifo: a FIFO (a reader without writer, or a writer without reader, would wait forever);
+  - link: a symbolic link to a sentinel file outside (a file path) or to a directory outside holding
+    one sentinel (a directory path);
+  - dir: a directory where a file belongs.
+A case passes when every command finishes in time with the exit status the unplanted baseline had,
+every compile leaves an object equal to the real compiler's, and nothing outside the cache dir and the
+share changed (the sentinels' content and mtimes, and no new file beside them). KACHE_PLANT_ONLY=REGEX
+runs only the cases whose id matches.
+"""
+import hashlib
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from kachetest import KACHE
+
+STRACE = shutil.which("strace")
+GCC = shutil.which("gcc")
+BOUND_S = 20
+OLD_NS = 1_577_836_800 * 10**9  # 2020-01-01: older than any --evict-older-than below
+
+# (name, argv after kache, object the command compiles or None). The order matters: -C empties the
+# local store so that the compiles after it read the share, and -c and --evict-older-than come last
+# (after every file was aged past their bound) so that they remove something.
+COMMANDS = [
+    ("compile-a", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
+    ("compile-b", ["gcc", "-c", "b.c", "-o", "b.o"], "b.o"),
+    ("clear", ["-C"], None),
+    ("compile-a-share", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
+    ("compile-a-hit", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
+    ("compile-b-share", ["gcc", "-c", "b.c", "-o", "b.o"], "b.o"),
+    ("stats", ["-s"], None),
+    ("stats-json", ["-s", "--json"], None),
+    ("zero", ["-z"], None),
+    ("report", ["report", "--all"], None),
+    ("report-forms", ["report", "--all", "--json", "--html", "r.html", "--trace", "r.trace.json"], None),
+    ("report-markdown", ["report", "--markdown"], None),
+    ("report-mark", ["report", "--mark", "--label", "planted"], None),
+    ("explain", ["explain", "--", "gcc", "-c", "a.c", "-o", "a.o"], None),
+    ("explain-last", ["explain", "--last"], None),
+    ("doctor", ["doctor"], None),
+    ("cleanup", ["-c"], None),
+    ("evict", ["--evict-older-than", "30d"], None),
+]
+AGE_BEFORE = "cleanup"  # every file in the cache and the share is aged to OLD_NS before this command
+# The outputs the commands write in the source dir: rewritten by every run, checked apart.
+OUTPUTS = {"a.o", "b.o", "r.html", "r.trace.json"}
+
+# What discovery must at least find (patterns, "cache/..." or "share/...").
+FLOOR = [
+    "cache/<s>", "cache/<s>/size", "cache/<s>/lock", "cache/<s>/<ss>", "cache/<s>/<ss>/<key>",
+    "cache/events", "cache/events/events.jsonl", "cache/events/mark", "cache/stats", "cache/stats.journal",
+    "cache/explain", "cache/explain/last", "cache/explain/<h16>/<key>.json", "cache/identities",
+    "cache/toolchains", "cache/toolchains/<key>", "cache/toolchains/<key>.lock", "cache/toolchains/content/<key>",
+    "cache/remote-state", "share/<ss>", "share/<ss>/<key>",
+]
+
+# System calls that name paths, and where those paths stand in their arguments: ("at", n) takes the
+# n-th (dirfd, path) pair of an *at call; ("plain", n) the n-th path of a call relative to the cwd.
+PATH_CALL = re.compile(r"^(?:\[pid +)?(\d+)\]? *([a-z0-9_]+)\((.*)")
+QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+AT_PAIR = re.compile(r'(AT_FDCWD(?:<[^>]*>)?|-?\d+(?:<[^>]*>)?), "((?:[^"\\]|\\.)*)"')
+STAT_ONLY = {"stat", "lstat", "newfstatat", "fstatat64", "statx", "access", "faccessat", "faccessat2",
+             "readlink", "readlinkat", "getxattr", "lgetxattr", "listxattr", "llistxattr", "statfs",
+             "chdir", "getcwd", "execve", "execveat"}
+
+
+def fold(rel):
+    """The pattern of a path below the cache dir or the share: names that differ per key folded."""
+    out = []
+    for part in rel.split("/"):
+        if ".tmp." in part or part.startswith(".tmp") or re.search(r"-probe-\d+$", part):
+            out.append("<tmp>")
+        elif re.fullmatch(r"[0-9a-f]{64}", part):
+            out.append("<key>")
+        elif re.fullmatch(r"[0-9a-f]{64}\.[a-z.]+", part):
+            out.append("<key>" + part[64:])
+        elif re.fullmatch(r"p-[0-9a-f]{16}", part):
+            out.append("p-<h16>")
+        elif re.fullmatch(r"[0-9a-f]{16}", part):
+            out.append("<h16>")
+        elif re.fullmatch(r"[0-9a-f]{2}", part):
+            out.append("<ss>")
+        elif re.fullmatch(r"[0-9a-f]", part):
+            out.append("<s>")
+        else:
+            out.append(part)
+    return "/".join(out)
+
+
+def split_at_args(args):
+    """(dirfd text, path) pairs of an *at call's argument text, in order (renameat2 has two)."""
+    return AT_PAIR.findall(args)
+
+
+def traced_paths(line, cwd):
+    """The absolute paths one strace line's system call names."""
+    m = PATH_CALL.match(line)
+    if not m or m.group(2) in STAT_ONLY:
+        return []
+    call, args = m.group(2), m.group(3)
+    if call.endswith("at") or call.endswith("at2") or call in ("renameat2", "utimensat"):
+        result = []
+        for dirfd, path in split_at_args(args):
+            if path.startswith("/"):
+                result.append(path)
+            elif "<" in dirfd:
+                base = dirfd[dirfd.index("<") + 1:-1]
+                result.append(os.path.join(base, path) if path else base)
+            elif dirfd == "AT_FDCWD":
+                result.append(os.path.join(cwd, path))
+        return result
+    return [p if p.startswith("/") else os.path.join(cwd, p) for p in QUOTED.findall(args)]
+
+
+def tree_state(top, skip=()):
+    """{relative path: (kind, size, mtime_ns, sha256)} of everything below top (links not followed)."""
+    state = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        rel_dir = os.path.relpath(dirpath, top)
+        dirnames[:] = [d for d in dirnames if os.path.normpath(os.path.join(rel_dir, d)) not in skip]
+        for name in dirnames + filenames:
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            if rel in skip:
+                continue
+            st = os.lstat(os.path.join(dirpath, name))
+            digest = ""
+            if stat.S_ISREG(st.st_mode):
+                with open(os.path.join(dirpath, name), "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+            elif stat.S_ISLNK(st.st_mode):
+                digest = os.readlink(os.path.join(dirpath, name))
+            mtime = st.st_mtime_ns if not stat.S_ISDIR(st.st_mode) else 0
+            state[rel] = (stat.S_IFMT(st.st_mode), st.st_size if not stat.S_ISDIR(st.st_mode) else 0, mtime, digest)
+    return state
+
+
+def changes(before, after):
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+def age_everything(top):
+    """Every entry below top gets OLD_NS as its times, links themselves and not their targets."""
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            os.utime(os.path.join(dirpath, name), ns=(OLD_NS, OLD_NS), follow_symlinks=False)
+
+
+def run_bounded(argv, cwd, env):
+    """(exit status or None when it ran past BOUND_S, output, seconds); a command past the bound is
+    killed with every process of its session, so that no child keeps the pipes open."""
+    start = time.monotonic()
+    p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=BOUND_S)
+        return p.returncode, out.decode(errors="replace"), time.monotonic() - start
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return None, out.decode(errors="replace"), time.monotonic() - start
+
+
+class Layout:
+    """One fixed set of directories, reused by every case so that keys and paths stay the same."""
+
+    def __init__(self, root):
+        self.root = root
+        self.cache = os.path.join(root, "cache")
+        self.share = os.path.join(root, "share")
+        self.src = os.path.join(root, "src")
+        self.outside = os.path.join(root, "outside")
+        self.template = os.path.join(root, "template")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("KACHE_") and k != "CPATH"}
+        self.env.update({
+            "KACHE_DIR": self.cache,
+            "KACHE_CONFIG": os.path.join(root, "kache.toml"),
+            "XDG_CONFIG_HOME": os.path.join(root, "config"),
+            "KACHE_REMOTE_STORAGE": f"file://{self.share}|max-size=1K",
+            "KACHE_BUILD_ID": "planted",
+        })
+
+    def reset(self, from_template):
+        for d in (self.cache, self.share, self.outside):
+            shutil.rmtree(d, ignore_errors=True)
+        for name in OUTPUTS:
+            if os.path.lexists(os.path.join(self.src, name)):
+                os.unlink(os.path.join(self.src, name))
+        if from_template:
+            shutil.copytree(os.path.join(self.template, "cache"), self.cache, symlinks=True)
+            shutil.copytree(os.path.join(self.template, "share"), self.share, symlinks=True)
+        else:
+            os.makedirs(self.share)
+        os.makedirs(self.outside)
+
+    def outside_state(self):
+        skip = {"cache", "share", "template"} | {os.path.join("src", o) for o in OUTPUTS}
+        return tree_state(self.root, skip)
+
+
+class PlantedPaths(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if STRACE is None or GCC is None:
+            raise unittest.SkipTest("strace and gcc are needed")
+        cls.root = tempfile.mkdtemp(prefix="kache-plant-")
+        cls.lay = Layout(cls.root)
+        os.makedirs(cls.lay.src)
+        for name, body in (("a.c", "int f(void) { return 42; }\n"), ("b.c", "int g(void) { return 43; }\n")):
+            path = os.path.join(cls.lay.src, name)
+            with open(path, "w") as f:
+                f.write(body)
+            os.utime(path, ns=(OLD_NS, OLD_NS))  # older than any compile: stored
+        cls.reference = {}
+        for src, obj in (("a.c", "a.o"), ("b.c", "b.o")):
+            subprocess.run([GCC, "-c", src, "-o", "ref-" + obj], cwd=cls.lay.src, check=True)
+            with open(os.path.join(cls.lay.src, "ref-" + obj), "rb") as f:
+                cls.reference[obj] = f.read()
+        cls.table = cls.discover()
+
+    @classmethod
+    def tearDownClass(cls):
+        if os.environ.get("KACHE_KEEP_TEST_DIRS") != "1":
+            shutil.rmtree(cls.root, ignore_errors=True)
+
+    # --- discovery ----------------------------------------------------------------------------------
+    @classmethod
+    def discover(cls):
+        """{pattern: {"example": a concrete relative path, "commands": [names]}} from one traced run.
+        The template (the state the planted runs start from) is the cache and share after this run."""
+        lay = cls.lay
+        lay.reset(from_template=False)
+        trace_dir = os.path.join(cls.root, "trace")
+        os.makedirs(trace_dir)
+        table = {}
+        for name, args, _ in COMMANDS:
+            if name == AGE_BEFORE:
+                # The planted runs start from the state before the removals.
+                os.makedirs(lay.template)
+                shutil.copytree(lay.cache, os.path.join(lay.template, "cache"), symlinks=True)
+                shutil.copytree(lay.share, os.path.join(lay.template, "share"), symlinks=True)
+                age_everything(lay.cache)
+                age_everything(lay.share)
+            trace = os.path.join(trace_dir, name)
+            r = subprocess.run([STRACE, "-f", "-qq", "-y", "-e", "trace=%file", "-o", trace, KACHE] + args,
+                               cwd=lay.src, env=lay.env, capture_output=True, text=True, timeout=120)
+            with open(trace, errors="replace") as f:
+                for line in f:
+                    for path in traced_paths(line.rstrip("\n"), lay.src):
+                        cls.note(table, os.path.normpath(path), name)
+        return table
+
+    @classmethod
+    def note(cls, table, path, command):
+        for top, label in ((cls.lay.cache, "cache"), (cls.lay.share, "share")):
+            if not path.startswith(top + "/"):
+                continue
+            rel = os.path.relpath(path, top)
+            parts = rel.split("/")
+            for i in range(1, len(parts) + 1):  # the directories on the way too
+                concrete = label + "/" + "/".join(parts[:i])
+                pattern = label + "/" + fold("/".join(parts[:i]))
+                row = table.setdefault(pattern, {"example": concrete, "commands": []})
+                if command not in row["commands"]:
+                    row["commands"].append(command)
+                template_has = os.path.lexists(os.path.join(cls.lay.template, row["example"]))
+                if not template_has and os.path.lexists(os.path.join(cls.lay.template, concrete)):
+                    row["example"] = concrete  # prefer a path the prepared state holds
+
+    def test_discovery_finds_at_least_the_floor(self):
+        sys.stderr.write("\npaths kache names below the cache dir and the share:\n")
+        for pattern in sorted(self.table):
+            row = self.table[pattern]
+            sys.stderr.write(f"  {pattern:40} {row['example']:60} {','.join(row['commands'])}\n")
+        missing = [p for p in FLOOR if p not in self.table]
+        self.assertEqual(missing, [], "discovery no longer finds these paths")
+
+    # --- planting -----------------------------------------------------------------------------------
+    def cases(self):
+        only = re.compile(os.environ.get("KACHE_PLANT_ONLY", ""))
+        result = [("baseline", None, None)]
+        for pattern in sorted(self.table):
+            if "<tmp>" in pattern:
+                continue  # a name with a process id and a random part: nothing to plant in advance
+            example = self.table[pattern]["example"]
+            is_dir = os.path.isdir(os.path.join(self.lay.template, example)) and not os.path.islink(
+                os.path.join(self.lay.template, example))
+            for kind in (("fifo", "link") if is_dir else ("fifo", "link", "dir")):
+                result.append((f"{pattern}-{kind}", example, kind))
+        return [c for c in result if c[0] == "baseline" or only.search(c[0])]
+
+    def plant(self, example, kind):
+        lay = self.lay
+        top, rel = example.split("/", 1)
+        path = os.path.join(lay.cache if top == "cache" else lay.share, rel)
+        was_dir = os.path.isdir(path) and not os.path.islink(path)
+        original = None
+        if os.path.isfile(path) and not os.path.islink(path):
+            with open(path, "rb") as f:
+                original = f.read()
+        if was_dir:
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "dir":
+            os.mkdir(path)
+        elif was_dir:
+            target = os.path.join(lay.outside, "dir")
+            os.makedirs(target)
+            with open(os.path.join(target, "sentinel"), "wb") as f:
+                f.write(b"sentinel\n")
+            os.utime(os.path.join(target, "sentinel"), ns=(OLD_NS, OLD_NS))
+            os.symlink(target, path)
+        else:
+            target = os.path.join(lay.outside, "sentinel")
+            with open(target, "wb") as f:
+                f.write(original if original is not None else b"sentinel\n")
+            os.utime(target, ns=(OLD_NS, OLD_NS))
+            os.symlink(target, path)
+
+    def run_case(self, example, kind):
+        """(problems, {command: exit status}, outside changes) of one case."""
+        lay = self.lay
+        lay.reset(from_template=True)
+        if kind:
+            self.plant(example, kind)
+        before = lay.outside_state()
+        statuses, problems = {}, []
+        for name, args, obj in COMMANDS:
+            if name == AGE_BEFORE:
+                age_everything(lay.cache)
+                age_everything(lay.share)
+            rc, out, took = run_bounded([KACHE] + args, lay.src, lay.env)
+            statuses[name] = rc
+            if rc is None:
+                problems.append(f"{name} ran past {BOUND_S} s (killed):\n{out[-2000:]}")
+                break  # the next commands would wait the same way
+            if obj and rc == 0:
+                with open(os.path.join(lay.src, obj), "rb") as f:
+                    if f.read() != self.reference[obj]:
+                        problems.append(f"{name}: {obj} differs from the compiler's own object")
+            if rc != self.expected.get(name, rc):
+                problems.append(f"{name} exited {rc}, {self.expected[name]} without the plant:\n{out[-2000:]}")
+        changed = changes(before, lay.outside_state())
+        return problems, statuses, changed
+
+    def test_no_plant_hangs_a_command_or_changes_anything_outside(self):
+        self.expected = {}
+        cases = self.cases()
+        problems, statuses, allowed = self.run_case(None, None)
+        self.assertEqual(problems, [], "the baseline itself failed")
+        self.assertIsNone(next((n for n, rc in statuses.items() if rc is None), None))
+        self.expected = statuses
+        sys.stderr.write(f"\n{len(cases) - 1} planted cases; baseline exit statuses {statuses}\n")
+        failed = []
+        for case_id, example, kind in cases[1:]:
+            with self.subTest(case=case_id):
+                start = time.monotonic()
+                problems, _, changed = self.run_case(example, kind)
+                outside = [c for c in changed if c not in allowed]
+                if outside:
+                    problems.append(f"changed outside the cache dir and the share: {outside}")
+                if problems:
+                    failed.append(case_id)
+                sys.stderr.write(f"  {case_id:50} {'FAIL' if problems else 'ok'} ({time.monotonic() - start:.1f} s)\n")
+                self.assertEqual(problems, [], f"{case_id}: {example} planted as {kind}:\n" + "\n".join(problems))
+        sys.stderr.write(f"failing cases: {failed}\n")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
