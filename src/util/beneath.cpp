@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <random>
 #include <system_error>
 #include <vector>
 
@@ -272,6 +274,37 @@ void Beneath::rename(std::string_view from, std::string_view to) const {
                             "rename below " + path_ + ": " + (refused.empty() ? "missing directory" : refused));
   if (::renameat(from_dir.get(), from_name.c_str(), to_dir.get(), to_name.c_str()) != 0)
     throw_errno(errno, "rename " + std::string(from) + " to " + std::string(to) + " below " + path_);
+}
+
+bool Beneath::write_atomic(std::string_view relative, std::string_view data, mode_t mode,
+                           std::string* refused) const {
+  std::string name;
+  if (open_parent(relative, &name, refused).get() < 0) return false;
+  const std::size_t cut = relative.rfind('/');
+  const std::string dir = cut == std::string_view::npos ? "" : std::string(relative.substr(0, cut + 1));
+  std::random_device random;
+  std::string temp;
+  UniqueFd fd;
+  for (int attempt = 0; fd.get() < 0; ++attempt) {
+    char suffix[40];
+    std::snprintf(suffix, sizeof suffix, ".%d.%08x%08x", static_cast<int>(::getpid()), random(), random());
+    temp = dir + ".tmp." + name + suffix;
+    try {
+      fd = open_regular(temp, O_WRONLY | O_CREAT | O_EXCL, mode, refused);
+    } catch (const std::system_error& e) {
+      if (e.code().value() != EEXIST || attempt >= 10) throw;
+    }
+    if (fd.get() < 0 && attempt >= 10) return false;
+  }
+  try {
+    write_fully(fd.get(), data, path_ + "/" + temp);
+    if (::close(fd.release()) != 0 && errno != EINTR) throw_errno(errno, "close " + path_ + "/" + temp);
+    rename(temp, relative);
+  } catch (...) {
+    unlink_file(temp);
+    throw;
+  }
+  return true;
 }
 
 }  // namespace kache::util

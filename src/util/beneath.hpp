@@ -71,6 +71,12 @@ class Beneath {
   // Renames `from` to `to`, both below the root, resolved without links (a link at `to` is replaced,
   // never followed). Throws std::system_error (EISDIR when `to` is a directory).
   void rename(std::string_view from, std::string_view to) const;
+  // Replaces `relative` by a file holding `data`, whole or not at all: written to a new file
+  // ".tmp.<name>.<pid>.<random>" beside it (O_EXCL, mode & ~umask), then renamed over it (a link there is
+  // replaced, never followed). False (with *refused) when a directory on the way is missing, a link or
+  // no directory; throws std::system_error for any other failure (EISDIR: a directory at `relative`).
+  bool write_atomic(std::string_view relative, std::string_view data, mode_t mode = 0666,
+                    std::string* refused = nullptr) const;
 
  private:
   // The directory holding the last component of `relative` and that component's name.

@@ -129,6 +129,24 @@ TEST_F(BeneathTest, RenameReplacesALinkInsteadOfWritingThroughIt) {
   EXPECT_EQ(content, "outside");
 }
 
+TEST_F(BeneathTest, WriteAtomicReplacesALinkAndRefusesALinkedDirectory) {
+  fs::create_symlink(outside_ + "/secret", root_ + "/d/memo");
+  fs::create_symlink(outside_, root_ + "/linked");
+  Beneath b(root_);
+  EXPECT_TRUE(b.write_atomic("d/memo", "memo"));
+  EXPECT_FALSE(fs::is_symlink(root_ + "/d/memo"));
+  EXPECT_EQ(b.read_regular("d/memo"), "memo");
+  std::string refused;
+  EXPECT_FALSE(b.write_atomic("linked/memo", "memo", 0666, &refused));
+  EXPECT_FALSE(refused.empty());
+  EXPECT_FALSE(fs::exists(outside_ + "/memo"));
+  std::ifstream in(outside_ + "/secret");
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(content, "outside");
+  // No temporary file is left behind, whatever happened.
+  for (const auto& e : fs::directory_iterator(root_ + "/d")) EXPECT_FALSE(e.path().filename().string().starts_with(".tmp."));
+}
+
 TEST_F(BeneathTest, CreateDirectoriesAppliesTheModeAndRefusesAFile) {
   Beneath b(root_);
   const mode_t old = ::umask(002);
