@@ -37,7 +37,7 @@ from kachetest import KACHE
 
 STRACE = shutil.which("strace")
 GCC = shutil.which("gcc")
-BOUND_S = 20
+BOUND_S = 10  # a command that waits this long waits on a plant: the lock timeout below is 2 s
 OLD_NS = 1_577_836_800 * 10**9  # 2020-01-01: older than any --evict-older-than below
 
 # (name, argv after kache, object the command compiles or None). The order matters: -C empties the
@@ -199,6 +199,7 @@ class Layout:
             "XDG_CONFIG_HOME": os.path.join(root, "config"),
             "KACHE_REMOTE_STORAGE": f"file://{self.share}|max-size=1K",
             "KACHE_BUILD_ID": "planted",
+            "KACHE_LOCK_TIMEOUT": "2",
         })
 
     def reset(self, from_template):
