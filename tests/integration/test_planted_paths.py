@@ -46,6 +46,7 @@ OLD_NS = 1_577_836_800 * 10**9  # 2020-01-01: older than any --evict-older-than 
 COMMANDS = [
     ("compile-a", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
     ("compile-b", ["gcc", "-c", "b.c", "-o", "b.o"], "b.o"),
+    ("compile-a-touched", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),  # a.c's identity moved: identities
     ("clear", ["-C"], None),
     ("compile-a-share", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
     ("compile-a-hit", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
@@ -64,6 +65,7 @@ COMMANDS = [
     ("evict", ["--evict-older-than", "30d"], None),
 ]
 AGE_BEFORE = "cleanup"  # every file in the cache and the share is aged to OLD_NS before this command
+TOUCH_BEFORE = "compile-a-touched"  # a.c gets another (still old) mtime: same content, a new identity
 # The outputs the commands write in the source dir: rewritten by every run, checked apart.
 OUTPUTS = {"a.o", "b.o", "r.html", "r.trace.json"}
 
@@ -72,6 +74,7 @@ FLOOR = [
     "cache/<s>", "cache/<s>/size", "cache/<s>/lock", "cache/<s>/<ss>", "cache/<s>/<ss>/<key>",
     "cache/events", "cache/events/events.jsonl", "cache/events/mark", "cache/stats", "cache/stats.journal",
     "cache/explain", "cache/explain/last", "cache/explain/<h16>/<key>.json", "cache/identities",
+    "cache/kache.log",
     "cache/toolchains", "cache/toolchains/<key>", "cache/toolchains/<key>.lock", "cache/toolchains/content/<key>",
     "cache/remote-state", "share/<ss>", "share/<ss>/<key>",
 ]
@@ -208,12 +211,21 @@ class Layout:
         for name in OUTPUTS:
             if os.path.lexists(os.path.join(self.src, name)):
                 os.unlink(os.path.join(self.src, name))
+        for name in ("a.c", "b.c"):  # as the template's entries recorded them
+            os.utime(os.path.join(self.src, name), ns=(OLD_NS, OLD_NS))
         if from_template:
             shutil.copytree(os.path.join(self.template, "cache"), self.cache, symlinks=True)
             shutil.copytree(os.path.join(self.template, "share"), self.share, symlinks=True)
         else:
             os.makedirs(self.share)
         os.makedirs(self.outside)
+
+    def before_command(self, name):
+        if name == AGE_BEFORE:
+            age_everything(self.cache)
+            age_everything(self.share)
+        if name == TOUCH_BEFORE:
+            os.utime(os.path.join(self.src, "a.c"), ns=(OLD_NS + 10**9, OLD_NS + 10**9))
 
     def outside_state(self):
         skip = {"cache", "share", "template"} | {os.path.join("src", o) for o in OUTPUTS}
@@ -261,8 +273,7 @@ class PlantedPaths(unittest.TestCase):
                 os.makedirs(lay.template)
                 shutil.copytree(lay.cache, os.path.join(lay.template, "cache"), symlinks=True)
                 shutil.copytree(lay.share, os.path.join(lay.template, "share"), symlinks=True)
-                age_everything(lay.cache)
-                age_everything(lay.share)
+            lay.before_command(name)
             trace = os.path.join(trace_dir, name)
             r = subprocess.run([STRACE, "-f", "-qq", "-y", "-e", "trace=%file", "-o", trace, KACHE] + args,
                                cwd=lay.src, env=lay.env, capture_output=True, text=True, timeout=120)
@@ -352,9 +363,7 @@ class PlantedPaths(unittest.TestCase):
         before = lay.outside_state()
         statuses, problems = {}, []
         for name, args, obj in COMMANDS:
-            if name == AGE_BEFORE:
-                age_everything(lay.cache)
-                age_everything(lay.share)
+            lay.before_command(name)
             rc, out, took = run_bounded([KACHE] + args, lay.src, lay.env)
             statuses[name] = rc
             if rc is None:
