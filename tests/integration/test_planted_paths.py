@@ -63,7 +63,11 @@ COMMANDS = [
     ("doctor", ["doctor"], None),
     ("cleanup", ["-c"], None),
     ("evict", ["--evict-older-than", "30d"], None),
+    ("compile-a-warns", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),  # COMMAND_ENV: kache.log, warned/
 ]
+# A filter kache cannot parse is a warning, which a compile writes to <cache>/kache.log (once an hour:
+# after the aging above).
+COMMAND_ENV = {"compile-a-warns": {"KACHE_LOG": "kache=bogus"}}
 AGE_BEFORE = "cleanup"  # every file in the cache and the share is aged to OLD_NS before this command
 TOUCH_BEFORE = "compile-a-touched"  # a.c gets another (still old) mtime: same content, a new identity
 # The outputs the commands write in the source dir: rewritten by every run, checked apart.
@@ -74,7 +78,7 @@ FLOOR = [
     "cache/<s>", "cache/<s>/size", "cache/<s>/lock", "cache/<s>/<ss>", "cache/<s>/<ss>/<key>",
     "cache/events", "cache/events/events.jsonl", "cache/events/mark", "cache/stats", "cache/stats.journal",
     "cache/explain", "cache/explain/last", "cache/explain/<h16>/<key>.json", "cache/identities",
-    "cache/kache.log",
+    "cache/kache.log", "cache/warned", "cache/warned/<h16>",
     "cache/toolchains", "cache/toolchains/<key>", "cache/toolchains/<key>.lock", "cache/toolchains/content/<key>",
     "cache/remote-state", "share/<ss>", "share/<ss>/<key>",
 ]
@@ -275,8 +279,9 @@ class PlantedPaths(unittest.TestCase):
                 shutil.copytree(lay.share, os.path.join(lay.template, "share"), symlinks=True)
             lay.before_command(name)
             trace = os.path.join(trace_dir, name)
-            r = subprocess.run([STRACE, "-f", "-qq", "-y", "-e", "trace=%file", "-o", trace, KACHE] + args,
-                               cwd=lay.src, env=lay.env, capture_output=True, text=True, timeout=120)
+            subprocess.run([STRACE, "-f", "-qq", "-y", "-e", "trace=%file", "-o", trace, KACHE] + args,
+                           cwd=lay.src, env=dict(lay.env, **COMMAND_ENV.get(name, {})), capture_output=True,
+                           timeout=120)
             with open(trace, errors="replace") as f:
                 for line in f:
                     for path in traced_paths(line.rstrip("\n"), lay.src):
@@ -311,18 +316,17 @@ class PlantedPaths(unittest.TestCase):
     # --- planting -----------------------------------------------------------------------------------
     def cases(self):
         only = re.compile(os.environ.get("KACHE_PLANT_ONLY", ""))
-        result = [("baseline", None, None)]
+        result = [("baseline", None, None, False)]
         for pattern in sorted(self.table):
             if "<tmp>" in pattern:
                 continue  # a name with a process id and a random part: nothing to plant in advance
             example = self.table[pattern]["example"]
-            is_dir = os.path.isdir(os.path.join(self.lay.template, example)) and not os.path.islink(
-                os.path.join(self.lay.template, example))
+            is_dir = any(other.startswith(pattern + "/") for other in self.table)
             for kind in (("fifo", "link") if is_dir else ("fifo", "link", "dir")):
-                result.append((f"{pattern}-{kind}", example, kind))
+                result.append((f"{pattern}-{kind}", example, kind, is_dir))
         return [c for c in result if c[0] == "baseline" or only.search(c[0])]
 
-    def plant(self, example, kind):
+    def plant(self, example, kind, is_dir):
         lay = self.lay
         top, rel = example.split("/", 1)
         path = os.path.join(lay.cache if top == "cache" else lay.share, rel)
@@ -340,7 +344,7 @@ class PlantedPaths(unittest.TestCase):
             os.mkfifo(path)
         elif kind == "dir":
             os.mkdir(path)
-        elif was_dir:
+        elif is_dir:
             target = os.path.join(lay.outside, "dir")
             os.makedirs(target)
             with open(os.path.join(target, "sentinel"), "wb") as f:
@@ -354,17 +358,17 @@ class PlantedPaths(unittest.TestCase):
             os.utime(target, ns=(OLD_NS, OLD_NS))
             os.symlink(target, path)
 
-    def run_case(self, example, kind):
+    def run_case(self, example, kind, is_dir):
         """(problems, {command: exit status}, outside changes) of one case."""
         lay = self.lay
         lay.reset(from_template=True)
         if kind:
-            self.plant(example, kind)
+            self.plant(example, kind, is_dir)
         before = lay.outside_state()
         statuses, problems = {}, []
         for name, args, obj in COMMANDS:
             lay.before_command(name)
-            rc, out, took = run_bounded([KACHE] + args, lay.src, lay.env)
+            rc, out, took = run_bounded([KACHE] + args, lay.src, dict(lay.env, **COMMAND_ENV.get(name, {})))
             statuses[name] = rc
             if rc is None:
                 problems.append(f"{name} ran past {BOUND_S} s (killed):\n{out[-2000:]}")
@@ -381,16 +385,16 @@ class PlantedPaths(unittest.TestCase):
     def test_no_plant_hangs_a_command_or_changes_anything_outside(self):
         self.expected = {}
         cases = self.cases()
-        problems, statuses, allowed = self.run_case(None, None)
+        problems, statuses, allowed = self.run_case(None, None, False)
         self.assertEqual(problems, [], "the baseline itself failed")
         self.assertIsNone(next((n for n, rc in statuses.items() if rc is None), None))
         self.expected = statuses
         sys.stderr.write(f"\n{len(cases) - 1} planted cases; baseline exit statuses {statuses}\n")
         failed = []
-        for case_id, example, kind in cases[1:]:
+        for case_id, example, kind, is_dir in cases[1:]:
             with self.subTest(case=case_id):
                 start = time.monotonic()
-                problems, _, changed = self.run_case(example, kind)
+                problems, _, changed = self.run_case(example, kind, is_dir)
                 outside = [c for c in changed if c not in allowed]
                 if outside:
                     problems.append(f"changed outside the cache dir and the share: {outside}")
