@@ -80,7 +80,7 @@ FLOOR = [
     "cache/explain", "cache/explain/last", "cache/explain/<h16>/<key>.json", "cache/identities",
     "cache/kache.log", "cache/warned", "cache/warned/<h16>",
     "cache/toolchains", "cache/toolchains/<key>", "cache/toolchains/<key>.lock", "cache/toolchains/content/<key>",
-    "cache/remote-state", "share/<ss>", "share/<ss>/<key>",
+    "cache/remote-state", "cache/remote-state/<h16>.state", "share/<ss>", "share/<ss>/<key>",
 ]
 
 # System calls that name paths, and where those paths stand in their arguments: ("at", n) takes the
@@ -105,8 +105,8 @@ def fold(rel):
             out.append("<key>" + part[64:])
         elif re.fullmatch(r"p-[0-9a-f]{16}", part):
             out.append("p-<h16>")
-        elif re.fullmatch(r"[0-9a-f]{16}", part):
-            out.append("<h16>")
+        elif re.fullmatch(r"[0-9a-f]{16}(\.[a-z]+)?", part):
+            out.append("<h16>" + part[16:])
         elif re.fullmatch(r"[0-9a-f]{2}", part):
             out.append("<ss>")
         elif re.fullmatch(r"[0-9a-f]", part):
