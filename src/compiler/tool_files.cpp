@@ -898,6 +898,16 @@ void write_memo_file(const std::string& memo_dir, const std::string& path, const
   }
 }
 
+std::string probe_scratch_parent(const std::string& memo_dir) {
+  auto at = below_cache_dir(memo_dir, memo_dir);
+  try {
+    if (at && at->first.open_directory(at->second).get() >= 0) return memo_dir;
+  } catch (const std::exception& e) {
+    core::log().debug("cannot open {}: {}", memo_dir, e.what());
+  }
+  return "/tmp";
+}
+
 ProbeLock::ProbeLock(const std::string& memo_dir, const std::string& memo_path) {
   if (memo_path.empty()) return;
   const std::string lock_path = memo_path + ".lock";

@@ -230,6 +230,9 @@ Memo read_memo(std::uint32_t version, const std::string& bytes) {
 // path lies in memo_dir. Neither throws: a memo that cannot be read is none, one not written is logged.
 std::optional<std::string> read_memo_file(const std::string& memo_dir, const std::string& path);
 void write_memo_file(const std::string& memo_dir, const std::string& path, const std::string& bytes);
+// Where a probe's scratch directory goes: memo_dir while it is a real directory of the cache dir, else
+// /tmp (a link planted at memo_dir would put the probe's files wherever it points).
+std::string probe_scratch_parent(const std::string& memo_dir);
 
 // The parts of memoized_probe that do not depend on the memo's type.
 namespace memo_detail {

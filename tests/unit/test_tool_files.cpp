@@ -178,6 +178,10 @@ TEST(MemoFiles, APlantedFifoLinkOrDirectoryIsNoMemoAndNoLock) {
   write_memo_file(linked, util::join_path(linked, "content/key"), "memo");
   EXPECT_FALSE(util::exists(util::join_path(outside, "content")));
   EXPECT_EQ(read_memo_file(linked, util::join_path(linked, "secret")), std::nullopt);
+  // A probe's scratch directory goes to the memo dir only while it is a real directory.
+  EXPECT_EQ(probe_scratch_parent(memo_dir), memo_dir);
+  EXPECT_EQ(probe_scratch_parent(linked), "/tmp");
+  EXPECT_EQ(probe_scratch_parent(""), "/tmp");
 }
 
 // A memo of every field kind the toolchain memos keep.
