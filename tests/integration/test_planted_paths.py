@@ -33,10 +33,12 @@ import tempfile
 import time
 import unittest
 
+import elfsections
 from kachetest import KACHE
 
 STRACE = shutil.which("strace")
 GCC = shutil.which("gcc")
+NVCC = shutil.which("nvcc")  # its compile (a toolchain probe with a scratch dir) runs where it is installed
 BOUND_S = 10  # a command that waits this long waits on a plant: the lock timeout below is 2 s
 OLD_NS = 1_577_836_800 * 10**9  # 2020-01-01: older than any --evict-older-than below
 
@@ -47,6 +49,7 @@ COMMANDS = [
     ("compile-a", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
     ("compile-b", ["gcc", "-c", "b.c", "-o", "b.o"], "b.o"),
     ("compile-a-touched", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),  # a.c's identity moved: identities
+] + ([("compile-cu", ["nvcc", "-c", "k.cu", "-o", "k.o"], "k.o")] if NVCC else []) + [
     ("clear", ["-C"], None),
     ("compile-a-share", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
     ("compile-a-hit", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
@@ -71,7 +74,7 @@ COMMAND_ENV = {"compile-a-warns": {"KACHE_LOG": "kache=bogus"}}
 AGE_BEFORE = "cleanup"  # every file in the cache and the share is aged to OLD_NS before this command
 TOUCH_BEFORE = "compile-a-touched"  # a.c gets another (still old) mtime: same content, a new identity
 # The outputs the commands write in the source dir: rewritten by every run, checked apart.
-OUTPUTS = {"a.o", "b.o", "r.html", "r.trace.json"}
+OUTPUTS = {"a.o", "b.o", "k.o", "r.html", "r.trace.json"}
 
 # What discovery must at least find (patterns, "cache/..." or "share/...").
 FLOOR = [
@@ -215,7 +218,7 @@ class Layout:
         for name in OUTPUTS:
             if os.path.lexists(os.path.join(self.src, name)):
                 os.unlink(os.path.join(self.src, name))
-        for name in ("a.c", "b.c"):  # as the template's entries recorded them
+        for name in ("a.c", "b.c", "k.cu"):  # as the template's entries recorded them
             os.utime(os.path.join(self.src, name), ns=(OLD_NS, OLD_NS))
         if from_template:
             shutil.copytree(os.path.join(self.template, "cache"), self.cache, symlinks=True)
@@ -244,16 +247,17 @@ class PlantedPaths(unittest.TestCase):
         cls.root = tempfile.mkdtemp(prefix="kache-plant-")
         cls.lay = Layout(cls.root)
         os.makedirs(cls.lay.src)
-        for name, body in (("a.c", "int f(void) { return 42; }\n"), ("b.c", "int g(void) { return 43; }\n")):
+        for name, body in (("a.c", "int f(void) { return 42; }\n"), ("b.c", "int g(void) { return 43; }\n"),
+                           ("k.cu", "__global__ void k(float* x) { x[0] = 1; }\n")):
             path = os.path.join(cls.lay.src, name)
             with open(path, "w") as f:
                 f.write(body)
             os.utime(path, ns=(OLD_NS, OLD_NS))  # older than any compile: stored
         cls.reference = {}
-        for src, obj in (("a.c", "a.o"), ("b.c", "b.o")):
-            subprocess.run([GCC, "-c", src, "-o", "ref-" + obj], cwd=cls.lay.src, check=True)
-            with open(os.path.join(cls.lay.src, "ref-" + obj), "rb") as f:
-                cls.reference[obj] = f.read()
+        for tool, src, obj in ((GCC, "a.c", "a.o"), (GCC, "b.c", "b.o"), (NVCC, "k.cu", "k.o")):
+            if tool:
+                subprocess.run([tool, "-c", src, "-o", "ref-" + obj], cwd=cls.lay.src, check=True)
+                cls.reference[obj] = elfsections.allocated_sections(os.path.join(cls.lay.src, "ref-" + obj))
         cls.table = cls.discover()
 
     @classmethod
@@ -373,10 +377,8 @@ class PlantedPaths(unittest.TestCase):
             if rc is None:
                 problems.append(f"{name} ran past {BOUND_S} s (killed):\n{out[-2000:]}")
                 break  # the next commands would wait the same way
-            if obj and rc == 0:
-                with open(os.path.join(lay.src, obj), "rb") as f:
-                    if f.read() != self.reference[obj]:
-                        problems.append(f"{name}: {obj} differs from the compiler's own object")
+            if obj and rc == 0 and elfsections.allocated_sections(os.path.join(lay.src, obj)) != self.reference[obj]:
+                problems.append(f"{name}: {obj} differs from the compiler's own object")
             if rc != self.expected.get(name, rc):
                 problems.append(f"{name} exited {rc}, {self.expected[name]} without the plant:\n{out[-2000:]}")
         changed = changes(before, lay.outside_state())
