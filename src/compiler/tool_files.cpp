@@ -853,12 +853,14 @@ namespace {
 // Memos are small; a larger file in their place is no memo.
 constexpr std::size_t kMaxMemoBytes = 16 << 20;
 
-// The cache dir holding memo_dir, opened, and path's place below it ("toolchains/..."); nullopt when
+// The cache dir holding memo_dir, opened (created first when `create`: a new cache dir's first compile
+// probes before anything else is stored), and path's place below it ("toolchains/..."); nullopt when
 // there is no memo dir, path lies elsewhere, or the cache dir cannot be opened.
 std::optional<std::pair<util::Beneath, std::string>> below_cache_dir(const std::string& memo_dir,
-                                                                     const std::string& path) {
+                                                                     const std::string& path, bool create = false) {
   if (memo_dir.empty() || !(path == memo_dir || path.starts_with(memo_dir + "/"))) return std::nullopt;
   try {
+    if (create) util::create_directories(util::dirname(memo_dir));  // the user's own choice of place
     return std::pair{util::Beneath(util::dirname(memo_dir)), util::basename(memo_dir) + path.substr(memo_dir.size())};
   } catch (const std::exception& e) {
     core::log().debug("cannot open the cache dir of {}: {}", memo_dir, e.what());
@@ -883,10 +885,10 @@ std::optional<std::string> read_memo_file(const std::string& memo_dir, const std
 }
 
 void write_memo_file(const std::string& memo_dir, const std::string& path, const std::string& bytes) {
-  auto at = below_cache_dir(memo_dir, path);
-  if (!at) return;
   // The memo lives in the cache dir: its files and directories take the cache umask (cache.umask).
   util::CacheUmaskScope cache_umask;
+  auto at = below_cache_dir(memo_dir, path, true);
+  if (!at) return;
   std::string refused;
   try {
     const auto& [cache_dir, relative] = *at;
@@ -990,7 +992,7 @@ void log_not_kept(const std::string& memo_key, const char* why) {
 }
 
 void prepare_dir(const std::string& memo_dir) {
-  auto at = below_cache_dir(memo_dir, memo_dir);
+  auto at = below_cache_dir(memo_dir, memo_dir, true);
   if (!at) return;
   std::string refused;
   try {

@@ -182,6 +182,10 @@ TEST(MemoFiles, APlantedFifoLinkOrDirectoryIsNoMemoAndNoLock) {
   EXPECT_EQ(probe_scratch_parent(memo_dir), memo_dir);
   EXPECT_EQ(probe_scratch_parent(linked), "/tmp");
   EXPECT_EQ(probe_scratch_parent(""), "/tmp");
+  // A new cache dir's first compile writes its memo: the cache dir is created on the way.
+  const std::string fresh = util::join_path(dir.path(), "new-cache/toolchains");
+  write_memo_file(fresh, util::join_path(fresh, "content/key"), "memo");
+  EXPECT_EQ(read_memo_file(fresh, util::join_path(fresh, "content/key")), "memo");
 }
 
 // A memo of every field kind the toolchain memos keep.
