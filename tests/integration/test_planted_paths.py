@@ -1,14 +1,16 @@
 """Planted paths (issue 41's floor): no file kache opens in a cache dir or a file:// share can hang a
 command or be redirected by a link.
 
-The paths are discovered, not listed by belief: the commands below (compiles that miss, hit and read
-from the share, -s, -z, -C, -c, --evict-older-than, every form of `report`, `report --mark`, `explain`,
-`doctor`) run once under `strace -f -y -e trace=%file`, and every path a system call names below the
-cache dir or the share is collected (the directories on the way included), in the table printed first.
-Names that differ per compile are folded into one pattern (`<s>` a shard, `<ss>` a subshard, `<key>` an
-entry's key, `<h16>` a short hash), and one concrete path of each pattern is planted. Temporary names
-with a process id and a random part (`.tmp.*`) cannot be planted in advance and are only listed. FLOOR
-is what discovery must at least find, so that it cannot silently shrink.
+The paths are discovered, not listed by belief: the commands below (gcc compiles that miss, hit, read
+from the share, record verified identities and log a warning, an nvcc compile where nvcc is installed,
+-s, -z, -C, -c, --evict-older-than, -x, -X, -p, every form of `report`, `report --mark`, `explain`,
+`doctor`), with a file:// share configured, run once under `strace -f -y -e trace=%file`, and every
+path a system call names below the cache dir or the share (a stat included) is collected with the
+directories on the way, in the table printed first. Names that differ per compile are folded into one
+pattern (`<s>` a shard, `<ss>` a subshard, `<key>` an entry's key, `<h16>` a short hash), and one
+concrete path of each pattern is planted. Temporary names with a process id or a random part (`<tmp>`)
+cannot be planted in advance and are only listed. FLOOR is what discovery must at least find, so that
+it cannot silently shrink.
 
 Each case copies the state the commands leave (prepared once), replaces one path by a plant, and runs
 every command again, each within BOUND_S seconds:
@@ -67,6 +69,9 @@ COMMANDS = [
     ("cleanup", ["-c"], None),
     ("evict", ["--evict-older-than", "30d"], None),
     ("compile-a-warns", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),  # COMMAND_ENV: kache.log, warned/
+    ("show-compression", ["-x"], None),
+    ("recompress", ["-X", "3"], None),
+    ("show-config", ["-p"], None),
 ]
 # A filter kache cannot parse is a warning, which a compile writes to <cache>/kache.log (once an hour:
 # after the aging above).
@@ -81,7 +86,7 @@ FLOOR = [
     "cache/<s>", "cache/<s>/size", "cache/<s>/lock", "cache/<s>/<ss>", "cache/<s>/<ss>/<key>",
     "cache/events", "cache/events/events.jsonl", "cache/events/mark", "cache/stats", "cache/stats.journal",
     "cache/explain", "cache/explain/last", "cache/explain/<h16>/<key>.json", "cache/identities",
-    "cache/kache.log", "cache/warned", "cache/warned/<h16>",
+    "cache/kache.log", "cache/warned", "cache/warned/<h16>", "cache/kache.toml",
     "cache/toolchains", "cache/toolchains/<key>", "cache/toolchains/<key>.lock", "cache/toolchains/content/<key>",
     "cache/remote-state", "cache/remote-state/<h16>.state", "share/<ss>", "share/<ss>/<key>",
 ]
@@ -91,16 +96,16 @@ FLOOR = [
 PATH_CALL = re.compile(r"^(?:\[pid +)?(\d+)\]? *([a-z0-9_]+)\((.*)")
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 AT_PAIR = re.compile(r'(AT_FDCWD(?:<[^>]*>)?|-?\d+(?:<[^>]*>)?), "((?:[^"\\]|\\.)*)"')
-STAT_ONLY = {"stat", "lstat", "newfstatat", "fstatat64", "statx", "access", "faccessat", "faccessat2",
-             "readlink", "readlinkat", "getxattr", "lgetxattr", "listxattr", "llistxattr", "statfs",
-             "chdir", "getcwd", "execve", "execveat"}
+# A stat counts too: kache may look before it opens (a config file, a memo), and what it finds missing in
+# an unplanted run is what a plant would be opened as.
+NAMES_NO_PATH = {"getcwd", "chdir", "execve", "execveat"}
 
 
 def fold(rel):
     """The pattern of a path below the cache dir or the share: names that differ per key folded."""
     out = []
     for part in rel.split("/"):
-        if ".tmp." in part or part.startswith(".tmp") or re.search(r"-probe-\d+$", part):
+        if ".tmp." in part or part.startswith((".tmp", ".probe-")) or re.search(r"-probe-\d+$", part):
             out.append("<tmp>")
         elif re.fullmatch(r"[0-9a-f]{64}", part):
             out.append("<key>")
@@ -127,7 +132,7 @@ def split_at_args(args):
 def traced_paths(line, cwd):
     """The absolute paths one strace line's system call names."""
     m = PATH_CALL.match(line)
-    if not m or m.group(2) in STAT_ONLY:
+    if not m or m.group(2) in NAMES_NO_PATH:
         return []
     call, args = m.group(2), m.group(3)
     if call.endswith("at") or call.endswith("at2") or call in ("renameat2", "utimensat"):
