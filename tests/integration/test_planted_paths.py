@@ -150,7 +150,8 @@ def traced_paths(line, cwd):
 
 
 def tree_state(top, skip=()):
-    """{relative path: (kind, size, mtime_ns, sha256)} of everything below top (links not followed)."""
+    """{relative path: (kind, size, mtime_ns, sha256 or link target)} of everything below top (links not
+    followed)."""
     state = {}
     for dirpath, dirnames, filenames in os.walk(top):
         rel_dir = os.path.relpath(dirpath, top)
@@ -166,8 +167,9 @@ def tree_state(top, skip=()):
                     digest = hashlib.sha256(f.read()).hexdigest()
             elif stat.S_ISLNK(st.st_mode):
                 digest = os.readlink(os.path.join(dirpath, name))
-            mtime = st.st_mtime_ns if not stat.S_ISDIR(st.st_mode) else 0
-            state[rel] = (stat.S_IFMT(st.st_mode), st.st_size if not stat.S_ISDIR(st.st_mode) else 0, mtime, digest)
+            # A directory's mtime too: a file created in it and removed again leaves only that.
+            state[rel] = (stat.S_IFMT(st.st_mode), st.st_size if not stat.S_ISDIR(st.st_mode) else 0, st.st_mtime_ns,
+                          digest)
     return state
 
 
