@@ -69,13 +69,15 @@ COMMANDS = [
     ("cleanup", ["-c"], None),
     ("evict", ["--evict-older-than", "30d"], None),
     ("compile-a-warns", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),  # COMMAND_ENV: kache.log, warned/
+    ("compile-b-over-size", ["gcc", "-c", "b.c", "-o", "b.o"], "b.o"),  # COMMAND_ENV: its put evicts
     ("show-compression", ["-x"], None),
     ("recompress", ["-X", "3"], None),
     ("show-config", ["-p"], None),
 ]
 # A filter kache cannot parse is a warning, which a compile writes to <cache>/kache.log (once an hour:
 # after the aging above).
-COMMAND_ENV = {"compile-a-warns": {"KACHE_LOG": "kache=bogus"}}
+# A cache.max_size below what the cache holds makes the next put evict (cleanup.lock).
+COMMAND_ENV = {"compile-a-warns": {"KACHE_LOG": "kache=bogus"}, "compile-b-over-size": {"KACHE_MAX_SIZE": "2K"}}
 AGE_BEFORE = "cleanup"  # every file in the cache and the share is aged to OLD_NS before this command
 TOUCH_BEFORE = "compile-a-touched"  # a.c gets another (still old) mtime: same content, a new identity
 # The outputs the commands write in the source dir: rewritten by every run, checked apart.
@@ -86,7 +88,7 @@ FLOOR = [
     "cache/<s>", "cache/<s>/size", "cache/<s>/lock", "cache/<s>/<ss>", "cache/<s>/<ss>/<key>",
     "cache/events", "cache/events/events.jsonl", "cache/events/mark", "cache/stats", "cache/stats.journal",
     "cache/explain", "cache/explain/last", "cache/explain/<h16>/<key>.json", "cache/identities",
-    "cache/kache.log", "cache/warned", "cache/warned/<h16>", "cache/kache.toml",
+    "cache/kache.log", "cache/warned", "cache/warned/<h16>", "cache/kache.toml", "cache/cleanup.lock",
     "cache/toolchains", "cache/toolchains/<key>", "cache/toolchains/<key>.lock", "cache/toolchains/content/<key>",
     "cache/remote-state", "cache/remote-state/<h16>.state", "share/<ss>", "share/<ss>/<key>",
 ]
