@@ -47,8 +47,8 @@ BOUND_S = 15
 OLD_NS = 1_577_836_800 * 10**9  # 2020-01-01: older than any --evict-older-than below
 
 # (name, argv after kache, object the command compiles or None). The order matters: -C empties the
-# local store so that the compiles after it read the share, and -c and --evict-older-than come last
-# (after every file was aged past their bound) so that they remove something.
+# local store so that the compiles after it read the share; -c and --evict-older-than come after every
+# file was aged past their bound, so that they remove something; the compiles after them miss and store.
 COMMANDS = [
     ("compile-a", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
     ("compile-b", ["gcc", "-c", "b.c", "-o", "b.o"], "b.o"),
@@ -76,9 +76,9 @@ COMMANDS = [
     ("recompress", ["-X", "3"], None),
     ("show-config", ["-p"], None),
 ]
-# A filter kache cannot parse is a warning, which a compile writes to <cache>/kache.log (once an hour:
-# after the aging above).
-# A cache.max_size below what the cache holds makes the next put evict (cleanup.lock).
+# A log filter kache cannot parse is a warning, which a compile writes to <cache>/kache.log (once an
+# hour: its stamp in warned/ was aged with the rest). A cache.max_size below what the cache holds makes
+# the next put evict (cleanup.lock).
 COMMAND_ENV = {"compile-a-warns": {"KACHE_LOG": "kache=bogus"}, "compile-b-over-size": {"KACHE_MAX_SIZE": "2K"}}
 AGE_BEFORE = "cleanup"  # every file in the cache and the share is aged to OLD_NS before this command
 TOUCH_BEFORE = "compile-a-touched"  # a.c gets another (still old) mtime: same content, a new identity
@@ -95,8 +95,9 @@ FLOOR = [
     "cache/remote-state", "cache/remote-state/<h16>.state", "share/<ss>", "share/<ss>/<key>",
 ]
 
-# System calls that name paths, and where those paths stand in their arguments: ("at", n) takes the
-# n-th (dirfd, path) pair of an *at call; ("plain", n) the n-th path of a call relative to the cwd.
+# One line of `strace -f` ("PID call(args) = result"); an *at call's paths are (dirfd, path) pairs, the
+# dirfd spelled with its path by -y ("3</tmp/x/cache>", "AT_FDCWD</tmp/x/src>"); another call's are
+# relative to the working directory.
 PATH_CALL = re.compile(r"^(?:\[pid +)?(\d+)\]? *([a-z0-9_]+)\((.*)")
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 AT_PAIR = re.compile(r'(AT_FDCWD(?:<[^>]*>)?|-?\d+(?:<[^>]*>)?), "((?:[^"\\]|\\.)*)"')
@@ -138,10 +139,10 @@ def traced_paths(line, cwd):
     m = PATH_CALL.match(line)
     if not m or m.group(2) in NAMES_NO_PATH:
         return []
-    call, args = m.group(2), m.group(3)
-    if call.endswith("at") or call.endswith("at2") or call in ("renameat2", "utimensat"):
+    pairs = split_at_args(m.group(3))  # openat, newfstatat, statx, renameat2, utimensat...
+    if pairs:
         result = []
-        for dirfd, path in split_at_args(args):
+        for dirfd, path in pairs:
             if path.startswith("/"):
                 result.append(path)
             elif "<" in dirfd:
@@ -150,7 +151,7 @@ def traced_paths(line, cwd):
             elif dirfd == "AT_FDCWD":
                 result.append(os.path.join(cwd, path))
         return result
-    return [p if p.startswith("/") else os.path.join(cwd, p) for p in QUOTED.findall(args)]
+    return [p if p.startswith("/") else os.path.join(cwd, p) for p in QUOTED.findall(m.group(3))]
 
 
 def tree_state(top, skip=()):
