@@ -53,6 +53,8 @@ COMMANDS = [
     ("compile-a", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
     ("compile-b", ["gcc", "-c", "b.c", "-o", "b.o"], "b.o"),
     ("compile-a-touched", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),  # a.c's identity moved: identities
+    # A new key in every run: a miss that stores (entries, explain records) before -C removes plants.
+    ("compile-a-miss", ["gcc", "-c", "a.c", "-o", "a.o", "-DPLANTED_RUN={run}"], "a.o"),
 ] + ([("compile-cu", ["nvcc", "-c", "k.cu", "-o", "k.o"], "k.o")] if NVCC else []) + [
     ("clear", ["-C"], None),
     ("compile-a-share", ["gcc", "-c", "a.c", "-o", "a.o"], "a.o"),
@@ -182,6 +184,12 @@ def changes(before, after):
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
+def with_run(args):
+    """args with {run} replaced by a name no run used before (the key of a miss)."""
+    run = f"{os.getpid()}_{time.monotonic_ns()}"
+    return [a.replace("{run}", run) for a in args]
+
+
 def age_everything(top):
     """Every entry below top gets OLD_NS as its times, links themselves and not their targets."""
     for dirpath, dirnames, filenames in os.walk(top):
@@ -295,7 +303,7 @@ class PlantedPaths(unittest.TestCase):
                 shutil.copytree(lay.share, os.path.join(lay.template, "share"), symlinks=True)
             lay.before_command(name)
             trace = os.path.join(trace_dir, name)
-            subprocess.run([STRACE, "-f", "-qq", "-y", "-e", "trace=%file", "-o", trace, KACHE] + args,
+            subprocess.run([STRACE, "-f", "-qq", "-y", "-e", "trace=%file", "-o", trace, KACHE] + with_run(args),
                            cwd=lay.src, env=dict(lay.env, **COMMAND_ENV.get(name, {})), capture_output=True,
                            timeout=120)
             with open(trace, errors="replace") as f:
@@ -384,7 +392,7 @@ class PlantedPaths(unittest.TestCase):
         statuses, problems = {}, []
         for name, args, obj in COMMANDS:
             lay.before_command(name)
-            rc, out, took = run_bounded([KACHE] + args, lay.src, dict(lay.env, **COMMAND_ENV.get(name, {})))
+            rc, out, took = run_bounded([KACHE] + with_run(args), lay.src, dict(lay.env, **COMMAND_ENV.get(name, {})))
             statuses[name] = rc
             if rc is None:
                 problems.append(f"{name} ran past {BOUND_S} s (killed):\n{out[-2000:]}")
