@@ -18,6 +18,7 @@
 
 #include "core/log.hpp"
 #include "core/manifest.hpp"
+#include "util/beneath.hpp"
 #include "util/clock.hpp"
 #include "util/lock.hpp"
 #include "util/parallel.hpp"
@@ -767,9 +768,9 @@ void ProbeFiles::digest_pending() {
     }
     if (!memo_dir_.empty()) {
       try {
-        std::string hex = util::read_file(content_memo_path(memo_dir_, r.path, r.identity));
-        if (hex.size() == kContentDigestHexSize) {
-          r.digest = std::move(hex);
+        std::optional<std::string> hex = read_memo_file(memo_dir_, content_memo_path(memo_dir_, r.path, r.identity));
+        if (hex && hex->size() == kContentDigestHexSize) {
+          r.digest = std::move(*hex);
           continue;
         }
       } catch (const std::exception&) {
@@ -823,13 +824,7 @@ void ProbeFiles::digest_pending() {
     // Hashed as the file of this identity (xxh128_file_hex_as): this identity's content, unless the
     // file was within its clock tick when the reads began (a rewrite after the read could keep it).
     if (identity_is_racy(r->path, r->identity, hashing_began)) continue;
-    try {
-      const std::string memo = content_memo_path(memo_dir_, r->path, r->identity);
-      util::create_directories(util::dirname(memo));
-      util::write_file_atomic(memo, r->digest);
-    } catch (const std::exception& e) {
-      core::log().debug("cannot write toolchain content memo: {}", e.what());
-    }
+    write_memo_file(memo_dir_, content_memo_path(memo_dir_, r->path, r->identity), r->digest);
   }
 }
 
@@ -853,12 +848,81 @@ std::future<util::ProcessResult> start_capture(std::string exe, std::vector<std:
   }
 }
 
-ProbeLock::ProbeLock(const std::string& memo_path) {
+namespace {
+
+// Memos are small; a larger file in their place is no memo.
+constexpr std::size_t kMaxMemoBytes = 16 << 20;
+
+// The cache dir holding memo_dir, opened (created first when `create`: a new cache dir's first compile
+// probes before anything else is stored), and path's place below it ("toolchains/..."); nullopt when
+// there is no memo dir, path lies elsewhere, or the cache dir cannot be opened.
+std::optional<std::pair<util::Beneath, std::string>> below_cache_dir(const std::string& memo_dir,
+                                                                     const std::string& path, bool create = false) {
+  if (memo_dir.empty() || !(path == memo_dir || path.starts_with(memo_dir + "/"))) return std::nullopt;
+  try {
+    if (create) util::create_directories(util::dirname(memo_dir));  // the user's own choice of place
+    return std::pair{util::Beneath(util::dirname(memo_dir)), util::basename(memo_dir) + path.substr(memo_dir.size())};
+  } catch (const std::exception& e) {
+    core::log().debug("cannot open the cache dir of {}: {}", memo_dir, e.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> read_memo_file(const std::string& memo_dir, const std::string& path) {
+  auto at = below_cache_dir(memo_dir, path);
+  if (!at) return std::nullopt;
+  std::string refused;
+  try {
+    std::optional<std::string> bytes = at->first.read_regular(at->second, &refused, kMaxMemoBytes);
+    if (!bytes && !refused.empty()) core::log().debug("toolchain memo {} is {}: no memo", path, refused);
+    return bytes;
+  } catch (const std::exception& e) {
+    core::log().debug("cannot read toolchain memo {}: {}", path, e.what());
+    return std::nullopt;
+  }
+}
+
+void write_memo_file(const std::string& memo_dir, const std::string& path, const std::string& bytes) {
+  // The memo lives in the cache dir: its files and directories take the cache umask (cache.umask).
+  util::CacheUmaskScope cache_umask;
+  auto at = below_cache_dir(memo_dir, path, true);
+  if (!at) return;
+  std::string refused;
+  try {
+    const auto& [cache_dir, relative] = *at;
+    if (!cache_dir.create_directories(util::dirname(relative), 0777, &refused) ||
+        !cache_dir.write_atomic(relative, bytes, 0666, &refused))
+      core::log().debug("cannot write toolchain memo {}: {} on the way", path, refused);
+  } catch (const std::exception& e) {
+    core::log().debug("cannot write toolchain memo {}: {}", path, e.what());
+  }
+}
+
+std::string probe_scratch_parent(const std::string& memo_dir) {
+  auto at = below_cache_dir(memo_dir, memo_dir);
+  try {
+    if (at && at->first.open_directory(at->second).get() >= 0) return memo_dir;
+  } catch (const std::exception& e) {
+    core::log().debug("cannot open {}: {}", memo_dir, e.what());
+  }
+  return "/tmp";
+}
+
+ProbeLock::ProbeLock(const std::string& memo_dir, const std::string& memo_path) {
   if (memo_path.empty()) return;
   const std::string lock_path = memo_path + ".lock";
-  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  auto at = below_cache_dir(memo_dir, lock_path);
+  if (!at) return;
+  std::string refused;
+  try {
+    fd_ = at->first.open_regular(at->second, O_RDWR | O_CREAT, 0666, &refused).release();
+  } catch (const std::exception& e) {
+    refused = e.what();
+  }
   if (fd_ < 0) {
-    core::log().debug("cannot open the toolchain probe lock {}: {}", lock_path, std::strerror(errno));
+    core::log().debug("cannot open the toolchain probe lock {}: {}", lock_path, refused);
     return;
   }
   if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
@@ -928,9 +992,12 @@ void log_not_kept(const std::string& memo_key, const char* why) {
 }
 
 void prepare_dir(const std::string& memo_dir) {
-  if (memo_dir.empty()) return;
+  auto at = below_cache_dir(memo_dir, memo_dir, true);
+  if (!at) return;
+  std::string refused;
   try {
-    util::create_directories(memo_dir);
+    if (!at->first.create_directories(at->second, 0777, &refused))
+      core::log().debug("cannot create {}: {} on the way", memo_dir, refused);
   } catch (const std::exception& e) {
     core::log().debug("cannot create {}: {}", memo_dir, e.what());
   }
@@ -938,14 +1005,6 @@ void prepare_dir(const std::string& memo_dir) {
 
 void log_probing(const std::string& what, const std::string& memo_key) {
   core::log().debug("probing toolchain {} (memo {})", what, memo_key.substr(0, 12));
-}
-
-void write(const std::string& memo_path, const std::string& bytes) {
-  try {
-    util::write_file_atomic(memo_path, bytes);
-  } catch (const std::exception& e) {
-    core::log().debug("cannot write toolchain memo: {}", e.what());
-  }
 }
 
 }  // namespace memo_detail

@@ -171,8 +171,9 @@ std::future<util::ProcessResult> start_capture(std::string exe, std::vector<std:
 // created (read-only cache dir) means no waiting.
 class ProbeLock {
  public:
-  // memo_path "" (no cache dir): holds nothing.
-  explicit ProbeLock(const std::string& memo_path);
+  // memo_path "" (no cache dir): holds nothing. The lock file is opened below the cache dir as the
+  // memos are (read_memo_file): a FIFO, a link or a directory there means no lock, never a wait.
+  ProbeLock(const std::string& memo_dir, const std::string& memo_path);
   ~ProbeLock();
   ProbeLock(const ProbeLock&) = delete;
   ProbeLock& operator=(const ProbeLock&) = delete;
@@ -222,13 +223,23 @@ Memo read_memo(std::uint32_t version, const std::string& bytes) {
   return memo;
 }
 
+// The memos live in <cache dir>/toolchains (memo_dir), which others may write (a group-shared cache).
+// Every memo file is read and written below the cache dir's own descriptor (util::Beneath): a link at
+// any component is never followed, a FIFO never waited on, anything but a regular file is no memo (the
+// toolchain is probed again, and the write that follows replaces a planted file or link by a rename).
+// path lies in memo_dir. Neither throws: a memo that cannot be read is none, one not written is logged.
+std::optional<std::string> read_memo_file(const std::string& memo_dir, const std::string& path);
+void write_memo_file(const std::string& memo_dir, const std::string& path, const std::string& bytes);
+// Where a probe's scratch directory goes: memo_dir while it is a real directory of the cache dir, else
+// /tmp (a link planted at memo_dir would put the probe's files wherever it points).
+std::string probe_scratch_parent(const std::string& memo_dir);
+
 // The parts of memoized_probe that do not depend on the memo's type.
 namespace memo_detail {
 std::string memo_path(const std::string& memo_dir, const std::string& memo_key);
 void log_not_kept(const std::string& memo_key, const char* why);
 void prepare_dir(const std::string& memo_dir);
 void log_probing(const std::string& what, const std::string& memo_key);
-void write(const std::string& memo_path, const std::string& bytes);
 }  // namespace memo_detail
 
 // A toolchain's memo at memo_dir/memo_key (memo_dir "": none): read back while `valid(memo)` holds;
@@ -242,9 +253,10 @@ Memo memoized_probe(const std::string& memo_dir, const std::string& memo_key, co
                     std::uint32_t version, Valid valid, Probe probe) {
   const std::string path = memo_detail::memo_path(memo_dir, memo_key);
   auto from_memo = [&]() -> std::optional<Memo> {
-    if (path.empty() || !util::exists(path)) return std::nullopt;
+    const std::optional<std::string> bytes = read_memo_file(memo_dir, path);
+    if (!bytes) return std::nullopt;
     try {
-      Memo m = read_memo<Memo>(version, util::read_file(path));
+      Memo m = read_memo<Memo>(version, *bytes);
       if (valid(m)) {
         m.tc.from_memo = true;
         return m;
@@ -265,12 +277,12 @@ Memo memoized_probe(const std::string& memo_dir, const std::string& memo_key, co
   util::CacheUmaskScope cache_umask;
   memo_detail::prepare_dir(memo_dir);
   // Another compile may be probing this toolchain now: its memo, once written, is this one's answer.
-  ProbeLock probe_lock(path);
+  ProbeLock probe_lock(memo_dir, path);
   if (auto m = from_memo()) return with_files(std::move(*m));
   memo_detail::log_probing(what, memo_key);
   const std::int64_t probe_began = util::file_clock_now_ns();  // before the probe reads any file
   Memo m = probe();
-  if (!path.empty() && m.tools.settled(probe_began)) memo_detail::write(path, write_memo(version, m));
+  if (!path.empty() && m.tools.settled(probe_began)) write_memo_file(memo_dir, path, write_memo(version, m));
   return with_files(std::move(m));
 }
 

@@ -1,10 +1,13 @@
 #include "core/log.hpp"
 
+#include "util/beneath.hpp"
+#include "util/fs.hpp"
 #include "util/hash.hpp"
 
 #include <fmt/format.h>
-#include <spdlog/sinks/base_sink.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
@@ -56,21 +59,30 @@ std::optional<spdlog::level::level_enum> level_from_name(const std::string& name
 bool is_our_target(const std::string& target) { return target == "kache" || target.starts_with("kache::"); }
 
 // Whether this message was written to this cache dir's log within the last hour; if not, records that it
-// is being written now. The stamp is a file per message under <cache>/warned/, its mtime the time.
-bool warned_recently(const std::string& cache_dir, const std::string& message) {
-  const std::string dir = cache_dir + "/warned";
-  const std::string stamp = fmt::format("{}/{:016x}", dir, util::xxh64(message));
-  struct stat st {};
+// is being written now. The stamp is a file per message under <cache>/warned/, its mtime the time. Like
+// every file of a cache dir others may write, it is reached below the cache dir's descriptor
+// (util::Beneath): a link planted there is never followed, a FIFO never waited on; a stamp that cannot
+// be kept means the warning is logged again.
+bool warned_recently(const util::Beneath& cache_dir, const std::string& message) {
+  const std::string stamp = fmt::format("warned/{:016x}", util::xxh64(message));
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
-  if (::stat(stamp.c_str(), &st) == 0 && now - static_cast<std::int64_t>(st.st_mtime) < kWarnEverySeconds) return true;
-  ::mkdir(cache_dir.c_str(), 0777);
-  ::mkdir(dir.c_str(), 0777);
-  const int fd = ::open(stamp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd >= 0) {
-    ::futimens(fd, nullptr);  // now, also when the file was there from an hour ago
-    ::close(fd);
-  }
+  const std::optional<struct stat> st = cache_dir.lstat(stamp);
+  if (st && S_ISREG(st->st_mode) && now - static_cast<std::int64_t>(st->st_mtime) < kWarnEverySeconds) return true;
+  if (!cache_dir.create_directories("warned")) return false;
+  util::UniqueFd fd = cache_dir.open_regular(stamp, O_WRONLY | O_CREAT | O_TRUNC);
+  if (fd.get() >= 0) ::futimens(fd.get(), nullptr);  // now, also when the file was there from an hour ago
   return false;
+}
+
+// Appends one formatted line to <cache>/kache.log, opened below the cache dir (no link followed, no
+// FIFO waited on: what stands there instead means the line is not logged).
+void append_to_cache_log(const util::Beneath& cache_dir, const spdlog::details::log_msg& msg) {
+  util::UniqueFd fd = cache_dir.open_regular("kache.log", O_WRONLY | O_APPEND | O_CREAT);
+  if (fd.get() < 0) return;
+  spdlog::pattern_formatter formatter(kPattern);
+  spdlog::memory_buf_t line;
+  formatter.format(msg, line);
+  util::write_fully(fd.get(), std::string_view(line.data(), line.size()), "kache.log");
 }
 
 // The default destination of a compile's warnings: never the compile's stderr (build tools read it: an
@@ -87,11 +99,10 @@ class CacheDirWarnings : public spdlog::sinks::base_sink<std::mutex> {
       // A directory others may write is not trusted with a file kache appends to (a planted link).
       struct stat dir {};
       if (::stat(cache_dir_.c_str(), &dir) == 0 && (dir.st_mode & S_IWOTH) != 0) return;
-      if (warned_recently(cache_dir_, text)) return;
-      if (!file_) file_ = std::make_shared<spdlog::sinks::basic_file_sink_st>(cache_dir_ + "/kache.log", false);
-      file_->set_pattern(kPattern);
-      file_->log(msg);
-      file_->flush();
+      ::mkdir(cache_dir_.c_str(), 0777);
+      const util::Beneath cache_dir(cache_dir_);
+      if (warned_recently(cache_dir, text)) return;
+      append_to_cache_log(cache_dir, msg);
     } catch (const std::exception&) {
       // A log that cannot be written must not fail the compile; `kache doctor` reports the directory.
     }
@@ -104,7 +115,6 @@ class CacheDirWarnings : public spdlog::sinks::base_sink<std::mutex> {
 
  private:
   std::string cache_dir_;
-  std::shared_ptr<spdlog::sinks::basic_file_sink_st> file_;
 };
 
 struct State {
@@ -209,17 +219,20 @@ void init_logging(const std::string& filter, const std::string& file, const std:
 std::string latest_logged_warning(const std::string& cache_dir) {
   // The log's tail is enough: a warning repeats at most once an hour, and only its newest is wanted.
   constexpr off_t kTail = 64 * 1024;
-  const int fd = ::open((cache_dir + "/kache.log").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
+  util::UniqueFd fd;
+  try {
+    fd = util::Beneath(cache_dir).open_regular("kache.log", O_RDONLY);  // a FIFO there: no log
+  } catch (const std::exception&) {
+  }
+  if (fd.get() < 0) return "";
   struct stat st {};
   std::string text;
-  if (::fstat(fd, &st) == 0) {
+  if (::fstat(fd.get(), &st) == 0) {
     const off_t from = st.st_size > kTail ? st.st_size - kTail : 0;
     text.resize(static_cast<std::size_t>(st.st_size - from));
-    const ssize_t got = ::pread(fd, text.data(), text.size(), from);
+    const ssize_t got = ::pread(fd.get(), text.data(), text.size(), from);
     text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
   }
-  ::close(fd);
   std::string_view rest(text);
   std::string_view latest;
   while (!rest.empty()) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "core/log.hpp"
+#include "util/beneath.hpp"
 #include "util/cache_umask.hpp"
 #include "util/scoped_file.hpp"
 
@@ -63,7 +64,17 @@ void VerifiedIdentities::load() {
   loaded_ = true;
   std::string data;
   try {
-    data = util::read_file(path_);
+    // Below the cache dir's descriptor (util::Beneath), as every file of a cache dir others may write:
+    // a FIFO planted there is never waited on, a link never followed; either is no record. A file far
+    // past the bound (someone else's) is not read either: flush() starts it over.
+    std::string refused;
+    std::optional<std::string> read =
+        util::Beneath(util::dirname(path_)).read_regular(util::basename(path_), &refused, 4 * kMaxBytes);
+    if (!read) {
+      if (!refused.empty()) log().debug("verified identities {}: {}, ignored", path_, refused);
+      return;
+    }
+    data = std::move(*read);
   } catch (const std::exception&) {
     return;  // none yet (or unreadable): nothing is known
   }
@@ -95,12 +106,16 @@ void VerifiedIdentities::flush() {
   const std::string records = std::exchange(pending_, {});
   try {
     util::CacheUmaskScope cache_umask;
-    util::UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666));
-    if (fd.get() < 0) return;
+    const util::Beneath cache_dir(util::dirname(path_));
+    const std::string name = util::basename(path_);
+    std::string refused;
+    util::UniqueFd fd = cache_dir.open_regular(name, O_WRONLY | O_APPEND | O_CREAT, 0666, &refused);
     struct stat st {};
-    if (::fstat(fd.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) > kMaxBytes) {
-      // Starts over: identities of files long replaced would otherwise pile up.
-      util::write_file_atomic(path_, records);
+    if (fd.get() < 0 || (::fstat(fd.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) > kMaxBytes)) {
+      // Starts over: identities of files long replaced would otherwise pile up, and a FIFO or a link
+      // planted in its place is replaced (a directory stays, and nothing is recorded).
+      if (!refused.empty()) log().debug("verified identities {}: {}, replaced", path_, refused);
+      cache_dir.write_atomic(name, records);
       return;
     }
     // One write: O_APPEND places it whole at the end, after every other writer's records.

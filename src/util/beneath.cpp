@@ -9,8 +9,8 @@
 #include <dirent.h>
 
 #include <atomic>
-#include <random>
 #include <cerrno>
+#include <random>
 #include <system_error>
 #include <vector>
 
@@ -311,12 +311,13 @@ bool remove_tree_at(int dir, const char* name, int depth) {
 
 }  // namespace
 
-std::string Beneath::write_temp(std::string_view dir, std::string_view stem, std::string_view data) const {
+std::string Beneath::write_temp(std::string_view dir, std::string_view stem, std::string_view data,
+                                mode_t mode) const {
   const std::string prefix = (dir.empty() || dir == "." ? std::string() : std::string(dir) + "/") + ".tmp." +
                              std::string(stem) + "." + std::to_string(::getpid()) + ".";
   for (int attempt = 0;; ++attempt) {
     const std::string name = prefix + random_temp_suffix();
-    const int fd = open_raw(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+    const int fd = open_raw(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
     if (fd < 0) {
       if (errno == EEXIST && attempt < 10) continue;
       throw_errno(errno, "create " + path_ + "/" + name);
@@ -338,17 +339,20 @@ std::string Beneath::write_temp(std::string_view dir, std::string_view stem, std
   }
 }
 
-void Beneath::write_atomic(std::string_view relative, std::string_view data) const {
+bool Beneath::write_atomic(std::string_view relative, std::string_view data, mode_t mode,
+                           std::string* refused) const {
+  std::string name;
+  if (open_parent(relative, &name, refused).get() < 0) return false;
   const std::size_t cut = relative.rfind('/');
   const std::string_view dir = cut == std::string_view::npos ? std::string_view() : relative.substr(0, cut);
-  const std::string_view stem = cut == std::string_view::npos ? relative : relative.substr(cut + 1);
-  const std::string tmp = write_temp(dir, stem, data);
+  const std::string tmp = write_temp(dir, name, data, mode);
   try {
     rename(tmp, relative);
   } catch (...) {
     unlink_file(tmp);
     throw;
   }
+  return true;
 }
 
 bool Beneath::remove_tree(std::string_view relative) const {

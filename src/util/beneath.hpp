@@ -71,12 +71,17 @@ class Beneath {
   // Renames `from` to `to`, both below the root, resolved without links (a link at `to` is replaced,
   // never followed). Throws std::system_error (EISDIR when `to` is a directory).
   void rename(std::string_view from, std::string_view to) const;
-  // Writes data to a new file "<dir>/.tmp.<stem>.<pid>.<random>" below the root (O_EXCL, mode 0666 &
-  // ~umask) and returns its path relative to the root; the caller renames it into place or unlinks it.
+  // Writes data to a new file "<dir>/.tmp.<stem>.<pid>.<random>" below the root (O_EXCL, mode & ~umask)
+  // and returns its path relative to the root; the caller renames it into place or unlinks it.
   // Throws std::system_error (leaving no file) on failure, ELOOP when `dir` is reached only by a link.
-  std::string write_temp(std::string_view dir, std::string_view stem, std::string_view data) const;
-  // write_temp beside `relative`, then rename over it: readers see the old content or the new one.
-  void write_atomic(std::string_view relative, std::string_view data) const;
+  std::string write_temp(std::string_view dir, std::string_view stem, std::string_view data,
+                         mode_t mode = 0666) const;
+  // Replaces `relative` by a file holding `data`, whole or not at all: write_temp beside it, then a
+  // rename over it (a link or FIFO there is replaced, never followed or opened). False (with *refused)
+  // when a directory on the way is missing, a link or no directory; throws std::system_error for any
+  // other failure (EISDIR: a directory at `relative`).
+  bool write_atomic(std::string_view relative, std::string_view data, mode_t mode = 0666,
+                    std::string* refused = nullptr) const;
   // Removes `relative` and, when it is a real directory, everything below it; links are removed, never
   // followed, and no directory is entered through one. False when something stayed (depth past 64,
   // permissions).

@@ -129,6 +129,24 @@ TEST_F(BeneathTest, RenameReplacesALinkInsteadOfWritingThroughIt) {
   EXPECT_EQ(content, "outside");
 }
 
+TEST_F(BeneathTest, WriteAtomicReplacesALinkAndRefusesALinkedDirectory) {
+  fs::create_symlink(outside_ + "/secret", root_ + "/d/memo");
+  fs::create_symlink(outside_, root_ + "/linked");
+  Beneath b(root_);
+  EXPECT_TRUE(b.write_atomic("d/memo", "memo"));
+  EXPECT_FALSE(fs::is_symlink(root_ + "/d/memo"));
+  EXPECT_EQ(b.read_regular("d/memo"), "memo");
+  std::string refused;
+  EXPECT_FALSE(b.write_atomic("linked/memo", "memo", 0666, &refused));
+  EXPECT_FALSE(refused.empty());
+  EXPECT_FALSE(fs::exists(outside_ + "/memo"));
+  std::ifstream in(outside_ + "/secret");
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(content, "outside");
+  // No temporary file is left behind, whatever happened.
+  for (const auto& e : fs::directory_iterator(root_ + "/d")) EXPECT_FALSE(e.path().filename().string().starts_with(".tmp."));
+}
+
 TEST_F(BeneathTest, CreateDirectoriesAppliesTheModeAndRefusesAFile) {
   Beneath b(root_);
   const mode_t old = ::umask(002);
@@ -149,18 +167,18 @@ TEST_F(BeneathTest, ReadRegularIsBounded) {
   EXPECT_EQ(refused, "too large");
 }
 
-TEST_F(BeneathTest, WriteAtomicReplacesALinkAndRefusesALinkedDirectory) {
+TEST_F(BeneathTest, WriteAtomicFollowsTheUmask) {
   fs::create_symlink(outside_ + "/secret", root_ + "/d/key");
   fs::create_symlink(outside_, root_ + "/linked");
   Beneath b(root_);
   const mode_t old = ::umask(002);
-  b.write_atomic("d/key", "new");
+  EXPECT_TRUE(b.write_atomic("d/key", "new"));
   ::umask(old);
   EXPECT_EQ(b.read_regular("d/key"), "new");
   struct stat st {};
   ASSERT_EQ(::stat((root_ + "/d/key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0664u) << "0666 less the umask";
-  EXPECT_THROW(b.write_atomic("linked/key", "x"), std::system_error);
+  EXPECT_FALSE(b.write_atomic("linked/key", "x"));
   EXPECT_FALSE(fs::exists(outside_ + "/key"));
   std::ifstream in(outside_ + "/secret");
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), "outside");

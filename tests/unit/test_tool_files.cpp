@@ -1,6 +1,7 @@
 // Unit tests for the toolchain probe's files: XXH3-128 content digests, their memo, and the probe lock.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -117,10 +118,12 @@ TEST(ProbeFiles, ContentMemoIsReadByIdentityAndNotConsultedForAChangedFile) {
 
 TEST(ProbeLock, HoldsAFreeLockAndGivesUpOnAHeldOne) {
   util::TempDir dir("/tmp", "kache-probe-lock-");
-  const std::string memo = util::join_path(dir.path(), "memo");
+  const std::string memo_dir = util::join_path(dir.path(), "toolchains");
+  util::create_directories(memo_dir);
+  const std::string memo = util::join_path(memo_dir, "memo");
   const std::string lock_path = memo + ".lock";
   {
-    ProbeLock lock(memo);
+    ProbeLock lock(memo_dir, memo);
     EXPECT_TRUE(lock.held());
     util::UniqueFd other(::open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
     ASSERT_GE(other.get(), 0);
@@ -135,15 +138,54 @@ TEST(ProbeLock, HoldsAFreeLockAndGivesUpOnAHeldOne) {
     // Waits out the lock timeout (no sooner: a bound on waiting, not on speed), then gives up holding
     // nothing.
     const auto began = std::chrono::steady_clock::now();
-    ProbeLock waited(memo);
+    ProbeLock waited(memo_dir, memo);
     EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::milliseconds(30));
     EXPECT_FALSE(waited.held());
   }
   util::set_lock_timeout_ms(saved);
   {
-    ProbeLock none("");  // no cache dir: nothing to lock
+    ProbeLock none("", "");  // no cache dir: nothing to lock
     EXPECT_FALSE(none.held());
   }
+}
+
+// What another user of a shared cache dir plants among the memos is no memo, no lock and no place to
+// write: a FIFO is never waited on, a link never followed (tests/integration/test_planted_paths.py
+// plants them at every path a compile opens).
+TEST(MemoFiles, APlantedFifoLinkOrDirectoryIsNoMemoAndNoLock) {
+  util::TempDir dir("/tmp", "kache-memo-files-");
+  const std::string memo_dir = util::join_path(dir.path(), "toolchains");
+  const std::string outside = util::join_path(dir.path(), "outside");
+  util::create_directories(memo_dir);
+  util::create_directories(outside);
+  util::write_file(util::join_path(outside, "secret"), "secret");
+  ASSERT_EQ(::mkfifo(util::join_path(memo_dir, "fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink(util::join_path(outside, "secret").c_str(), util::join_path(memo_dir, "link").c_str()), 0);
+  util::create_directories(util::join_path(memo_dir, "dir"));
+  for (const char* name : {"fifo", "link", "dir"}) {
+    const std::string path = util::join_path(memo_dir, name);
+    EXPECT_EQ(read_memo_file(memo_dir, path), std::nullopt) << name;
+  }
+  ASSERT_EQ(::mkfifo(util::join_path(memo_dir, "m.lock").c_str(), 0600), 0);
+  EXPECT_FALSE(ProbeLock(memo_dir, util::join_path(memo_dir, "m")).held());
+  // A write replaces the planted link by a file of its own; the file it named is untouched.
+  write_memo_file(memo_dir, util::join_path(memo_dir, "link"), "memo");
+  EXPECT_EQ(read_memo_file(memo_dir, util::join_path(memo_dir, "link")), "memo");
+  EXPECT_EQ(util::read_file(util::join_path(outside, "secret")), "secret");
+  // A memo dir that is a link elsewhere is neither read nor written.
+  const std::string linked = util::join_path(dir.path(), "linked");
+  ASSERT_EQ(::symlink(outside.c_str(), linked.c_str()), 0);
+  write_memo_file(linked, util::join_path(linked, "content/key"), "memo");
+  EXPECT_FALSE(util::exists(util::join_path(outside, "content")));
+  EXPECT_EQ(read_memo_file(linked, util::join_path(linked, "secret")), std::nullopt);
+  // A probe's scratch directory goes to the memo dir only while it is a real directory.
+  EXPECT_EQ(probe_scratch_parent(memo_dir), memo_dir);
+  EXPECT_EQ(probe_scratch_parent(linked), "/tmp");
+  EXPECT_EQ(probe_scratch_parent(""), "/tmp");
+  // A new cache dir's first compile writes its memo: the cache dir is created on the way.
+  const std::string fresh = util::join_path(dir.path(), "new-cache/toolchains");
+  write_memo_file(fresh, util::join_path(fresh, "content/key"), "memo");
+  EXPECT_EQ(read_memo_file(fresh, util::join_path(fresh, "content/key")), "memo");
 }
 
 // A memo of every field kind the toolchain memos keep.

@@ -1,5 +1,8 @@
 // The cache dir's record of identities already verified (core/verified_identities.hpp): what one
 // compile records, the next one finds; a damaged or torn record is never believed.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "core/manifest.hpp"
@@ -99,6 +102,29 @@ TEST(VerifiedIdentities, AppendsAfterOtherWritersAndStartsOverPastItsBound) {
 
 namespace kache::core {
 namespace {
+
+// In a cache dir others may write, a FIFO or a link at <cache>/identities is never waited on or
+// followed: it is no record, and the next flush replaces it by a file of its own.
+TEST(VerifiedIdentities, APlantedFifoOrLinkIsReplacedNeverFollowed) {
+  util::TempDir dir("/tmp");
+  const std::string file = dir.path() + "/identities";
+  const std::string outside = dir.path() + "/outside";
+  util::write_file(outside, "outside\n");
+  for (const bool fifo : {true, false}) {
+    ::unlink(file.c_str());
+    ASSERT_EQ(fifo ? ::mkfifo(file.c_str(), 0600) : ::symlink(outside.c_str(), file.c_str()), 0);
+    {
+      VerifiedIdentities ids(file);
+      EXPECT_FALSE(ids.verified(Kind::file, "/inc/a.h", identity(1), digest_of("a")));  // no wait
+      ids.add(Kind::file, "/inc/a.h", identity(1), digest_of("a"));
+    }  // flushed
+    struct stat st {};
+    ASSERT_EQ(::lstat(file.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << (fifo ? "fifo" : "link");
+    EXPECT_TRUE(VerifiedIdentities(file).verified(Kind::file, "/inc/a.h", identity(1), digest_of("a")));
+    EXPECT_EQ(util::read_file(outside), "outside\n");
+  }
+}
 
 TEST(FileTimes, WholeSecondTimesAreTrustedOnlyTwoSecondsLater) {
   // A file system that stores whole seconds, or two (FAT behind NFS, SMB or FUSE): a file rewritten

@@ -357,13 +357,7 @@ std::string native_expansion(const std::string& driver, const util::Environment&
   for (const auto& n : native) mk.add_field("native", n);
   mk.add_field("cpu", util::cpu_signature());
   const std::string path = memo_dir.empty() ? "" : util::join_path(memo_dir, "native-" + mk.finish().hex());
-  if (!path.empty() && util::exists(path)) {
-    try {
-      return util::read_file(path);
-    } catch (const std::exception& e) {
-      core::log().debug("native expansion memo {}: {}", path, e.what());
-    }
-  }
+  if (std::optional<std::string> memo = read_memo_file(memo_dir, path)) return std::move(*memo);
   std::vector<std::string> argv = {driver};
   for (const auto& p : prefixes) argv.push_back("-B" + p);
   argv.insert(argv.end(), native.begin(), native.end());
@@ -373,7 +367,7 @@ std::string native_expansion(const std::string& driver, const util::Environment&
   util::Hasher h;
   h.add_field("native-expansion", normalized_dry_run(r.err));
   const std::string digest = h.finish().hex();
-  if (!path.empty()) memo_detail::write(path, digest);
+  if (!path.empty()) write_memo_file(memo_dir, path, digest);
   return digest;
 }
 

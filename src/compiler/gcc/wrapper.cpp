@@ -310,9 +310,9 @@ std::variant<Passthrough, ResolvedWrapper> resolve_wrapper(const core::Invocatio
   const std::string path = !memo_dir.empty() && chain.unpinned.empty()
                                ? util::join_path(memo_dir, "wrapper-" + memo_key(inv, chain))
                                : "";
-  if (!path.empty() && util::exists(path)) {
+  if (const std::optional<std::string> bytes = read_memo_file(memo_dir, path)) {
     try {
-      ResolvedWrapper w = read_memo<WrapperMemo>(kMemoVersion, util::read_file(path)).w;
+      ResolvedWrapper w = read_memo<WrapperMemo>(kMemoVersion, *bytes).w;
       w.from_memo = true;
       return w;
     } catch (const std::exception& e) {
@@ -327,15 +327,7 @@ std::variant<Passthrough, ResolvedWrapper> resolve_wrapper(const core::Invocatio
     for (const auto& s : chain.scripts) {
       if (auto id = util::stat_identity(s); id && identity_is_racy(s, *id, began)) settled = false;
     }
-    if (!path.empty() && settled) {
-      util::CacheUmaskScope cache_umask;
-      try {
-        util::create_directories(memo_dir);
-        util::write_file_atomic(path, write_memo(kMemoVersion, WrapperMemo{*w}));
-      } catch (const std::exception& e) {
-        core::log().debug("cannot write wrapper memo: {}", e.what());
-      }
-    }
+    if (!path.empty() && settled) write_memo_file(memo_dir, path, write_memo(kMemoVersion, WrapperMemo{*w}));
   } else {
     core::log().debug("wrapper {}: {}", inv.compiler_path, std::get<Passthrough>(answer).detail);
   }

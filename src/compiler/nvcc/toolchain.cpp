@@ -381,7 +381,7 @@ Toolchain probe_toolchain(const std::string& nvcc_path, const util::Environment&
   return memoized_probe<Memo>(
              memo_dir, memo_key, nvcc_path, kMemoVersion, [&](const Memo& m) { return memo_still_valid(m, env); },
              [&] {
-               util::TempDir scratch(memo_dir.empty() ? "/tmp" : memo_dir, ".probe-");
+               util::TempDir scratch(probe_scratch_parent(memo_dir), ".probe-");
                return probe(nvcc_path, env, ccbin, scratch.path(), memo_dir);
              })
       .tc;

@@ -321,7 +321,10 @@ std::optional<Counters> read_counters(const util::Beneath& root, const std::stri
 }
 
 void write_counters(const util::Beneath& root, const std::string& shard_dir, Counters c) {
-  root.write_atomic(util::join_path(shard_dir, "size"), fmt::format("{} {}\n", c.bytes, c.entries));
+  std::string refused;
+  if (!root.write_atomic(util::join_path(shard_dir, "size"), fmt::format("{} {}\n", c.bytes, c.entries), 0666,
+                         &refused))
+    throw std::system_error(ELOOP, std::generic_category(), "shard " + shard_dir + " is " + refused);
 }
 
 // Removes the shard's counters before files are published or removed, and the counters rewritten after
