@@ -29,11 +29,13 @@
 #include "core/invocation.hpp"
 #include "core/log.hpp"
 #include "core/reasons.hpp"
+#include "util/beneath.hpp"
 #include "util/cache_umask.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
+#include "util/text.hpp"
 
 
 namespace kache::engine::explain {
@@ -210,9 +212,35 @@ std::string every_root(const core::PathRoots& roots) {
 
 std::string explain_root(const std::string& cache_dir) { return util::join_path(cache_dir, "explain"); }
 
-std::optional<Record> read_record(const std::string& path) {
+namespace {
+
+// A record's text: the file at `path` below the cache dir, or the record one of record()'s links names
+// (relative, and resolved below the cache dir again: a link others planted leads nowhere outside it).
+// Read through util::Beneath, so a FIFO never waits and no other link is followed. nullopt when refused.
+std::optional<std::string> record_text(const std::string& cache_dir, const std::string& path) {
+  constexpr std::size_t kMaxRecordBytes = 4u << 20;  // a few KiB each
+  const util::Beneath cache(cache_dir);
+  auto relative = cache.relative(path);
+  if (!relative) return std::nullopt;
+  const auto st = cache.lstat(*relative);
+  if (st && S_ISLNK(st->st_mode)) {
+    char target[PATH_MAX];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    if (n <= 0 || target[0] == '/') return std::nullopt;
+    relative = cache.relative(util::lexically_normal(util::dirname(*relative) + "/" + std::string(target, n)));
+    if (!relative) return std::nullopt;
+  }
+  return cache.read_regular(*relative, nullptr, kMaxRecordBytes);
+}
+
+}  // namespace
+
+std::optional<Record> read_record(const std::string& cache_dir, const std::string& path) {
   try {
-    const json j = json::parse(util::read_file(path));
+    const std::optional<std::string> text = record_text(cache_dir, path);
+    // A record nests three deep; a deeper file is damage, never handed to the recursive parser.
+    if (!text || !util::json_nesting_within(*text, 8)) return std::nullopt;
+    const json j = json::parse(*text);
     if (j.value("schema", "") != kRecordSchema) return std::nullopt;
     Record r;
     r.key = j.at("key").get<std::string>();
@@ -241,7 +269,7 @@ std::optional<Record> read_record(const std::string& path) {
 std::vector<Record> records_for(const std::string& cache_dir, const std::string& source) {
   std::vector<Record> out;
   for (const auto& [mtime, path] : record_files(util::join_path(explain_root(cache_dir), source_dir_name(source)))) {
-    if (auto r = read_record(path); r && r->source == source) out.push_back(std::move(*r));
+    if (auto r = read_record(cache_dir, path); r && r->source == source) out.push_back(std::move(*r));
   }
   return out;
 }
@@ -373,7 +401,7 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     r.output = job.output;
     r.toolchain = job.description;
     r.created_ns = util::now_ns();
-    r.fields = job.key_fields;
+    r.fields = recorded_fields(job.key_fields);
     r.fields.emplace_back("source-content", util::hash_file(job.source).hex());
     ClosureSplit split(job.system_dirs);
     for (const auto& f : files) {
@@ -402,6 +430,14 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
   } catch (const std::exception& e) {
     core::log().debug("cannot write the explain record: {}", e.what());
   }
+}
+
+Fields recorded_fields(const Fields& key_fields) {
+  Fields out = key_fields;
+  for (auto& [name, value] : out) {
+    if (name == "arg") value = compiler::without_define_values(value);
+  }
+  return out;
 }
 
 std::string real_source_path(const compiler::CompileJob& job) {
@@ -436,7 +472,7 @@ Cause cause_of(const std::vector<Difference>& diffs) {
     } else if (d.field == "stored-for") {  // the entry is stored for another checkout's paths
       found.push_back({std::string(cause::kPerCheckoutEntry), d.path});
     } else if (d.field == "arg" && (is_define(d.was) || is_define(d.now))) {
-      found.push_back({std::string(cause::kVolatileDefine), value.substr(0, value.find('='))});
+      found.push_back({std::string(cause::kVolatileDefine), compiler::argument_name(value)});
     } else if (d.field.starts_with("env:") || d.field.starts_with("NVCC_")) {
       found.push_back({std::string(cause::kEnvironmentChanged), d.field});
     } else if (d.field == "source-content") {
@@ -444,7 +480,8 @@ Cause cause_of(const std::vector<Difference>& diffs) {
     } else if (d.field == "header") {
       found.push_back({std::string(cause::kHeaderChanged), d.path});
     } else {
-      found.push_back({std::string(cause::kFlagsChanged), d.field + " " + value});
+      // The flag's name, never its value (the log holds no argument value).
+      found.push_back({std::string(cause::kFlagsChanged), d.field == "arg" ? compiler::argument_name(value) : d.field});
     }
   }
   for (const std::string_view name : kOrder) {
@@ -461,7 +498,7 @@ std::vector<Record> records_elsewhere(const std::string& cache_dir, const compil
   std::vector<Record> out;
   const std::string dir = util::join_path(explain_root(cache_dir), portable_dir_name(job, source_digest));
   for (const auto& [mtime, path] : record_files(dir)) {
-    if (auto r = read_record(path); r && r->source != job.source) out.push_back(std::move(*r));
+    if (auto r = read_record(cache_dir, path); r && r->source != job.source) out.push_back(std::move(*r));
   }
   return out;
 }
@@ -485,7 +522,7 @@ std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
                                                          value.compare(0, slash, "-I") == 0 ||
                                                          value.compare(0, slash, "-isystem") == 0);
     if (d.field == "arg" && absolute && value.find("/kache/") == std::string::npos) {
-      return Cause{std::string(cause::kAbsolutePath), value};
+      return Cause{std::string(cause::kAbsolutePath), compiler::argument_name(value)};
     }
   }
   return std::nullopt;
@@ -509,7 +546,7 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     const bool elsewhere = records.empty();
     if (elsewhere) records = records_elsewhere(cache_dir, job, source_digest);
     if (records.empty()) return {std::string(cause::kNewSource), ""};
-    Fields now = job.key_fields;
+    Fields now = recorded_fields(job.key_fields);
     now.emplace_back("source-content", source_digest);
     std::vector<RecordedFile> now_files;
     for (const auto& f : files) now_files.push_back({job.roots.key_form(f.path), job.roots.join(f.path), f.hash.hex()});
@@ -531,7 +568,8 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     }
     return named_for_expansion(cause_of(v.differences), v);
   } catch (const std::exception& e) {
-    return {std::string(cause::kNewSource), e.what()};
+    core::log().debug("cannot compare with the explain records: {}", e.what());
+    return {std::string(cause::kNewSource), ""};
   }
 }
 

@@ -274,4 +274,25 @@ void Beneath::rename(std::string_view from, std::string_view to) const {
     throw_errno(errno, "rename " + std::string(from) + " to " + std::string(to) + " below " + path_);
 }
 
+void Beneath::write_atomic(std::string_view relative, std::string_view data, mode_t mode) const {
+  static std::atomic<unsigned> sequence{0};
+  const std::string temporary = std::string(relative) + ".tmp." + std::to_string(::getpid()) + "." +
+                                std::to_string(sequence.fetch_add(1));
+  std::string refused;
+  UniqueFd fd = open_regular(temporary, O_WRONLY | O_CREAT | O_EXCL, mode, &refused);
+  if (fd.get() < 0) throw std::system_error(EEXIST, std::generic_category(), "create " + temporary + ": " + refused);
+  try {
+    for (std::size_t done = 0; done < data.size();) {
+      const ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw_errno(n < 0 ? errno : EIO, "write " + path_ + "/" + temporary);
+      done += static_cast<std::size_t>(n);
+    }
+    rename(temporary, relative);
+  } catch (...) {
+    unlink_file(temporary);
+    throw;
+  }
+}
+
 }  // namespace kache::util

@@ -71,6 +71,9 @@ class Beneath {
   // Renames `from` to `to`, both below the root, resolved without links (a link at `to` is replaced,
   // never followed). Throws std::system_error (EISDIR when `to` is a directory).
   void rename(std::string_view from, std::string_view to) const;
+  // Replaces `relative` with `data` whole: a new file beside it (O_EXCL, mode & ~umask), then rename
+  // (a link or FIFO there is replaced, never followed or opened). Throws std::system_error.
+  void write_atomic(std::string_view relative, std::string_view data, mode_t mode = 0666) const;
 
  private:
   // The directory holding the last component of `relative` and that component's name.
