@@ -18,6 +18,7 @@
 #include <system_error>
 
 #include "core/log.hpp"
+#include "util/beneath.hpp"
 #include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/lock.hpp"
@@ -574,16 +575,39 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
   }
 }
 
+// Settings that widen what kache records about everyone's compiles (command lines in the event log,
+// where the log goes and how much it says): honoured from the user's own configuration and
+// environment only, never from the cache dir's kache.toml, which anyone sharing the cache can write.
+bool widens_logging(const KeySpec& k) {
+  const std::string name = full_name(k);
+  return name == "events.command_line" || name == "log.file" || name == "log.filter";
+}
+
+// The cache dir's own kache.toml, read below the cache dir (util::Beneath): a link there is refused,
+// not followed, and a FIFO never waited on. nullopt with *kind "" when there is none.
+std::optional<std::string> cache_dir_file(const std::string& file, std::string* kind) {
+  constexpr std::size_t kMaxConfigBytes = 1u << 20;
+  std::optional<util::Beneath> cache;
+  try {
+    cache.emplace(util::dirname(file));
+  } catch (const std::system_error& e) {
+    if (e.code().value() == ENOENT || e.code().value() == ENOTDIR) return std::nullopt;  // no cache dir yet
+    throw;
+  }
+  return cache->read_regular(util::basename(file), kind, kMaxConfigBytes);
+}
+
 // One file's settings over c. In the cache dir's own file cache.dir cannot move the cache (it is
 // where the file was found). Returns whether the file was read.
 bool read_file_layer(Config& c, const std::string& file, bool in_cache_dir) {
   if (file.empty()) return false;
   std::error_code ec;
-  if (!fs::exists(file, ec)) return false;  // no file is the normal case
+  if (!in_cache_dir && !fs::exists(file, ec)) return false;  // no file is the normal case
   std::string kind;
   std::optional<std::string> text;
   try {
-    text = util::read_regular_file(file, &kind);
+    text = in_cache_dir ? cache_dir_file(file, &kind) : util::read_regular_file(file, &kind);
+    if (in_cache_dir && !text && kind.empty()) return false;  // none
   } catch (const std::exception&) {
     c.problems.push_back(fmt::format("kache: cannot read {}; using the built-in defaults for its settings.", file));
     return false;
@@ -630,6 +654,13 @@ bool read_file_layer(Config& c, const std::string& file, bool in_cache_dir) {
       if (in_cache_dir && spec->from_string == set_dir) {
         c.problems.push_back(
             fmt::format("kache: ignoring cache.dir in {}: the cache dir's own config cannot move it.", file));
+        continue;
+      }
+      if (in_cache_dir && widens_logging(*spec)) {
+        c.problems.push_back(fmt::format(
+            "kache: ignoring {} in {}: whoever shares the cache dir can write that file, and this setting "
+            "widens what kache records; set it in your own config file ({}) or as {}.",
+            full_name(*spec), file, c.config_file, spec->env));
         continue;
       }
       apply_node(c, *spec, node, file);
