@@ -300,6 +300,13 @@ std::string argument_name(std::string_view arg) {
     return "-D" + std::string(arg.substr(at, end - at));
   }
   if (!arg.starts_with('-')) return "a value";
+  // Flags that take their value glued on ("-Isecret_dir"), longest spelling first.
+  static constexpr std::string_view kGlued[] = {"-iwithprefixbefore", "-iwithprefix", "-idirafter", "-isysroot",
+                                                "-isystem", "-iprefix", "-imacros", "-include", "-iquote",
+                                                "-MF", "-MT", "-MQ", "-I", "-L", "-l", "-U", "-B", "-o"};
+  for (const std::string_view flag : kGlued) {
+    if (arg.starts_with(flag)) return std::string(flag);
+  }
   return std::string(arg.substr(0, arg.find_first_of("=,/ ")));
 }
 

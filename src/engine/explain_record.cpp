@@ -433,9 +433,21 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
 }
 
 Fields recorded_fields(const Fields& key_fields) {
-  Fields out = key_fields;
-  for (auto& [name, value] : out) {
-    if (name == "arg") value = compiler::without_define_values(value);
+  Fields out;
+  for (std::size_t i = 0; i < key_fields.size(); ++i) {
+    const auto& [name, value] = key_fields[i];
+    if (name != "arg") {
+      out.emplace_back(name, value);
+      continue;
+    }
+    // "-D" "API_KEY=..." as one definition, so that it is named (-DAPI_KEY) and its value digested.
+    const bool split_define = (value == "-D" || value == "--define-macro") && i + 1 < key_fields.size() &&
+                              key_fields[i + 1].first == "arg";
+    if (split_define) {
+      out.emplace_back(name, compiler::without_define_values("-D" + key_fields[++i].second));
+    } else {
+      out.emplace_back(name, compiler::without_define_values(value));
+    }
   }
   return out;
 }
