@@ -1,6 +1,7 @@
 #include "engine/explain_record.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -72,20 +73,39 @@ json to_json(const Record& r) {
   return j;
 }
 
-// The *.json files of one directory with their mtimes.
-std::vector<std::pair<std::int64_t, std::string>> record_files(const std::string& dir) {
-  std::vector<std::pair<std::int64_t, std::string>> out;
-  DIR* d = ::opendir(dir.c_str());
+// The *.json entries of one directory below the cache dir, read through its descriptor (a directory
+// others replaced by a link is none): (mtime, name) of each record or link to one, oldest first, and
+// the names of links whose record is gone.
+struct RecordListing {
+  std::vector<std::pair<std::int64_t, std::string>> live;
+  std::vector<std::string> dangling;
+};
+RecordListing list_records(int dir_fd) {
+  RecordListing out;
+  DIR* d = ::fdopendir(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
   if (d == nullptr) return out;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name.size() < 6 || !name.ends_with(".json")) continue;
-    const std::string path = util::join_path(dir, name);
-    auto id = util::stat_identity(path);
-    if (id && !id->is_dir) out.emplace_back(id->mtime_ns, path);
+    struct stat st {};
+    if (::fstatat(dir_fd, e->d_name, &st, 0) == 0) {  // stat only: nothing is opened or written there
+      if (!S_ISDIR(st.st_mode)) out.live.emplace_back(st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, name);
+    } else if (errno == ENOENT) {
+      out.dangling.push_back(name);
+    }
   }
   ::closedir(d);
-  std::sort(out.begin(), out.end());  // oldest first
+  std::sort(out.live.begin(), out.live.end());
+  return out;
+}
+
+// The records (their paths) in explain/<dir_name>, oldest first.
+std::vector<std::string> record_files(const std::string& cache_dir, const std::string& dir_name) {
+  std::vector<std::string> out;
+  const std::string rel_dir = "explain/" + dir_name;
+  const util::UniqueFd dir = util::Beneath(cache_dir).open_directory(rel_dir);
+  if (dir.get() < 0) return out;
+  for (const auto& [mtime, name] : list_records(dir.get()).live) out.push_back(util::join_path(cache_dir, rel_dir + "/" + name));
   return out;
 }
 
@@ -268,7 +288,7 @@ std::optional<Record> read_record(const std::string& cache_dir, const std::strin
 
 std::vector<Record> records_for(const std::string& cache_dir, const std::string& source) {
   std::vector<Record> out;
-  for (const auto& [mtime, path] : record_files(util::join_path(explain_root(cache_dir), source_dir_name(source)))) {
+  for (const auto& path : record_files(cache_dir, source_dir_name(source))) {
     if (auto r = read_record(cache_dir, path); r && r->source == source) out.push_back(std::move(*r));
   }
   return out;
@@ -354,36 +374,33 @@ StoredFor stored_for_here(const StoredFor& recorded, const compiler::CompileJob&
 
 namespace {
 
-// Links a source's directory to a record stored at target (below cache_dir): relative, so the cache
-// dir can move. Replaces an older link atomically.
-void link_record(const std::string& cache_dir, const std::string& target, const std::string& link) {
-  const std::string rel = "../../" + target.substr(cache_dir.size() + 1);  // from explain/<source>/
-  const std::string tmp = link + ".tmp";
-  ::unlink(tmp.c_str());
-  if (::symlink(rel.c_str(), tmp.c_str()) != 0) {
-    throw std::system_error(errno, std::generic_category(), "symlink " + tmp);
-  }
-  if (::rename(tmp.c_str(), link.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(), "rename " + tmp);
-  }
-}
-
-// The source's links beyond the newest kRecordsPerSource, and links whose record was evicted with its
+// Links explain/<dir_name>/<name> to a record stored at target (relative to the cache dir): relative,
+// so the cache dir can move. Replaces an older link atomically. The directory is created and opened
+// below the cache dir (a link others planted there is refused, never written through). Then prunes the
+// directory: links beyond the newest kRecordsPerSource, and links whose record was evicted with its
 // entry (the store removes the record, not the link).
-void prune_links(const std::string& dir) {
-  auto live = record_files(dir);
-  for (std::size_t i = 0; i + kRecordsPerSource < live.size(); ++i) util::remove_file(live[i].second);
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (!name.ends_with(".json")) continue;
-    struct stat st {};
-    if (::fstatat(::dirfd(d), e->d_name, &st, 0) != 0 && errno == ENOENT) ::unlinkat(::dirfd(d), e->d_name, 0);
+void link_and_prune(const util::Beneath& cache, const std::string& target, const std::string& dir_name,
+                    const std::string& name) {
+  const std::string rel_dir = "explain/" + dir_name;
+  std::string refused;
+  if (!cache.create_directories(rel_dir, 0777, &refused)) throw std::runtime_error(rel_dir + " is " + refused);
+  const util::UniqueFd dir = cache.open_directory(rel_dir, &refused);
+  if (dir.get() < 0) throw std::runtime_error(rel_dir + " is " + refused);
+  const std::string tmp = name + ".tmp";
+  ::unlinkat(dir.get(), tmp.c_str(), 0);
+  if (::symlinkat(("../../" + target).c_str(), dir.get(), tmp.c_str()) != 0) {
+    throw std::system_error(errno, std::generic_category(), "symlink " + rel_dir + "/" + tmp);
   }
-  ::closedir(d);
+  if (::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
+    const int err = errno;
+    ::unlinkat(dir.get(), tmp.c_str(), 0);
+    throw std::system_error(err, std::generic_category(), "rename " + rel_dir + "/" + tmp);
+  }
+  const RecordListing listing = list_records(dir.get());
+  for (std::size_t i = 0; i + kRecordsPerSource < listing.live.size(); ++i) {
+    ::unlinkat(dir.get(), listing.live[i].second.c_str(), 0);
+  }
+  for (const auto& gone : listing.dangling) ::unlinkat(dir.get(), gone.c_str(), 0);
 }
 
 }  // namespace
@@ -414,19 +431,14 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     r.computed_include_in = computed_include_in;
     const std::string stored = store_record(to_json(r).dump());
     if (!stored.starts_with(cache_dir + "/")) return;
-    const std::string root = explain_root(cache_dir);
     const std::string dir_name = source_dir_name(job.source);
-    const std::string dir = util::join_path(root, dir_name);
+    const std::string target = stored.substr(cache_dir.size() + 1);
     const util::CacheUmaskScope umask;  // the records live in the cache dir, shared like its entries
-    util::create_directories(dir);
-    link_record(cache_dir, stored, util::join_path(dir, storage_key + ".json"));
-    util::write_file_atomic(util::join_path(root, "last"), dir_name + "/" + storage_key + ".json");
-    prune_links(dir);
+    const util::Beneath cache(cache_dir);
+    link_and_prune(cache, target, dir_name, storage_key + ".json");
+    cache.write_atomic("explain/last", dir_name + "/" + storage_key + ".json");
     // Linked by the checkout-independent name too: a miss in another checkout finds this entry (kache report).
-    const std::string portable = util::join_path(root, portable_dir_name(job, r.fields.back().second));
-    util::create_directories(portable);
-    link_record(cache_dir, stored, util::join_path(portable, storage_key + ".json"));
-    prune_links(portable);
+    link_and_prune(cache, target, portable_dir_name(job, r.fields.back().second), storage_key + ".json");
   } catch (const std::exception& e) {
     core::log().debug("cannot write the explain record: {}", e.what());
   }
@@ -508,8 +520,7 @@ Cause cause_of(const std::vector<Difference>& diffs) {
 std::vector<Record> records_elsewhere(const std::string& cache_dir, const compiler::CompileJob& job,
                                       const std::string& source_digest) {
   std::vector<Record> out;
-  const std::string dir = util::join_path(explain_root(cache_dir), portable_dir_name(job, source_digest));
-  for (const auto& [mtime, path] : record_files(dir)) {
+  for (const auto& path : record_files(cache_dir, portable_dir_name(job, source_digest))) {
     if (auto r = read_record(cache_dir, path); r && r->source != job.source) out.push_back(std::move(*r));
   }
   return out;

@@ -13,6 +13,7 @@
 """
 import json
 import os
+import shutil
 import subprocess
 
 import kachetest
@@ -105,14 +106,15 @@ class EventTrust(KacheTestCase):
         self.write("a.c", "int a(void) { return 1; }\n")
         self.gcc(["-c", "a.c", "-o", "a.o"])  # the cache dir and its files exist
         outside = self.path("outside.txt")
-        for rel in ("events/events.jsonl", "events/mark", "stats.journal", "stats", "kache.toml"):
+        for rel in ("events/events.jsonl", "events/mark", "stats.journal", "stats", "kache.toml", "explain/last"):
             for kind in ("fifo", "link", "dir"):
                 with self.subTest(path=rel, kind=kind):
                     self.write("outside.txt", "the user's own file\n")
                     planted = self.plant(rel, kind, outside)
                     r = self.run_bounded(["gcc", "-c", "a.c", "-o", "a.o"])
                     self.assertEqual(r.returncode, 0, r.stderr)
-                    for command in (["report"], ["report", "--mark"], ["-s"], ["doctor", "--json"]):
+                    for command in (["report"], ["report", "--mark"], ["-s"], ["doctor", "--json"],
+                                    ["explain", "--last"]):
                         self.run_bounded(command)
                     self.assertEqual(self.read("outside.txt"), "the user's own file\n", "a link redirected a write")
                     if rel == "events/events.jsonl" and kind == "fifo":
@@ -123,6 +125,23 @@ class EventTrust(KacheTestCase):
                         os.rmdir(planted)
                     elif os.path.lexists(planted):
                         os.remove(planted)
+
+    def test_a_planted_explain_directory_link_is_never_written_through(self):
+        self.write("a.c", "int a(void) { return 1; }\n")
+        self.gcc(["-c", "a.c", "-o", "a.o"])
+        root = os.path.join(self.cache, "explain")
+        source_dirs = [d for d in os.listdir(root) if len(d) == 16]
+        self.assertEqual(len(source_dirs), 1, os.listdir(root))
+        victim = self.path("victim")
+        os.makedirs(victim)
+        for i in range(10):  # more than the links kept per source: the oldest would be pruned
+            self.write(f"victim/{i}.json", "{}")
+        os.symlink(os.path.join(self.cache, "explain", "x"), os.path.join(victim, "gone.json"))  # dangling
+        shutil.rmtree(os.path.join(root, source_dirs[0]))
+        os.symlink(victim, os.path.join(root, source_dirs[0]))
+        self.gcc(["-O1", "-c", "a.c", "-o", "a.o"])  # a miss that stores, records and prunes
+        self.assertEqual(sorted(os.listdir(victim)), sorted([f"{i}.json" for i in range(10)] + ["gone.json"]))
+        self.assertEqual(self.stats()["misses"], 2)
 
     def test_a_deeply_nested_line_is_damage_not_a_crash(self):
         self.write("a.c", "int a(void) { return 1; }\n")
