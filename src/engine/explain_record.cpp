@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <ctime>
 #include <functional>
@@ -482,8 +483,25 @@ namespace {
 
 bool is_define(const std::optional<std::string>& v) { return v && compiler::defines_macro(*v); }
 
+// The name of an argument that differs, never its value: a value given as its own word ("-I" "/w/inc")
+// is named by the flag before it in either side's fields.
+std::string argument_named(const std::string& value, const std::array<const Fields*, 2>& sides) {
+  const std::string name = compiler::argument_name(value);
+  if (value.starts_with('-')) return name;
+  for (const Fields* fields : sides) {
+    for (std::size_t i = 1; fields && i < fields->size(); ++i) {
+      const auto& before = (*fields)[i - 1];
+      if ((*fields)[i] == std::pair<std::string, std::string>("arg", value) && before.first == "arg" &&
+          before.second.starts_with('-')) {
+        return compiler::argument_name(before.second);
+      }
+    }
+  }
+  return name;
+}
+
 // The difference that says most about why the compile missed, as a cause (core/reasons.hpp).
-Cause cause_of(const std::vector<Difference>& diffs) {
+Cause cause_of(const std::vector<Difference>& diffs, const std::array<const Fields*, 2>& sides) {
   static constexpr std::string_view kOrder[] = {cause::kToolchainChanged, cause::kPerCheckoutEntry,
                                                 cause::kVolatileDefine,
                                                 cause::kEnvironmentChanged, cause::kFlagsChanged,
@@ -496,7 +514,7 @@ Cause cause_of(const std::vector<Difference>& diffs) {
     } else if (d.field == "stored-for") {  // the entry is stored for another checkout's paths
       found.push_back({std::string(cause::kPerCheckoutEntry), d.path});
     } else if (d.field == "arg" && (is_define(d.was) || is_define(d.now))) {
-      found.push_back({std::string(cause::kVolatileDefine), compiler::argument_name(value)});
+      found.push_back({std::string(cause::kVolatileDefine), argument_named(value, sides)});
     } else if (d.field.starts_with("env:") || d.field.starts_with("NVCC_")) {
       found.push_back({std::string(cause::kEnvironmentChanged), d.field});
     } else if (d.field == "source-content") {
@@ -505,7 +523,7 @@ Cause cause_of(const std::vector<Difference>& diffs) {
       found.push_back({std::string(cause::kHeaderChanged), d.path});
     } else {
       // The flag's name, never its value (the log holds no argument value).
-      found.push_back({std::string(cause::kFlagsChanged), d.field == "arg" ? compiler::argument_name(value) : d.field});
+      found.push_back({std::string(cause::kFlagsChanged), d.field == "arg" ? argument_named(value, sides) : d.field});
     }
   }
   for (const std::string_view name : kOrder) {
@@ -528,7 +546,7 @@ std::vector<Record> records_elsewhere(const std::string& cache_dir, const compil
 
 // A miss against another checkout's entry of the same source: an absolute path that differs is a path
 // keyed per checkout; no difference at all, an entry stored for that checkout only.
-std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
+std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs, const std::array<const Fields*, 2>& sides) {
   if (diffs.empty()) return Cause{std::string(cause::kPerCheckoutEntry), "stored for another checkout"};
   // A list field: the other checkout's path as "was" alone, this one's as "now" alone (named first).
   // Two passes, not std::stable_partition (libstdc++ 12's buffer for it is deprecated under clang 19).
@@ -545,7 +563,7 @@ std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
                                                          value.compare(0, slash, "-I") == 0 ||
                                                          value.compare(0, slash, "-isystem") == 0);
     if (d.field == "arg" && absolute && value.find("/kache/") == std::string::npos) {
-      return Cause{std::string(cause::kAbsolutePath), compiler::argument_name(value)};
+      return Cause{std::string(cause::kAbsolutePath), argument_named(value, sides)};
     }
   }
   return std::nullopt;
@@ -577,8 +595,9 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     v.output = job.output;
     compare(v, records, now, &now_files, nullptr, "",
             [&](const Record& r) { return stored_for_here(r.stored_for, job); });
+    const std::array<const Fields*, 2> sides = {&now, v.closest ? &v.closest->fields : nullptr};
     if (elsewhere) {
-      if (auto c = cause_elsewhere(v.differences)) return named_for_expansion(*c, v);
+      if (auto c = cause_elsewhere(v.differences, sides)) return named_for_expansion(*c, v);
     }
     // An entry no lookup can find: what its other headers did since does not matter. The file with the
     // computed name edited (perhaps to a literal #include) is a header change, not this cause.
@@ -589,7 +608,7 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     if (!computed.empty() && only_other_headers && !preprocessed_lookup) {
       return {std::string(cause::kComputedInclude), v.closest->computed_include_in};
     }
-    return named_for_expansion(cause_of(v.differences), v);
+    return named_for_expansion(cause_of(v.differences, sides), v);
   } catch (const std::exception& e) {
     core::log().debug("cannot compare with the explain records: {}", e.what());
     return {std::string(cause::kNewSource), ""};
