@@ -67,6 +67,22 @@ class EventTrust(KacheTestCase):
             self.assertNotIn(SECRET, self.kache(["explain", "--last"] + form).stdout)
         self.assertEqual(self.cache_files_holding(SECRET), [])
 
+    def test_nvcc_defines_are_named_without_values(self):
+        if kachetest.NVCC is None:
+            self.skipTest("nvcc is not installed")
+        self.write("k.cu", "__global__ void k(float* x) { x[0] = 1.0f; }\n")
+        for value in ("one", "two"):
+            self.kache(["nvcc", "-D", f"API_KEY={SECRET}_{value}", "-c", "k.cu", "-o", "k.o"])
+        # A host define through -Xcompiler runs the compiler itself (hidden-input), recorded as such.
+        self.kache(["nvcc", "-Xcompiler", f"-DAPI_KEY={SECRET}_three", "-c", "k.cu", "-o", "k.o"])
+        events = self.events()
+        self.assertEqual([(e["outcome"], e.get("cause"), e.get("cause_detail")) for e in events[1:]],
+                         [("miss", "volatile-define", "-DAPI_KEY"), ("passthrough", None, None)])
+        for form in ([], ["--json"], ["--markdown"]):
+            self.assertNotIn(SECRET, self.kache(["report", "--all"] + form).stdout)
+        self.assertNotIn(SECRET, self.kache(["explain", "--last"]).stdout)
+        self.assertEqual(self.cache_files_holding(SECRET), [])
+
     def test_a_cache_dir_config_cannot_widen_what_is_recorded(self):
         os.makedirs(self.cache)
         planted_log = self.path("planted.log")
@@ -173,6 +189,9 @@ class EventTrust(KacheTestCase):
         self.assertNotIn("<img", page)
         self.assertNotIn("<svg onload", page)
         self.assertIn("x&lt;img src=x onerror=alert(1)&gt;-gcc", page)
+        markdown = self.kache(["report", "--all", "--markdown"]).stdout  # HTML where GitHub shows it
+        self.assertNotRegex(markdown, r"<[a-zA-Z/]")
+        self.assertIn("x&lt;img src=x onerror=alert(1)&gt;-gcc", markdown)
         self.assertIn('<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
                       'style-src \'unsafe-inline\'">', page)
 
