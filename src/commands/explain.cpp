@@ -159,9 +159,9 @@ int print(const Verdict& v, bool as_json) {
   if (!v.source.empty()) say("source   {}\n", v.source);
   if (!v.output.empty()) say("output   {}\n", v.output);
   if (v.closest) {
-    say("closest  entry {} of {} recorded for this source, stored {}{}\n", v.closest->key.substr(0, 12),
-               v.records, format_time(v.closest->created_ns),
-               v.closest->output == v.output ? "" : " (for the output " + v.closest->output + ")");
+    say("closest  entry {} of {} recorded for this source, stored {}{}\n", v.closest->key.substr(0, 12), v.records,
+        format_time(v.closest->created_ns),
+        v.closest->output == v.output ? "" : " (for the output " + v.closest->output + ")");
   }
   say("{}\n", v.message);
   if (!v.stored_for.empty()) say("{}", stored_for_note(v.stored_for));

@@ -205,6 +205,10 @@ class EventTrust(KacheTestCase):
             self.assertNotIn("\x1b", text)
             self.assertNotIn("\x07", text)
         self.assertIn("a?]0;pwned??[2J.c", self.kache(["report", "--all"]).stdout)
+        self.write("x\x1b[2J.toml", "[cache\n")  # doctor quotes the file in its row
+        doctor = self.kache(["doctor"], env={"KACHE_CONFIG": self.path("x\x1b[2J.toml")}, check=False).stdout
+        self.assertIn("x?[2J.toml", doctor)
+        self.assertNotIn("\x1b", doctor)
 
 
 if __name__ == "__main__":
