@@ -164,7 +164,7 @@ class EventTrust(KacheTestCase):
         self.gcc(["-c", "a.c", "-o", "a.o"])
         with open(os.path.join(self.cache, "events", "events.jsonl"), "a") as f:
             f.write("[" * 600_000 + "\n")
-            f.write('{"v":1,"outcome":"miss","counts":' + "[" * 600_000 + "\n")
+            f.write('{"v":1,"outcome":"miss","counts":' + "[" * 600_000 + "]" * 600_000 + "}\n")  # valid JSON
         report = self.run_bounded(["report", "--all", "--json"])
         self.assertEqual(report.returncode, 0, report.stderr[-2000:])
         self.assertEqual(json.loads(report.stdout)["compiles"], 1)
