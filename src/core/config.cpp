@@ -957,13 +957,18 @@ void write_replacing(const std::string& file, const std::string& text) {
 }  // namespace
 
 void set_config_value(const std::string& file, const std::string& section, const std::string& key,
-                      const std::string& value) {
+                      const std::string& value, bool below_cache_dir) {
   if (file.empty()) throw std::runtime_error("there is no config file path (set KACHE_CONFIG or HOME)");
   std::string text;
   std::error_code ec;
-  if (fs::exists(file, ec)) {
-    std::string kind;
-    std::optional<std::string> read = util::read_regular_file(file, &kind);
+  std::string kind;
+  std::optional<std::string> read;
+  if (below_cache_dir) {
+    read = cache_dir_file(file, &kind);
+  } else if (fs::exists(file, ec)) {
+    read = util::read_regular_file(file, &kind);
+  }
+  if (read || !kind.empty()) {
     if (!read)
       throw std::runtime_error(fmt::format("{} is {}, not a regular file, so it was left unchanged", file, kind));
     text = std::move(*read);
@@ -984,16 +989,26 @@ void set_config_value(const std::string& file, const std::string& section, const
     throw std::runtime_error(
         fmt::format("{} could not be edited safely ({}), so it was left unchanged; edit it by hand", file, e.what()));
   }
-  write_replacing(file, edited);
+  if (below_cache_dir) {
+    util::Beneath(util::dirname(file)).write_atomic(util::basename(file), edited);
+  } else {
+    write_replacing(file, edited);
+  }
 }
 
 std::string config_file_to_edit(const Config& config, const std::string& key) {
+  const KeySpec* spec = find_key(key.substr(0, key.find('.')), key.substr(key.find('.') + 1));
+  if (spec && widens_logging(*spec)) return config.config_file;  // never honoured from the cache dir
   // The file the value in force came from (the system file is the administrator's: not edited).
   if (const auto it = config.origins.find(key);
       it != config.origins.end() && it->second != "env" && it->second != system_config_file())
     return it->second;
-  std::error_code ec;
-  if (fs::exists(config.cache_config_file, ec)) return config.cache_config_file;
+  std::string kind;
+  try {
+    if (cache_dir_file(config.cache_config_file, &kind)) return config.cache_config_file;
+  } catch (const std::exception&) {
+    // unreadable: not the file to edit
+  }
   return config.config_file;
 }
 

@@ -100,6 +100,25 @@ class EventTrust(KacheTestCase):
         self.gcc(["-c", "a.c", "-o", "a.o"], env={"KACHE_EVENTS_COMMAND_LINE": "1"})
         self.assertIn('"command"', self.read(".cache/events/events.jsonl").splitlines()[-1])
 
+    def test_editing_the_config_never_reads_or_writes_through_a_planted_link(self):
+        # Another user links <cache>/kache.toml to a TOML file of the user's: `kache -M` and `-o` copied
+        # its content into the cache dir (which the group reads) before.
+        os.makedirs(self.cache)
+        self.write("private.toml", '[cache]\nmax_size = "1G"\n# token 8d1f2a\n')
+        os.symlink(self.path("private.toml"), os.path.join(self.cache, "kache.toml"))
+        self.kache(["-M", "5G"])
+        self.kache(["-o", "cache.compression_level=4"])
+        self.assertEqual(self.read("private.toml"), '[cache]\nmax_size = "1G"\n# token 8d1f2a\n')
+        self.assertEqual(self.cache_files_holding("8d1f2a"), [])
+        self.assertIn('max_size = "5G"', self.read(".kache.toml"))  # the user's own file instead
+        # A setting that widens what is recorded goes to the user's own file even when the cache dir's
+        # file is a real one (which could not set it).
+        os.remove(os.path.join(self.cache, "kache.toml"))
+        self.write(".cache/kache.toml", '[cache]\nmax_size = "2G"\n')
+        self.kache(["-o", "events.command_line=true"])
+        self.assertIn("command_line = true", self.read(".kache.toml"))
+        self.assertNotIn("command_line", self.read(".cache/kache.toml"))
+
     def run_bounded(self, args):
         r = subprocess.run([KACHE] + args, cwd=self.ws, env=self.env, capture_output=True, text=True,
                            timeout=BOUND_S)
