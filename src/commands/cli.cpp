@@ -565,7 +565,7 @@ void set_config(const Config& config, const std::string& assignment) {
     throw std::runtime_error(fmt::format("{} = '{}' {}; nothing was changed", *key, value, error));
   const std::string file = config_file_to_edit(config, *key);
   const std::size_t dot = key->find('.');
-  set_config_value(file, key->substr(0, dot), key->substr(dot + 1), value);
+  set_config_value(file, key->substr(0, dot), key->substr(dot + 1), value, file == config.cache_config_file);
   fmt::print("Set {} = {} in {}.\n", *key, value, file);
 }
 
@@ -604,7 +604,7 @@ void set_max_size(const Config& config, const std::string& text) {
   }
   const std::string file = config_file_to_edit(config, "cache.max_size");
   try {
-    set_config_value(file, "cache", "max_size", text);
+    set_config_value(file, "cache", "max_size", text, file == config.cache_config_file);
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("cannot set cache.max_size: {}", e.what()));
   }

@@ -32,6 +32,7 @@
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/process.hpp"
+#include "util/text.hpp"
 
 namespace kache::commands {
 // app/ speaks core's vocabulary (Config, Invocation, reasons, entries...) unqualified.
@@ -290,13 +291,16 @@ void check_config(Rows& rows, const Config& cfg, const util::Environment& env) {
 void print_text(const Rows& rows) {
   std::size_t width = 0;
   for (const auto& r : rows.rows) width = std::max(width, r.section.size() + r.name.size() + 1);
+  // Rows quote paths and names (the log's, a compiler's): no escape sequence reaches the terminal.
+  using util::terminal_safe;
   for (const auto& r : rows.rows) {
-    fmt::print("{:<4}  {:<{}}  {}\n", status_name(r.status), r.section + "." + r.name, width, r.value);
-    if (!r.message.empty()) fmt::print("{:<4}  {:<{}}  {}\n", "", "", width, r.message);
+    fmt::print("{:<4}  {:<{}}  {}\n", status_name(r.status), terminal_safe(r.section + "." + r.name), width,
+               terminal_safe(r.value));
+    if (!r.message.empty()) fmt::print("{:<4}  {:<{}}  {}\n", "", "", width, terminal_safe(r.message));
     if (!r.fix.empty() && r.status != Status::ok)
-      fmt::print("{:<4}  {:<{}}  fix: {}\n", "", "", width, r.fix);
+      fmt::print("{:<4}  {:<{}}  fix: {}\n", "", "", width, terminal_safe(r.fix));
     else if (!r.fix.empty())
-      fmt::print("{:<4}  {:<{}}  {}\n", "", "", width, r.fix);
+      fmt::print("{:<4}  {:<{}}  {}\n", "", "", width, terminal_safe(r.fix));
   }
 }
 

@@ -20,7 +20,9 @@
 #include "core/invocation.hpp"
 #include "engine/explain_record.hpp"
 #include "storage/open.hpp"
+#include "util/beneath.hpp"
 #include "util/fs.hpp"
+#include "util/text.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
 
@@ -149,28 +151,33 @@ int print(const Verdict& v, bool as_json) {
     fmt::print("{}\n", j.dump(2));
     return v.status == "error" ? 1 : 0;
   }
-  if (!v.source.empty()) fmt::print("source   {}\n", v.source);
-  if (!v.output.empty()) fmt::print("output   {}\n", v.output);
+  // Paths, values and names come from the records and the file system: no escape sequence reaches
+  // the terminal.
+  auto say = [](std::string_view format, const auto&... args) {
+    fmt::print("{}", util::terminal_safe(fmt::format(fmt::runtime(format), args...), true));
+  };
+  if (!v.source.empty()) say("source   {}\n", v.source);
+  if (!v.output.empty()) say("output   {}\n", v.output);
   if (v.closest) {
-    fmt::print("closest  entry {} of {} recorded for this source, stored {}{}\n", v.closest->key.substr(0, 12),
-               v.records, format_time(v.closest->created_ns),
-               v.closest->output == v.output ? "" : " (for the output " + v.closest->output + ")");
+    say("closest  entry {} of {} recorded for this source, stored {}{}\n", v.closest->key.substr(0, 12), v.records,
+        format_time(v.closest->created_ns),
+        v.closest->output == v.output ? "" : " (for the output " + v.closest->output + ")");
   }
-  fmt::print("{}\n", v.message);
-  if (!v.stored_for.empty()) fmt::print("{}", stored_for_note(v.stored_for));
+  say("{}\n", v.message);
+  if (!v.stored_for.empty()) say("{}", stored_for_note(v.stored_for));
   if (!v.stages.empty()) {
     // Which of nvcc's device stages the miss reused from the cache and which it ran (nvcc.stages).
-    fmt::print("stages   {}\n", fmt::join(v.stages, ", "));
+    say("stages   {}\n", fmt::join(v.stages, ", "));
   }
   std::size_t width = 12;
   for (const auto& d : v.differences)
     width = std::max(width, d.field.size() + (d.path.empty() ? 0 : d.path.size() + 1));
   for (const auto& d : v.differences) {
     const std::string label = d.path.empty() ? d.field : d.field + " " + d.path;
-    fmt::print("  {:<{}}  {} -> {}\n", label, width, short_value(d.was, d.field), short_value(d.now, d.field));
+    say("  {:<{}}  {} -> {}\n", label, width, short_value(d.was, d.field), short_value(d.now, d.field));
     if (d.field == "toolchain" && v.closest) {
-      fmt::print("  {:<{}}  entry: {}\n", "", width, v.closest->toolchain);
-      fmt::print("  {:<{}}  now:   {}\n", "", width, v.toolchain_now);
+      say("  {:<{}}  entry: {}\n", "", width, v.closest->toolchain);
+      say("  {:<{}}  now:   {}\n", "", width, v.toolchain_now);
     }
   }
   return v.status == "error" ? 1 : 0;
@@ -181,13 +188,13 @@ Verdict explain_last(const Config& cfg) {
   const std::string root = explain_root(cfg.cache_dir);
   std::string rel;
   try {
-    rel = util::read_file(util::join_path(root, "last"));
+    rel = util::Beneath(cfg.cache_dir).read_regular("explain/last", nullptr, 4096).value();
   } catch (const std::exception&) {
     v.status = "no-entry";
     v.message = fmt::format("no miss has been stored in {} since kache started recording them.", cfg.cache_dir);
     return v;
   }
-  auto last = read_record(util::join_path(root, rel));
+  auto last = read_record(cfg.cache_dir, util::join_path(root, rel));
   if (!last) {
     v.status = "no-entry";
     v.message = fmt::format("the record of the last miss ({}) is gone: it was pruned or the cache was cleared.", rel);
@@ -246,7 +253,7 @@ void explain_job(Verdict& v, const Config& cfg, compiler::Adapter& adapter, cons
   v.source = job.source;
   v.output = job.output;
   v.toolchain_now = job.description;
-  Fields fields = job.key_fields;
+  Fields fields = recorded_fields(job.key_fields);  // as the records hold them: defines without values
   try {
     fields.emplace_back("source-content", util::hash_file(job.source).hex());
   } catch (const std::exception&) {

@@ -16,6 +16,7 @@
 #include "storage/open.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
+#include "util/text.hpp"
 
 namespace kache::commands::report {
 using core::CompileEvent;
@@ -258,13 +259,22 @@ int carry_out(const Request& r) {
     fmt::print("Marked: the next kache report starts here{}.\n", r.mark_label.empty() ? "" : " (" + r.mark_label + ")");
     return 0;
   }
-  std::vector<CompileEvent> events = log.read();
+  core::EventLog::Unread unread;
+  std::vector<CompileEvent> events = log.read(&unread);
+  for (const auto& refused : unread.refused_files) {
+    fmt::print(stderr, "kache: the event log was unreadable ({} in {}); that file is skipped.\n",
+               util::terminal_safe(refused), util::terminal_safe(config.cache_dir));
+  }
+  if (unread.damaged_lines > 0) {
+    fmt::print(stderr, "kache: note: {} damaged line{} of the event log skipped.\n", unread.damaged_lines,
+               unread.damaged_lines == 1 ? "" : "s");
+  }
   Selection selection = select(r, log, events);
   const Model m = build_model(std::move(events), std::move(selection));
   if (!r.html.empty()) write_output(r.html, render_html(m));
   if (!r.trace.empty()) write_output(r.trace, render_trace(m));
   if (r.json) fmt::print("{}\n", render_json(m));
-  else if (r.markdown) fmt::print("{}", render_markdown(m));
+  else if (r.markdown) fmt::print("{}", util::terminal_safe(render_markdown(m), true));
   else if (r.html.empty() && r.trace.empty()) fmt::print("{}", render_text(m));
   if (!config.events) fmt::print(stderr, "kache: note: events.enabled is false: compiles are not recorded.\n");
   return 0;

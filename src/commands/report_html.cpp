@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "commands/report.hpp"
 
@@ -22,7 +23,10 @@ constexpr const char* kCauseColour = "#f08c00";
 
 constexpr int kChartWidth = 760, kLabelWidth = 220, kRowHeight = 22;
 
-std::string escape(const std::string& text) {
+// The one way text reaches the page (element text, attribute values, SVG <title> and <text>): every
+// name in it (a source, a compiler "x<img onerror=...>-gcc", a build id) came from the event log, which
+// others may write.
+std::string escape(std::string_view text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
@@ -30,6 +34,7 @@ std::string escape(const std::string& text) {
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
       default: out += c;
     }
   }
@@ -146,9 +151,11 @@ std::string timeline_chart(const Model& m) {
     const auto& e = m.events[i];
     const double x = 10 + static_cast<double>(e.time_ms - m.start_ms) * 1000.0 * scale;
     const double w = std::max(2.0, static_cast<double>(e.wall_us) * scale);
-    svg += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="{}"><title>{} ({}, {}): {}</title></rect>)",
-                       x, static_cast<int>(m.lanes[i]) * lane_height, w, lane_height - 2, outcome_colour(e.outcome),
-                       escape(e.source), e.tool, e.outcome, seconds_text(static_cast<double>(e.wall_us) / 1e6));
+    const std::string title = fmt::format("{} ({}, {}): {}", e.source, e.tool, e.outcome,
+                                          seconds_text(static_cast<double>(e.wall_us) / 1e6));
+    svg += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="{}"><title>{}</title></rect>)", x,
+                       static_cast<int>(m.lanes[i]) * lane_height, w, lane_height - 2, outcome_colour(e.outcome),
+                       escape(title));
   }
   svg += fmt::format(R"(<text x="10" y="{}">0</text><text x="{}" y="{}" text-anchor="end">{}</text>)", height - 4,
                      kChartWidth - 10, height - 4, seconds_text(span_us / 1e6));
@@ -186,7 +193,11 @@ std::string summary_html(const Model& m) {
 }  // namespace
 
 std::string render_html(const Model& m) {
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kache report</title>";
+  // No script runs, whatever the log holds: the page needs none (inline styles alone).
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+      "<title>kache report</title>";
   out += kStyle;
   out += fmt::format("</head><body>\n<h1>kache report: {}</h1>\n", escape(m.selection.description));
   if (m.compiles == 0) return out + "<p>No compiles were recorded for this selection.</p></body></html>\n";

@@ -1,6 +1,8 @@
 // `kache report --json` (for tools) and `--markdown` (tables for $GITHUB_STEP_SUMMARY and CI comments).
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "commands/report.hpp"
@@ -44,12 +46,21 @@ json causes_json(const Model& m) {
   return out;
 }
 
-std::string escape_cell(const std::string& text) {
+// A table cell's text: Markdown becomes HTML where it is shown ($GITHUB_STEP_SUMMARY), and a name from
+// the log ("x<img src=x onerror=...>-gcc") must stay text there, so HTML's characters are entities and
+// no name is put in a code span (where an entity would show as written).
+std::string escape_cell(std::string_view text) {
   std::string out;
   for (const char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    switch (c) {
+      case '|': out += "\\|"; break;
+      case '\n': out += ' '; break;
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '`': out += "&#96;"; break;
+      default: out += c;
+    }
   }
   return out;
 }
@@ -75,18 +86,18 @@ void markdown_details(std::string& out, const Model& m) {
     out += "\n### Slowest misses\n\n| Source | Compiler | Time |\n|---|---|---:|\n";
     for (const std::size_t i : m.slowest_misses) {
       const auto& e = m.events[i];
-      out += fmt::format("| `{}` | {} | {} |\n", escape_cell(e.source), e.tool,
+      out += fmt::format("| {} | {} | {} |\n", escape_cell(e.source), escape_cell(e.tool),
                          seconds_text(static_cast<double>(e.wall_us) / 1e6));
     }
   }
   if (!m.reasons.empty()) {
     out += "\n### Reasons\n\n| Reason | Count |\n|---|---:|\n";
-    for (const auto& [name, n] : m.reasons) out += fmt::format("| `{}` | {} |\n", name, n);
+    for (const auto& [name, n] : m.reasons) out += fmt::format("| {} | {} |\n", escape_cell(name), n);
   }
   if (!m.stages.empty()) {
     out += "\n### nvcc stages\n\n| Stage | Reused | Run | Saved |\n|---|---:|---:|---:|\n";
     for (const auto& s : m.stages) {
-      out += fmt::format("| {} | {} | {} | {} |\n", s.kind, s.reused, s.ran,
+      out += fmt::format("| {} | {} | {} | {} |\n", escape_cell(s.kind), s.reused, s.ran,
                          seconds_text(static_cast<double>(s.ms_saved) / 1e3));
     }
   }

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "commands/report.hpp"
+#include "util/text.hpp"
 
 namespace kache::commands::report {
 
@@ -55,7 +56,7 @@ void details_section(std::string& out, const Model& m) {
 std::string render_text(const Model& m) {
   std::string out = fmt::format("kache report: {}\n", m.selection.description.empty() ? "no compiles recorded"
                                                                                         : m.selection.description);
-  if (m.compiles == 0) return out + "No compiles were recorded for this selection.\n";
+  if (m.compiles == 0) return util::terminal_safe(out + "No compiles were recorded for this selection.\n", true);
   out += fmt::format("  {} compiles: {} hits, {} misses, {} passthrough, {} errors, {} failed  (hit rate {:.1f} %)\n",
                      m.compiles, m.hits, m.misses, m.passthrough, m.errors, m.compile_failed, hit_rate(m));
   out += fmt::format("  time saved by hits {}, spent on misses {}, on hits {}; build span {}, {} at most at once\n",
@@ -75,7 +76,8 @@ std::string render_text(const Model& m) {
   groups_section(out, "By compiler", m.by_tool);
   causes_section(out, m);
   details_section(out, m);
-  return out;
+  // Sources, tools and causes come from the log, which a file name can fill with escape sequences.
+  return util::terminal_safe(out, true);
 }
 
 }  // namespace kache::commands::report

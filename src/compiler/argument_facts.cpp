@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "compiler/gcc/plan.hpp"
+#include "util/hash.hpp"
 
 namespace kache::compiler {
 
@@ -264,6 +265,59 @@ std::string macro_definitions(const std::vector<std::string>& keyed_words) {
 bool defines_macro(std::string_view arg) {
   return arg.starts_with("-D") || arg.starts_with("--define-macro") || arg.find(",-D") != std::string_view::npos ||
          arg.find("=-D") != std::string_view::npos;
+}
+
+namespace {
+
+// Where the macro name of a definition inside `arg` starts (after "-D", "--define-macro" and any '='
+// or space), or npos when arg defines none.
+std::size_t defined_name_at(std::string_view arg) {
+  std::size_t at = std::string_view::npos;
+  if (arg.starts_with("--define-macro")) {
+    at = 14;
+  } else if (arg.starts_with("-D")) {
+    at = 2;
+  } else {
+    for (const std::string_view glue : {"=-D", ",-D", " -D"}) {
+      const std::size_t found = arg.find(glue);
+      if (found != std::string_view::npos && (at == std::string_view::npos || found + 3 < at)) at = found + 3;
+    }
+  }
+  while (at != std::string_view::npos && at < arg.size() && (arg[at] == '=' || arg[at] == ' ')) ++at;
+  return at;
+}
+
+bool is_identifier_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+}  // namespace
+
+std::string argument_name(std::string_view arg) {
+  if (const std::size_t at = defined_name_at(arg); at != std::string_view::npos) {
+    std::size_t end = at;
+    while (end < arg.size() && is_identifier_char(arg[end])) ++end;
+    return "-D" + std::string(arg.substr(at, end - at));
+  }
+  if (!arg.starts_with('-')) return "a value";
+  // Flags that take their value glued on ("-Isecret_dir"), longest spelling first.
+  static constexpr std::string_view kGlued[] = {"-iwithprefixbefore", "-iwithprefix", "-idirafter", "-isysroot",
+                                                "-isystem", "-iprefix", "-imacros", "-include", "-iquote",
+                                                "-MF", "-MT", "-MQ", "-I", "-L", "-l", "-U", "-B", "-o"};
+  for (const std::string_view flag : kGlued) {
+    if (arg.starts_with(flag)) return std::string(flag);
+  }
+  return std::string(arg.substr(0, arg.find_first_of("=,/ ")));
+}
+
+std::string without_define_values(std::string_view arg) {
+  const std::size_t at = defined_name_at(arg);
+  if (at == std::string_view::npos) return std::string(arg);
+  std::size_t end = at;
+  while (end < arg.size() && is_identifier_char(arg[end])) ++end;
+  if (end == arg.size()) return std::string(arg);  // -DNAME: no value
+  // Everything after the name may be the value or hold another definition: one digest for all of it.
+  return std::string(arg.substr(0, end)) + "=#" + util::sha256(arg.substr(end)).hex().substr(0, 16);
 }
 
 }  // namespace kache::compiler

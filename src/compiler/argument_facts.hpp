@@ -109,5 +109,14 @@ std::string macro_definitions(const std::vector<std::string>& keyed_words);
 // Whether one keyed argument defines a macro: -D..., --define-macro..., or a -D inside a comma list or
 // after '=' (nvcc's -Xcompiler=...,-DX).
 bool defines_macro(std::string_view arg);
+// What names an argument without its value, for the event log and the reports, which never hold a
+// value (a define may carry a token): "-DAPI_KEY" for -DAPI_KEY="t1", -D API_KEY=..., --define-macro
+// API_KEY=..., -Xcompiler -DAPI_KEY=... and -Xcompiler=-O2,-DAPI_KEY=...; "-std" for -std=c++17, "-I" for
+// -I/abs/path and -Iinc, "-Wl" for -Wl,--foo; "a value" for a word that is no flag. Any other flag is
+// named as written up to the first '=', ',', '/' or space ("-O2").
+std::string argument_name(std::string_view arg);
+// An argument with every macro definition's value replaced by a digest of it ("-DAPI_KEY=#<16 hex>"),
+// so that a record can tell two values apart without holding either.
+std::string without_define_values(std::string_view arg);
 
 }  // namespace kache::compiler

@@ -18,6 +18,7 @@
 #include <system_error>
 
 #include "core/log.hpp"
+#include "util/beneath.hpp"
 #include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/lock.hpp"
@@ -576,16 +577,48 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
   }
 }
 
+// Settings that widen what kache records about everyone's compiles (command lines in the event log,
+// where the log goes and how much it says) or whom it trusts (the server that receives every source
+// for remote execution and whether its answers may be published, the keys and CAs that vouch for
+// remote answers, a cache dir anyone can write): honoured from the user's own configuration and
+// environment only, never from the cache dir's kache.toml, which anyone sharing the cache can write.
+// (remote.storage stays: reading a team's store from there gives no more than planting an entry.)
+bool widens_trust(const KeySpec& k) {
+  static constexpr std::string_view kOnlyFromOwnConfig[] = {
+      "events.command_line",    "log.file",          "log.filter",
+      "remote_execution.server", "remote_execution.trusted", "remote_execution.ca_file",
+      "remote.signing_key_file", "remote.ca_file",   "cache.allow_world_writable"};
+  const std::string name = full_name(k);
+  for (std::string_view n : kOnlyFromOwnConfig)
+    if (name == n) return true;
+  return false;
+}
+
+// The cache dir's own kache.toml, read below the cache dir (util::Beneath): a link there is refused,
+// not followed, and a FIFO never waited on. nullopt with *kind "" when there is none.
+std::optional<std::string> cache_dir_file(const std::string& file, std::string* kind) {
+  constexpr std::size_t kMaxConfigBytes = 1u << 20;
+  std::optional<util::Beneath> cache;
+  try {
+    cache.emplace(util::dirname(file));
+  } catch (const std::system_error& e) {
+    if (e.code().value() == ENOENT || e.code().value() == ENOTDIR) return std::nullopt;  // no cache dir yet
+    throw;
+  }
+  return cache->read_regular(util::basename(file), kind, kMaxConfigBytes);
+}
+
 // One file's settings over c. In the cache dir's own file cache.dir cannot move the cache (it is
 // where the file was found). Returns whether the file was read.
 bool read_file_layer(Config& c, const std::string& file, bool in_cache_dir) {
   if (file.empty()) return false;
   std::error_code ec;
-  if (!fs::exists(file, ec)) return false;  // no file is the normal case
+  if (!in_cache_dir && !fs::exists(file, ec)) return false;  // no file is the normal case
   std::string kind;
   std::optional<std::string> text;
   try {
-    text = util::read_regular_file(file, &kind);
+    text = in_cache_dir ? cache_dir_file(file, &kind) : util::read_regular_file(file, &kind);
+    if (in_cache_dir && !text && kind.empty()) return false;  // none
   } catch (const std::exception&) {
     c.problems.push_back(fmt::format("kache: cannot read {}; using the built-in defaults for its settings.", file));
     return false;
@@ -632,6 +665,13 @@ bool read_file_layer(Config& c, const std::string& file, bool in_cache_dir) {
       if (in_cache_dir && spec->from_string == set_dir) {
         c.problems.push_back(
             fmt::format("kache: ignoring cache.dir in {}: the cache dir's own config cannot move it.", file));
+        continue;
+      }
+      if (in_cache_dir && widens_trust(*spec)) {
+        c.problems.push_back(fmt::format(
+            "kache: ignoring {} in {}: whoever shares the cache dir can write that file, and this setting "
+            "widens what kache records or trusts; set it in your own config file ({}) or as {}.",
+            full_name(*spec), file, c.config_file, spec->env));
         continue;
       }
       apply_node(c, *spec, node, file);
@@ -928,13 +968,18 @@ void write_replacing(const std::string& file, const std::string& text) {
 }  // namespace
 
 void set_config_value(const std::string& file, const std::string& section, const std::string& key,
-                      const std::string& value) {
+                      const std::string& value, bool below_cache_dir) {
   if (file.empty()) throw std::runtime_error("there is no config file path (set KACHE_CONFIG or HOME)");
   std::string text;
   std::error_code ec;
-  if (fs::exists(file, ec)) {
-    std::string kind;
-    std::optional<std::string> read = util::read_regular_file(file, &kind);
+  std::string kind;
+  std::optional<std::string> read;
+  if (below_cache_dir) {
+    read = cache_dir_file(file, &kind);
+  } else if (fs::exists(file, ec)) {
+    read = util::read_regular_file(file, &kind);
+  }
+  if (read || !kind.empty()) {
     if (!read)
       throw std::runtime_error(fmt::format("{} is {}, not a regular file, so it was left unchanged", file, kind));
     text = std::move(*read);
@@ -955,16 +1000,28 @@ void set_config_value(const std::string& file, const std::string& section, const
     throw std::runtime_error(
         fmt::format("{} could not be edited safely ({}), so it was left unchanged; edit it by hand", file, e.what()));
   }
-  write_replacing(file, edited);
+  if (below_cache_dir) {
+    std::string refused;
+    if (!util::Beneath(util::dirname(file)).write_atomic(util::basename(file), edited, 0666, &refused))
+      throw std::runtime_error(fmt::format("{} was left unchanged: it is {}", file, refused));
+  } else {
+    write_replacing(file, edited);
+  }
 }
 
 std::string config_file_to_edit(const Config& config, const std::string& key) {
+  const KeySpec* spec = find_key(key.substr(0, key.find('.')), key.substr(key.find('.') + 1));
+  if (spec && widens_trust(*spec)) return config.config_file;  // never honoured from the cache dir
   // The file the value in force came from (the system file is the administrator's: not edited).
   if (const auto it = config.origins.find(key);
       it != config.origins.end() && it->second != "env" && it->second != system_config_file())
     return it->second;
-  std::error_code ec;
-  if (fs::exists(config.cache_config_file, ec)) return config.cache_config_file;
+  std::string kind;
+  try {
+    if (cache_dir_file(config.cache_config_file, &kind)) return config.cache_config_file;
+  } catch (const std::exception&) {
+    // unreadable: not the file to edit
+  }
   return config.config_file;
 }
 

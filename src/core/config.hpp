@@ -111,9 +111,11 @@ std::string format_size(std::uint64_t bytes);
 // An age: "3d", "12h", "30m", "600s" or plain seconds (kache --evict-older-than, kache report --since);
 // false if malformed.
 bool parse_age(const std::string& text, std::int64_t& seconds);
-// Writes key = value into the config file (used by --max-size); throws on failure.
+// Writes key = value into the config file (used by --max-size); throws on failure. below_cache_dir:
+// file is the cache dir's kache.toml, read and replaced below the cache dir (util::Beneath), so a link
+// another user planted there is neither read nor written through.
 void set_config_value(const std::string& file, const std::string& section, const std::string& key,
-                      const std::string& value);
+                      const std::string& value, bool below_cache_dir = false);
 // Reads a boolean word: 1/0, true/false, yes/no, on/off (any case); false if it is none of them.
 bool parse_bool(const std::string& text, bool& value);
 // Makes the settings that live in process-wide state take effect (cache umask, lock timeout).
@@ -129,8 +131,9 @@ struct SettingRow {
 };
 std::vector<SettingRow> setting_rows();
 // The file `kache -M` and `kache -o` edit for key ("cache.max_size"): the file its value in force came
-// from (not the system file), else the cache dir's kache.toml when it exists, else the per-user file
-// (KACHE_CONFIG). The environment still wins over any file, and the CLI says so.
+// from (not the system file), else the cache dir's kache.toml when it is a regular file there, else the
+// per-user file (KACHE_CONFIG); a setting that widens what is recorded always the per-user file (the
+// cache dir's file cannot set it). The environment still wins over any file, and the CLI says so.
 std::string config_file_to_edit(const Config& config, const std::string& key);
 // "cache.max_size" for "cache.max_size" or "max_size" (a bare name that is unique); nullopt: no such key.
 std::optional<std::string> canonical_config_key(const std::string& name);

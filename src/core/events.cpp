@@ -11,12 +11,15 @@
 #include <optional>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <system_error>
 #include <type_traits>
 
+#include "util/beneath.hpp"
 #include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/scoped_file.hpp"
+#include "util/text.hpp"
 
 namespace kache::core {
 
@@ -24,9 +27,12 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kCurrent = "events.jsonl";
-constexpr const char* kRotated = "events.1.jsonl";
-constexpr const char* kMark = "mark";
+constexpr const char* kEventsDir = "events";
+constexpr const char* kCurrentPath = "events/events.jsonl";
+constexpr const char* kRotatedPath = "events/events.1.jsonl";
+constexpr const char* kMarkPath = "events/mark";
+// More than a log rotated at kMaxFileBytes can hold: anything larger is not this log.
+constexpr std::size_t kMaxReadBytes = 64u << 20;
 
 // The prefix of a counter name that names a reason, most telling first: a miss's not-stored reason
 // says more than its stage counters.
@@ -65,12 +71,21 @@ T value_or(const json& j, const char* key, T fallback) {
 
 // The current file, after a write took it to `size` bytes, moves aside when it is past the limit and
 // still the file this writer appended to (two writers past the limit rename once).
-void rotate_if_long(int fd, const std::string& dir, std::uint64_t max_bytes) {
-  struct stat mine {}, named {};
+void rotate_if_long(int fd, const util::Beneath& cache, std::uint64_t max_bytes) {
+  struct stat mine {};
   if (::fstat(fd, &mine) != 0 || static_cast<std::uint64_t>(mine.st_size) <= max_bytes) return;
-  const std::string current = util::join_path(dir, kCurrent);
-  if (::stat(current.c_str(), &named) != 0 || named.st_ino != mine.st_ino || named.st_dev != mine.st_dev) return;
-  (void)::rename(current.c_str(), util::join_path(dir, kRotated).c_str());
+  const auto named = cache.lstat(kCurrentPath);
+  if (!named || named->st_ino != mine.st_ino || named->st_dev != mine.st_dev) return;
+  cache.rename(kCurrentPath, kRotatedPath);
+}
+
+// The cache dir, to open below; nullopt when it cannot be opened (absent: nothing logged yet).
+std::optional<util::Beneath> open_cache(const std::string& cache_dir) {
+  try {
+    return util::Beneath(cache_dir);
+  } catch (const std::system_error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -302,6 +317,7 @@ std::string serialize_event(const CompileEvent& e) {
 }
 
 std::optional<CompileEvent> parse_event(std::string_view line) {
+  if (!util::json_nesting_within(line, kMaxEventNesting)) return std::nullopt;  // damage, or an attack on the stack
   const json j = json::parse(line, nullptr, false);
   if (!j.is_object() || value_or<int>(j, "v", 0) != kEventVersion) return std::nullopt;
   CompileEvent e;
@@ -328,41 +344,49 @@ std::optional<CompileEvent> parse_event(std::string_view line) {
 
 EventLog::EventLog(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {}
 
-std::string EventLog::dir() const { return util::join_path(cache_dir_, "events"); }
+std::string EventLog::dir() const { return util::join_path(cache_dir_, kEventsDir); }
 
 void EventLog::append(const CompileEvent& e, std::uint64_t max_file_bytes) const noexcept {
   try {
     const std::string line = serialize_event(e);
-    const std::string d = dir();
-    const std::string path = util::join_path(d, kCurrent);
     util::CacheUmaskScope cache_umask;
-    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == ENOENT) {
-      util::create_directories(d);
-      fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
-    }
-    if (fd < 0) return;
-    util::UniqueFd file(fd);
+    const auto cache = open_cache(cache_dir_);
+    if (!cache) return;
+    constexpr int kFlags = O_WRONLY | O_APPEND | O_CREAT;
+    util::UniqueFd file = cache->open_regular(kCurrentPath, kFlags, 0666);
+    if (file.get() < 0 && cache->create_directories(kEventsDir)) file = cache->open_regular(kCurrentPath, kFlags, 0666);
+    if (file.get() < 0) return;  // a FIFO, a link or a directory stands there: no record
     // One write: O_APPEND places the whole line at the end, after every other writer's.
-    if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return;
-    rotate_if_long(fd, d, max_file_bytes);
+    if (::write(file.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return;
+    rotate_if_long(file.get(), *cache, max_file_bytes);
   } catch (...) {
     // The record is dropped; the build goes on.
   }
 }
 
-std::vector<CompileEvent> EventLog::read() const {
+std::vector<CompileEvent> EventLog::read(Unread* unread) const {
   std::vector<CompileEvent> out;
-  for (const char* name : {kRotated, kCurrent}) {
-    std::string text;
+  const auto cache = open_cache(cache_dir_);
+  if (!cache) return out;
+  for (const char* path : {kRotatedPath, kCurrentPath}) {
+    std::string refused;
+    std::optional<std::string> text;
     try {
-      text = util::read_file(util::join_path(dir(), name));
-    } catch (const std::system_error&) {
-      continue;  // absent
+      text = cache->read_regular(path, &refused, kMaxReadBytes);
+    } catch (const std::system_error& error) {
+      refused = error.code().message();
     }
-    std::string_view rest = text;
+    if (!text) {
+      if (unread && !refused.empty()) unread->refused_files.push_back(std::string(path) + " is " + refused);
+      continue;
+    }
+    std::string_view rest = *text;
     for (std::size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1)) {
-      if (auto e = parse_event(rest.substr(0, nl))) out.push_back(std::move(*e));
+      if (auto e = parse_event(rest.substr(0, nl))) {
+        out.push_back(std::move(*e));
+      } else if (unread) {
+        ++unread->damaged_lines;
+      }
     }
   }
   return out;
@@ -370,21 +394,28 @@ std::vector<CompileEvent> EventLog::read() const {
 
 void EventLog::mark(std::int64_t time_ms, const std::string& label) const {
   util::CacheUmaskScope cache_umask;
-  util::create_directories(dir());
-  util::write_file_atomic(util::join_path(dir(), kMark), std::to_string(time_ms) + " " + label + "\n");
+  util::create_directories(cache_dir_);
+  const util::Beneath cache(cache_dir_);
+  std::string refused;
+  if (!cache.create_directories(kEventsDir, 0777, &refused)) {
+    throw std::runtime_error(util::join_path(cache_dir_, kEventsDir) + " is " + refused);
+  }
+  if (!cache.write_atomic(kMarkPath, std::to_string(time_ms) + " " + label + "\n", 0666, &refused))
+    throw std::runtime_error(util::join_path(cache_dir_, kEventsDir) + " is " + refused);
 }
 
 std::optional<std::pair<std::int64_t, std::string>> EventLog::last_mark() const {
-  std::string text;
+  const auto cache = open_cache(cache_dir_);
+  std::optional<std::string> text;
   try {
-    text = util::read_file(util::join_path(dir(), kMark));
+    if (cache) text = cache->read_regular(kMarkPath, nullptr, 4096);
   } catch (const std::system_error&) {
-    return std::nullopt;
   }
+  if (!text) return std::nullopt;
   std::int64_t t = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), t);
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), t);
   if (ec != std::errc()) return std::nullopt;
-  std::string label = text.substr(static_cast<std::size_t>(end - text.data()));
+  std::string label = text->substr(static_cast<std::size_t>(end - text->data()));
   while (!label.empty() && (label.back() == '\n' || label.back() == ' ')) label.pop_back();
   if (!label.empty() && label.front() == ' ') label.erase(0, 1);
   return std::pair{t, label};
@@ -392,14 +423,17 @@ std::optional<std::pair<std::int64_t, std::string>> EventLog::last_mark() const 
 
 std::uint64_t EventLog::size() const {
   std::uint64_t total = 0;
-  for (const char* name : {kRotated, kCurrent, kMark}) {
-    struct stat st {};
-    if (::stat(util::join_path(dir(), name).c_str(), &st) == 0) total += static_cast<std::uint64_t>(st.st_size);
+  const auto cache = open_cache(cache_dir_);
+  for (const char* path : {kRotatedPath, kCurrentPath, kMarkPath}) {
+    const auto st = cache ? cache->lstat(path) : std::nullopt;
+    if (st && S_ISREG(st->st_mode)) total += static_cast<std::uint64_t>(st->st_size);
   }
   return total;
 }
 
-void EventLog::drop_rotated() const { util::remove_file(util::join_path(dir(), kRotated)); }
+void EventLog::drop_rotated() const {
+  if (const auto cache = open_cache(cache_dir_)) cache->unlink_file(kRotatedPath);
+}
 
 void EventLog::clear() const { util::remove_all(dir()); }
 

@@ -13,8 +13,14 @@
 // miss's cause, wall and CPU time, the miss cost (a hit: the cost of the miss that stored its entry),
 // and the stats increments of the compile ("counts": the same names and values `kache -s` adds up, so
 // a report's totals are the statistics' deltas; nvcc stages and remote reads are counters beside the
-// compile, never extra hits). Readers skip lines they cannot parse (a write cut short) and keys they
-// do not know; a new key is a compatible change, a changed meaning a new "v".
+// compile, never extra hits). Readers skip lines they cannot parse (a write cut short, or nested
+// deeper than kMaxEventNesting) and keys they do not know; a new key is a compatible change, a changed
+// meaning a new "v".
+//
+// The cache dir may be shared with a group: every file here is opened through util::Beneath below
+// the cache dir (no link followed, no FIFO waited on, regular files only); a file refused is skipped,
+// a compile goes on without its record. No argument value is ever written (cause_detail names a flag,
+// never its value; the command line only with events.command_line from the user's own configuration).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -26,6 +32,8 @@
 namespace kache::core {
 
 inline constexpr int kEventVersion = 1;
+// A record nests two deep ("counts" in the record); a deeper line is damage, never parsed.
+inline constexpr std::size_t kMaxEventNesting = 8;
 
 struct CompileEvent {
   std::int64_t time_ms = 0;  // when kache started (Unix milliseconds)
@@ -83,8 +91,14 @@ class EventLog {
   std::string dir() const;
   // One write with O_APPEND. Never throws: a diagnostic must not fail a build.
   void append(const CompileEvent& e, std::uint64_t max_file_bytes = kMaxFileBytes) const noexcept;
+  // What a reading could not use: files refused (a FIFO, a link, a directory, too large: "events.jsonl
+  // is a FIFO") and lines that are no record (cut short, foreign, nested too deep).
+  struct Unread {
+    std::vector<std::string> refused_files;
+    std::size_t damaged_lines = 0;
+  };
   // Every readable record, oldest first (the rotated file, then the current one).
-  std::vector<CompileEvent> read() const;
+  std::vector<CompileEvent> read(Unread* unread = nullptr) const;
   void mark(std::int64_t time_ms, const std::string& label) const;
   // The last mark's time and label; nullopt when none was set.
   std::optional<std::pair<std::int64_t, std::string>> last_mark() const;

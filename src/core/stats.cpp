@@ -7,9 +7,13 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <system_error>
 
+#include "core/log.hpp"
+#include "util/beneath.hpp"
 #include "util/cache_umask.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
@@ -24,6 +28,9 @@ using Counters = std::map<std::string, std::uint64_t>;
 
 constexpr std::string_view kRecordMark = "@k1 ";
 constexpr std::size_t kChecksumHex = 16;
+constexpr const char* kTotals = "stats";
+constexpr const char* kJournal = "stats.journal";
+constexpr std::size_t kMaxTotalsBytes = 1u << 20;  // a few hundred counters; larger is not ours
 
 void add_saturating(Counters& counters, std::string_view name, std::uint64_t value) {
   std::uint64_t& c = counters[std::string(name)];
@@ -104,13 +111,9 @@ std::string serialize(const Counters& counters) {
 // A name must survive both line formats.
 bool valid_name(const std::string& name) { return !name.empty() && name.find_first_of(" \t\r\n") == std::string::npos; }
 
-std::string read_if_present(const std::string& path) {
-  try {
-    return util::read_file(path);
-  } catch (const std::system_error& e) {
-    if (e.code().value() == ENOENT) return {};
-    throw;
-  }
+// The totals file, "" when absent; refused (a FIFO, a link, a directory) like an absent one.
+std::string read_if_present(const util::Beneath& cache) {
+  return cache.read_regular(kTotals, nullptr, kMaxTotalsBytes).value_or(std::string());
 }
 
 std::string read_fd_all(int fd, const std::string& what) {
@@ -130,21 +133,30 @@ std::string read_fd_all(int fd, const std::string& what) {
 // Bounded (util::LockTimeout): a process stopped mid-compaction must not stall every compile.
 void lock(int fd, int how, const std::string& what) { util::lock_bounded(fd, how, what); }
 
-// The journal opened with `flags` (O_CREAT creates the cache dir as needed); -1 when absent without O_CREAT.
-util::UniqueFd open_journal(const std::string& dir, const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
-  if (fd < 0 && errno == ENOENT && (flags & O_CREAT)) {
+// The cache dir others may write (a group-shared cache): the journal and the totals are opened below
+// it, no link followed and no FIFO waited on. With create, a missing cache dir is created.
+util::Beneath open_cache(const std::string& dir, bool create) {
+  if (create) {
+    try {
+      return util::Beneath(dir);
+    } catch (const std::system_error& e) {
+      if (e.code().value() != ENOENT) throw;
+    }
     util::create_directories(dir);
-    fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
   }
-  if (fd < 0 && !(errno == ENOENT && !(flags & O_CREAT))) {
-    throw std::system_error(errno, std::generic_category(), "open " + path);
-  }
-  return util::UniqueFd(fd);
+  return util::Beneath(dir);
 }
 
-std::string totals_path(const std::string& dir) { return util::join_path(dir, "stats"); }
-std::string journal_path(const std::string& dir) { return util::join_path(dir, "stats.journal"); }
+// The journal opened with `flags`; invalid when absent without O_CREAT. Anything but a regular file
+// there throws: a compile's increment is dropped, a reader reads the totals alone.
+util::UniqueFd open_journal(const util::Beneath& cache, int flags) {
+  std::string refused;
+  util::UniqueFd fd = cache.open_regular(kJournal, flags, 0666, &refused);
+  if (fd.get() < 0 && !refused.empty()) {
+    throw std::system_error(EINVAL, std::generic_category(), cache.path() + "/" + kJournal + " is " + refused);
+  }
+  return fd;
+}
 
 }  // namespace
 
@@ -179,11 +191,11 @@ void StatsFile::add(const Counters& increments) noexcept {
     record += ' ';
     record += payload;
     record += '\n';
-    const std::string path = journal_path(dir_);
+    const std::string path = util::join_path(dir_, kJournal);
     util::CacheUmaskScope cache_umask;
     std::uint64_t end = 0;
     {
-      util::UniqueFd fd = open_journal(dir_, path, O_WRONLY | O_APPEND | O_CREAT);
+      util::UniqueFd fd = open_journal(open_cache(dir_, true), O_WRONLY | O_APPEND | O_CREAT);
       lock(fd.get(), LOCK_SH, path);
       // One write: O_APPEND places it whole at the end, after every other writer's record.
       util::write_fully(fd.get(), record, path);
@@ -198,8 +210,19 @@ void StatsFile::add(const Counters& increments) noexcept {
 
 StatsSnapshot StatsFile::read() const {
   StatsSnapshot snap;
-  const std::string path = journal_path(dir_);
-  util::UniqueFd fd = open_journal(dir_, path, O_RDONLY);
+  std::optional<util::Beneath> cache;
+  try {
+    cache.emplace(dir_);
+  } catch (const std::system_error&) {
+    return snap;  // no cache dir: nothing counted yet
+  }
+  const std::string path = util::join_path(dir_, kJournal);
+  util::UniqueFd fd;
+  try {
+    fd = open_journal(*cache, O_RDONLY);
+  } catch (const std::system_error& e) {
+    core::log().warn("kache: {}; reading the totals without it.", e.what());
+  }
   if (fd.get() >= 0) {
     try {
       lock(fd.get(), LOCK_SH, path);  // no compaction halfway through while we read
@@ -207,34 +230,38 @@ StatsSnapshot StatsFile::read() const {
       // A compaction stopped halfway: read anyway; a record may show in both files until it resumes.
     }
   }
-  parse_totals(read_if_present(totals_path(dir_)), snap.counters);
+  parse_totals(read_if_present(*cache), snap.counters);
   if (fd.get() >= 0) parse_journal(read_fd_all(fd.get(), path), snap.counters);
   return snap;
 }
 
 void StatsFile::compact() {
   util::CacheUmaskScope cache_umask;
-  const std::string path = journal_path(dir_);
-  util::UniqueFd fd = open_journal(dir_, path, O_RDWR);
+  const util::Beneath cache = open_cache(dir_, false);
+  const std::string path = util::join_path(dir_, kJournal);
+  util::UniqueFd fd = open_journal(cache, O_RDWR);
   if (fd.get() < 0) return;       // nothing journalled
   lock(fd.get(), LOCK_EX, path);  // no writer is mid-record now; new ones wait
   const std::string journal = read_fd_all(fd.get(), path);
   if (journal.empty()) return;
   Counters totals;
-  parse_totals(read_if_present(totals_path(dir_)), totals);
+  parse_totals(read_if_present(cache), totals);
   parse_journal(journal, totals);
   // Totals first, then the truncation: a crash between the two counts the journal twice rather than
   // losing it.
-  util::write_file_atomic(totals_path(dir_), serialize(totals));
+  if (!cache.write_atomic(kTotals, serialize(totals)))
+    throw std::runtime_error("cannot replace " + util::join_path(dir_, kTotals));
   if (::ftruncate(fd.get(), 0) != 0) throw std::system_error(errno, std::generic_category(), "truncate " + path);
 }
 
 void StatsFile::zero() {
   util::CacheUmaskScope cache_umask;
-  const std::string path = journal_path(dir_);
-  util::UniqueFd fd = open_journal(dir_, path, O_RDWR | O_CREAT);
+  const util::Beneath cache = open_cache(dir_, true);
+  const std::string path = util::join_path(dir_, kJournal);
+  util::UniqueFd fd = open_journal(cache, O_RDWR | O_CREAT);
   lock(fd.get(), LOCK_EX, path);
-  util::write_file_atomic(totals_path(dir_), "");
+  if (!cache.write_atomic(kTotals, ""))
+    throw std::runtime_error("cannot replace " + util::join_path(dir_, kTotals));
   if (::ftruncate(fd.get(), 0) != 0) throw std::system_error(errno, std::generic_category(), "truncate " + path);
 }
 

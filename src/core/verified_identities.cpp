@@ -115,7 +115,7 @@ void VerifiedIdentities::flush() {
       // Starts over: identities of files long replaced would otherwise pile up, and a FIFO or a link
       // planted in its place is replaced (a directory stays, and nothing is recorded).
       if (!refused.empty()) log().debug("verified identities {}: {}, replaced", path_, refused);
-      cache_dir.write_atomic(name, records);
+      (void)cache_dir.write_atomic(name, records);  // best effort, like the append
       return;
     }
     // One write: O_APPEND places it whole at the end, after every other writer's records.

@@ -1,12 +1,14 @@
 #include "engine/explain_record.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <ctime>
 #include <functional>
@@ -29,11 +31,13 @@
 #include "core/invocation.hpp"
 #include "core/log.hpp"
 #include "core/reasons.hpp"
+#include "util/beneath.hpp"
 #include "util/cache_umask.hpp"
 #include "util/clock.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 #include "util/process.hpp"
+#include "util/text.hpp"
 
 
 namespace kache::engine::explain {
@@ -70,20 +74,39 @@ json to_json(const Record& r) {
   return j;
 }
 
-// The *.json files of one directory with their mtimes.
-std::vector<std::pair<std::int64_t, std::string>> record_files(const std::string& dir) {
-  std::vector<std::pair<std::int64_t, std::string>> out;
-  DIR* d = ::opendir(dir.c_str());
+// The *.json entries of one directory below the cache dir, read through its descriptor (a directory
+// others replaced by a link is none): (mtime, name) of each record or link to one, oldest first, and
+// the names of links whose record is gone.
+struct RecordListing {
+  std::vector<std::pair<std::int64_t, std::string>> live;
+  std::vector<std::string> dangling;
+};
+RecordListing list_records(int dir_fd) {
+  RecordListing out;
+  DIR* d = ::fdopendir(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
   if (d == nullptr) return out;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name.size() < 6 || !name.ends_with(".json")) continue;
-    const std::string path = util::join_path(dir, name);
-    auto id = util::stat_identity(path);
-    if (id && !id->is_dir) out.emplace_back(id->mtime_ns, path);
+    struct stat st {};
+    if (::fstatat(dir_fd, e->d_name, &st, 0) == 0) {  // stat only: nothing is opened or written there
+      if (!S_ISDIR(st.st_mode)) out.live.emplace_back(st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, name);
+    } else if (errno == ENOENT) {
+      out.dangling.push_back(name);
+    }
   }
   ::closedir(d);
-  std::sort(out.begin(), out.end());  // oldest first
+  std::sort(out.live.begin(), out.live.end());
+  return out;
+}
+
+// The records (their paths) in explain/<dir_name>, oldest first.
+std::vector<std::string> record_files(const std::string& cache_dir, const std::string& dir_name) {
+  std::vector<std::string> out;
+  const std::string rel_dir = "explain/" + dir_name;
+  const util::UniqueFd dir = util::Beneath(cache_dir).open_directory(rel_dir);
+  if (dir.get() < 0) return out;
+  for (const auto& [mtime, name] : list_records(dir.get()).live) out.push_back(util::join_path(cache_dir, rel_dir + "/" + name));
   return out;
 }
 
@@ -210,9 +233,35 @@ std::string every_root(const core::PathRoots& roots) {
 
 std::string explain_root(const std::string& cache_dir) { return util::join_path(cache_dir, "explain"); }
 
-std::optional<Record> read_record(const std::string& path) {
+namespace {
+
+// A record's text: the file at `path` below the cache dir, or the record one of record()'s links names
+// (relative, and resolved below the cache dir again: a link others planted leads nowhere outside it).
+// Read through util::Beneath, so a FIFO never waits and no other link is followed. nullopt when refused.
+std::optional<std::string> record_text(const std::string& cache_dir, const std::string& path) {
+  constexpr std::size_t kMaxRecordBytes = 4u << 20;  // a few KiB each
+  const util::Beneath cache(cache_dir);
+  auto relative = cache.relative(path);
+  if (!relative) return std::nullopt;
+  const auto st = cache.lstat(*relative);
+  if (st && S_ISLNK(st->st_mode)) {
+    char target[PATH_MAX];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    if (n <= 0 || target[0] == '/') return std::nullopt;
+    relative = cache.relative(util::lexically_normal(util::dirname(*relative) + "/" + std::string(target, n)));
+    if (!relative) return std::nullopt;
+  }
+  return cache.read_regular(*relative, nullptr, kMaxRecordBytes);
+}
+
+}  // namespace
+
+std::optional<Record> read_record(const std::string& cache_dir, const std::string& path) {
   try {
-    const json j = json::parse(util::read_file(path));
+    const std::optional<std::string> text = record_text(cache_dir, path);
+    // A record nests three deep; a deeper file is damage, never handed to the recursive parser.
+    if (!text || !util::json_nesting_within(*text, 8)) return std::nullopt;
+    const json j = json::parse(*text);
     if (j.value("schema", "") != kRecordSchema) return std::nullopt;
     Record r;
     r.key = j.at("key").get<std::string>();
@@ -240,8 +289,8 @@ std::optional<Record> read_record(const std::string& path) {
 
 std::vector<Record> records_for(const std::string& cache_dir, const std::string& source) {
   std::vector<Record> out;
-  for (const auto& [mtime, path] : record_files(util::join_path(explain_root(cache_dir), source_dir_name(source)))) {
-    if (auto r = read_record(path); r && r->source == source) out.push_back(std::move(*r));
+  for (const auto& path : record_files(cache_dir, source_dir_name(source))) {
+    if (auto r = read_record(cache_dir, path); r && r->source == source) out.push_back(std::move(*r));
   }
   return out;
 }
@@ -326,36 +375,33 @@ StoredFor stored_for_here(const StoredFor& recorded, const compiler::CompileJob&
 
 namespace {
 
-// Links a source's directory to a record stored at target (below cache_dir): relative, so the cache
-// dir can move. Replaces an older link atomically.
-void link_record(const std::string& cache_dir, const std::string& target, const std::string& link) {
-  const std::string rel = "../../" + target.substr(cache_dir.size() + 1);  // from explain/<source>/
-  const std::string tmp = link + ".tmp";
-  ::unlink(tmp.c_str());
-  if (::symlink(rel.c_str(), tmp.c_str()) != 0) {
-    throw std::system_error(errno, std::generic_category(), "symlink " + tmp);
-  }
-  if (::rename(tmp.c_str(), link.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(), "rename " + tmp);
-  }
-}
-
-// The source's links beyond the newest kRecordsPerSource, and links whose record was evicted with its
+// Links explain/<dir_name>/<name> to a record stored at target (relative to the cache dir): relative,
+// so the cache dir can move. Replaces an older link atomically. The directory is created and opened
+// below the cache dir (a link others planted there is refused, never written through). Then prunes the
+// directory: links beyond the newest kRecordsPerSource, and links whose record was evicted with its
 // entry (the store removes the record, not the link).
-void prune_links(const std::string& dir) {
-  auto live = record_files(dir);
-  for (std::size_t i = 0; i + kRecordsPerSource < live.size(); ++i) util::remove_file(live[i].second);
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (!name.ends_with(".json")) continue;
-    struct stat st {};
-    if (::fstatat(::dirfd(d), e->d_name, &st, 0) != 0 && errno == ENOENT) ::unlinkat(::dirfd(d), e->d_name, 0);
+void link_and_prune(const util::Beneath& cache, const std::string& target, const std::string& dir_name,
+                    const std::string& name) {
+  const std::string rel_dir = "explain/" + dir_name;
+  std::string refused;
+  if (!cache.create_directories(rel_dir, 0777, &refused)) throw std::runtime_error(rel_dir + " is " + refused);
+  const util::UniqueFd dir = cache.open_directory(rel_dir, &refused);
+  if (dir.get() < 0) throw std::runtime_error(rel_dir + " is " + refused);
+  const std::string tmp = name + ".tmp";
+  ::unlinkat(dir.get(), tmp.c_str(), 0);
+  if (::symlinkat(("../../" + target).c_str(), dir.get(), tmp.c_str()) != 0) {
+    throw std::system_error(errno, std::generic_category(), "symlink " + rel_dir + "/" + tmp);
   }
-  ::closedir(d);
+  if (::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
+    const int err = errno;
+    ::unlinkat(dir.get(), tmp.c_str(), 0);
+    throw std::system_error(err, std::generic_category(), "rename " + rel_dir + "/" + tmp);
+  }
+  const RecordListing listing = list_records(dir.get());
+  for (std::size_t i = 0; i + kRecordsPerSource < listing.live.size(); ++i) {
+    ::unlinkat(dir.get(), listing.live[i].second.c_str(), 0);
+  }
+  for (const auto& gone : listing.dangling) ::unlinkat(dir.get(), gone.c_str(), 0);
 }
 
 }  // namespace
@@ -373,7 +419,7 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     r.output = job.output;
     r.toolchain = job.description;
     r.created_ns = util::now_ns();
-    r.fields = job.key_fields;
+    r.fields = recorded_fields(job.key_fields);
     r.fields.emplace_back("source-content", util::hash_file(job.source).hex());
     ClosureSplit split(job.system_dirs);
     for (const auto& f : files) {
@@ -386,22 +432,38 @@ void record(const std::string& cache_dir, const compiler::CompileJob& job, const
     r.computed_include_in = computed_include_in;
     const std::string stored = store_record(to_json(r).dump());
     if (!stored.starts_with(cache_dir + "/")) return;
-    const std::string root = explain_root(cache_dir);
     const std::string dir_name = source_dir_name(job.source);
-    const std::string dir = util::join_path(root, dir_name);
+    const std::string target = stored.substr(cache_dir.size() + 1);
     const util::CacheUmaskScope umask;  // the records live in the cache dir, shared like its entries
-    util::create_directories(dir);
-    link_record(cache_dir, stored, util::join_path(dir, storage_key + ".json"));
-    util::write_file_atomic(util::join_path(root, "last"), dir_name + "/" + storage_key + ".json");
-    prune_links(dir);
+    const util::Beneath cache(cache_dir);
+    link_and_prune(cache, target, dir_name, storage_key + ".json");
+    if (!cache.write_atomic("explain/last", dir_name + "/" + storage_key + ".json"))
+      core::log().debug("cannot write explain/last: explain/ is no directory of the cache dir");
     // Linked by the checkout-independent name too: a miss in another checkout finds this entry (kache report).
-    const std::string portable = util::join_path(root, portable_dir_name(job, r.fields.back().second));
-    util::create_directories(portable);
-    link_record(cache_dir, stored, util::join_path(portable, storage_key + ".json"));
-    prune_links(portable);
+    link_and_prune(cache, target, portable_dir_name(job, r.fields.back().second), storage_key + ".json");
   } catch (const std::exception& e) {
     core::log().debug("cannot write the explain record: {}", e.what());
   }
+}
+
+Fields recorded_fields(const Fields& key_fields) {
+  Fields out;
+  for (std::size_t i = 0; i < key_fields.size(); ++i) {
+    const auto& [name, value] = key_fields[i];
+    if (name != "arg") {
+      out.emplace_back(name, value);
+      continue;
+    }
+    // "-D" "API_KEY=..." as one definition, so that it is named (-DAPI_KEY) and its value digested.
+    const bool split_define = (value == "-D" || value == "--define-macro") && i + 1 < key_fields.size() &&
+                              key_fields[i + 1].first == "arg";
+    if (split_define) {
+      out.emplace_back(name, compiler::without_define_values("-D" + key_fields[++i].second));
+    } else {
+      out.emplace_back(name, compiler::without_define_values(value));
+    }
+  }
+  return out;
 }
 
 std::string real_source_path(const compiler::CompileJob& job) {
@@ -422,8 +484,25 @@ namespace {
 
 bool is_define(const std::optional<std::string>& v) { return v && compiler::defines_macro(*v); }
 
+// The name of an argument that differs, never its value: a value given as its own word ("-I" "/w/inc")
+// is named by the flag before it in either side's fields.
+std::string argument_named(const std::string& value, const std::array<const Fields*, 2>& sides) {
+  const std::string name = compiler::argument_name(value);
+  if (value.starts_with('-')) return name;
+  for (const Fields* fields : sides) {
+    for (std::size_t i = 1; fields && i < fields->size(); ++i) {
+      const auto& before = (*fields)[i - 1];
+      if ((*fields)[i] == std::pair<std::string, std::string>("arg", value) && before.first == "arg" &&
+          before.second.starts_with('-')) {
+        return compiler::argument_name(before.second);
+      }
+    }
+  }
+  return name;
+}
+
 // The difference that says most about why the compile missed, as a cause (core/reasons.hpp).
-Cause cause_of(const std::vector<Difference>& diffs) {
+Cause cause_of(const std::vector<Difference>& diffs, const std::array<const Fields*, 2>& sides) {
   static constexpr std::string_view kOrder[] = {cause::kToolchainChanged, cause::kPerCheckoutEntry,
                                                 cause::kVolatileDefine,
                                                 cause::kEnvironmentChanged, cause::kFlagsChanged,
@@ -436,7 +515,7 @@ Cause cause_of(const std::vector<Difference>& diffs) {
     } else if (d.field == "stored-for") {  // the entry is stored for another checkout's paths
       found.push_back({std::string(cause::kPerCheckoutEntry), d.path});
     } else if (d.field == "arg" && (is_define(d.was) || is_define(d.now))) {
-      found.push_back({std::string(cause::kVolatileDefine), value.substr(0, value.find('='))});
+      found.push_back({std::string(cause::kVolatileDefine), argument_named(value, sides)});
     } else if (d.field.starts_with("env:") || d.field.starts_with("NVCC_")) {
       found.push_back({std::string(cause::kEnvironmentChanged), d.field});
     } else if (d.field == "source-content") {
@@ -444,7 +523,8 @@ Cause cause_of(const std::vector<Difference>& diffs) {
     } else if (d.field == "header") {
       found.push_back({std::string(cause::kHeaderChanged), d.path});
     } else {
-      found.push_back({std::string(cause::kFlagsChanged), d.field + " " + value});
+      // The flag's name, never its value (the log holds no argument value).
+      found.push_back({std::string(cause::kFlagsChanged), d.field == "arg" ? argument_named(value, sides) : d.field});
     }
   }
   for (const std::string_view name : kOrder) {
@@ -459,16 +539,15 @@ Cause cause_of(const std::vector<Difference>& diffs) {
 std::vector<Record> records_elsewhere(const std::string& cache_dir, const compiler::CompileJob& job,
                                       const std::string& source_digest) {
   std::vector<Record> out;
-  const std::string dir = util::join_path(explain_root(cache_dir), portable_dir_name(job, source_digest));
-  for (const auto& [mtime, path] : record_files(dir)) {
-    if (auto r = read_record(path); r && r->source != job.source) out.push_back(std::move(*r));
+  for (const auto& path : record_files(cache_dir, portable_dir_name(job, source_digest))) {
+    if (auto r = read_record(cache_dir, path); r && r->source != job.source) out.push_back(std::move(*r));
   }
   return out;
 }
 
 // A miss against another checkout's entry of the same source: an absolute path that differs is a path
 // keyed per checkout; no difference at all, an entry stored for that checkout only.
-std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
+std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs, const std::array<const Fields*, 2>& sides) {
   if (diffs.empty()) return Cause{std::string(cause::kPerCheckoutEntry), "stored for another checkout"};
   // A list field: the other checkout's path as "was" alone, this one's as "now" alone (named first).
   // Two passes, not std::stable_partition (libstdc++ 12's buffer for it is deprecated under clang 19).
@@ -485,7 +564,7 @@ std::optional<Cause> cause_elsewhere(const std::vector<Difference>& diffs) {
                                                          value.compare(0, slash, "-I") == 0 ||
                                                          value.compare(0, slash, "-isystem") == 0);
     if (d.field == "arg" && absolute && value.find("/kache/") == std::string::npos) {
-      return Cause{std::string(cause::kAbsolutePath), value};
+      return Cause{std::string(cause::kAbsolutePath), argument_named(value, sides)};
     }
   }
   return std::nullopt;
@@ -509,7 +588,7 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     const bool elsewhere = records.empty();
     if (elsewhere) records = records_elsewhere(cache_dir, job, source_digest);
     if (records.empty()) return {std::string(cause::kNewSource), ""};
-    Fields now = job.key_fields;
+    Fields now = recorded_fields(job.key_fields);
     now.emplace_back("source-content", source_digest);
     std::vector<RecordedFile> now_files;
     for (const auto& f : files) now_files.push_back({job.roots.key_form(f.path), job.roots.join(f.path), f.hash.hex()});
@@ -517,8 +596,9 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     v.output = job.output;
     compare(v, records, now, &now_files, nullptr, "",
             [&](const Record& r) { return stored_for_here(r.stored_for, job); });
+    const std::array<const Fields*, 2> sides = {&now, v.closest ? &v.closest->fields : nullptr};
     if (elsewhere) {
-      if (auto c = cause_elsewhere(v.differences)) return named_for_expansion(*c, v);
+      if (auto c = cause_elsewhere(v.differences, sides)) return named_for_expansion(*c, v);
     }
     // An entry no lookup can find: what its other headers did since does not matter. The file with the
     // computed name edited (perhaps to a literal #include) is a header change, not this cause.
@@ -529,9 +609,10 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
     if (!computed.empty() && only_other_headers && !preprocessed_lookup) {
       return {std::string(cause::kComputedInclude), v.closest->computed_include_in};
     }
-    return named_for_expansion(cause_of(v.differences), v);
+    return named_for_expansion(cause_of(v.differences, sides), v);
   } catch (const std::exception& e) {
-    return {std::string(cause::kNewSource), e.what()};
+    core::log().debug("cannot compare with the explain records: {}", e.what());
+    return {std::string(cause::kNewSource), ""};
   }
 }
 

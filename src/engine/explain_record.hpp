@@ -87,6 +87,11 @@ Cause miss_cause(const std::string& cache_dir, const compiler::CompileJob& job, 
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
+// A compile's key fields as a record holds them: a macro definition's value as a digest
+// ("-DAPI_KEY=#<16 hex>"), since the cache dir may be read by a group and a define may carry a token;
+// two values still differ. Both sides of a comparison go through it.
+Fields recorded_fields(const Fields& key_fields);
+
 // The tie (StoredFor) saying which path expansion tied an entry's roots (Pipeline::add_expanded_roots).
 constexpr std::string_view kExpandedTie = "expanded";
 
@@ -147,8 +152,9 @@ class ClosureSplit {
 // <cache_dir>/explain: where the records and their links are.
 std::string explain_root(const std::string& cache_dir);
 
-// The record stored at path; nullopt when it is not one (another schema, damaged).
-std::optional<Record> read_record(const std::string& path);
+// The record stored at path (below cache_dir, or a link record() made to one); nullopt when it is not
+// one (another schema, damaged, nested too deep, a FIFO or a link others planted).
+std::optional<Record> read_record(const std::string& cache_dir, const std::string& path);
 
 // The records linked from a source's directory, oldest first.
 std::vector<Record> records_for(const std::string& cache_dir, const std::string& source);

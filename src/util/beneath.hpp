@@ -80,7 +80,7 @@ class Beneath {
   // rename over it (a link or FIFO there is replaced, never followed or opened). False (with *refused)
   // when a directory on the way is missing, a link or no directory; throws std::system_error for any
   // other failure (EISDIR: a directory at `relative`).
-  bool write_atomic(std::string_view relative, std::string_view data, mode_t mode = 0666,
+  [[nodiscard]] bool write_atomic(std::string_view relative, std::string_view data, mode_t mode = 0666,
                     std::string* refused = nullptr) const;
   // Removes `relative` and, when it is a real directory, everything below it; links are removed, never
   // followed, and no directory is entered through one. False when something stayed (depth past 64,

@@ -175,5 +175,32 @@ TEST(ArgumentFacts, CudaAndHipInputs) {
   EXPECT_FALSE(skips_cuda_wrapper_headers({"-c", "-nocudalib"}));
 }
 
+TEST(ArgumentNames, NameAFlagNeverItsValue) {
+  EXPECT_EQ(argument_name("-DAPI_KEY=\"t1\""), "-DAPI_KEY");
+  EXPECT_EQ(argument_name("-D API_KEY=\"t1\""), "-DAPI_KEY");
+  EXPECT_EQ(argument_name("--define-macro=API_KEY=t1"), "-DAPI_KEY");
+  EXPECT_EQ(argument_name("-Xcompiler=-O2,-DAPI_KEY=t1"), "-DAPI_KEY");
+  EXPECT_EQ(argument_name("-Xcompiler -DAPI_KEY=t1"), "-DAPI_KEY");
+  EXPECT_EQ(argument_name("-Wp,-DAPI_KEY=t1"), "-DAPI_KEY");
+  EXPECT_EQ(argument_name("-std=c++17"), "-std");
+  EXPECT_EQ(argument_name("-I/home/me/secret"), "-I");
+  EXPECT_EQ(argument_name("-Isecret_dir"), "-I");
+  EXPECT_EQ(argument_name("-isystemsecret"), "-isystem");
+  EXPECT_EQ(argument_name("-Wl,--secret"), "-Wl");
+  EXPECT_EQ(argument_name("-O2"), "-O2");
+  EXPECT_EQ(argument_name("API_KEY=t1"), "a value");
+}
+
+TEST(ArgumentNames, DefineValuesAreDigestedApart) {
+  const std::string one = without_define_values("-DAPI_KEY=\"t1\"");
+  EXPECT_TRUE(one.starts_with("-DAPI_KEY=#")) << one;
+  EXPECT_EQ(one.find("t1"), std::string::npos);
+  EXPECT_NE(one, without_define_values("-DAPI_KEY=\"t2\""));
+  EXPECT_EQ(one, without_define_values("-DAPI_KEY=\"t1\""));
+  EXPECT_EQ(without_define_values("-DNDEBUG"), "-DNDEBUG");
+  EXPECT_EQ(without_define_values("-O2"), "-O2");
+  EXPECT_EQ(without_define_values("-Xcompiler=-O2,-DK=secret").find("secret"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kache::compiler

@@ -199,5 +199,17 @@ TEST_F(BeneathTest, RemoveTreeNeverEntersALink) {
   EXPECT_TRUE(fs::exists(outside_ + "/secret"));
 }
 
+TEST_F(BeneathTest, WriteAtomicReplacesWhatStandsThereWithoutFollowingIt) {
+  Beneath b(root_);
+  fs::create_symlink(outside_ + "/secret", root_ + "/d/link");
+  EXPECT_TRUE(b.write_atomic("d/link", "new"));
+  EXPECT_EQ(read_file(outside_ + "/secret"), "outside") << "the link's target was written";
+  EXPECT_EQ(b.read_regular("d/link"), "new");
+  ASSERT_EQ(::mkfifo((root_ + "/d/fifo").c_str(), 0600), 0);
+  EXPECT_TRUE(b.write_atomic("d/fifo", "replaced"));  // never opened: a FIFO would wait for a reader
+  EXPECT_EQ(b.read_regular("d/fifo"), "replaced");
+  EXPECT_EQ(std::distance(fs::directory_iterator(root_ + "/d"), fs::directory_iterator()), 3) << "a temporary stayed";
+}
+
 }  // namespace
 }  // namespace kache::util

@@ -66,6 +66,44 @@ class ConfigTest : public ::testing::Test {
   std::map<std::string, std::string> saved_;
 };
 
+// Whoever shares a cache dir can write its kache.toml: what it may not do is widen what kache records
+// of everyone's compiles (issue 41). The user's own file and environment still can.
+TEST_F(ConfigTest, TheCacheDirsFileCannotWidenWhatIsRecorded) {
+  const fs::path cache = dir_ / "cache";
+  fs::create_directories(cache);
+  ::setenv("KACHE_DIR", cache.c_str(), 1);
+  std::ofstream(cache / "kache.toml") << "[events]\ncommand_line = true\n[log]\nfile = \"/tmp/theirs.log\"\n"
+                                         "filter = \"kache=trace\"\n[cache]\nmax_size = \"3G\"\n";
+  Config c = load_config();
+  EXPECT_FALSE(c.events_command_line);
+  EXPECT_EQ(c.log_file, "");
+  EXPECT_EQ(c.log_filter, "");
+  EXPECT_EQ(c.max_size, 3ull << 30) << "the other settings of the file apply";
+  for (const char* name : {"events.command_line", "log.file", "log.filter"}) {
+    EXPECT_NE(all(c.problems).find(std::string("ignoring ") + name + " in " + (cache / "kache.toml").string()),
+              std::string::npos)
+        << all(c.problems);
+  }
+  write("[events]\ncommand_line = true\n");  // the user's own file
+  EXPECT_TRUE(load_config().events_command_line);
+}
+
+TEST_F(ConfigTest, TheCacheDirsFileCannotWidenWhomKacheTrusts) {
+  const fs::path cache = dir_ / "cache";
+  fs::create_directories(cache);
+  ::setenv("KACHE_DIR", cache.c_str(), 1);
+  std::ofstream(cache / "kache.toml") << "[remote_execution]\nserver = \"grpc://127.0.0.1:9\"\ntrusted = true\n"
+                                         "[cache]\nallow_world_writable = true\n";
+  Config c = load_config();
+  EXPECT_EQ(c.remote_execution_server, "") << "every source would go to a server a group member chose";
+  EXPECT_FALSE(c.remote_execution_trusted);
+  EXPECT_FALSE(c.allow_world_writable);
+  for (const char* name : {"remote_execution.server", "remote_execution.trusted", "cache.allow_world_writable"})
+    EXPECT_NE(all(c.problems).find(std::string("ignoring ") + name), std::string::npos) << all(c.problems);
+  write("[remote_execution]\ntrusted = true\n");  // the user's own file
+  EXPECT_TRUE(load_config().remote_execution_trusted);
+}
+
 TEST_F(ConfigTest, DefaultsWithoutFileOrEnvironment) {
   const Config c = load_config();
   EXPECT_TRUE(c.problems.empty()) << all(c.problems);

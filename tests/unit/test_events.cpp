@@ -1,4 +1,5 @@
 // Unit tests for the event log (core/events.hpp) and the report model built on it (commands/report.hpp).
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,6 +170,42 @@ TEST(Events, MarkRoundTrips) {
   ASSERT_TRUE(mark);
   EXPECT_EQ(mark->first, 1765000000000);
   EXPECT_EQ(mark->second, "nightly 12");
+}
+
+TEST(Events, ALineNestedDeepIsDamageNotACrash) {
+  // 600 KB of "[[[[" crashed report and doctor: the recursive parser ran out of stack.
+  EXPECT_FALSE(parse_event(std::string(600000, '[')));
+  EXPECT_FALSE(parse_event("{\"v\":1,\"outcome\":\"hit\",\"counts\":" + std::string(600000, '[')));
+  const std::string nine = std::string(kMaxEventNesting, '[') + std::string(kMaxEventNesting, ']');
+  EXPECT_FALSE(parse_event("{\"v\":1,\"outcome\":\"hit\",\"x\":" + nine + "}"));
+  // Brackets inside a string are text, not nesting.
+  EXPECT_TRUE(parse_event("{\"v\":1,\"outcome\":\"hit\",\"src\":\"" + std::string(100, '[') + "\"}"));
+}
+
+TEST(Events, PlantedFilesAreSkippedNotFollowedOrWaitedOn) {
+  util::TempDir dir(test_root());
+  util::TempDir elsewhere(test_root());
+  EventLog log(dir.path());
+  log.append(event("hit", 1, 1));
+  const std::string current = dir.path() + "/events/events.jsonl";
+  const std::string target = elsewhere.path() + "/victim";
+  util::write_file(target, "");
+  std::filesystem::remove(current);
+  std::filesystem::create_symlink(target, current);
+  log.append(event("hit", 2, 1));  // refused: the link is not followed
+  EXPECT_EQ(util::read_file(target), "");
+  EventLog::Unread unread;
+  EXPECT_TRUE(log.read(&unread).empty());
+  ASSERT_EQ(unread.refused_files.size(), 1u);
+  EXPECT_EQ(unread.refused_files[0], "events/events.jsonl is a symbolic link");
+  std::filesystem::remove(current);
+  ASSERT_EQ(::mkfifo(current.c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((dir.path() + "/events/mark").c_str(), 0600), 0);
+  log.append(event("hit", 3, 1));  // returns at once: a FIFO is never opened for writing
+  EXPECT_TRUE(log.read().empty());
+  EXPECT_FALSE(log.last_mark());
+  log.mark(5, "after");  // replaces the FIFO
+  EXPECT_EQ(log.last_mark()->second, "after");
 }
 
 TEST(MissCauses, EveryNamedCauseIsARowWithASentence) {

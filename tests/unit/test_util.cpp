@@ -29,6 +29,7 @@
 #include "util/process.hpp"
 #include "util/process_bounded.hpp"
 #include "util/shell_words.hpp"
+#include "util/text.hpp"
 
 namespace kache::util {
 namespace {
@@ -664,4 +665,19 @@ TEST(UtilShellWords, VariablesExpandWhenTheGrammarHasThem) {
   EXPECT_EQ(split_shell_words("gcc $FLAGS", g).end, ShellWords::End::unexpandable);  // would be split
   EXPECT_EQ(split_shell_words("gcc $ x", g).end, ShellWords::End::unexpandable);
   EXPECT_EQ(split_shell_words("gcc ${T", g).end, ShellWords::End::unexpandable);
+}
+
+TEST(UtilText, TerminalSafeDropsControlCharacters) {
+  EXPECT_EQ(kache::util::terminal_safe("a\x1b]0;pwned\x07.c"), "a?]0;pwned?.c");
+  EXPECT_EQ(kache::util::terminal_safe("\xc2\x9b" "2J"), "?2J");  // C1 CSI as UTF-8
+  EXPECT_EQ(kache::util::terminal_safe("caf\xc3\xa9 \x7f"), "caf\xc3\xa9 ?");
+  EXPECT_EQ(kache::util::terminal_safe("one\ntwo"), "one?two");
+  EXPECT_EQ(kache::util::terminal_safe("one\ntwo", true), "one\ntwo");
+}
+
+TEST(UtilText, JsonNestingIsCountedOutsideStrings) {
+  EXPECT_TRUE(kache::util::json_nesting_within("{\"a\":[[1]]}", 3));
+  EXPECT_FALSE(kache::util::json_nesting_within("{\"a\":[[1]]}", 2));
+  EXPECT_TRUE(kache::util::json_nesting_within("[\"[[[[\\\"[[\"]", 1));
+  EXPECT_FALSE(kache::util::json_nesting_within(std::string(600000, '['), 8));
 }

@@ -71,7 +71,7 @@ void Breaker::write_state(const State& state) const {
   const util::CacheUmaskScope umask;  // a group-shared cache dir stays writable by the group
   try {
     if (const util::Beneath* dir = state_directory()) {
-      dir->write_atomic(state_name_, std::to_string(state.failures) + " " + std::to_string(state.open_until_ns) + "\n");
+      (void)dir->write_atomic(state_name_, std::to_string(state.failures) + " " + std::to_string(state.open_until_ns) + "\n");
     }
   } catch (const std::exception&) {
     // Best effort: without the state each process finds out about the remote on its own.
