@@ -151,7 +151,9 @@ util::Beneath open_cache(const std::string& dir, bool create) {
 // there throws: a compile's increment is dropped, a reader reads the totals alone.
 util::UniqueFd open_journal(const util::Beneath& cache, int flags) {
   std::string refused;
-  util::UniqueFd fd = cache.open_regular(kJournal, flags, 0666, &refused);
+  // Creating it (a count, kache -z) replaces a FIFO, link or directory planted in its place.
+  util::UniqueFd fd = (flags & O_CREAT) ? cache.open_replacing_plant(kJournal, flags, 0666, &refused)
+                                        : cache.open_regular(kJournal, flags, 0666, &refused);
   if (fd.get() < 0 && !refused.empty()) {
     throw std::system_error(EINVAL, std::generic_category(), cache.path() + "/" + kJournal + " is " + refused);
   }

@@ -347,12 +347,40 @@ bool Beneath::write_atomic(std::string_view relative, std::string_view data, mod
   const std::string_view dir = cut == std::string_view::npos ? std::string_view() : relative.substr(0, cut);
   const std::string tmp = write_temp(dir, name, data, mode);
   try {
-    rename(tmp, relative);
+    try {
+      rename(tmp, relative);
+    } catch (const std::system_error& e) {
+      // A directory planted where the file belongs: removed (never entered through a link), then again.
+      if (e.code().value() != EISDIR && e.code().value() != ENOTEMPTY && e.code().value() != EEXIST) throw;
+      if (!remove_tree(relative)) throw;
+      rename(tmp, relative);
+    }
   } catch (...) {
     unlink_file(tmp);
     throw;
   }
   return true;
+}
+
+UniqueFd Beneath::open_replacing_plant(std::string_view relative, int flags, mode_t mode,
+                                       std::string* refused) const {
+  std::string why;
+  UniqueFd fd = open_regular(relative, flags | O_CREAT, mode, &why);
+  if (fd.get() < 0 && !why.empty() && remove_plant(relative)) {
+    why.clear();
+    fd = open_regular(relative, flags | O_CREAT, mode, &why);
+  }
+  if (fd.get() < 0 && refused) *refused = why;
+  return fd;
+}
+
+bool Beneath::remove_plant(std::string_view relative) const {
+  const std::optional<struct stat> st = lstat(relative);
+  if (!st || S_ISREG(st->st_mode)) return false;
+  if (S_ISDIR(st->st_mode)) return remove_tree(relative);
+  std::string name;
+  UniqueFd parent = open_parent(relative, &name, nullptr);
+  return parent.get() >= 0 && ::unlinkat(parent.get(), name.c_str(), 0) == 0;
 }
 
 bool Beneath::remove_tree(std::string_view relative) const {

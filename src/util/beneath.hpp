@@ -52,6 +52,14 @@ class Beneath {
   // regular-file check.
   UniqueFd open_regular(std::string_view relative, int flags, mode_t mode = 0666,
                         std::string* refused = nullptr) const;
+  // open_regular with O_CREAT, after removing what a plant left there instead of a regular file (a FIFO,
+  // a link, a directory: kache's own locks, journals and counters, which it may recreate). Only the last
+  // component is replaced; a link or file above it still refuses (invalid fd, *refused set).
+  UniqueFd open_replacing_plant(std::string_view relative, int flags, mode_t mode = 0666,
+                                std::string* refused = nullptr) const;
+  // Removes what stands at `relative` when it is no regular file: a FIFO, socket, device or link is
+  // unlinked, a directory removed with remove_tree. False when nothing was removed.
+  bool remove_plant(std::string_view relative) const;
   // The content of a regular file below the root, at most max_bytes (longer: refused as "too large");
   // nullopt when missing or refused.
   std::optional<std::string> read_regular(std::string_view relative, std::string* refused = nullptr,

@@ -211,5 +211,23 @@ TEST_F(BeneathTest, WriteAtomicReplacesWhatStandsThereWithoutFollowingIt) {
   EXPECT_EQ(std::distance(fs::directory_iterator(root_ + "/d"), fs::directory_iterator()), 3) << "a temporary stayed";
 }
 
+TEST_F(BeneathTest, KachesOwnFilesReplaceAPlantInsteadOfFailing) {
+  ASSERT_EQ(::mkfifo((root_ + "/d/journal").c_str(), 0600), 0);
+  fs::create_symlink(outside_ + "/secret", root_ + "/d/lock");
+  fs::create_directories(root_ + "/d/size/inner");
+  fs::create_symlink(outside_, root_ + "/d/size/inner/out");
+  Beneath b(root_);
+  std::string refused;
+  EXPECT_GE(b.open_replacing_plant("d/journal", O_WRONLY | O_APPEND, 0666, &refused).get(), 0) << refused;
+  EXPECT_GE(b.open_replacing_plant("d/lock", O_RDWR, 0666, &refused).get(), 0) << refused;
+  EXPECT_TRUE(b.write_atomic("d/size", "1 1\n"));
+  EXPECT_EQ(b.read_regular("d/size"), "1 1\n");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(root_ + "/d/journal")));
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(root_ + "/d/lock")));
+  EXPECT_EQ(read_file(outside_ + "/secret"), "outside");
+  EXPECT_FALSE(b.remove_plant("d/file")) << "a regular file is no plant";
+  EXPECT_EQ(b.read_regular("d/file"), "inside");
+}
+
 }  // namespace
 }  // namespace kache::util

@@ -79,7 +79,7 @@ class ShardLock {
     make_directories(root, shard_dir);
     std::string refused;
     const std::string path = util::join_path(root.path(), util::join_path(shard_dir, name));
-    fd_ = root.open_regular(util::join_path(shard_dir, name), O_RDWR | O_CREAT, 0666, &refused).release();
+    fd_ = root.open_replacing_plant(util::join_path(shard_dir, name), O_RDWR, 0666, &refused).release();
     if (fd_ < 0) throw_errno(ELOOP, path + " is " + refused);
     try {
       if (wait == Wait::no) {

@@ -124,12 +124,12 @@ std::optional<std::string> FileStorage::get(std::string_view key) {
 
 namespace {
 
-// The shard directory of a key, made a real directory: a link or file planted in its place is removed
-// (never followed) and the directory created in its stead.
+// The shard directory of a key, made a real directory: a link, file or FIFO planted in its place is
+// removed (never followed) and the directory created in its stead.
 void make_shard_directory(const util::Beneath& dir, const std::string& shard) {
   std::string refused;
   if (dir.create_directories(shard, 0777, &refused)) return;
-  dir.unlink_file(shard);
+  if (!dir.unlink_file(shard)) dir.remove_plant(shard);
   if (!dir.create_directories(shard, 0777, &refused)) {
     throw std::system_error(ELOOP, std::generic_category(), dir.path() + "/" + shard + " is " + refused);
   }
@@ -143,20 +143,13 @@ void FileStorage::write(std::string_view key, std::string_view value) {
   const std::size_t cut = relative.rfind('/');
   const std::string shard = cut == std::string::npos ? std::string() : relative.substr(0, cut);
   util::CacheUmaskScope cache_umask;  // a share a group writes needs group-writable shards and values
-  std::string tmp;
   try {
     if (!shard.empty()) make_shard_directory(dir, shard);
-    tmp = dir.write_temp(shard, key, value);
-    try {
-      dir.rename(tmp, relative);
-    } catch (const std::system_error& e) {
-      // A directory planted at the key's path: removed without entering links, then the value published.
-      if (e.code().value() != EISDIR && e.code().value() != ENOTEMPTY && e.code().value() != EEXIST) throw;
-      dir.remove_tree(relative);
-      dir.rename(tmp, relative);
-    }
+    // A temporary file renamed over the key: a link or FIFO there is replaced, a directory removed first.
+    std::string refused;
+    if (!dir.write_atomic(relative, value, 0666, &refused))
+      throw std::system_error(ELOOP, std::generic_category(), dir.path() + "/" + shard + " is " + refused);
   } catch (const std::exception& e) {
-    if (!tmp.empty()) dir.unlink_file(tmp);
     throw RemoteError(RemoteFailure::Kind::error, name() + ": " + e.what());
   }
 }
