@@ -16,7 +16,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <optional>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,7 @@
 #include "core/reasons.hpp"
 #include "core/stats.hpp"
 #include "storage/open.hpp"
+#include "util/beneath.hpp"
 #include "util/fs.hpp"
 
 namespace kache::commands {
@@ -449,13 +452,14 @@ void for_each_entry(const std::string& cache_dir, Visit&& visit) {
   std::error_code ec;
   for (const char shard : std::string_view("0123456789abcdef")) {
     const fs::path shard_dir = fs::path(cache_dir) / std::string(1, shard);
-    if (!fs::is_directory(shard_dir, ec)) continue;
+    // symlink_status: a link planted in a group-shared cache dir is never followed out of it.
+    if (fs::symlink_status(shard_dir, ec).type() != fs::file_type::directory) continue;
     for (const auto& sub : fs::directory_iterator(shard_dir, ec)) {
-      if (!sub.is_directory(ec)) continue;
+      if (sub.symlink_status(ec).type() != fs::file_type::directory) continue;
       const std::string prefix = std::string(1, shard) + sub.path().filename().string();
       for (const auto& file : fs::directory_iterator(sub.path(), ec)) {
         const std::string name = file.path().filename().string();
-        if (!file.is_regular_file(ec) || !name.starts_with(prefix) || name.find('.') != std::string::npos) continue;
+        if (file.symlink_status(ec).type() != fs::file_type::regular || !name.starts_with(prefix) || name.find('.') != std::string::npos) continue;
         visit(file.path().string(), name);
       }
     }
@@ -500,9 +504,22 @@ void evict_older_than(const Config& config, const std::string& age_text) {
 // ccache -x: how much the stored entries take against what they hold.
 void show_compression(const Config& config) {
   std::uint64_t entries = 0, stored = 0, held = 0, unreadable = 0;
+  std::optional<util::Beneath> cache;
+  try {
+    cache.emplace(config.cache_dir);
+  } catch (const std::system_error&) {
+    // No cache dir yet: no entries.
+  }
   for_each_entry(config.cache_dir, [&](const std::string& path, const std::string&) {
     try {
-      std::string bytes = util::read_file(path);
+      // Read below the cache dir: a FIFO or link swapped in after the listing is unreadable, not waited on.
+      const std::optional<std::string> relative = cache ? cache->relative(path) : std::nullopt;
+      std::optional<std::string> read = relative ? cache->read_regular(*relative) : std::nullopt;
+      if (!read) {
+        ++unreadable;
+        return;
+      }
+      std::string bytes = std::move(*read);
       const std::uint64_t on_disk = bytes.size();
       auto value = decode_value(std::move(bytes));
       if (!value) {
