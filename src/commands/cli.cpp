@@ -743,9 +743,13 @@ int print_completion(std::string_view shell) {
 void clear_cache(const Config& config) {
   auto store = storage::open_storage(config);
   const std::uint64_t entries = store.local().clear(terminal_progress("removing entries"));
-  util::remove_all(util::join_path(config.cache_dir, "explain"));  // kache explain's records of the entries
-  // What was verified under which identity: starting over means trusting nothing from before.
-  util::remove_all(util::join_path(config.cache_dir, "identities"));
+  if (util::exists(config.cache_dir)) {
+    // Below the cache dir by descriptor: a planted link is removed, never followed or entered.
+    const util::Beneath cache(config.cache_dir);
+    cache.remove_tree("explain");  // kache explain's records of the entries
+    // What was verified under which identity: starting over means trusting nothing from before.
+    cache.remove_tree("identities");
+  }
   EventLog(config.cache_dir).clear();  // the compiles it records were of entries that are gone
   fmt::print("Removed {} cache entries from {}; statistics and configuration were kept.\n", entries,
              config.cache_dir);

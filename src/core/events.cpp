@@ -435,6 +435,9 @@ void EventLog::drop_rotated() const {
   if (const auto cache = open_cache(cache_dir_)) cache->unlink_file(kRotatedPath);
 }
 
-void EventLog::clear() const { util::remove_all(dir()); }
+void EventLog::clear() const {
+  if (!util::exists(cache_dir_)) return;
+  util::Beneath(cache_dir_).remove_tree(kEventsDir);  // a planted link is removed, never entered
+}
 
 }  // namespace kache::core

@@ -1,6 +1,7 @@
 #include "core/log.hpp"
 
 #include "util/beneath.hpp"
+#include "util/text.hpp"
 #include "util/fs.hpp"
 #include "util/hash.hpp"
 
@@ -107,7 +108,9 @@ class CacheDirWarnings : public spdlog::sinks::base_sink<std::mutex> {
       // A log that cannot be written must not fail the compile; `kache doctor` reports the directory.
     }
     if (::isatty(STDERR_FILENO)) {
-      const std::string line = fmt::format("kache: {} (logged in {}/kache.log)\n", text, cache_dir_);
+      // A warning may name a file or a remote: control characters never reach the terminal.
+      const std::string line =
+          fmt::format("kache: {} (logged in {}/kache.log)\n", util::terminal_safe(text), util::terminal_safe(cache_dir_));
       (void)!::write(STDERR_FILENO, line.data(), line.size());
     }
   }

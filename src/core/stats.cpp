@@ -31,6 +31,7 @@ constexpr std::size_t kChecksumHex = 16;
 constexpr const char* kTotals = "stats";
 constexpr const char* kJournal = "stats.journal";
 constexpr std::size_t kMaxTotalsBytes = 1u << 20;  // a few hundred counters; larger is not ours
+constexpr std::size_t kMaxJournalBytes = 64u << 20;
 
 void add_saturating(Counters& counters, std::string_view name, std::uint64_t value) {
   std::uint64_t& c = counters[std::string(name)];
@@ -116,7 +117,10 @@ std::string read_if_present(const util::Beneath& cache) {
   return cache.read_regular(kTotals, nullptr, kMaxTotalsBytes).value_or(std::string());
 }
 
-std::string read_fd_all(int fd, const std::string& what) {
+// The journal, at most kMaxJournalBytes: compaction keeps it near kCompactAt, so a larger one is not
+// ours (a group member's `truncate -s 1T` would otherwise have every compile read a terabyte under the
+// lock). nullopt when over the bound.
+std::optional<std::string> read_journal(int fd, const std::string& what) {
   std::string out;
   char buf[16384];
   for (;;) {
@@ -126,6 +130,7 @@ std::string read_fd_all(int fd, const std::string& what) {
       throw std::system_error(errno, std::generic_category(), "read " + what);
     }
     if (n == 0) return out;
+    if (out.size() + static_cast<std::size_t>(n) > kMaxJournalBytes) return std::nullopt;
     out.append(buf, static_cast<std::size_t>(n));
   }
 }
@@ -233,7 +238,13 @@ StatsSnapshot StatsFile::read() const {
     }
   }
   parse_totals(read_if_present(*cache), snap.counters);
-  if (fd.get() >= 0) parse_journal(read_fd_all(fd.get(), path), snap.counters);
+  if (fd.get() >= 0) {
+    if (const std::optional<std::string> journal = read_journal(fd.get(), path)) {
+      parse_journal(*journal, snap.counters);
+    } else {
+      core::log().warn("kache: {} is larger than kache ever writes it; reading the totals without it.", path);
+    }
+  }
   return snap;
 }
 
@@ -244,11 +255,12 @@ void StatsFile::compact() {
   util::UniqueFd fd = open_journal(cache, O_RDWR);
   if (fd.get() < 0) return;       // nothing journalled
   lock(fd.get(), LOCK_EX, path);  // no writer is mid-record now; new ones wait
-  const std::string journal = read_fd_all(fd.get(), path);
-  if (journal.empty()) return;
+  const std::optional<std::string> journal = read_journal(fd.get(), path);
+  if (journal && journal->empty()) return;
   Counters totals;
   parse_totals(read_if_present(cache), totals);
-  parse_journal(journal, totals);
+  // One larger than kache ever writes is dropped, not read: the counts it may hold are lost.
+  if (journal) parse_journal(*journal, totals);
   // Totals first, then the truncation: a crash between the two counts the journal twice rather than
   // losing it.
   if (!cache.write_atomic(kTotals, serialize(totals)))

@@ -78,8 +78,13 @@ class StagesInStore final : public compiler::StageStore {
   void save(std::string_view key, std::string_view value) override {
     std::lock_guard lock(mu_);
     const std::string encoded = encode_zstd(value, 3);
-    const bool publish = !remote_ || remote_->publishable();
-    if (!(publish ? store_.put_record(key, encoded) : store_.put_local_record(key, encoded))) counts_["stage_not_stored"]++;
+    // A stage built by an execution service the user does not trust is not kept at all, not even
+    // locally: a later miss would load it as its own stage and publish what it builds from it.
+    if (remote_ && !remote_->publishable()) {
+      counts_["stage_not_stored"]++;
+      return;
+    }
+    if (!store_.put_record(key, encoded)) counts_["stage_not_stored"]++;
   }
   void count(const std::string& counter, std::uint64_t n) override {
     std::lock_guard lock(mu_);

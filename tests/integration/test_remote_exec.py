@@ -6,7 +6,8 @@ with two `kache worker`s serving nvcc's toolchain and gcc's:
 
   (a) a 3-architecture miss: its 3 cicc and 3 ptxas all ran on the workers (counted from the workers' own
       logs and by kache's remote_ran counters), and the object equals a local stage-cache build's by every
-      allocated section;
+      allocated section; the service is untrusted, so none of its stages is kept (a later miss builds on
+      none of them);
   (a') a gcc miss on the same workers (each serves gcc's toolchain id too): one action whose input root is
       the compile's project files (main.c, inc/h.h; the system headers and gcc are the worker's), run by
       one worker (its log), counted as remote_ran.compile, object equal to a local build's by every
@@ -89,6 +90,13 @@ class RemoteExecutionTest(KacheTestCase):
                 self.assertIn("6 stages ran on workers, 0 ran here instead", self.kache(["-s"]).stdout)
                 self.assertIn("ran remotely ptx compute_80", self.kache(["explain", "--last"]).stdout)
                 self.assert_same_object(obj, local)
+                # The service is not trusted (remote_execution.trusted is off): its stages are kept
+                # nowhere, not even locally, so a later miss here cannot build on them and publish what
+                # it builds (issue 41).
+                self.assertEqual(self.counters("stage_not_stored"), {"stage_not_stored": 6})
+                self.zero()
+                self.kache(["nvcc", "-c", "k.cu", "-o", "host-only.o", "-Xcompiler", "-O1"] + gencodes())
+                self.assertEqual(self.counters("stage_hits."), {}, "no stage of the untrusted service reused")
                 # (a') a gcc miss, sent whole.
                 self.zero()
                 obj_c = self.gcc_compile("remote_c.o", env=remote)

@@ -53,6 +53,18 @@ TEST_F(StatsTest, AddAccumulatesAndPersists) {
   EXPECT_EQ(stats.read().get(counter::kHits), 6u);
 }
 
+TEST_F(StatsTest, AHugeSparseJournalIsDroppedNotRead) {
+  StatsFile stats(dir_.path());
+  stats.add({{counter::kHits, 2}});
+  stats.compact();
+  // A group member's `truncate -s 1T stats.journal`: a compile must not read it (under the lock).
+  std::filesystem::resize_file(journal(), std::uintmax_t(1) << 40);
+  EXPECT_EQ(stats.read().get(counter::kHits), 2u) << "the totals are read without the journal";
+  stats.add({{counter::kHits, 1}});  // past kCompactAt: compacts, dropping what it cannot read
+  EXPECT_LT(std::filesystem::file_size(journal()), std::uintmax_t(1) << 20);
+  EXPECT_EQ(stats.read().get(counter::kHits), 2u);
+}
+
 TEST_F(StatsTest, ZeroEmpties) {
   StatsFile stats(dir_.path());
   stats.add({{counter::kErrors, 4}});
