@@ -98,6 +98,10 @@ class Doctor(KacheTestCase):
         self.assertIn("-G", flags["value"])
         self.assertIn("passes through", flags["message"])
         self.assertEqual(out["fails"], 0)
+        # Flags by name only: a define's value may be a token, and doctor's rows go into bug reports.
+        rows, _ = self.doctor(env={"NVCC_PREPEND_FLAGS": "-DAPI_KEY=t1secret -G"})
+        self.assertIn("-DAPI_KEY", rows["config.nvcc-env-flags"]["value"])
+        self.assertNotIn("t1secret", json.dumps(rows))
         rows, _ = self.doctor(env={"DEPENDENCIES_OUTPUT": "x.d"})
         self.assertEqual(rows["config.environment"]["status"], "warn")
 

@@ -7,17 +7,30 @@
 
 #include <fmt/format.h>
 
+#include "compiler/argument_facts.hpp"
 #include "compiler/env_table.hpp"
 #include "compiler/gcc/doctor.hpp"
 #include "compiler/nvcc/adapter.hpp"
 #include "compiler/nvcc/plan.hpp"
 #include "compiler/nvcc/toolchain.hpp"
 #include "util/fs.hpp"
+#include "util/shell_words.hpp"
 #include "util/text.hpp"
 
 namespace kache::compiler::nvcc {
 
 namespace {
+
+// The flags of an NVCC_*_FLAGS variable by name only ("-DAPI_KEY -G"): doctor's rows are pasted into
+// bug reports, and a define's value may be a token.
+std::string flag_names(std::string_view words) {
+  std::string out;
+  for (const std::string& word : util::split_shell_words(words).texts()) {
+    if (!out.empty()) out += ' ';
+    out += argument_name(word);
+  }
+  return out;
+}
 
 using core::DoctorRows;
 using Status = core::DoctorStatus;
@@ -385,13 +398,16 @@ void environment_rows(DoctorRows& rows, const DoctorQuery& query) {
     if (const auto* p = std::get_if<Passthrough>(&planned)) {
       rows.add(
           "config", "nvcc-env-flags", Status::warn,
-          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}'", opts.prepend_flags, opts.append_flags),
-          fmt::format("every compile passes through ({}{}{}).", p->reason, p->detail.empty() ? "" : ": ", p->detail),
+          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}'", flag_names(opts.prepend_flags),
+                      flag_names(opts.append_flags)),
+          fmt::format("every compile passes through ({}{}{}).", p->reason, p->detail.empty() ? "" : ": ",
+                      p->detail.starts_with('-') ? argument_name(p->detail) : p->detail),
           "remove the flag from the variable, or add it to cc.extra_allowlist_flags if it cannot change an object");
     } else {
       rows.add(
           "config", "nvcc-env-flags", Status::ok,
-          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}' (keyed)", opts.prepend_flags, opts.append_flags));
+          fmt::format("NVCC_PREPEND_FLAGS='{}' NVCC_APPEND_FLAGS='{}' (keyed)", flag_names(opts.prepend_flags),
+                      flag_names(opts.append_flags)));
     }
   }
   if (auto refusal = env_refusal(query.env, EnvRoute::nvcc)) {
