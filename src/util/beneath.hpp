@@ -9,6 +9,7 @@
 //  - no open waits (O_NONBLOCK: a FIFO without a writer opens at once for reading, fails for writing);
 //  - a file is used only when fstat of the opened descriptor says it is regular.
 // The root itself is the user's own choice (their configuration names it) and may be a link.
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -102,6 +103,28 @@ class Beneath {
 
   UniqueFd root_;
   std::string path_;
+};
+
+// A directory opened by Beneath::open_directory, listed through its descriptor (never reached through
+// a link); closed with its stream.
+class Listing {
+ public:
+  explicit Listing(util::UniqueFd fd) {
+    if (fd.get() < 0) return;
+    dir_ = ::fdopendir(fd.get());
+    if (dir_) (void)fd.release();
+  }
+  ~Listing() {
+    if (dir_) ::closedir(dir_);
+  }
+  Listing(const Listing&) = delete;
+  Listing& operator=(const Listing&) = delete;
+  bool open() const { return dir_ != nullptr; }
+  dirent* next() { return dir_ ? ::readdir(dir_) : nullptr; }
+  int fd() const { return ::dirfd(dir_); }
+
+ private:
+  DIR* dir_ = nullptr;
 };
 
 }  // namespace kache::util

@@ -128,26 +128,7 @@ bool is_directory(const util::Beneath& root, const std::string& relative) {
   return st && S_ISDIR(st->st_mode);
 }
 
-// A directory below the cache dir open for listing, never reached through a link.
-class Listing {
- public:
-  explicit Listing(util::UniqueFd fd) {
-    if (fd.get() < 0) return;
-    dir_ = ::fdopendir(fd.get());
-    if (dir_) (void)fd.release();
-  }
-  ~Listing() {
-    if (dir_) ::closedir(dir_);
-  }
-  Listing(const Listing&) = delete;
-  Listing& operator=(const Listing&) = delete;
-  bool open() const { return dir_ != nullptr; }
-  dirent* next() { return dir_ ? ::readdir(dir_) : nullptr; }
-  int fd() const { return ::dirfd(dir_); }
-
- private:
-  DIR* dir_ = nullptr;
-};
+using util::Listing;
 
 // Removes ".tmp.*" files in dir older than the stale limit (callers hold the shard lock).
 void remove_stale_temp(int dirfd, const char* name, const struct stat& st, std::int64_t now) {

@@ -167,27 +167,13 @@ void FileStorage::erase(std::string_view key) {
 
 namespace {
 
-// A directory below the share opened for listing, never through a link; closed with its stream.
-struct Listing {
-  DIR* dir = nullptr;
-  explicit Listing(util::UniqueFd fd) {
-    if (fd.get() < 0) return;
-    dir = ::fdopendir(fd.get());
-    if (dir) (void)fd.release();
-  }
-  ~Listing() {
-    if (dir) ::closedir(dir);
-  }
-  Listing(const Listing&) = delete;
-  Listing& operator=(const Listing&) = delete;
-  int fd() const { return ::dirfd(dir); }
-};
+using util::Listing;
 
 // The names in an open listing, less "." and "..", each with its lstat (links not followed).
-std::vector<std::pair<std::string, struct stat>> entries_of(const Listing& listing) {
+std::vector<std::pair<std::string, struct stat>> entries_of(Listing& listing) {
   std::vector<std::pair<std::string, struct stat>> out;
-  if (!listing.dir) return out;
-  while (const dirent* e = ::readdir(listing.dir)) {
+  if (!listing.open()) return out;
+  while (const dirent* e = listing.next()) {
     const std::string_view name = e->d_name;
     struct stat st {};
     if (name == "." || name == ".." || ::fstatat(listing.fd(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
@@ -202,10 +188,10 @@ std::vector<FileStorage::Value> FileStorage::values(std::int64_t abandoned_after
   const util::Beneath& dir = share();
   const std::time_t now = std::time(nullptr);
   std::vector<Value> out;
-  const Listing top(dir.open_directory("."));
+  Listing top(dir.open_directory("."));
   for (const auto& [shard, shard_st] : entries_of(top)) {
     if (!S_ISDIR(shard_st.st_mode)) continue;  // a link is never entered, a file is no shard
-    const Listing listing(dir.open_directory(shard));
+    Listing listing(dir.open_directory(shard));
     for (const auto& [entry, st] : entries_of(listing)) {
       if (!S_ISREG(st.st_mode)) continue;
       if (is_key_name(entry)) {
