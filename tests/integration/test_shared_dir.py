@@ -61,30 +61,52 @@ class SharedDirectory(RemoteCase):
         self.assertEqual((s["hits"], s["misses"], s["corrupt_entries"]), (3, 0, 0), s)
         self.assert_plain_equivalent("one")
 
+    def entries_by_kind(self):
+        """The share's files by what they hold: {"manifest": [...], "object": [...]}, each sorted. A
+        manifest is a raw record (magic KACHE\\0R1, the value's size, its 32-digit checksum) whose value
+        opens with a manifest's magic ("KMN" and a version digit, little-endian); an object is a stored
+        compile (KACHE\\0E1, E2 or B1). Read from the bytes, so which file is which never depends on its
+        name or on directory order."""
+        kinds = {"manifest": [], "object": [], "other": []}
+        for f in self.shared_files():
+            with open(os.path.join(self.shared, f), "rb") as h:
+                head = h.read(52)
+            if head[:8] == b"KACHE\0R1" and head[49:52] == b"NMK":
+                kinds["manifest"].append(f)
+            elif head[:8] in (b"KACHE\0E1", b"KACHE\0E2", b"KACHE\0B1"):
+                kinds["object"].append(f)
+            else:
+                kinds["other"].append(f)
+        return kinds
+
     def test_cut_short_or_vanished_files_are_misses(self):
-        # Every file damaged one way, then every file the other: which of the share's files is a
-        # manifest depends on nothing the test may rely on (directory order included).
+        # One named manifest and one named object, each cut short and each vanished, each on a copy of
+        # the share one build published: the unit it belongs to is a miss (a damaged file counted as
+        # corrupt, a vanished one not), the two other units hit, and nothing reaches the compile's stderr.
         self.build("one", self.env_for("one", self.url))
-        for f in self.shared_files():
-            path = os.path.join(self.shared, f)
-            os.truncate(path, os.path.getsize(path) // 2)
-        two = self.env_for("two", self.url)
-        for u in UNITS:
-            self.assertEqual(self.compile("two", u, two).stderr, "")
-        s = self.stats_of(two)
-        self.assertEqual((s["hits"], s["misses"], s["remote_errors"]), (0, 3, 0), s)
-        self.assertGreater(s["corrupt_entries"], 0, s)
-        self.assert_plain_equivalent("two")
-        # Vanished: a miss, nothing counted as damaged.
-        self.build("one", self.env_for("one", self.url, KACHE_DIR=self.path("cache-again")))
-        for f in self.shared_files():
-            os.unlink(os.path.join(self.shared, f))
-        three = self.env_for("two", self.url, KACHE_DIR=self.path("cache-three"))
-        for u in UNITS:
-            self.assertEqual(self.compile("two", u, three).stderr, "")
-        s = self.stats_of(three)
-        self.assertEqual((s["hits"], s["misses"], s["corrupt_entries"], s["remote_errors"]), (0, 3, 0, 0), s)
-        self.assert_plain_equivalent("two")
+        kinds = self.entries_by_kind()
+        # Three units: a manifest and an object each (nvcc's whole compile, no stages stored).
+        self.assertEqual((len(kinds["manifest"]), len(kinds["object"])), (3, 3), kinds)
+        published = self.path("published")
+        shutil.copytree(self.shared, published)
+        for kind in ("manifest", "object"):
+            for damage in ("cut short", "vanished"):
+                with self.subTest(kind=kind, damage=damage):
+                    shutil.rmtree(self.shared)
+                    shutil.copytree(published, self.shared)
+                    victim = os.path.join(self.shared, kinds[kind][0])
+                    if damage == "cut short":
+                        os.truncate(victim, os.path.getsize(victim) // 2)
+                    else:
+                        os.unlink(victim)
+                    two = self.env_for("two", self.url, KACHE_DIR=self.path(f"cache-{kind}-{damage}"))
+                    for u in UNITS:
+                        self.assertEqual(self.compile("two", u, two).stderr, "")
+                    s = self.stats_of(two)
+                    corrupt = 1 if damage == "cut short" else 0
+                    self.assertEqual((s["hits"], s["misses"], s["corrupt_entries"], s["remote_errors"]),
+                                     (2, 1, corrupt, 0), s)
+                    self.assert_plain_equivalent("two")
 
     def test_read_only_writes_nothing(self):
         self.build("one", self.env_for("one", self.url + "|read-only"))
