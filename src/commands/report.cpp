@@ -353,7 +353,13 @@ int run(const std::vector<std::string>& args) {
   add_row(app, "report", "--html", r.html);
   add_row(app, "report", "--trace", r.trace);
   add_row(app, "report", "--since-mark", r.since_mark);
-  add_row(app, "report", "--fail-under", r.fail_under)->check(CLI::Range(0.0, 100.0));
+  add_row(app, "report", "--fail-under", r.fail_under)->check(CLI::Validator(
+      [](const std::string& value) -> std::string {
+        double percent = -1;
+        const bool number = CLI::detail::lexical_cast(value, percent);
+        return number && percent >= 0 && percent <= 100 ? "" : "'" + value + "' is not a percent from 0 to 100 (e.g. 80)";
+      },
+      "PERCENT"));
   add_row(app, "report", "--mark", r.mark);
   add_row(app, "report", "--label", r.mark_label);
   require_every_row(app, "report");
