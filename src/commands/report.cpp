@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 
 #include "commands/options.hpp"
@@ -26,19 +26,23 @@ using core::CompileEvent;
 namespace {
 
 constexpr std::size_t kSlowest = 10;
+constexpr std::size_t kExamples = 3;
 // Exit statuses: 1 is a failure (--fail-under not met, an unreadable log); a command line that is wrong
 // is 2, so a CI job can tell a gate that failed from a recipe that is wrong.
 constexpr int kUsageError = 2;
-constexpr std::size_t kExamples = 3;
 
 void add_to_group(std::vector<Group>& groups, const std::string& name, const CompileEvent& e) {
   auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.name == name; });
   if (it == groups.end()) it = groups.insert(groups.end(), Group{name});
   it->compiles++;
-  if (e.outcome == "hit") it->hits++;
-  else if (e.outcome == "miss") it->misses++;
-  else if (e.outcome == "passthrough") it->passthrough++;
-  else it->other++;
+  if (e.outcome == "hit")
+    it->hits++;
+  else if (e.outcome == "miss")
+    it->misses++;
+  else if (e.outcome == "passthrough")
+    it->passthrough++;
+  else
+    it->other++;
 }
 
 // What a hit saved: the stored miss's cost less the hit's own time; 0 for any other compile.
@@ -140,8 +144,9 @@ void add_summaries(Model& m) {
     }
     if (name.starts_with("remote_") && value > 0) m.remote[name] = value;
   }
-  std::sort(m.reasons.begin(), m.reasons.end(),
-            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(m.reasons.begin(), m.reasons.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   std::map<std::string, StageRow> stages;
   auto take = [&](std::string_view prefix, std::uint64_t StageRow::*field) {
     for (const auto& [name, value] : m.counts) {
@@ -294,11 +299,14 @@ int gate(const Model& m, double fail_under) {
   if (rate && *rate >= fail_under) return 0;
   if (!rate && fail_under <= 0) return 0;
   if (rate) {
-    fmt::print(stderr, "kache report: the hit rate {:.1f} % ({} hits of {} cacheable compiles) is below --fail-under {:g}.\n",
+    fmt::print(stderr,
+               "kache report: the hit rate {:.1f} % ({} hits of {} cacheable compiles) is below --fail-under {:g}.\n",
                *rate, m.totals.hits, m.totals.cacheable(), fail_under);
   } else {
-    fmt::print(stderr, "kache report: no cacheable compile was recorded ({}), so there is no hit rate to hold to --fail-under {:g}.\n",
-               m.selection.description.empty() ? "no compiles" : m.selection.description, fail_under);
+    fmt::print(
+        stderr,
+        "kache report: no cacheable compile was recorded ({}), so there is no hit rate to hold to --fail-under {:g}.\n",
+        m.selection.description.empty() ? "no compiles" : m.selection.description, fail_under);
   }
   return 1;
 }
@@ -313,7 +321,8 @@ int carry_out(const Request& r) {
   const core::EventLog log(config.cache_dir);
   if (r.mark) {
     log.mark(util::now_ns() / 1000000, r.mark_label);
-    fmt::print("Marked: kache report --since-mark starts here{}.\n", r.mark_label.empty() ? "" : " (" + r.mark_label + ")");
+    fmt::print("Marked: kache report --since-mark starts here{}.\n",
+               r.mark_label.empty() ? "" : " (" + r.mark_label + ")");
     return 0;
   }
   core::EventLog::Unread unread;
@@ -332,9 +341,12 @@ int carry_out(const Request& r) {
   m.cache_dir = config.cache_dir;
   if (!r.html.empty()) write_output(r.html, render_html(m));
   if (!r.trace.empty()) write_output(r.trace, render_trace(m));
-  if (r.json) fmt::print("{}\n", render_json(m));
-  else if (r.markdown) fmt::print("{}", util::terminal_safe(render_markdown(m), true));
-  else if (r.html.empty() && r.trace.empty()) fmt::print("{}", render_text(m));
+  if (r.json)
+    fmt::print("{}\n", render_json(m));
+  else if (r.markdown)
+    fmt::print("{}", util::terminal_safe(render_markdown(m), true));
+  else if (r.html.empty() && r.trace.empty())
+    fmt::print("{}", render_text(m));
   if (!config.events) fmt::print(stderr, "kache: note: events.enabled is false: compiles are not recorded.\n");
   return r.fail_under >= 0 ? gate(m, r.fail_under) : 0;
 }
@@ -353,13 +365,16 @@ int run(const std::vector<std::string>& args) {
   add_row(app, "report", "--html", r.html);
   add_row(app, "report", "--trace", r.trace);
   add_row(app, "report", "--since-mark", r.since_mark);
-  add_row(app, "report", "--fail-under", r.fail_under)->check(CLI::Validator(
-      [](const std::string& value) -> std::string {
-        double percent = -1;
-        const bool number = CLI::detail::lexical_cast(value, percent);
-        return number && percent >= 0 && percent <= 100 ? "" : "'" + value + "' is not a percent from 0 to 100 (e.g. 80)";
-      },
-      "PERCENT"));
+  add_row(app, "report", "--fail-under", r.fail_under)
+      ->check(CLI::Validator(
+          [](const std::string& value) -> std::string {
+            double percent = -1;
+            const bool number = CLI::detail::lexical_cast(value, percent);
+            return number && percent >= 0 && percent <= 100
+                       ? ""
+                       : "'" + value + "' is not a percent from 0 to 100 (e.g. 80)";
+          },
+          "PERCENT"));
   add_row(app, "report", "--mark", r.mark);
   add_row(app, "report", "--label", r.mark_label);
   require_every_row(app, "report");

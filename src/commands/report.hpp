@@ -60,30 +60,30 @@ struct BuildTimeline {
 
 struct Model {
   Selection selection;
-  std::int64_t made_ms = 0;  // when the report was made
-  std::string version;       // kache's
-  std::string cache_dir;     // whose event log it read
+  std::int64_t made_ms = 0;                // when the report was made
+  std::string version;                     // kache's
+  std::string cache_dir;                   // whose event log it read
   std::vector<core::CompileEvent> events;  // oldest first
   std::int64_t start_ms = 0, end_ms = 0;   // the first start, the last end
   std::uint64_t compiles = 0;
   // hits, misses, passthrough, errors and compile_failed are core::outcome_totals of `counts`: the same
   // definition as kache -s, so both say the same of the same compiles.
   core::OutcomeTotals totals;
-  std::uint64_t uncached = 0;  // compiles that ran uncached after kache's own error (outcome "error")
+  std::uint64_t uncached = 0;                   // compiles that ran uncached after kache's own error (outcome "error")
   std::map<std::string, std::uint64_t> counts;  // every event's counts summed: kache -s's deltas
   std::vector<Group> by_language, by_tool;
   // Times summed over compiles (CPU time's way: two parallel jobs of 1 s are 2 s), except saved_wall_s.
-  double saved_s = 0;       // hits: the stored miss's cost less the hit's own time
-  double saved_wall_s = 0;  // saved_s of each build divided by its parallelism: the wall clock it saved
-  double miss_s = 0;        // misses: their wall time (the compiler's and kache's)
-  double hit_s = 0;         // hits: their wall time (what the cache cost them)
-  double other_s = 0;       // passthroughs, errors, failed compiles: kache's part before the compiler
-  std::uint32_t max_parallel = 0;        // the most compiles of one build running at once
-  std::vector<BuildTimeline> builds;     // by first start
-  std::vector<std::uint32_t> lanes;      // per event: a row of its build's timeline no other compile overlaps in
+  double saved_s = 0;                       // hits: the stored miss's cost less the hit's own time
+  double saved_wall_s = 0;                  // saved_s of each build divided by its parallelism: the wall clock it saved
+  double miss_s = 0;                        // misses: their wall time (the compiler's and kache's)
+  double hit_s = 0;                         // hits: their wall time (what the cache cost them)
+  double other_s = 0;                       // passthroughs, errors, failed compiles: kache's part before the compiler
+  std::uint32_t max_parallel = 0;           // the most compiles of one build running at once
+  std::vector<BuildTimeline> builds;        // by first start
+  std::vector<std::uint32_t> lanes;         // per event: a row of its build's timeline no other compile overlaps in
   std::vector<std::size_t> slowest_misses;  // indexes into events, slowest first (at most 10)
   std::vector<std::pair<std::string, std::uint64_t>> reasons;  // passthrough./error./not_stored., most first
-  std::vector<CauseRow> causes;            // misconfigurations first, then by count
+  std::vector<CauseRow> causes;                                // misconfigurations first, then by count
   std::vector<StageRow> stages;
   std::map<std::string, std::uint64_t> remote;  // remote_* counters summed
 };

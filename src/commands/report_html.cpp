@@ -31,12 +31,23 @@ std::string escape(std::string_view text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -63,8 +74,8 @@ std::string bar_chart(const std::string& id, const std::vector<Bar>& bars) {
   }
   const int height = static_cast<int>(bars.size()) * kRowHeight + 8;
   const double scale = longest > 0 ? (kChartWidth - kLabelWidth - 240) / longest : 0;  // room for the figure
-  std::string svg = fmt::format(R"(<svg class="chart" id="{}" width="{}" height="{}" role="img">)", id, kChartWidth,
-                                height);
+  std::string svg =
+      fmt::format(R"(<svg class="chart" id="{}" width="{}" height="{}" role="img">)", id, kChartWidth, height);
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const int y = static_cast<int>(i) * kRowHeight + 4;
     svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="end">{}</text>)", kLabelWidth - 8, y + 15,
@@ -96,11 +107,11 @@ std::vector<Bar> outcome_bars(const std::vector<Group>& groups) {
 }
 
 std::string time_chart(const Model& m) {
-  return bar_chart("chart-time", {{"saved by hits (CPU)", {{m.saved_s, kSavedColour, "seconds saved"}}, seconds_text(m.saved_s)},
-                                  {"spent on misses", {{m.miss_s, kMissColour, "seconds"}}, seconds_text(m.miss_s)},
-                                  {"spent on hits", {{m.hit_s, kHitColour, "seconds"}}, seconds_text(m.hit_s)},
-                                  {"passthrough (kache's part)", {{m.other_s, kPassColour, "seconds"}},
-                                   seconds_text(m.other_s)}});
+  return bar_chart("chart-time",
+                   {{"saved by hits (CPU)", {{m.saved_s, kSavedColour, "seconds saved"}}, seconds_text(m.saved_s)},
+                    {"spent on misses", {{m.miss_s, kMissColour, "seconds"}}, seconds_text(m.miss_s)},
+                    {"spent on hits", {{m.hit_s, kHitColour, "seconds"}}, seconds_text(m.hit_s)},
+                    {"passthrough (kache's part)", {{m.other_s, kPassColour, "seconds"}}, seconds_text(m.other_s)}});
 }
 
 std::string slowest_chart(const Model& m) {
@@ -116,10 +127,12 @@ std::string slowest_chart(const Model& m) {
 std::string causes_chart(const Model& m) {
   std::vector<Bar> bars;
   for (const auto& c : m.causes) {
-    bars.push_back({c.name, {{double(c.count), c.misconfiguration ? kMissColour : kCauseColour, "misses"}},
+    bars.push_back({c.name,
+                    {{double(c.count), c.misconfiguration ? kMissColour : kCauseColour, "misses"}},
                     fmt::format("{} misses", c.count)});
   }
-  for (const auto& [name, n] : m.reasons) bars.push_back({name, {{double(n), kPassColour, "compiles"}}, std::to_string(n)});
+  for (const auto& [name, n] : m.reasons)
+    bars.push_back({name, {{double(n), kPassColour, "compiles"}}, std::to_string(n)});
   return bar_chart("chart-causes", bars);
 }
 
@@ -150,8 +163,8 @@ const char* outcome_colour(const std::string& outcome) {
 // that puts at most kMaxTicks ticks on it.
 constexpr int kMaxTicks = 8;
 double tick_step_s(double span_s) {
-  static constexpr double kSteps[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,  0.2,  0.5,   1,     2,    5,
-                                      10,    15,    30,    60,   120,  300,  600,  900,  1800,  3600,  7200, 21600};
+  static constexpr double kSteps[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,  1,    2,    5,
+                                      10,    15,    30,    60,   120,  300,  600, 900, 1800, 3600, 7200, 21600};
   for (const double step : kSteps) {
     if (span_s / step <= kMaxTicks) return step;
   }
@@ -176,11 +189,10 @@ std::string timeline_chart(const Model& m, const BuildTimeline& build, std::size
   const double span_s = std::max(0.001, static_cast<double>(build.end_ms - build.start_ms) / 1e3);
   const double step = tick_step_s(span_s);
   const double axis_s = std::ceil(span_s / step - 1e-9) * step;  // the axis ends on a tick
-  const double scale = (kChartWidth - kLeft - kRight) / axis_s;   // pixels per second
+  const double scale = (kChartWidth - kLeft - kRight) / axis_s;  // pixels per second
   const int lanes_px = static_cast<int>(std::max<std::uint32_t>(build.lanes, 1)) * kLaneHeight;
-  const std::string label =
-      fmt::format("Timeline of build {}: {} compiles over {}, at most {} at once", build.build, build.events.size(),
-                  seconds_text(span_s), build.lanes);
+  const std::string label = fmt::format("Timeline of build {}: {} compiles over {}, at most {} at once", build.build,
+                                        build.events.size(), seconds_text(span_s), build.lanes);
   std::string svg = fmt::format(
       R"(<svg class="chart timeline" id="chart-timeline-{}" width="{}" height="{}" role="img" aria-label="{}">)"
       "<title>{}</title>",
@@ -195,8 +207,8 @@ std::string timeline_chart(const Model& m, const BuildTimeline& build, std::size
     const auto& e = m.events[i];
     const double x = kLeft + static_cast<double>(e.time_ms - build.start_ms) / 1e3 * scale;
     const double w = std::max(2.0, static_cast<double>(e.wall_us) / 1e6 * scale);
-    const std::string title = fmt::format("{} ({}, {}): {}", e.source, e.tool, e.outcome,
-                                          seconds_text(static_cast<double>(e.wall_us) / 1e6));
+    const std::string title =
+        fmt::format("{} ({}, {}): {}", e.source, e.tool, e.outcome, seconds_text(static_cast<double>(e.wall_us) / 1e6));
     svg += fmt::format(
         R"(<rect class="{}" x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="{}"><title>{}</title></rect>)",
         outcome_class(e.outcome), x, static_cast<int>(m.lanes[i]) * kLaneHeight, w, kLaneHeight - 2,
@@ -206,13 +218,14 @@ std::string timeline_chart(const Model& m, const BuildTimeline& build, std::size
 }
 
 std::string timelines(const Model& m) {
-  std::string out = fmt::format("<h2>Timeline{} (one row per job running at once)</h2>\n", m.builds.size() > 1 ? "s" : "");
+  std::string out =
+      fmt::format("<h2>Timeline{} (one row per job running at once)</h2>\n", m.builds.size() > 1 ? "s" : "");
   for (std::size_t b = 0; b < m.builds.size(); ++b) {
     const BuildTimeline& build = m.builds[b];
-    out += fmt::format("<h3>Build {}</h3>\n<p>{} compiles from {}, span {}, {} at most at once (parallelism {:.1f}).</p>\n",
-                       escape(build.build), build.events.size(), utc_text(build.start_ms),
-                       seconds_text(static_cast<double>(build.end_ms - build.start_ms) / 1e3), build.lanes,
-                       build.parallelism());
+    out += fmt::format(
+        "<h3>Build {}</h3>\n<p>{} compiles from {}, span {}, {} at most at once (parallelism {:.1f}).</p>\n",
+        escape(build.build), build.events.size(), utc_text(build.start_ms),
+        seconds_text(static_cast<double>(build.end_ms - build.start_ms) / 1e3), build.lanes, build.parallelism());
     out += timeline_chart(m, build, b + 1);
   }
   return out;
@@ -236,9 +249,10 @@ std::string summary_html(const Model& m) {
       "<td>{}</td><td>{}</td></tr></table>\n",
       m.compiles, t.hits, t.misses, t.passthrough, t.errors, t.compile_failed, hit_rate(m), seconds_text(m.saved_s),
       seconds_text(m.saved_wall_s), seconds_text(m.miss_s), m.max_parallel);
-  out += "<p class=\"note\">Hit rate: hits of the cacheable compiles (hits and misses). CPU time is summed over "
-         "parallel jobs; the wall-clock estimate divides each build's saving by its parallelism. Errors are "
-         "kache's own, as <code>kache -s</code> counts them.</p>\n";
+  out +=
+      "<p class=\"note\">Hit rate: hits of the cacheable compiles (hits and misses). CPU time is summed over "
+      "parallel jobs; the wall-clock estimate divides each build's saving by its parallelism. Errors are "
+      "kache's own, as <code>kache -s</code> counts them.</p>\n";
   out += fmt::format(
       "<p class=\"legend\"><span style=\"background:{}\"></span>hit<span style=\"background:{}\"></span>miss"
       "<span style=\"background:{}\"></span>passthrough<span style=\"background:{}\"></span>error or failed</p>\n",
@@ -268,7 +282,8 @@ std::string render_html(const Model& m) {
   out += "<h2>Outcomes per compiler</h2>\n" + bar_chart("chart-compilers", outcome_bars(m.by_tool));
   out += "<h2>Time saved and spent (CPU time: summed over parallel jobs)</h2>\n" + time_chart(m);
   if (!m.slowest_misses.empty()) out += "<h2>Slowest misses</h2>\n" + slowest_chart(m);
-  if (!m.causes.empty() || !m.reasons.empty()) out += "<h2>Why compiles missed or were not cached</h2>\n" + causes_chart(m);
+  if (!m.causes.empty() || !m.reasons.empty())
+    out += "<h2>Why compiles missed or were not cached</h2>\n" + causes_chart(m);
   if (!m.stages.empty()) out += "<h2>nvcc stage reuse (within misses)</h2>\n" + stages_chart(m);
   out += timelines(m);
   return out + "</body></html>\n";

@@ -24,7 +24,10 @@ const char* colour_of(const std::string& outcome) {
 
 json span(const Model& m, std::size_t i, int pid) {
   const auto& e = m.events[i];
-  json args = {{"tool", e.tool}, {"language", e.language}, {"source", e.source}, {"outcome", e.outcome},
+  json args = {{"tool", e.tool},
+               {"language", e.language},
+               {"source", e.source},
+               {"outcome", e.outcome},
                {"cpu_ms", static_cast<double>(e.cpu_us) / 1e3}};
   if (!e.reason.empty()) args["reason"] = e.reason;
   if (!e.cause.empty()) args["cause"] = e.cause;
@@ -50,10 +53,16 @@ std::string render_trace(const Model& m) {
   for (std::size_t b = 0; b < m.builds.size(); ++b) {
     const BuildTimeline& build = m.builds[b];
     const int pid = static_cast<int>(b) + 1;
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid},
-                      {"args", {{"name", fmt::format("kache: build {} ({})", build.build, utc_text(build.start_ms))}}}});
+    events.push_back(
+        {{"name", "process_name"},
+         {"ph", "M"},
+         {"pid", pid},
+         {"args", {{"name", fmt::format("kache: build {} ({})", build.build, utc_text(build.start_ms))}}}});
     for (std::uint32_t lane = 0; lane < build.lanes; ++lane) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", lane + 1},
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", pid},
+                        {"tid", lane + 1},
                         {"args", {{"name", "compiles, row " + std::to_string(lane + 1)}}}});
     }
     for (const std::size_t i : build.events) {
@@ -61,18 +70,27 @@ std::string render_trace(const Model& m) {
       const auto& e = m.events[i];
       for (const auto& stage : e.stages) {
         // No per-stage times are recorded: each stage note is an instant at the end of its miss.
-        events.push_back({{"name", stage}, {"cat", "stage"}, {"ph", "i"}, {"s", "t"},
+        events.push_back({{"name", stage},
+                          {"cat", "stage"},
+                          {"ph", "i"},
+                          {"s", "t"},
                           {"ts", (e.time_ms - m.start_ms) * 1000 + static_cast<std::int64_t>(e.wall_us)},
-                          {"pid", pid}, {"tid", m.lanes[i] + 1}});
+                          {"pid", pid},
+                          {"tid", m.lanes[i] + 1}});
       }
     }
   }
   json out = {{"traceEvents", std::move(events)},
               {"displayTimeUnit", "ms"},
-              {"otherData", {{"schema", kSchema}, {"selection", m.selection.description},
-                             {"start_ms", m.start_ms}, {"start", m.compiles ? utc_text(m.start_ms) : ""},
-                             {"made", utc_text(m.made_ms)}, {"version", m.version}, {"cache_dir", m.cache_dir},
-                             {"compiles", m.compiles}}}};
+              {"otherData",
+               {{"schema", kSchema},
+                {"selection", m.selection.description},
+                {"start_ms", m.start_ms},
+                {"start", m.compiles ? utc_text(m.start_ms) : ""},
+                {"made", utc_text(m.made_ms)},
+                {"version", m.version},
+                {"cache_dir", m.cache_dir},
+                {"compiles", m.compiles}}}};
   return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

@@ -288,8 +288,7 @@ void StatsFile::zero() {
   const std::string path = util::join_path(dir_, kJournal);
   util::UniqueFd fd = open_journal(cache, O_RDWR | O_CREAT);
   lock(fd.get(), LOCK_EX, path);
-  if (!cache.write_atomic(kTotals, ""))
-    throw std::runtime_error("cannot replace " + util::join_path(dir_, kTotals));
+  if (!cache.write_atomic(kTotals, "")) throw std::runtime_error("cannot replace " + util::join_path(dir_, kTotals));
   if (::ftruncate(fd.get(), 0) != 0) throw std::system_error(errno, std::generic_category(), "truncate " + path);
 }
 
