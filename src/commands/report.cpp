@@ -374,7 +374,7 @@ int run(const std::vector<std::string>& args) {
                        ? ""
                        : "'" + value + "' is not a percent from 0 to 100 (e.g. 80)";
           },
-          "PERCENT"));
+          ""));
   add_row(app, "report", "--mark", r.mark);
   add_row(app, "report", "--label", r.mark_label);
   require_every_row(app, "report");
