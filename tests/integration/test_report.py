@@ -1,6 +1,6 @@
 """`kache report` over the event log (issue 32), with the real gcc, g++, nvcc, cmake, ninja and chromium.
 
-- examples/mixed (C, C++ and CUDA) built cold with CMake and Ninja after `kache report --mark`, then
+- examples/mixed (C, C++ and CUDA) built cold with CMake and Ninja, then
   `kache report` in every form: the JSON's counts equal the deltas of `kache --print-stats` over the build
   and its compiles the compile steps of compile_commands.json; the Markdown's tables parse (header,
   separator, rows of as many cells) and hold no HTML; the trace parses and has one span per compile; the
