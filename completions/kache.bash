@@ -17,7 +17,7 @@ _kache() {
   case $command in
     doctor) words="--json --nvcc -ccbin --compiler-bindir --ccbin --hipcc --probe-timeout -h --help" ;;
     explain) words="--json --last --closure -- -h --help" ;;
-    report) words="-h --help --build --since --all --json --markdown --html --trace --mark --label" ;;
+    report) words="-h --help --build --since --all --since-mark --json --markdown --html --trace --fail-under --mark --label" ;;
     worker) words="-h --help --server --instance --ca-file --toolchain-id --nvcc --compiler --property --work-dir --bot-id --max-actions" ;;
     *) words=$options ;;
   esac
@@ -62,6 +62,7 @@ _kache() {
     "doctor --probe-timeout" |\
     "report --build" |\
     "report --since" |\
+    "report --fail-under" |\
     "report --label" |\
     "worker --server" |\
     "worker --instance" |\

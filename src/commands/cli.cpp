@@ -381,7 +381,6 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
   auto details = [&](const std::vector<std::pair<std::string, std::uint64_t>>& items) {
     for (const auto& [name, value] : items) line("  " + name, std::to_string(value));
   };
-  const std::uint64_t lookups = hits + misses;
   line("cache directory", config.cache_dir);
   line("hits", std::to_string(hits));
   if (const auto direct = stats.get(counter::kDirectHits); direct > 0) line("  direct hits", std::to_string(direct));
@@ -390,7 +389,8 @@ void print_stats_text(const Config& config, const StatsFigures& f, std::size_t v
   for (const auto& [kind, counts] : kinds) {
     line("  " + kind, fmt::format("{} hits, {} misses", counts.first, counts.second));
   }
-  line("hit rate", lookups ? fmt::format("{:.1f} %", 100.0 * static_cast<double>(hits) / lookups) : "n/a");
+  const std::optional<double> rate = outcome_totals(stats.counters).hit_rate();  // as kache report's
+  line("hit rate", rate ? fmt::format("{:.1f} %", *rate) : "n/a");
   line("passthrough", std::to_string(stats.get(counter::kPassthrough)));
   details(passthrough);
   line("errors", std::to_string(stats.get(counter::kErrors)));

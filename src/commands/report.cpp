@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -25,52 +27,74 @@ namespace {
 
 constexpr std::size_t kSlowest = 10;
 constexpr std::size_t kExamples = 3;
+// Exit statuses: 1 is a failure (--fail-under not met, an unreadable log); a command line that is wrong
+// is 2, so a CI job can tell a gate that failed from a recipe that is wrong.
+constexpr int kUsageError = 2;
 
 void add_to_group(std::vector<Group>& groups, const std::string& name, const CompileEvent& e) {
   auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.name == name; });
   if (it == groups.end()) it = groups.insert(groups.end(), Group{name});
   it->compiles++;
-  if (e.outcome == "hit") it->hits++;
-  else if (e.outcome == "miss") it->misses++;
-  else if (e.outcome == "passthrough") it->passthrough++;
-  else it->other++;
+  if (e.outcome == "hit")
+    it->hits++;
+  else if (e.outcome == "miss")
+    it->misses++;
+  else if (e.outcome == "passthrough")
+    it->passthrough++;
+  else
+    it->other++;
 }
 
-// The most compiles that ran at once: a sweep over starts and ends.
-std::uint32_t max_parallel(const std::vector<CompileEvent>& events) {
-  std::vector<std::pair<std::int64_t, int>> edges;
-  for (const auto& e : events) {
-    const std::int64_t start_us = e.time_ms * 1000;
-    edges.emplace_back(start_us, 1);
-    edges.emplace_back(start_us + static_cast<std::int64_t>(e.wall_us), -1);
-  }
-  std::sort(edges.begin(), edges.end());  // an end sorts before a start at the same time
-  int running = 0, most = 0;
-  for (const auto& [t, d] : edges) most = std::max(most, running += d);
-  return static_cast<std::uint32_t>(most);
+// What a hit saved: the stored miss's cost less the hit's own time; 0 for any other compile.
+double saving_s(const CompileEvent& e) {
+  if (e.outcome != "hit") return 0;
+  return std::max(0.0, static_cast<double>(e.miss_cost_ms) / 1e3 - static_cast<double>(e.wall_us) / 1e6);
 }
 
-// Each compile on the first row free at its start (greedy interval packing): as many rows as the most
-// compiles that ran at once.
-std::vector<std::uint32_t> assign_lanes(const std::vector<CompileEvent>& events) {
-  std::vector<std::int64_t> lane_free_us;  // when each row's last compile ended
-  std::vector<std::uint32_t> lanes;
-  for (const auto& e : events) {  // oldest first
+// The builds of the selection, each on its own timeline: its compiles, each on the first row free at
+// its start (greedy interval packing, oldest first: as many rows as the most compiles of the build that
+// ran at once), and the time at least one of them ran (the union of their spans).
+void lay_out_builds(Model& m) {
+  std::map<std::string, std::size_t> index_of;
+  std::vector<std::vector<std::int64_t>> lane_free_us;  // per build: when each row's last compile ended
+  std::vector<std::int64_t> busy_until_us;              // per build: the end of the union so far
+  m.lanes.assign(m.events.size(), 0);
+  for (std::size_t i = 0; i < m.events.size(); ++i) {  // oldest first
+    const CompileEvent& e = m.events[i];
+    auto [it, added] = index_of.try_emplace(e.build, m.builds.size());
+    if (added) {
+      m.builds.push_back({e.build, e.time_ms, e.time_ms, {}, 0, 0, 0, 0});
+      lane_free_us.emplace_back();
+      busy_until_us.push_back(e.time_ms * 1000);
+    }
+    BuildTimeline& b = m.builds[it->second];
     const std::int64_t start = e.time_ms * 1000, end = start + static_cast<std::int64_t>(e.wall_us);
+    std::vector<std::int64_t>& free_at = lane_free_us[it->second];
     std::size_t lane = 0;
-    while (lane < lane_free_us.size() && lane_free_us[lane] > start) ++lane;
-    if (lane == lane_free_us.size()) lane_free_us.push_back(0);
-    lane_free_us[lane] = end;
-    lanes.push_back(static_cast<std::uint32_t>(lane));
+    while (lane < free_at.size() && free_at[lane] > start) ++lane;
+    if (lane == free_at.size()) free_at.push_back(0);
+    free_at[lane] = end;
+    m.lanes[i] = static_cast<std::uint32_t>(lane);
+    b.lanes = std::max(b.lanes, static_cast<std::uint32_t>(lane + 1));
+    b.events.push_back(i);
+    b.end_ms = std::max(b.end_ms, e.time_ms + static_cast<std::int64_t>(e.wall_us / 1000));
+    b.job_s += static_cast<double>(e.wall_us) / 1e6;
+    std::int64_t& busy_until = busy_until_us[it->second];
+    b.busy_s += static_cast<double>(std::max<std::int64_t>(0, end - std::max(start, busy_until))) / 1e6;
+    busy_until = std::max(busy_until, end);
+    b.saved_s += saving_s(e);
   }
-  return lanes;
+  for (const BuildTimeline& b : m.builds) {
+    m.max_parallel = std::max(m.max_parallel, b.lanes);
+    m.saved_wall_s += b.saved_s / b.parallelism();
+  }
 }
 
 void add_times(Model& m, const CompileEvent& e) {
   const double wall_s = static_cast<double>(e.wall_us) / 1e6;
   if (e.outcome == "hit") {
     m.hit_s += wall_s;
-    m.saved_s += std::max(0.0, static_cast<double>(e.miss_cost_ms) / 1e3 - wall_s);
+    m.saved_s += saving_s(e);
   } else if (e.outcome == "miss") {
     m.miss_s += wall_s;
   } else {
@@ -120,8 +144,9 @@ void add_summaries(Model& m) {
     }
     if (name.starts_with("remote_") && value > 0) m.remote[name] = value;
   }
-  std::sort(m.reasons.begin(), m.reasons.end(),
-            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(m.reasons.begin(), m.reasons.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   std::map<std::string, StageRow> stages;
   auto take = [&](std::string_view prefix, std::uint64_t StageRow::*field) {
     for (const auto& [name, value] : m.counts) {
@@ -169,11 +194,7 @@ Model build_model(std::vector<CompileEvent> events, Selection selection) {
   m.events = std::move(by_time);
   for (const auto& e : m.events) {
     m.compiles++;
-    if (e.outcome == "hit") m.hits++;
-    if (e.outcome == "miss") m.misses++;
-    if (e.outcome == "passthrough") m.passthrough++;
-    if (e.outcome == "error") m.errors++;
-    if (e.outcome == "compile_failed") m.compile_failed++;
+    if (e.outcome == "error") m.uncached++;
     for (const auto& [name, value] : e.counts) m.counts[name] += value;
     add_to_group(m.by_language, e.language.empty() ? "other" : e.language, e);
     add_to_group(m.by_tool, e.tool, e);
@@ -182,18 +203,37 @@ Model build_model(std::vector<CompileEvent> events, Selection selection) {
     m.start_ms = m.start_ms == 0 ? e.time_ms : std::min(m.start_ms, e.time_ms);
     m.end_ms = std::max(m.end_ms, e.time_ms + static_cast<std::int64_t>(e.wall_us / 1000));
   }
+  m.totals = core::outcome_totals(m.counts);
   add_direct_mode_off(m);
   sort_causes(m.causes);
   add_summaries(m);
   pick_slowest_misses(m);
-  m.max_parallel = max_parallel(m.events);
-  m.lanes = assign_lanes(m.events);
+  lay_out_builds(m);
+  m.version = KACHE_VERSION;
   return m;
 }
 
-double hit_rate(const Model& m) {
-  const std::uint64_t lookups = m.hits + m.misses;
-  return lookups == 0 ? 0.0 : 100.0 * static_cast<double>(m.hits) / static_cast<double>(lookups);
+double hit_rate(const Model& m) { return m.totals.hit_rate().value_or(0.0); }
+
+std::string utc_text(std::int64_t ms) {
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &utc);
+  return text;
+}
+
+std::string range_text(const Model& m) {
+  if (m.compiles == 0) return "no compiles";
+  const std::string start = utc_text(m.start_ms), end = utc_text(m.end_ms);
+  // The end's date only where it differs from the start's.
+  const bool same_day = start.substr(0, 10) == end.substr(0, 10);
+  return fmt::format("compiles from {} to {}", start.substr(0, start.size() - 4), same_day ? end.substr(11) : end);
+}
+
+std::string provenance_text(const Model& m) {
+  return fmt::format("report made {} by kache {}, cache dir {}", utc_text(m.made_ms), m.version, m.cache_dir);
 }
 
 std::string seconds_text(double s) {
@@ -217,11 +257,13 @@ namespace {
 
 struct Request {
   std::string build, since, html, trace, mark_label;
-  bool all = false, json = false, markdown = false, mark = false;
+  bool all = false, json = false, markdown = false, mark = false, since_mark = false;
+  double fail_under = -1;  // a hit rate in percent; negative: none given
 };
 
-// The compiles a request covers: a build id, a window, every event, or by default those since the
-// last mark (kache report --mark), else the build of the newest event.
+// The compiles a request covers: a build id, a window, every event, those since the last mark, or by
+// default the build of the newest event. A mark never changes the default: a report that silently
+// meant "since some mark set long ago" misled every later reader (issue 42).
 Selection select(const Request& r, const core::EventLog& log, const std::vector<CompileEvent>& events) {
   Selection s;
   if (!r.build.empty()) {
@@ -236,14 +278,37 @@ Selection select(const Request& r, const core::EventLog& log, const std::vector<
     s.description = "the last " + r.since;
   } else if (r.all) {
     s.description = "every recorded compile";
-  } else if (auto mark = log.last_mark()) {
+  } else if (r.since_mark) {
+    const auto mark = log.last_mark();
+    if (!mark) throw std::runtime_error("no mark was set: `kache report --mark` sets one before the build");
     s.since_ms = mark->first;
-    s.description = mark->second.empty() ? "since the last mark" : "since mark " + mark->second;
+    s.description = fmt::format("every compile since the last mark{} ({})",
+                                mark->second.empty() ? "" : ", " + mark->second, utc_text(mark->first));
   } else if (!events.empty()) {
     s.build = events.back().build;
     s.description = "build " + s.build + " (the newest)";
   }
   return s;
+}
+
+// --fail-under: 1 when the hit rate of the report's cacheable compiles is below the bar, with one
+// sentence on stderr (the report itself is printed either way). No cacheable compile is no hit rate:
+// kache was not in the build's way at all, which fails any bar above 0.
+int gate(const Model& m, double fail_under) {
+  const std::optional<double> rate = m.totals.hit_rate();
+  if (rate && *rate >= fail_under) return 0;
+  if (!rate && fail_under <= 0) return 0;
+  if (rate) {
+    fmt::print(stderr,
+               "kache report: the hit rate {:.1f} % ({} hits of {} cacheable compiles) is below --fail-under {:g}.\n",
+               *rate, m.totals.hits, m.totals.cacheable(), fail_under);
+  } else {
+    fmt::print(
+        stderr,
+        "kache report: no cacheable compile was recorded ({}), so there is no hit rate to hold to --fail-under {:g}.\n",
+        m.selection.description.empty() ? "no compiles" : m.selection.description, fail_under);
+  }
+  return 1;
 }
 
 void write_output(const std::string& path, const std::string& text) {
@@ -256,7 +321,8 @@ int carry_out(const Request& r) {
   const core::EventLog log(config.cache_dir);
   if (r.mark) {
     log.mark(util::now_ns() / 1000000, r.mark_label);
-    fmt::print("Marked: the next kache report starts here{}.\n", r.mark_label.empty() ? "" : " (" + r.mark_label + ")");
+    fmt::print("Marked: kache report --since-mark starts here{}.\n",
+               r.mark_label.empty() ? "" : " (" + r.mark_label + ")");
     return 0;
   }
   core::EventLog::Unread unread;
@@ -270,14 +336,19 @@ int carry_out(const Request& r) {
                unread.damaged_lines == 1 ? "" : "s");
   }
   Selection selection = select(r, log, events);
-  const Model m = build_model(std::move(events), std::move(selection));
+  Model m = build_model(std::move(events), std::move(selection));
+  m.made_ms = util::now_ns() / 1000000;
+  m.cache_dir = config.cache_dir;
   if (!r.html.empty()) write_output(r.html, render_html(m));
   if (!r.trace.empty()) write_output(r.trace, render_trace(m));
-  if (r.json) fmt::print("{}\n", render_json(m));
-  else if (r.markdown) fmt::print("{}", util::terminal_safe(render_markdown(m), true));
-  else if (r.html.empty() && r.trace.empty()) fmt::print("{}", render_text(m));
+  if (r.json)
+    fmt::print("{}\n", render_json(m));
+  else if (r.markdown)
+    fmt::print("{}", util::terminal_safe(render_markdown(m), true));
+  else if (r.html.empty() && r.trace.empty())
+    fmt::print("{}", render_text(m));
   if (!config.events) fmt::print(stderr, "kache: note: events.enabled is false: compiles are not recorded.\n");
-  return 0;
+  return r.fail_under >= 0 ? gate(m, r.fail_under) : 0;
 }
 
 }  // namespace
@@ -293,6 +364,17 @@ int run(const std::vector<std::string>& args) {
   add_row(app, "report", "--markdown", r.markdown);
   add_row(app, "report", "--html", r.html);
   add_row(app, "report", "--trace", r.trace);
+  add_row(app, "report", "--since-mark", r.since_mark);
+  add_row(app, "report", "--fail-under", r.fail_under)
+      ->check(CLI::Validator(
+          [](const std::string& value) -> std::string {
+            double percent = -1;
+            const bool number = CLI::detail::lexical_cast(value, percent);
+            return number && percent >= 0 && percent <= 100
+                       ? ""
+                       : "'" + value + "' is not a percent from 0 to 100 (e.g. 80)";
+          },
+          ""));
   add_row(app, "report", "--mark", r.mark);
   add_row(app, "report", "--label", r.mark_label);
   require_every_row(app, "report");
@@ -302,7 +384,7 @@ int run(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     fmt::print(stderr, "kache report: {}; run 'kache report --help' for usage.\n", e.what());
-    return 1;
+    return kUsageError;
   }
   try {
     return carry_out(r);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/events.hpp"
+#include "core/stats.hpp"
 
 namespace kache::commands::report {
 
@@ -20,9 +21,9 @@ inline constexpr const char* kSchema = "kache-report-1";
 
 // Which compiles a report covers.
 struct Selection {
-  std::string build;         // a build id: only its events
+  std::string build;          // a build id: only its events
   std::int64_t since_ms = 0;  // only events from then on
-  std::string description;   // in words, for the report's title
+  std::string description;    // in words, for the report's title
 };
 
 // Compiles of one language or one tool.
@@ -44,30 +45,59 @@ struct StageRow {
   std::uint64_t reused = 0, ran = 0, ms_saved = 0;
 };
 
+// One build's compiles, drawn on a timeline of their own: builds hours apart share no time axis.
+struct BuildTimeline {
+  std::string build;
+  std::int64_t start_ms = 0, end_ms = 0;  // its first start, its last end
+  std::vector<std::size_t> events;        // indexes into Model::events, oldest first
+  std::uint32_t lanes = 0;                // rows: the most of its compiles that ran at once
+  double job_s = 0;                       // its compiles' wall times, summed over parallel jobs
+  double busy_s = 0;                      // the time at least one of its compiles ran
+  double saved_s = 0;                     // its hits' saving, summed over parallel jobs
+  // How many compiles ran at once on average while any ran; 1 for a build with no measured time.
+  double parallelism() const { return busy_s > 0 && job_s > busy_s ? job_s / busy_s : 1.0; }
+};
+
 struct Model {
   Selection selection;
+  std::int64_t made_ms = 0;                // when the report was made
+  std::string version;                     // kache's
+  std::string cache_dir;                   // whose event log it read
   std::vector<core::CompileEvent> events;  // oldest first
   std::int64_t start_ms = 0, end_ms = 0;   // the first start, the last end
-  std::uint64_t compiles = 0, hits = 0, misses = 0, passthrough = 0, errors = 0, compile_failed = 0;
+  std::uint64_t compiles = 0;
+  // hits, misses, passthrough, errors and compile_failed are core::outcome_totals of `counts`: the same
+  // definition as kache -s, so both say the same of the same compiles.
+  core::OutcomeTotals totals;
+  std::uint64_t uncached = 0;                   // compiles that ran uncached after kache's own error (outcome "error")
   std::map<std::string, std::uint64_t> counts;  // every event's counts summed: kache -s's deltas
   std::vector<Group> by_language, by_tool;
-  double saved_s = 0;      // hits: the stored miss's cost less the hit's own time
-  double miss_s = 0;       // misses: their wall time (the compiler's and kache's)
-  double hit_s = 0;        // hits: their wall time (what the cache cost them)
-  double other_s = 0;      // passthroughs, errors, failed compiles: kache's part before the compiler
-  std::uint32_t max_parallel = 0;        // the most compiles running at once
-  std::vector<std::uint32_t> lanes;      // per event: a row of the timeline no other compile overlaps in
+  // Times summed over compiles (CPU time's way: two parallel jobs of 1 s are 2 s), except saved_wall_s.
+  double saved_s = 0;                       // hits: the stored miss's cost less the hit's own time
+  double saved_wall_s = 0;                  // saved_s of each build divided by its parallelism: the wall clock it saved
+  double miss_s = 0;                        // misses: their wall time (the compiler's and kache's)
+  double hit_s = 0;                         // hits: their wall time (what the cache cost them)
+  double other_s = 0;                       // passthroughs, errors, failed compiles: kache's part before the compiler
+  std::uint32_t max_parallel = 0;           // the most compiles of one build running at once
+  std::vector<BuildTimeline> builds;        // by first start
+  std::vector<std::uint32_t> lanes;         // per event: a row of its build's timeline no other compile overlaps in
   std::vector<std::size_t> slowest_misses;  // indexes into events, slowest first (at most 10)
   std::vector<std::pair<std::string, std::uint64_t>> reasons;  // passthrough./error./not_stored., most first
-  std::vector<CauseRow> causes;            // misconfigurations first, then by count
+  std::vector<CauseRow> causes;                                // misconfigurations first, then by count
   std::vector<StageRow> stages;
   std::map<std::string, std::uint64_t> remote;  // remote_* counters summed
 };
 
 Model build_model(std::vector<core::CompileEvent> events, Selection selection);
-double hit_rate(const Model& m);  // percent of hits and misses; 0 without either
+double hit_rate(const Model& m);  // percent of the cacheable compiles (hits and misses) that hit; 0 without any
 // "12.3 s", "450 ms"
 std::string seconds_text(double s);
+// "2026-12-08 01:02:03 UTC" of a Unix time in milliseconds.
+std::string utc_text(std::int64_t ms);
+// "compiles from 2026-12-08 01:02:03 to 01:04:10 UTC", "report made ... by kache 0.1.0, cache dir /c":
+// the words every form prints under its title.
+std::string range_text(const Model& m);
+std::string provenance_text(const Model& m);
 
 std::string render_text(const Model& m);
 std::string render_json(const Model& m);

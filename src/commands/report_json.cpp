@@ -16,8 +16,12 @@ using json = nlohmann::ordered_json;
 json groups_json(const std::vector<Group>& groups) {
   json out = json::array();
   for (const auto& g : groups) {
-    out.push_back({{"name", g.name}, {"compiles", g.compiles}, {"hits", g.hits}, {"misses", g.misses},
-                   {"passthrough", g.passthrough}, {"other", g.other}});
+    out.push_back({{"name", g.name},
+                   {"compiles", g.compiles},
+                   {"hits", g.hits},
+                   {"misses", g.misses},
+                   {"passthrough", g.passthrough},
+                   {"other", g.other}});
   }
   return out;
 }
@@ -25,7 +29,7 @@ json groups_json(const std::vector<Group>& groups) {
 json compiles_json(const Model& m) {
   json out = json::array();
   for (const auto& e : m.events) {
-    json j = {{"time_ms", e.time_ms}, {"build", e.build},     {"tool", e.tool},      {"language", e.language},
+    json j = {{"time_ms", e.time_ms}, {"build", e.build},     {"tool", e.tool},       {"language", e.language},
               {"source", e.source},   {"outcome", e.outcome}, {"wall_us", e.wall_us}, {"cpu_us", e.cpu_us}};
     if (!e.reason.empty()) j["reason"] = e.reason;
     if (!e.cause.empty()) j["cause"] = e.cause;
@@ -40,8 +44,12 @@ json compiles_json(const Model& m) {
 json causes_json(const Model& m) {
   json out = json::array();
   for (const auto& c : m.causes) {
-    out.push_back({{"cause", c.name}, {"misconfiguration", c.misconfiguration}, {"count", c.count},
-                   {"sentence", c.sentence}, {"fix", c.fix}, {"examples", c.examples}});
+    out.push_back({{"cause", c.name},
+                   {"misconfiguration", c.misconfiguration},
+                   {"count", c.count},
+                   {"sentence", c.sentence},
+                   {"fix", c.fix},
+                   {"examples", c.examples}});
   }
   return out;
 }
@@ -53,21 +61,35 @@ std::string escape_cell(std::string_view text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
-      case '|': out += "\\|"; break;
-      case '\n': out += ' '; break;
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '`': out += "&#96;"; break;
-      default: out += c;
+      case '|':
+        out += "\\|";
+        break;
+      case '\n':
+        out += ' ';
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '`':
+        out += "&#96;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
 }
 
 void markdown_groups(std::string& out, const char* title, const std::vector<Group>& groups) {
-  out += fmt::format("\n### {}\n\n| {} | Compiles | Hits | Misses | Passthrough | Other |\n|---|---:|---:|---:|---:|---:|\n",
-                     title, title == std::string("By language") ? "Language" : "Compiler");
+  out += fmt::format(
+      "\n### {}\n\n| {} | Compiles | Hits | Misses | Passthrough | Other |\n|---|---:|---:|---:|---:|---:|\n", title,
+      title == std::string("By language") ? "Language" : "Compiler");
   for (const auto& g : groups) {
     out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", escape_cell(g.name), g.compiles, g.hits, g.misses,
                        g.passthrough, g.other);
@@ -76,7 +98,9 @@ void markdown_groups(std::string& out, const char* title, const std::vector<Grou
 
 void markdown_details(std::string& out, const Model& m) {
   if (!m.causes.empty()) {
-    out += "\n### Why compiles missed\n\n| Cause | Misses | Misconfiguration | What happened | Fix |\n|---|---:|---|---|---|\n";
+    out +=
+        "\n### Why compiles missed\n\n| Cause | Misses | Misconfiguration | What happened | Fix "
+        "|\n|---|---:|---|---|---|\n";
     for (const auto& c : m.causes) {
       out += fmt::format("| `{}` | {} | {} | {} | {} |\n", c.name, c.count, c.misconfiguration ? "yes" : "no",
                          escape_cell(c.sentence), escape_cell(c.fix));
@@ -108,21 +132,46 @@ void markdown_details(std::string& out, const Model& m) {
 std::string render_json(const Model& m) {
   json out;
   out["schema"] = kSchema;
-  out["selection"] = {{"description", m.selection.description}, {"build", m.selection.build},
-                      {"since_ms", m.selection.since_ms}};
+  out["made_ms"] = m.made_ms;
+  out["made"] = utc_text(m.made_ms);
+  out["version"] = m.version;
+  out["cache_dir"] = m.cache_dir;
+  out["selection"] = {
+      {"description", m.selection.description}, {"build", m.selection.build}, {"since_ms", m.selection.since_ms}};
   out["start_ms"] = m.start_ms;
   out["end_ms"] = m.end_ms;
+  out["start"] = m.compiles ? utc_text(m.start_ms) : "";
+  out["end"] = m.compiles ? utc_text(m.end_ms) : "";
   out["compiles"] = m.compiles;
-  out["hits"] = m.hits;
+  // hits ... compile_failed as kache -s counts them (core::outcome_totals).
+  out["hits"] = m.totals.hits;
   // Of hits: compiles without a direct-mode record (a computed #include), found by their preprocessed output.
   const auto pre = m.counts.find("preprocessed_hits");
   out["preprocessed_hits"] = pre == m.counts.end() ? 0 : pre->second;
-  out["misses"] = m.misses;
-  out["passthrough"] = m.passthrough;
-  out["errors"] = m.errors;
-  out["compile_failed"] = m.compile_failed;
+  out["misses"] = m.totals.misses;
+  out["passthrough"] = m.totals.passthrough;
+  out["errors"] = m.totals.errors;
+  out["compile_failed"] = m.totals.compile_failed;
+  out["uncached_after_error"] = m.uncached;
+  out["cacheable"] = m.totals.cacheable();
   out["hit_rate"] = hit_rate(m);
-  out["time"] = {{"saved_s", m.saved_s}, {"misses_s", m.miss_s}, {"hits_s", m.hit_s}, {"other_s", m.other_s}};
+  // Summed over parallel jobs (CPU time's way), but saved_wall_s: each build's saving divided by its
+  // parallelism (its compiles' summed time over the time any of them ran).
+  out["time"] = {{"saved_s", m.saved_s},
+                 {"saved_wall_s", m.saved_wall_s},
+                 {"misses_s", m.miss_s},
+                 {"hits_s", m.hit_s},
+                 {"other_s", m.other_s}};
+  out["builds"] = json::array();
+  for (const auto& b : m.builds) {
+    out["builds"].push_back({{"build", b.build},
+                             {"start_ms", b.start_ms},
+                             {"end_ms", b.end_ms},
+                             {"compiles", b.events.size()},
+                             {"lanes", b.lanes},
+                             {"parallelism", b.parallelism()},
+                             {"saved_s", b.saved_s}});
+  }
   out["max_parallel"] = m.max_parallel;
   // The stats increments of these compiles, summed: the same names and values as kache -s's deltas.
   out["counts"] = m.counts;
@@ -143,17 +192,26 @@ std::string render_json(const Model& m) {
 }
 
 std::string render_markdown(const Model& m) {
-  std::string out = fmt::format("## kache report: {}\n\n", escape_cell(m.selection.description));
+  std::string out = fmt::format("## kache report: {}\n\n{}; {}.\n\n", escape_cell(m.selection.description),
+                                escape_cell(range_text(m)), escape_cell(provenance_text(m)));
   if (m.compiles == 0) return out + "No compiles were recorded for this selection.\n";
-  out += "| Compiles | Hits | Misses | Passthrough | Errors | Failed | Hit rate | Time saved | Spent on misses |\n";
-  out += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} % | {} | {} |\n", m.compiles, m.hits, m.misses,
-                     m.passthrough, m.errors, m.compile_failed, hit_rate(m), seconds_text(m.saved_s),
-                     seconds_text(m.miss_s));
+  const core::OutcomeTotals& t = m.totals;
+  out +=
+      "| Compiles | Hits | Misses | Passthrough | Errors | Failed | Hit rate | Time saved (CPU) | Time saved (wall, "
+      "est.) "
+      "| Spent on misses (CPU) |\n";
+  out += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} % | {} | {} | {} |\n", m.compiles, t.hits, t.misses,
+                     t.passthrough, t.errors, t.compile_failed, hit_rate(m), seconds_text(m.saved_s),
+                     seconds_text(m.saved_wall_s), seconds_text(m.miss_s));
+  out +=
+      "\nHit rate: hits of the cacheable compiles (hits and misses). CPU time is summed over parallel jobs; the "
+      "wall-clock estimate divides each build's saving by its parallelism. Errors are kache's own, as `kache -s` "
+      "counts them.\n";
   if (!m.causes.empty() && m.causes.front().misconfiguration) {
-    out += fmt::format("\n**Top cause of misses: `{}`** ({} misses). {} Fix: {}\n", m.causes.front().name,
-                       m.causes.front().count, escape_cell(m.causes.front().sentence),
-                       escape_cell(m.causes.front().fix));
+    out +=
+        fmt::format("\n**Top cause of misses: `{}`** ({} misses). {} Fix: {}\n", m.causes.front().name,
+                    m.causes.front().count, escape_cell(m.causes.front().sentence), escape_cell(m.causes.front().fix));
   }
   markdown_groups(out, "By language", m.by_language);
   markdown_groups(out, "By compiler", m.by_tool);

@@ -54,13 +54,25 @@ void details_section(std::string& out, const Model& m) {
 }  // namespace
 
 std::string render_text(const Model& m) {
-  std::string out = fmt::format("kache report: {}\n", m.selection.description.empty() ? "no compiles recorded"
-                                                                                        : m.selection.description);
+  std::string out = fmt::format("kache report: {}\n",
+                                m.selection.description.empty() ? "no compiles recorded" : m.selection.description);
+  out += fmt::format("  {}; {}\n", range_text(m), provenance_text(m));
   if (m.compiles == 0) return util::terminal_safe(out + "No compiles were recorded for this selection.\n", true);
-  out += fmt::format("  {} compiles: {} hits, {} misses, {} passthrough, {} errors, {} failed  (hit rate {:.1f} %)\n",
-                     m.compiles, m.hits, m.misses, m.passthrough, m.errors, m.compile_failed, hit_rate(m));
-  out += fmt::format("  time saved by hits {}, spent on misses {}, on hits {}; build span {}, {} at most at once\n",
-                     seconds_text(m.saved_s), seconds_text(m.miss_s), seconds_text(m.hit_s),
+  const core::OutcomeTotals& t = m.totals;
+  out +=
+      fmt::format("  {} compiles: {} hits, {} misses, {} passthrough, {} failed  (hit rate {:.1f} % of {} cacheable)\n",
+                  m.compiles, t.hits, t.misses, t.passthrough, t.compile_failed, hit_rate(m), t.cacheable());
+  if (t.errors > 0 || m.uncached > 0) {
+    out +=
+        fmt::format("  {} errors (kache's own, as kache -s counts them; {} of the compiles ran uncached after one)\n",
+                    t.errors, m.uncached);
+  } else {
+    out += "  0 errors\n";
+  }
+  out += fmt::format("  time saved by hits {} CPU time (summed over parallel jobs), about {} of wall-clock time\n",
+                     seconds_text(m.saved_s), seconds_text(m.saved_wall_s));
+  out += fmt::format("  spent on misses {}, on hits {} (CPU time); build span {}, {} at most at once\n",
+                     seconds_text(m.miss_s), seconds_text(m.hit_s),
                      seconds_text(static_cast<double>(m.end_ms - m.start_ms) / 1e3), m.max_parallel);
   if (const auto it = m.counts.find("preprocessed_hits"); it != m.counts.end() && it->second > 0) {
     out += fmt::format(

@@ -5,8 +5,8 @@
 //   <cache_dir>/events/events.1.jsonl   the previous file: past kMaxFileBytes the writer that pushed
 //                                       it past renames the current file here (replacing the older one),
 //                                       so the log never holds more than twice that
-//   <cache_dir>/events/mark             "<unix ms> <label>": `kache report --mark`, where the next
-//                                       report starts by default
+//   <cache_dir>/events/mark             "<unix ms> <label>": `kache report --mark`, where
+//                                       `kache report --since-mark` starts
 //
 // A record ("v": 1) holds no secret and no command line (unless events.command_line is set): time,
 // build id, tool, language, the source relative to the working directory, outcome and reason, the

@@ -173,6 +173,20 @@ void count_reason(Counters& increments, ReasonCategory category, std::string_vie
   increments[counter_name(category, name)]++;
 }
 
+std::optional<double> OutcomeTotals::hit_rate() const {
+  if (cacheable() == 0) return std::nullopt;
+  return 100.0 * static_cast<double>(hits) / static_cast<double>(cacheable());
+}
+
+OutcomeTotals outcome_totals(const Counters& counters) {
+  auto get = [&](const char* name) {
+    const auto it = counters.find(name);
+    return it == counters.end() ? std::uint64_t{0} : it->second;
+  };
+  return {get(counter::kHits), get(counter::kMisses), get(counter::kPassthrough), get(counter::kErrors),
+          get(counter::kCompileFailed)};
+}
+
 std::uint64_t StatsSnapshot::get(const std::string& name) const {
   auto it = counters.find(name);
   return it == counters.end() ? 0 : it->second;
@@ -274,8 +288,7 @@ void StatsFile::zero() {
   const std::string path = util::join_path(dir_, kJournal);
   util::UniqueFd fd = open_journal(cache, O_RDWR | O_CREAT);
   lock(fd.get(), LOCK_EX, path);
-  if (!cache.write_atomic(kTotals, ""))
-    throw std::runtime_error("cannot replace " + util::join_path(dir_, kTotals));
+  if (!cache.write_atomic(kTotals, "")) throw std::runtime_error("cannot replace " + util::join_path(dir_, kTotals));
   if (::ftruncate(fd.get(), 0) != 0) throw std::system_error(errno, std::generic_category(), "truncate " + path);
 }
 

@@ -13,6 +13,7 @@
 // A record that is cut short (crash, full disk) or damaged fails its checksum and is ignored.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -61,6 +62,20 @@ inline constexpr const char* kStagesWholePrefix = "stages_whole.";
 inline constexpr const char* kRemoteRanPrefix = "remote_ran.";
 inline constexpr const char* kRemoteFallbackPrefix = "remote_fallback.";
 }  // namespace counter
+
+// What `kache -s` and `kache report` call hits, misses, passthrough, errors and failed compiles, read
+// from counters (the totals, or a report's summed increments): one definition for both. `errors` are
+// kache's own failures (a store that could not be written or read, a remote that failed, an internal
+// error), most of them inside a compile that still hit or missed, so they are counted beside the
+// compiles, never as a share of them.
+struct OutcomeTotals {
+  std::uint64_t hits = 0, misses = 0, passthrough = 0, errors = 0, compile_failed = 0;
+  // Cacheable compiles: those kache looked up (hits and misses); passthroughs and failed compiles are not.
+  std::uint64_t cacheable() const { return hits + misses; }
+  // Percent of the cacheable compiles that hit; nullopt without any.
+  std::optional<double> hit_rate() const;
+};
+OutcomeTotals outcome_totals(const std::map<std::string, std::uint64_t>& counters);
 
 // Counts one reason (reasons.hpp) in increments: "passthrough" and "passthrough.<name>", "errors" and
 // "error.<name>", "not_stored.<name>", or "compile_failed". A name the table lacks is counted the same.

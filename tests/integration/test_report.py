@@ -1,12 +1,17 @@
 """`kache report` over the event log (issue 32), with the real gcc, g++, nvcc, cmake, ninja and chromium.
 
-- examples/mixed (C, C++ and CUDA) built cold with CMake and Ninja after `kache report --mark`, then
+- examples/mixed (C, C++ and CUDA) built cold with CMake and Ninja, then
   `kache report` in every form: the JSON's counts equal the deltas of `kache --print-stats` over the build
   and its compiles the compile steps of compile_commands.json; the Markdown's tables parse (header,
   separator, rows of as many cells) and hold no HTML; the trace parses and has one span per compile; the
   HTML page, opened in headless Chromium, renders its charts (the screenshot holds the outcome colours over
   chart-sized areas) and its own text holds the figures. The build again from a new build directory
   (another build id) is all hits, each knowing the miss time it saved.
+- Issue 42: a mark never changes what a plain `kache report` covers (the newest build; `--since-mark` is
+  asked for); errors are counted as `kache -s` counts them (a remote that failed inside compiles that still
+  missed); `--fail-under PERCENT` fails a job whose hit rate is below, after printing the report; each build
+  has a timeline of its own, with round time ticks and a row per job running at once; every form names
+  the date, kache's version and the cache dir.
 - Planted misconfigurations are the first cause of the report and a doctor row: a volatile define
   (-DBUILD_TIME changing per build), and an absolute -I keyed per checkout (a second checkout at another
   path, whose -I names its own absolute include directory), each beside more misses of an ordinary cause
@@ -107,6 +112,28 @@ def markdown_tables(text):
     return tables
 
 
+ROUND_STEPS = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900,
+               1800, 3600, 7200, 21600}
+
+
+def tick_seconds(label):
+    """Seconds of a timeline tick's label: "0", "250 ms", "5 s", "2 min", "1 min 30 s", "1 h"."""
+    total = 0.0
+    for number, unit in re.findall(r"([0-9.]+)\s*(ms|s|min|h)?", label):
+        total += float(number) * {"ms": 1e-3, "s": 1, "min": 60, "h": 3600, "": 1}[unit]
+    return round(total, 6)
+
+
+def event_line(t_ms, build, source, outcome, wall_us, miss_cost_ms=0):
+    """One record of events/events.jsonl (core/events.hpp), as a compile appends it."""
+    counts = {"hit": {"hits": 1}, "miss": {"misses": 1}, "passthrough": {"passthrough": 1}}[outcome]
+    record = {"v": 1, "t": t_ms, "build": build, "pid": 1, "tool": "gcc", "lang": "c", "src": source,
+              "outcome": outcome, "wall_us": wall_us, "cpu_us": wall_us, "counts": counts}
+    if miss_cost_ms:
+        record["miss_cost_ms"] = miss_cost_ms
+    return json.dumps(record) + "\n"
+
+
 def print_stats(env):
     out = buildsys.run([buildsys.LAUNCHER, "--print-stats"], cwd="/", env=env).stdout
     counters = {}
@@ -130,7 +157,6 @@ class Report(KacheTestCase):
     def build_mixed(self, checkout, build, env, build_id):
         self.configure_mixed(checkout, build, env)
         before = print_stats(env)
-        self.report(["--mark", "--label", build_id], env)
         buildsys.run(["ninja", "-C", build, "-j", buildsys.JOBS], cwd=build, env=dict(env, KACHE_BUILD_ID=build_id))
         after = print_stats(env)
         return {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)
@@ -154,12 +180,13 @@ class Report(KacheTestCase):
         self.assertGreater(x1 - x0, 200)
         self.assertGreater(y1 - y0, 200)
         # The page's own text holds the figures the charts draw.
-        for chart in ("chart-languages", "chart-compilers", "chart-time", "chart-timeline"):
+        for chart in ("chart-languages", "chart-compilers", "chart-time", "chart-timeline-1"):
             self.assertIn(f'id="{chart}"', dom)
         summary = re.search(r'<table id="summary">.*?</table>', dom, re.S).group(0)
         self.assertIn(f"<td>{len(steps)}</td>", summary)
-        timeline = re.search(r'<svg[^>]*id="chart-timeline".*?</svg>', dom, re.S).group(0)
-        self.assertEqual(timeline.count("<rect"), len(steps))
+        timelines = self.timelines(dom)
+        self.assertEqual(len(timelines), 1, "one build, one timeline")
+        self.assertEqual(timelines[0].count("<rect"), len(steps))
         for language in ("c", "c++", "cuda"):
             self.assertIn(f">{language}</text>", dom)
         return shot
@@ -214,6 +241,20 @@ class Report(KacheTestCase):
                         "every hit knows the cost of the miss that stored its entry")
         self.report(["--html", html_path, "--build", "mixed-warm"])
         self.check_html(html_path, steps, HIT_RGB)
+
+    def timelines(self, dom):
+        """The page's timeline charts, each checked: its tick labels increase from 0 in round steps."""
+        charts = re.findall(r'<svg[^>]*class="chart timeline".*?</svg>', dom, re.S)
+        for chart in charts:
+            labels = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', chart)
+            self.assertGreaterEqual(len(labels), 2, chart[:300])
+            values = [tick_seconds(label) for label in labels]
+            self.assertEqual(values[0], 0)
+            self.assertEqual(values, sorted(set(values)), labels)
+            steps = {round(b - a, 6) for a, b in zip(values, values[1:])}
+            self.assertEqual(len(steps), 1, labels)
+            self.assertIn(steps.pop(), ROUND_STEPS, labels)
+        return charts
 
     def sources(self, build):
         with open(os.path.join(build, "compile_commands.json")) as f:
@@ -278,6 +319,139 @@ class Report(KacheTestCase):
             self.gcc(self.path("two", "build"), ["-c", f"../src/{name}.c", "-o", f"{name}.o"], "abs-two")
         # Named by its flag: the path is an argument's value, which no report holds (issue 41).
         self.assert_first_cause("abs-two", "absolute-path", "(-I)")
+
+    def sources_to(self, names, text="int {name}(void) {{ return 1; }}\n"):
+        for name in names:
+            self.write(f"proj/{name}.c", text.format(name=name))
+
+    def test_a_mark_does_not_change_what_report_covers(self):
+        """Issue 42: one `--mark` made every later plain `kache report` mean "since that mark"."""
+        self.sources_to(["a", "b", "c", "d"])
+        proj = self.path("proj")
+        self.gcc(proj, ["-c", "a.c", "-o", "a.o"], "before")
+        self.kache(["report", "--mark", "--label", "nightly"])
+        for name in ("b", "c"):
+            self.gcc(proj, ["-c", f"{name}.c", "-o", f"{name}.o"], "one")
+        self.gcc(proj, ["-c", "d.c", "-o", "d.o"], "two")
+        plain = json.loads(self.report(["--json"]))
+        self.assertEqual((plain["selection"]["build"], plain["compiles"]), ("two", 1), plain["selection"])
+        self.assertIn("build two (the newest)", self.report([]))
+        since = json.loads(self.report(["--json", "--since-mark"]))
+        self.assertEqual(since["compiles"], 3)
+        self.assertIn("since the last mark, nightly", since["selection"]["description"])
+        self.assertIn("since the last mark, nightly", self.report(["--since-mark"]).splitlines()[0])
+
+    def test_without_a_mark_since_mark_says_so(self):
+        r = self.kache(["report", "--since-mark"], check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no mark was set", r.stderr)
+
+    def test_errors_are_counted_as_kache_dash_s_counts_them(self):
+        """A remote that refuses every connection: each compile still misses (and is stored locally), and
+        kache -s counts kache's own errors; the report said "0 errors" for the same compiles."""
+        self.sources_to(["a", "b", "c"])
+        proj = self.path("proj")
+        for name in ("a", "b", "c"):
+            buildsys.run([buildsys.LAUNCHER, "gcc", "-c", f"{name}.c", "-o", f"{name}.o"], cwd=proj,
+                         env=dict(self.env, KACHE_BUILD_ID="remote-down", KACHE_REMOTE_STORAGE="redis://127.0.0.1:1"))
+        dash_s = self.stats()
+        self.assertGreater(dash_s["errors"], 0, dash_s)
+        report = json.loads(self.report(["--json", "--build", "remote-down"]))
+        self.assertEqual((report["errors"], report["misses"], report["hits"]),
+                         (dash_s["errors"], dash_s["misses"], dash_s["hits"]))
+        self.assertEqual(report["counts"]["errors"], dash_s["errors"])
+        text = self.report(["--build", "remote-down"])
+        self.assertIn(f"{dash_s['errors']} errors", text)
+        markdown = dict(zip(*markdown_tables(self.report(["--markdown", "--build", "remote-down"]))[0]))
+        self.assertEqual(markdown["Errors"], str(dash_s["errors"]))
+
+    def test_fail_under_gates_a_ci_job_on_the_hit_rate(self):
+        self.sources_to(["a", "b", "c", "d"])
+        proj = self.path("proj")
+        for build in ("cold", "warm"):
+            for name in ("a", "b", "c", "d"):
+                self.gcc(proj, ["-c", f"{name}.c", "-o", f"{name}.o"], build)
+        cold = self.kache(["report", "--build", "cold", "--fail-under", "80"], check=False)
+        self.assertEqual(cold.returncode, 1, cold.stderr)
+        self.assertIn("4 compiles: 0 hits, 4 misses", cold.stdout, "the report is printed all the same")
+        self.assertEqual(len(cold.stderr.strip().splitlines()), 1, cold.stderr)
+        self.assertIn("below --fail-under 80", cold.stderr)
+        warm = self.kache(["report", "--fail-under", "80"], check=False)
+        self.assertEqual((warm.returncode, warm.stderr), (0, ""))
+        self.assertEqual(self.kache(["report", "--markdown", "--fail-under", "100"], check=False).returncode, 0)
+        for bad in ("abc", "101", "-5", "80%"):
+            r = self.kache(["report", "--fail-under", bad], check=False)
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+            self.assertIn("--help", r.stderr)
+        empty = self.kache(["report", "--build", "no-such-build", "--fail-under", "50"], check=False)
+        self.assertEqual(empty.returncode, 1)
+        self.assertIn("no cacheable compile", empty.stderr)
+
+    def test_each_build_has_its_own_timeline_with_ticks_and_job_rows(self):
+        """Two builds an hour apart: each its own timeline (the gap is not drawn), the first's three
+        parallel jobs on three rows, round ticks along each; every form says when, which kache and which
+        cache dir."""
+        os.makedirs(os.path.join(self.cache, "events"))
+        t0 = 1_765_000_000_000
+        lines = [event_line(t0, "ci-1", "a.c", "miss", 4_000_000), event_line(t0 + 100, "ci-1", "b.c", "miss", 3_000_000),
+                 event_line(t0 + 200, "ci-1", "c.c", "miss", 2_000_000), event_line(t0 + 4_500, "ci-1", "d.c", "miss", 9_000_000),
+                 event_line(t0 + 3_600_000, "ci-2", "a.c", "hit", 20_000, 4000),
+                 event_line(t0 + 3_600_005, "ci-2", "b.c", "hit", 20_000, 3000),
+                 event_line(t0 + 3_600_040, "ci-2", "c.c", "passthrough", 1_000)]
+        with open(os.path.join(self.cache, "events", "events.jsonl"), "w") as f:
+            f.writelines(lines)
+        html_path, trace_path = self.path("two-builds.html"), self.path("two-builds.json")
+        self.kache(["report", "--all", "--html", html_path, "--trace", trace_path])
+        browser = chromium()
+        if browser is None:
+            self.skipTest("chromium is not installed (scripts/setup.sh installs it)")
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=900,2600"]
+        dom = subprocess.run([browser] + flags + ["--dump-dom", "file://" + html_path], capture_output=True, text=True,
+                             timeout=300, cwd=self.ws, env=self.env).stdout
+        charts = self.timelines(dom)
+        self.assertEqual(len(charts), 2, "one timeline per build")
+        first, second = charts
+        rows = {int(y) for y in re.findall(r'<rect class="miss"[^>]*\by="(\d+)"', first)}
+        self.assertEqual(len(rows), 3, "three jobs ran at once: three rows; d.c reuses a free row")
+        self.assertEqual(first.count("<rect"), 4)
+        self.assertEqual(second.count('<rect class="hit"'), 2)
+        self.assertEqual(second.count('<rect class="passthrough"'), 1)
+        self.assertIn('aria-label="Timeline of build ci-1: 4 compiles', first)
+        # The second build's axis is its own 40 ms, not the hour since the first build.
+        self.assertNotIn(" min", " ".join(re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', second)))
+        self.assertIn(" s<", first)
+
+        with open(trace_path) as f:
+            trace = json.load(f)
+        self.assertEqual(len({e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"}), 2, "a process per build")
+        self.assertEqual(trace["otherData"]["cache_dir"], self.cache)
+        version = self.kache(["--version"]).stdout.split()[1]
+        self.assertEqual(trace["otherData"]["version"], version)
+        made = trace["otherData"]["made"]
+        self.assertRegex(made, r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")
+        start = "2025-12-06 05:46:40"  # t0 in UTC
+        report = json.loads(self.report(["--all", "--json"]))
+        self.assertEqual((report["version"], report["cache_dir"], report["start"]), (version, self.cache, start + " UTC"))
+        self.assertEqual([b["lanes"] for b in report["builds"]], [3, 2])
+        for text in (self.report(["--all"]), self.report(["--all", "--markdown"]), dom):
+            for fact in (start, f"kache {version}", self.cache, made[:10]):
+                self.assertIn(fact, text)
+
+    def test_time_saved_is_cpu_time_with_a_wall_clock_estimate(self):
+        """Four hits at once, each saving 0.9 s: 3.6 s of CPU time, about 0.9 s of wall clock."""
+        os.makedirs(os.path.join(self.cache, "events"))
+        t0 = 1_765_000_000_000
+        with open(os.path.join(self.cache, "events", "events.jsonl"), "w") as f:
+            f.writelines(event_line(t0, "par", f"{n}.c", "hit", 100_000, 1000) for n in "abcd")
+        report = json.loads(self.report(["--json"]))
+        self.assertAlmostEqual(report["time"]["saved_s"], 3.6)
+        self.assertAlmostEqual(report["time"]["saved_wall_s"], 0.9)
+        text = self.report([])
+        self.assertIn("time saved by hits 3.6 s CPU time (summed over parallel jobs), about 900 ms of wall-clock time",
+                      text)
+        summary = dict(zip(*markdown_tables(self.report(["--markdown"]))[0]))
+        self.assertEqual((summary["Time saved (CPU)"], summary["Time saved (wall, est.)"]), ("3.6 s", "900 ms"))
+
 
 if __name__ == "__main__":
     kachetest.main()

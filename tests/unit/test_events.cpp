@@ -259,8 +259,8 @@ TEST(ReportModel, CountsCompilesOnceAndMisconfigurationsFirst) {
   events.back().build = "b2";
   const Model m = build_model(events, Selection{"b1", 0, "build b1"});
   EXPECT_EQ(m.compiles, 5u);
-  EXPECT_EQ(m.hits, 1u);
-  EXPECT_EQ(m.misses, 3u);
+  EXPECT_EQ(m.totals.hits, 1u);
+  EXPECT_EQ(m.totals.misses, 3u);
   EXPECT_EQ(m.counts.at("hits"), 1u);  // stage reuse is not a hit
   EXPECT_EQ(m.counts.at("stage_hits.ptx"), 6u);
   ASSERT_EQ(m.causes.size(), 2u);
@@ -271,6 +271,45 @@ TEST(ReportModel, CountsCompilesOnceAndMisconfigurationsFirst) {
   EXPECT_EQ(m.lanes[2], 2u);
   EXPECT_NEAR(m.saved_s, 0.99, 1e-9);
   EXPECT_EQ(m.slowest_misses.front(), 0u);
+}
+
+// kache -s counts an error inside a compile that still missed (the store could not be written, a remote
+// failed); the report counted only compiles whose outcome was "error", and said 0 where -s said 4.
+TEST(ReportModel, ErrorsAreCountedAsKacheDashSCountsThem) {
+  std::vector<CompileEvent> events = {at("miss", 1000, 500000), at("miss", 1100, 400000), at("hit", 1300, 10000)};
+  for (auto* e : {&events[0], &events[1]}) {
+    e->counts["errors"] = 1;
+    e->counts["error.remote-failed"] = 1;
+  }
+  CompileEvent uncached = at("passthrough", 1400, 1000);
+  uncached.outcome = "error";
+  uncached.counts = {{"errors", 1}, {"error.internal", 1}};
+  events.push_back(uncached);
+  const Model m = build_model(events, Selection{});
+  EXPECT_EQ(m.totals.errors, 3u);
+  EXPECT_EQ(m.totals.errors, core::outcome_totals(m.counts).errors);
+  EXPECT_EQ(m.uncached, 1u);
+  EXPECT_EQ(m.totals.misses, 2u);
+  EXPECT_NEAR(hit_rate(m), 100.0 / 3.0, 1e-9);
+}
+
+// Each build on its own timeline: rows restart per build, and a build's parallelism (its compiles'
+// summed time over the time any ran) turns its CPU-time saving into a wall-clock estimate.
+TEST(ReportModel, EachBuildHasItsOwnTimelineAndParallelism) {
+  std::vector<CompileEvent> events = {at("hit", 1000, 100000), at("hit", 1000, 100000), at("hit", 1000, 100000),
+                                      at("hit", 1000, 100000)};
+  CompileEvent later = at("miss", 3600000, 500000);
+  later.build = "b2";
+  events.push_back(later);
+  const Model m = build_model(events, Selection{});
+  ASSERT_EQ(m.builds.size(), 2u);
+  EXPECT_EQ(m.builds[0].lanes, 4u);
+  EXPECT_EQ(m.builds[1].lanes, 1u);
+  EXPECT_EQ(m.lanes[4], 0u);  // the second build starts on row 0 again
+  EXPECT_NEAR(m.builds[0].parallelism(), 4.0, 1e-9);
+  EXPECT_NEAR(m.saved_s, 4 * 0.9, 1e-9);
+  EXPECT_NEAR(m.saved_wall_s, 0.9, 1e-9);
+  EXPECT_EQ(m.builds[1].start_ms, 3600000);
 }
 
 TEST(ReportModel, DirectModeOffIsAMisconfigurationRow) {
