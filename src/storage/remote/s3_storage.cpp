@@ -135,7 +135,10 @@ S3Addressing s3_addressing(const core::RemoteUrl& url) {
   return *addressing == "path" ? S3Addressing::path : S3Addressing::virtual_hosted;
 }
 
-std::string s3_region(const core::RemoteUrl& url) { return url.attribute("region").value_or("us-east-1"); }
+std::string s3_region(const core::RemoteUrl& url) {
+  if (std::optional<std::string> region = url.attribute("region")) return *region;
+  return aws_region_from_environment().value_or("us-east-1");
+}
 
 core::RemoteUrl s3_endpoint(const core::RemoteUrl& url) {
   core::RemoteUrl server;
@@ -174,7 +177,7 @@ std::string S3Storage::object_path(std::string_view key) const {
 const AwsCredentials& S3Storage::credentials() {
   if (!credentials_) {
     std::string why;
-    credentials_ = find_aws_credentials(why);
+    credentials_ = find_aws_credentials(why, s3_region(url_));
     if (!credentials_) throw RemoteError(RemoteFailure::Kind::auth, name() + ": " + why);
   }
   return *credentials_;
@@ -278,8 +281,9 @@ std::vector<core::DoctorRow> S3Storage::probe(std::string_view probe_key) {
   } catch (const std::exception& e) {
     rows.push_back(remote_row("authenticated", Level::fail, shown,
                               std::string(e.what()) + ": every compile skips this remote.",
-                              "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and a profile of "
-                              "~/.aws/credentials) to keys the server accepts, and check region="));
+                              "give credentials the server accepts (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                              "AWS_PROFILE, web identity, container or instance credentials: docs/remote-storage.md), "
+                              "and check region="));
     return rows;
   }
   if (read_only()) {
