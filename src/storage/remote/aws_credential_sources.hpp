@@ -33,6 +33,7 @@ struct AwsProfile {
   AwsIniSection sso_session;
   bool found = false;  // in either file
   std::string keys_file;  // the file its aws_access_key_id came from, for messages
+  std::string credentials_file, config_file;
   std::string setting(std::string_view key) const;
 };
 AwsProfile merge_aws_profile(const AwsIni& config, const AwsIni& credentials, std::string_view name);

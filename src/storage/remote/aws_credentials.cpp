@@ -246,8 +246,8 @@ std::optional<AwsCredentials> find_aws_credentials(std::string& why, const std::
   if (auto found = from_profile(profile, region, why)) return found;
   if (!why.empty()) return std::nullopt;
   if (!profile.found && !aws_env("AWS_PROFILE").empty()) {
-    why = "no AWS credentials: AWS_PROFILE names " + profile.name +
-          ", which neither the credentials file nor the config file has";
+    why = "no AWS credentials: AWS_PROFILE names profile " + profile.name + ", but neither " +
+          profile.credentials_file + " nor " + profile.config_file + " has it";
     return std::nullopt;
   }
   if (auto found = credentials_from_container(why)) return found;

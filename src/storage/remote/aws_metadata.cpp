@@ -1,5 +1,7 @@
 // Credentials a machine hands its programs: ECS (and EKS Pod Identity) container credentials, and
 // EC2 instance metadata (IMDSv2: a session token by PUT first, then the role's credentials with it).
+#include <arpa/inet.h>
+
 #include "storage/remote/aws_credential_cache.hpp"
 #include "storage/remote/aws_credential_sources.hpp"
 #include "util/fs.hpp"
@@ -20,8 +22,10 @@ std::string trimmed(std::string text) {
 }
 
 bool loopback_or_metadata_host(std::string_view host) {
-  return host == "localhost" || host.starts_with("127.") || host == "::1" || host == "169.254.170.2" ||
-         host == "169.254.170.23" || host == "fd00:ec2::23";
+  in_addr v4{};
+  const bool loopback_v4 = ::inet_pton(AF_INET, std::string(host).c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+  return loopback_v4 || host == "localhost" || host == "::1" || host == "169.254.170.2" || host == "169.254.170.23" ||
+         host == "fd00:ec2::23";
 }
 
 }  // namespace

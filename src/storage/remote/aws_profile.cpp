@@ -97,6 +97,8 @@ AwsProfile load_aws_profile() {
   const bool keys_there =
       in_credentials != credentials.end() && in_credentials->second.contains("aws_access_key_id");
   profile.keys_file = keys_there ? credentials_file : config_file;
+  profile.credentials_file = credentials_file;
+  profile.config_file = config_file;
   return profile;
 }
 
