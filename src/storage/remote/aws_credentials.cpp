@@ -253,10 +253,13 @@ std::optional<AwsCredentials> find_aws_credentials(std::string& why, const std::
   if (auto found = credentials_from_container(why)) return found;
   if (!why.empty()) return std::nullopt;
   if (auto found = credentials_from_instance_metadata(why)) return found;
-  if (why.empty()) {
-    why = "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set, profile " + profile.name +
-          " has none, and neither container nor instance credentials are available";
-  }
+  // Instance metadata is the last resort, asked on any machine: its failure alone would mislead.
+  const std::string none = "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set, "
+                           "no web identity, profile " + profile.name + " has none (" + profile.credentials_file +
+                           ", " + profile.config_file + "), no container credentials";
+  const std::string_view prefix = "no AWS credentials: ";
+  why = why.empty() ? none + ", and instance metadata is disabled"
+                    : none + ", and " + (why.starts_with(prefix) ? why.substr(prefix.size()) : why);
   return std::nullopt;
 }
 
