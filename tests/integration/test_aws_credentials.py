@@ -276,6 +276,19 @@ class CredentialChain(S3Case):
         self.assert_build_unharmed(env)
         self.assertEqual(self.stand_in.requests, [])
 
+    def test_region_from_the_environment_unless_the_url_names_one(self):
+        # Swift signs for us-east-1 only: another region in the signature is refused.
+        env = self.env_for("one", self.url(), AWS_ACCESS_KEY_ID=self.swift.access_key,
+                           AWS_SECRET_ACCESS_KEY=self.swift.secret_key, AWS_REGION="eu-west-1")
+        rows = self.doctor_rows(env)
+        self.assertEqual(rows["authenticated"]["status"], "fail", rows)
+        self.assertIn("AuthorizationHeaderMalformed", rows["authenticated"]["message"])
+        config = self.write("aws-config", "[default]\nregion = eu-west-1\n")
+        env = dict(env, AWS_REGION=None, AWS_CONFIG_FILE=config)
+        self.assertEqual(self.doctor_rows(env)["authenticated"]["status"], "fail")
+        env = self.env_for("one", self.url("|region=us-east-1"), **{k: v for k, v in env.items() if k.startswith("AWS")})
+        self.assertEqual(self.doctor_rows(env)["authenticated"]["status"], "ok")
+
     def assert_build_unharmed(self, env):
         for u in ("a", "b", "c"):
             self.assertEqual(self.compile("one", u, env).stderr, "")

@@ -161,6 +161,7 @@ S3Error parse_s3_error(std::string_view body) { return {element(body, "Code"), e
 S3Storage::S3Storage(core::RemoteUrl url, std::string ca_file, std::uint64_t max_body, bool every_remote_read_only)
     : RemoteBackend(url, every_remote_read_only),
       url_(std::move(url)),
+      region_(s3_region(url_)),
       server_(s3_endpoint(url_)),
       ca_file_(std::move(ca_file)),
       max_body_(max_body) {}
@@ -177,7 +178,7 @@ std::string S3Storage::object_path(std::string_view key) const {
 const AwsCredentials& S3Storage::credentials() {
   if (!credentials_) {
     std::string why;
-    credentials_ = find_aws_credentials(why, s3_region(url_));
+    credentials_ = find_aws_credentials(why, region_);
     if (!credentials_) throw RemoteError(RemoteFailure::Kind::auth, name() + ": " + why);
   }
   return *credentials_;
@@ -202,7 +203,7 @@ HttpResponse S3Storage::send(HttpMethod method, const std::string& path, std::st
                          {"x-amz-date", canonical.amz_date}};
     if (!keys.session_token.empty()) canonical.headers.emplace_back("x-amz-security-token", keys.session_token);
     const SigV4Signature signature =
-        sign_v4(canonical, keys.access_key_id, keys.secret_access_key, s3_region(url_), "s3");
+        sign_v4(canonical, keys.access_key_id, keys.secret_access_key, region_, "s3");
     request.headers.assign(canonical.headers.begin() + 1, canonical.headers.end());  // Host goes out anyway
     request.headers.emplace_back("authorization", signature.authorization);
   }

@@ -77,6 +77,7 @@ class S3Storage final : public RemoteBackend {
   [[noreturn]] void refused(const char* method, const HttpResponse& r) const;
 
   core::RemoteUrl url_;
+  std::string region_;  // s3_region, read once: without region= it may come from the AWS config file
   core::RemoteUrl server_;
   std::string ca_file_;
   std::uint64_t max_body_;
