@@ -55,10 +55,10 @@ std::string isolated_chain(ScopedEnv& env, const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir + "/runtime");
   ::chmod((dir + "/runtime").c_str(), 0700);
-  for (const char* v : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                        "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                        "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_REGION", "AWS_DEFAULT_REGION",
-                        "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS"}) {
+  for (const char* v :
+       {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_REGION",
+        "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS"}) {
     env.unset(v);
   }
   env.set("AWS_SHARED_CREDENTIALS_FILE", dir + "/credentials");
@@ -247,7 +247,8 @@ TEST(AwsCredentials, ChainOrder) {
   EXPECT_NE(why.find("no AWS credentials"), std::string::npos) << why;
   std::ofstream(dir + "/config") << "[profile proc]\nregion = eu-north-1\ncredential_process = /bin/echo "
                                     "'{\"Version\": 1, \"AccessKeyId\": \"AKPROC\", \"SecretAccessKey\": \"SKPROC\"}'\n"
-                                    "[profile webid]\nweb_identity_token_file = " + dir + "/token\n";
+                                    "[profile webid]\nweb_identity_token_file = " +
+                                        dir + "/token\n";
   env.set("AWS_PROFILE", "proc");
   auto c = find_aws_credentials(why);
   ASSERT_TRUE(c) << why;
@@ -273,6 +274,31 @@ TEST(AwsCredentials, ChainOrder) {
   c = find_aws_credentials(why);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->access_key_id, "AKENV");
+}
+
+// A credential_process is bounded: its output (64 KiB), and a failure is a reason naming the profile.
+TEST(AwsCredentials, CredentialProcessBounds) {
+  ScopedEnv env;
+  const std::string dir = isolated_chain(env, "process");
+  std::ofstream(dir + "/config") << "[profile big]\ncredential_process = /usr/bin/head -c 70000 /dev/zero\n"
+                                    "[profile failing]\ncredential_process = /bin/false\n"
+                                    "[profile absent]\ncredential_process = no-such-kache-helper --json\n";
+  std::string why;
+  env.set("AWS_PROFILE", "big");
+  EXPECT_FALSE(find_aws_credentials(why));
+  EXPECT_NE(why.find("more than 64 KiB"), std::string::npos) << why;
+  env.set("AWS_PROFILE", "failing");
+  EXPECT_FALSE(find_aws_credentials(why));
+  EXPECT_NE(why.find("credential_process of profile failing failed (exit status 1)"), std::string::npos) << why;
+  env.set("AWS_PROFILE", "absent");
+  EXPECT_FALSE(find_aws_credentials(why));
+  EXPECT_NE(why.find("no-such-kache-helper, which is not found in PATH"), std::string::npos) << why;
+}
+
+TEST(AwsCredentials, HeaderValuesArePrintable) {
+  EXPECT_TRUE(header_safe("AQAEAFgx-token_value=="));
+  EXPECT_FALSE(header_safe("token\r\nx-injected: 1"));
+  EXPECT_FALSE(header_safe(std::string("a\0b", 3)));
 }
 
 TEST(AwsCredentials, ExpiredSsoTokenNamesTheLoginCommand) {

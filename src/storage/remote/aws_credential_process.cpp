@@ -26,7 +26,8 @@ std::optional<AwsCredentials> credentials_from_process(const std::string& comman
   }
   const util::Environment env = util::current_environment();
   std::optional<std::string> exe = argv[0];
-  if (argv[0].find('/') == std::string::npos) exe = util::find_executable(argv[0], util::env_get(env, "PATH").value_or(""));
+  if (argv[0].find('/') == std::string::npos)
+    exe = util::find_executable(argv[0], util::env_get(env, "PATH").value_or(""));
   if (!exe) {
     why = "no AWS credentials: the " + source + " names " + argv[0] + ", which is not found in PATH";
     return std::nullopt;

@@ -31,7 +31,7 @@ struct AwsProfile {
   std::string name;
   AwsIniSection settings;
   AwsIniSection sso_session;
-  bool found = false;  // in either file
+  bool found = false;     // in either file
   std::string keys_file;  // the file its aws_access_key_id came from, for messages
   std::string credentials_file, config_file;
   std::string setting(std::string_view key) const;
@@ -54,7 +54,12 @@ HttpResponse aws_service_exchange(const AwsServiceRequest& request);
 // `ask` with a function that performs one request of a path on `base`.
 using AwsAsk = std::function<HttpResponse(HttpMethod, std::string_view path,
                                           std::vector<std::pair<std::string, std::string>> headers)>;
-void with_aws_service(const std::string& base, int connect_ms, int total_ms, const std::function<void(const AwsAsk&)>& use);
+void with_aws_service(const std::string& base, int connect_ms, int total_ms,
+                      const std::function<void(const AwsAsk&)>& use);
+
+// Whether a value may go into a request header: printable ASCII only, so a token read from a file or
+// an answer cannot end the header and add its own.
+bool header_safe(std::string_view value);
 
 // The service endpoint the environment sets for `service_variable` (AWS_ENDPOINT_URL_STS), else
 // AWS_ENDPOINT_URL, else "".

@@ -75,10 +75,9 @@ std::optional<std::time_t> parse_aws_time(std::string_view text) {
   // YYYY-MM-DDTHH:MM:SS, then optional fractional seconds, then Z or +00:00.
   std::tm tm{};
   int year = 0, month = 0, day = 0;
-  if (!digits(text, 0, 4, year) || text.size() < 19 || text[4] != '-' || !digits(text, 5, 2, month) ||
-      text[7] != '-' || !digits(text, 8, 2, day) || (text[10] != 'T' && text[10] != 't') ||
-      !digits(text, 11, 2, tm.tm_hour) || text[13] != ':' || !digits(text, 14, 2, tm.tm_min) || text[16] != ':' ||
-      !digits(text, 17, 2, tm.tm_sec)) {
+  if (!digits(text, 0, 4, year) || text.size() < 19 || text[4] != '-' || !digits(text, 5, 2, month) || text[7] != '-' ||
+      !digits(text, 8, 2, day) || (text[10] != 'T' && text[10] != 't') || !digits(text, 11, 2, tm.tm_hour) ||
+      text[13] != ':' || !digits(text, 14, 2, tm.tm_min) || text[16] != ':' || !digits(text, 17, 2, tm.tm_sec)) {
     return std::nullopt;
   }
   std::string_view rest = text.substr(19);
@@ -193,9 +192,9 @@ std::optional<AwsCredentials> from_environment() {
 std::optional<AwsCredentials> web_identity(const std::string& token_file, const std::string& role_arn,
                                            const std::string& session_name, const std::string& region,
                                            std::string& why) {
-  return cached_or_fetched("web-identity\n" + role_arn + "\n" + token_file + "\n" + aws_endpoint_override("AWS_ENDPOINT_URL_STS"), [&] {
-    return credentials_from_web_identity(token_file, role_arn, session_name, region, why);
-  });
+  return cached_or_fetched(
+      "web-identity\n" + role_arn + "\n" + token_file + "\n" + aws_endpoint_override("AWS_ENDPOINT_URL_STS"),
+      [&] { return credentials_from_web_identity(token_file, role_arn, session_name, region, why); });
 }
 
 // The profile's own way to credentials, in the SDKs' order; nullopt with `why` empty when it names
@@ -222,7 +221,8 @@ std::optional<AwsCredentials> from_profile(const AwsProfile& profile, const std:
   }
   if (!profile.setting("sso_session").empty() || !profile.setting("sso_start_url").empty()) {
     return cached_or_fetched("sso\n" + profile.name + "\n" + profile.setting("sso_account_id") + "\n" +
-                                 profile.setting("sso_role_name") + "\n" + aws_endpoint_override("AWS_ENDPOINT_URL_SSO"),
+                                 profile.setting("sso_role_name") + "\n" +
+                                 aws_endpoint_override("AWS_ENDPOINT_URL_SSO"),
                              [&] { return credentials_from_sso(profile, why); });
   }
   return std::nullopt;
@@ -254,9 +254,11 @@ std::optional<AwsCredentials> find_aws_credentials(std::string& why, const std::
   if (!why.empty()) return std::nullopt;
   if (auto found = credentials_from_instance_metadata(why)) return found;
   // Instance metadata is the last resort, asked on any machine: its failure alone would mislead.
-  const std::string none = "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set, "
-                           "no web identity, profile " + profile.name + " has none (" + profile.credentials_file +
-                           ", " + profile.config_file + "), no container credentials";
+  const std::string none =
+      "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set, "
+      "no web identity, profile " +
+      profile.name + " has none (" + profile.credentials_file + ", " + profile.config_file +
+      "), no container credentials";
   const std::string_view prefix = "no AWS credentials: ";
   why = why.empty() ? none + ", and instance metadata is disabled"
                     : none + ", and " + (why.starts_with(prefix) ? why.substr(prefix.size()) : why);

@@ -26,8 +26,8 @@ namespace kache::storage::remote {
 struct AwsCredentials {
   std::string access_key_id;
   std::string secret_access_key;
-  std::string session_token;         // empty: long-term credentials
-  std::string source;                // where they came from, for messages
+  std::string session_token;              // empty: long-term credentials
+  std::string source;                     // where they came from, for messages
   std::optional<std::time_t> expiration;  // temporary credentials: when they stop working
 };
 

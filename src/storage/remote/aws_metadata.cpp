@@ -5,6 +5,7 @@
 #include "storage/remote/aws_credential_cache.hpp"
 #include "storage/remote/aws_credential_sources.hpp"
 #include "util/fs.hpp"
+#include "util/text.hpp"
 
 namespace kache::storage::remote {
 
@@ -47,8 +48,9 @@ std::optional<AwsCredentials> credentials_from_container(std::string& why) {
   if (relative.empty() && full.empty()) return std::nullopt;
   const std::string url = relative.empty() ? full : kEcsHost + relative;
   if (relative.empty() && !container_url_allowed(full)) {
-    why = "no AWS credentials: AWS_CONTAINER_CREDENTIALS_FULL_URI must be https, or http to a loopback, ECS or EKS "
-          "address";
+    why =
+        "no AWS credentials: AWS_CONTAINER_CREDENTIALS_FULL_URI must be https, or http to a loopback, ECS or EKS "
+        "address";
     return std::nullopt;
   }
   return cached_or_fetched("container\n" + url, [&]() -> std::optional<AwsCredentials> {
@@ -64,6 +66,10 @@ std::optional<AwsCredentials> credentials_from_container(std::string& why) {
         why = "no AWS credentials: AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE " + token_file + " cannot be read";
         return std::nullopt;
       }
+    }
+    if (!header_safe(token)) {
+      why = "no AWS credentials: the container authorization token holds control characters";
+      return std::nullopt;
     }
     if (!token.empty()) request.headers = {{"authorization", token}};
     HttpResponse answer;
@@ -101,20 +107,21 @@ std::optional<AwsCredentials> credentials_from_instance_metadata(std::string& wh
       with_aws_service(endpoint, kConnectMs, kTotalMs, [&](const AwsAsk& ask) {
         const HttpResponse token =
             ask(HttpMethod::put, "/latest/api/token", {{"x-aws-ec2-metadata-token-ttl-seconds", "21600"}});
-        if (token.status != 200 || token.body.empty()) {
-          why = "no AWS credentials: instance metadata refused a session token (HTTP " + std::to_string(token.status) + ")";
+        if (token.status != 200 || token.body.empty() || !header_safe(token.body)) {
+          why = "no AWS credentials: instance metadata refused a session token (HTTP " + std::to_string(token.status) +
+                ")";
           return;
         }
         const std::vector<std::pair<std::string, std::string>> with_token = {{"x-aws-ec2-metadata-token", token.body}};
         const std::string base = "/latest/meta-data/iam/security-credentials/";
         const HttpResponse roles = ask(HttpMethod::get, base, with_token);
         const std::string role = trimmed(roles.body.substr(0, roles.body.find('\n')));
-        if (roles.status != 200 || role.empty() || role.find('/') != std::string::npos) {
-          why = "no AWS credentials: this instance has no instance profile role (HTTP " +
-                std::to_string(roles.status) + ")";
+        if (roles.status != 200 || role.empty() || !header_safe(role)) {
+          why = "no AWS credentials: this instance has no instance profile role (HTTP " + std::to_string(roles.status) +
+                ")";
           return;
         }
-        const HttpResponse document = ask(HttpMethod::get, base + role, with_token);
+        const HttpResponse document = ask(HttpMethod::get, base + util::percent_encode(role), with_token);
         std::string parse_why;
         if (document.status == 200) found = parse_metadata_credentials(document.body, parse_why);
         if (!found) {

@@ -94,8 +94,7 @@ AwsProfile load_aws_profile() {
   const AwsIni credentials = parse_aws_ini(read_if_present(credentials_file));
   AwsProfile profile = merge_aws_profile(parse_aws_ini(read_if_present(config_file)), credentials, name);
   const auto in_credentials = credentials.find(name);
-  const bool keys_there =
-      in_credentials != credentials.end() && in_credentials->second.contains("aws_access_key_id");
+  const bool keys_there = in_credentials != credentials.end() && in_credentials->second.contains("aws_access_key_id");
   profile.keys_file = keys_there ? credentials_file : config_file;
   profile.credentials_file = credentials_file;
   profile.config_file = config_file;

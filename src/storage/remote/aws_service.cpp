@@ -1,9 +1,9 @@
 // Requests to the AWS credential services (STS, the SSO portal, ECS, instance metadata) over the one
 // HTTP client, HttpConnection, with the service's own short deadlines.
-#include "storage/remote/http_connection.hpp"
 #include "storage/remote/aws_credential_sources.hpp"
-#include "storage/remote/remote_failure.hpp"
+#include "storage/remote/http_connection.hpp"
 #include "storage/remote/http_storage.hpp"
+#include "storage/remote/remote_failure.hpp"
 
 namespace kache::storage::remote {
 
@@ -58,6 +58,13 @@ core::RemoteUrl service_server(std::string_view url, std::string& target) {
 }
 
 }  // namespace
+
+bool header_safe(std::string_view value) {
+  for (char c : value) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
 
 void with_aws_service(const std::string& base, int connect_ms, int total_ms,
                       const std::function<void(const AwsAsk&)>& use) {

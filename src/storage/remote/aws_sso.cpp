@@ -44,7 +44,8 @@ std::optional<AwsCredentials> credentials_from_sso(const AwsProfile& profile, st
           " lacks one of sso_region, sso_account_id, sso_role_name and sso_session (or sso_start_url)";
     return std::nullopt;
   }
-  const std::string token_file = aws_env("HOME") + "/.aws/sso/cache/" + sso_cache_file_name(session.empty() ? start_url : session);
+  const std::string token_file =
+      aws_env("HOME") + "/.aws/sso/cache/" + sso_cache_file_name(session.empty() ? start_url : session);
   std::string token;
   std::optional<std::time_t> expires;
   try {
@@ -58,7 +59,7 @@ std::optional<AwsCredentials> credentials_from_sso(const AwsProfile& profile, st
     why = "no AWS credentials: profile " + profile.name + " has no SSO login in " + token_file + ": " + login;
     return std::nullopt;
   }
-  if (token.empty() || !expires) {
+  if (token.empty() || !expires || !header_safe(token)) {
     why = "no AWS credentials: the SSO token of profile " + profile.name + " is unreadable: " + login;
     return std::nullopt;
   }

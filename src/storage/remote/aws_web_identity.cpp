@@ -45,9 +45,9 @@ std::optional<AwsCredentials> credentials_from_web_identity(const std::string& t
   }
   const std::string name = session_name.empty() ? "kache-" + std::to_string(std::time(nullptr)) : session_name;
   AwsServiceRequest request;
-  request.url = sts_endpoint(region) + "/?Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" +
-                util::percent_encode(role_arn) + "&RoleSessionName=" + util::percent_encode(name) +
-                "&WebIdentityToken=" + util::percent_encode(token);
+  request.url = sts_endpoint(region) +
+                "/?Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" + util::percent_encode(role_arn) +
+                "&RoleSessionName=" + util::percent_encode(name) + "&WebIdentityToken=" + util::percent_encode(token);
   request.headers = {{"accept", "application/xml"}};
   HttpResponse answer;
   try {

@@ -13,8 +13,8 @@
 //
 // Its URLs (s3_scheme, the scheme table's row): s3://BUCKET[/PREFIX], no credentials in them (they come
 // from the AWS SDKs' chain, aws_credentials.hpp), no port, no shards=.
-//   attributes: region=NAME (AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1) | endpoint=http[s]://HOST[:PORT] (an S3-compatible server; AWS's
-//               own when absent) | addressing=path|virtual (S3Addressing; virtual for AWS, path with an
+//   attributes: region=NAME (AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1)
+//               | endpoint=http[s]://HOST[:PORT] (an S3-compatible server; AWS's own when absent) | addressing=path|virtual (S3Addressing; virtual for AWS, path with an
 //               endpoint)
 #include <cstdint>
 #include <ctime>
