@@ -77,6 +77,7 @@ TEST(AwsCredentials, TimesAsTheServicesWriteThem) {
   EXPECT_FALSE(parse_aws_time("2026-12-08 01:00:00"));
   EXPECT_FALSE(parse_aws_time("2026-12-08T01:00:00+02:00"));
   EXPECT_FALSE(parse_aws_time("2026-13-08T01:00:00Z"));
+  EXPECT_FALSE(parse_aws_time("2026-02-31T01:00:00Z"));
   EXPECT_FALSE(parse_aws_time(""));
 }
 

@@ -92,7 +92,11 @@ std::optional<std::time_t> parse_aws_time(std::string_view text) {
   tm.tm_year = year - 1900;
   tm.tm_mon = month - 1;
   tm.tm_mday = day;
-  return ::timegm(&tm);
+  const std::tm asked = tm;
+  const std::time_t when = ::timegm(&tm);
+  // timegm moves a day that does not exist (February 31) into the next month: not a time AWS writes.
+  if (tm.tm_mday != asked.tm_mday || tm.tm_mon != asked.tm_mon) return std::nullopt;
+  return when;
 }
 
 std::optional<AwsCredentials> parse_credentials_file(std::string_view text, std::string_view profile) {
