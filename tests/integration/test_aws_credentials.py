@@ -185,6 +185,13 @@ class CredentialChain(S3Case):
         self.compile("one", "a", dict(env, KACHE_DIR=self.path("cache-fresh")))
         self.assertEqual(len(self.stand_in.calls("/?")), 3)
 
+    def test_credentials_expiring_within_a_minute_are_renewed_within_one_compile(self):
+        # The miss's lookup and its store are separate requests: each gets credentials good for it.
+        self.stand_in.lifetime_s = 30
+        env = self.web_identity_env()
+        self.assert_stored_in_the_bucket(env)
+        self.assertGreater(len(self.stand_in.calls("/?")), 1)
+
     def test_web_identity_of_a_profile(self):
         token = self.write("token.jwt", WEB_IDENTITY_TOKEN)
         config = self.write("aws-config", f"[profile ci]\nrole_arn = {ROLE_ARN}\nweb_identity_token_file = {token}\n")

@@ -31,8 +31,10 @@ struct AwsCredentials {
   std::optional<std::time_t> expiration;  // temporary credentials: when they stop working
 };
 
-// How long before their expiration temporary credentials are fetched anew (the SDKs' margin).
+// How long before their expiration temporary credentials are fetched anew (the SDKs' margin) by a new
+// process, and how long before it a process stops using those it holds.
 constexpr std::time_t kAwsRefreshMarginS = 5 * 60;
+constexpr std::time_t kAwsInProcessMarginS = 60;
 
 // Whether credentials are too close to their expiration to be used at `now` (never, without one).
 bool needs_refresh(const AwsCredentials& credentials, std::time_t now);

@@ -176,6 +176,12 @@ std::string S3Storage::object_path(std::string_view key) const {
 }
 
 const AwsCredentials& S3Storage::credentials() {
+  // A compile may outlast temporary credentials taken before it (the lookup) and used after it (the
+  // store): those about to expire are resolved again before a request is signed with them.
+  const std::time_t now = std::time(nullptr);
+  if (credentials_ && credentials_->expiration && *credentials_->expiration - kAwsInProcessMarginS <= now) {
+    credentials_.reset();
+  }
   if (!credentials_) {
     std::string why;
     credentials_ = find_aws_credentials(why, region_);
