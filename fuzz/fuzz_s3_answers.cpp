@@ -1,7 +1,9 @@
 // Fuzzes what the S3 remote reads from outside: an S3 server's error body (<Code>, <Message>), its Date
-// header, and the AWS shared credentials file. Properties: nothing throws; the error's code and message
+// header, the AWS shared credentials file, and the answers of the credential services (credential_process,
+// STS, the SSO portal, ECS and instance metadata). Properties: nothing throws; the error's code and message
 // hold no control byte and at most 200 bytes each, and come from the body; a parsed date prints back (as
-// x-amz-date) to the digits it was read from; a profile's keys, when found, are non-empty text of the file.
+// x-amz-date) to the digits it was read from; a profile's keys, when found, are non-empty text of the file;
+// credentials from an answer have both keys, or a reason instead; an AWS time prints back to its date.
 #include <string>
 
 #include "fuzz_check.hpp"
@@ -29,6 +31,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       KACHE_FUZZ_CHECK(text.find(found->access_key_id) != std::string_view::npos);
       KACHE_FUZZ_CHECK(text.find(found->secret_access_key) != std::string_view::npos);
     }
+  }
+  for (auto parse : {parse_credential_process_output, parse_sts_credentials, parse_sso_role_credentials,
+                     parse_metadata_credentials}) {
+    std::string why;
+    if (const auto found = parse(text, why)) {
+      KACHE_FUZZ_CHECK(!found->access_key_id.empty() && !found->secret_access_key.empty());
+    } else {
+      KACHE_FUZZ_CHECK(!why.empty());
+    }
+  }
+  if (const auto when = parse_aws_time(text); when && text[0] != '0') {  // strftime's %Y does not pad
+    const std::string back = amz_date(*when);  // "YYYYMMDDTHHMMSSZ"
+    KACHE_FUZZ_CHECK(back.substr(0, 4) == text.substr(0, 4) && back.substr(4, 2) == text.substr(5, 2) &&
+                     back.substr(6, 2) == text.substr(8, 2));
   }
   return 0;
 }

@@ -185,7 +185,7 @@ TEST(AwsCredentials, EnvironmentThenProfile) {
   EXPECT_EQ(c->source, "profile team of " + file);
   ::setenv("AWS_PROFILE", "other", 1);
   EXPECT_FALSE(find_aws_credentials(why));
-  EXPECT_NE(why.find("profile other of " + file), std::string::npos) << why;
+  EXPECT_NE(why.find("profile other, but neither " + file), std::string::npos) << why;
   EXPECT_EQ(why.find("SECRET"), std::string::npos) << why;
   for (const char* v : {"AWS_SHARED_CREDENTIALS_FILE", "AWS_PROFILE", "AWS_ACCESS_KEY_ID"}) ::unsetenv(v);
   std::remove(file.c_str());

@@ -1,73 +1,272 @@
 #include "storage/remote/aws_credentials.hpp"
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
+#include "storage/remote/aws_credential_cache.hpp"
+#include "storage/remote/aws_credential_sources.hpp"
 #include "util/fs.hpp"
 
 namespace kache::storage::remote {
 
 namespace {
 
-std::string_view strip(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
-  return text;
+using Json = nlohmann::json;
+
+// A string member of a JSON object, "" when absent or of another type.
+std::string text_member(const Json& object, const char* name) {
+  const auto it = object.find(name);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
+// The text between the first <tag> and its </tag>; "" when absent.
+std::string xml_element(std::string_view xml, std::string_view tag) {
+  const std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
+  const std::size_t start = xml.find(open);
+  if (start == std::string_view::npos) return "";
+  const std::size_t end = xml.find(close, start + open.size());
+  if (end == std::string_view::npos) return "";
+  return std::string(xml.substr(start + open.size(), end - start - open.size()));
+}
+
+// Credentials are complete with both keys, and temporary ones with a readable expiration.
+std::optional<AwsCredentials> complete(AwsCredentials found, const std::string& expiration, const char* what,
+                                       std::string& why) {
+  if (found.access_key_id.empty() || found.secret_access_key.empty()) {
+    why = std::string(what) + " lacks an access key id or a secret access key";
+    return std::nullopt;
+  }
+  if (!expiration.empty()) {
+    found.expiration = parse_aws_time(expiration);
+    if (!found.expiration) {
+      why = std::string(what) + " has an unreadable Expiration";
+      return std::nullopt;
+    }
+  }
+  return found;
+}
+
+std::optional<Json> json_object(std::string_view text, const char* what, std::string& why) {
+  Json parsed = Json::parse(text, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    why = std::string(what) + " is not a JSON object";
+    return std::nullopt;
+  }
+  return parsed;
+}
+
+bool digits(std::string_view text, std::size_t from, std::size_t count, int& out) {
+  if (text.size() < from + count) return false;
+  out = 0;
+  for (std::size_t i = from; i < from + count; ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+    out = out * 10 + (text[i] - '0');
+  }
+  return true;
 }
 
 }  // namespace
 
-std::optional<AwsCredentials> parse_credentials_file(std::string_view text, std::string_view profile) {
-  AwsCredentials found;
-  bool in_profile = false;
-  while (!text.empty()) {
-    const std::size_t end = text.find('\n');
-    const std::string_view line = strip(text.substr(0, end));
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    if (line.empty() || line.front() == '#' || line.front() == ';') continue;
-    if (line.front() == '[') {
-      in_profile = line.back() == ']' && strip(line.substr(1, line.size() - 2)) == profile;
-      continue;
-    }
-    const std::size_t eq = line.find('=');
-    if (!in_profile || eq == std::string_view::npos) continue;
-    const std::string_view key = strip(line.substr(0, eq));
-    const std::string value(strip(line.substr(eq + 1)));
-    if (key == "aws_access_key_id") found.access_key_id = value;
-    if (key == "aws_secret_access_key") found.secret_access_key = value;
-    if (key == "aws_session_token") found.session_token = value;
+bool needs_refresh(const AwsCredentials& credentials, std::time_t now) {
+  return credentials.expiration && *credentials.expiration - kAwsRefreshMarginS <= now;
+}
+
+std::optional<std::time_t> parse_aws_time(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS, then optional fractional seconds, then Z or +00:00.
+  std::tm tm{};
+  int year = 0, month = 0, day = 0;
+  if (!digits(text, 0, 4, year) || text.size() < 19 || text[4] != '-' || !digits(text, 5, 2, month) || text[7] != '-' ||
+      !digits(text, 8, 2, day) || (text[10] != 'T' && text[10] != 't') || !digits(text, 11, 2, tm.tm_hour) ||
+      text[13] != ':' || !digits(text, 14, 2, tm.tm_min) || text[16] != ':' || !digits(text, 17, 2, tm.tm_sec)) {
+    return std::nullopt;
   }
+  std::string_view rest = text.substr(19);
+  if (!rest.empty() && rest.front() == '.') {
+    rest.remove_prefix(1);
+    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') rest.remove_prefix(1);
+  }
+  if (rest != "Z" && rest != "z" && rest != "+00:00") return std::nullopt;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) {
+    return std::nullopt;
+  }
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  const std::tm asked = tm;
+  const std::time_t when = ::timegm(&tm);
+  // timegm moves a day that does not exist (February 31) into the next month: not a time AWS writes.
+  if (tm.tm_mday != asked.tm_mday || tm.tm_mon != asked.tm_mon) return std::nullopt;
+  return when;
+}
+
+std::optional<AwsCredentials> parse_credentials_file(std::string_view text, std::string_view profile) {
+  const AwsIni ini = parse_aws_ini(text);
+  const auto section = ini.find(profile);
+  if (section == ini.end()) return std::nullopt;
+  AwsCredentials found;
+  const auto value = [&](const char* key) {
+    const auto it = section->second.find(key);
+    return it == section->second.end() ? std::string() : it->second;
+  };
+  found.access_key_id = value("aws_access_key_id");
+  found.secret_access_key = value("aws_secret_access_key");
+  found.session_token = value("aws_session_token");
   if (found.access_key_id.empty() || found.secret_access_key.empty()) return std::nullopt;
   return found;
 }
 
-std::optional<AwsCredentials> find_aws_credentials(std::string& why) {
-  AwsCredentials from_env{env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN"),
-                          "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"};
-  if (!from_env.access_key_id.empty() && !from_env.secret_access_key.empty()) return from_env;
-  std::string file = env("AWS_SHARED_CREDENTIALS_FILE");
-  if (file.empty() && !env("HOME").empty()) file = env("HOME") + "/.aws/credentials";
-  const std::string profile = env("AWS_PROFILE").empty() ? "default" : env("AWS_PROFILE");
-  std::string text;
-  try {
-    text = util::read_file(file);
-  } catch (const std::exception&) {
-    why = "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set, and " +
-          (file.empty() ? std::string("no credentials file is named") : file + " cannot be read");
+std::optional<AwsCredentials> parse_credential_process_output(std::string_view json, std::string& why) {
+  const char* what = "the credential_process output";
+  const std::optional<Json> object = json_object(json, what, why);
+  if (!object) return std::nullopt;
+  const auto version = object->find("Version");
+  if (version == object->end() || !version->is_number_integer() || version->get<int>() != 1) {
+    why = std::string(what) + " has no \"Version\": 1";
     return std::nullopt;
   }
-  auto found = parse_credentials_file(text, profile);
-  if (!found) {
-    why =
-        "no AWS credentials: profile " + profile + " of " + file + " lacks aws_access_key_id or aws_secret_access_key";
+  return complete({text_member(*object, "AccessKeyId"), text_member(*object, "SecretAccessKey"),
+                   text_member(*object, "SessionToken"), "", std::nullopt},
+                  text_member(*object, "Expiration"), what, why);
+}
+
+std::optional<AwsCredentials> parse_sts_credentials(std::string_view xml, std::string& why) {
+  const std::string credentials = xml_element(xml, "Credentials");
+  if (credentials.empty()) {
+    why = "STS answered without Credentials";
     return std::nullopt;
   }
-  found->source = "profile " + profile + " of " + file;
+  AwsCredentials found{xml_element(credentials, "AccessKeyId"), xml_element(credentials, "SecretAccessKey"),
+                       xml_element(credentials, "SessionToken"), "", std::nullopt};
+  const std::string expiration = xml_element(credentials, "Expiration");
+  if (expiration.empty()) {
+    why = "STS answered credentials without an Expiration";
+    return std::nullopt;
+  }
+  return complete(std::move(found), expiration, "STS's answer", why);
+}
+
+std::optional<AwsCredentials> parse_sso_role_credentials(std::string_view json, std::string& why) {
+  const char* what = "the SSO portal's answer";
+  const std::optional<Json> object = json_object(json, what, why);
+  if (!object) return std::nullopt;
+  const auto role = object->find("roleCredentials");
+  if (role == object->end() || !role->is_object()) {
+    why = std::string(what) + " has no roleCredentials";
+    return std::nullopt;
+  }
+  const auto expiration = role->find("expiration");
+  if (expiration == role->end() || !expiration->is_number_integer()) {
+    why = std::string(what) + " has no expiration";
+    return std::nullopt;
+  }
+  auto found = complete({text_member(*role, "accessKeyId"), text_member(*role, "secretAccessKey"),
+                         text_member(*role, "sessionToken"), "", std::nullopt},
+                        "", what, why);
+  if (found) found->expiration = static_cast<std::time_t>(expiration->get<long long>() / 1000);
   return found;
+}
+
+std::optional<AwsCredentials> parse_metadata_credentials(std::string_view json, std::string& why) {
+  const char* what = "the credentials document";
+  const std::optional<Json> object = json_object(json, what, why);
+  if (!object) return std::nullopt;
+  return complete({text_member(*object, "AccessKeyId"), text_member(*object, "SecretAccessKey"),
+                   text_member(*object, "Token"), "", std::nullopt},
+                  text_member(*object, "Expiration"), what, why);
+}
+
+std::optional<std::string> aws_region_from_environment() {
+  for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
+    if (!aws_env(name).empty()) return aws_env(name);
+  }
+  const std::string region = load_aws_profile().setting("region");
+  if (!region.empty()) return region;
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<AwsCredentials> from_environment() {
+  AwsCredentials found{aws_env("AWS_ACCESS_KEY_ID"), aws_env("AWS_SECRET_ACCESS_KEY"), aws_env("AWS_SESSION_TOKEN"),
+                       "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", std::nullopt};
+  if (found.access_key_id.empty() || found.secret_access_key.empty()) return std::nullopt;
+  return found;
+}
+
+std::optional<AwsCredentials> web_identity(const std::string& token_file, const std::string& role_arn,
+                                           const std::string& session_name, const std::string& region,
+                                           std::string& why) {
+  return cached_or_fetched(
+      "web-identity\n" + role_arn + "\n" + token_file + "\n" + aws_endpoint_override("AWS_ENDPOINT_URL_STS"),
+      [&] { return credentials_from_web_identity(token_file, role_arn, session_name, region, why); });
+}
+
+// The profile's own way to credentials, in the SDKs' order; nullopt with `why` empty when it names
+// none.
+std::optional<AwsCredentials> from_profile(const AwsProfile& profile, const std::string& region, std::string& why) {
+  const std::string where = "profile " + profile.name;
+  if (!profile.setting("aws_access_key_id").empty() && !profile.setting("aws_secret_access_key").empty()) {
+    AwsCredentials found{profile.setting("aws_access_key_id"), profile.setting("aws_secret_access_key"),
+                         profile.setting("aws_session_token"), where + " of " + profile.keys_file, std::nullopt};
+    return found;
+  }
+  if (!profile.setting("web_identity_token_file").empty()) {
+    if (profile.setting("role_arn").empty()) {
+      why = "no AWS credentials: " + where + " names web_identity_token_file without role_arn";
+      return std::nullopt;
+    }
+    return web_identity(profile.setting("web_identity_token_file"), profile.setting("role_arn"),
+                        profile.setting("role_session_name"), region, why);
+  }
+  if (!profile.setting("credential_process").empty()) {
+    const std::string command = profile.setting("credential_process");
+    return cached_or_fetched("process\n" + profile.name + "\n" + command,
+                             [&] { return credentials_from_process(command, profile.name, why); });
+  }
+  if (!profile.setting("sso_session").empty() || !profile.setting("sso_start_url").empty()) {
+    return cached_or_fetched("sso\n" + profile.name + "\n" + profile.setting("sso_account_id") + "\n" +
+                                 profile.setting("sso_role_name") + "\n" +
+                                 aws_endpoint_override("AWS_ENDPOINT_URL_SSO"),
+                             [&] { return credentials_from_sso(profile, why); });
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<AwsCredentials> find_aws_credentials(std::string& why, const std::string& remote_region) {
+  why.clear();
+  if (auto found = from_environment()) return found;
+  const std::string region = aws_region_from_environment().value_or(remote_region);
+  const std::string token_file = aws_env("AWS_WEB_IDENTITY_TOKEN_FILE");
+  if (!token_file.empty()) {
+    if (aws_env("AWS_ROLE_ARN").empty()) {
+      why = "no AWS credentials: AWS_WEB_IDENTITY_TOKEN_FILE is set without AWS_ROLE_ARN";
+      return std::nullopt;
+    }
+    return web_identity(token_file, aws_env("AWS_ROLE_ARN"), aws_env("AWS_ROLE_SESSION_NAME"), region, why);
+  }
+  const AwsProfile profile = load_aws_profile();
+  if (auto found = from_profile(profile, region, why)) return found;
+  if (!why.empty()) return std::nullopt;
+  if (!profile.found && !aws_env("AWS_PROFILE").empty()) {
+    why = "no AWS credentials: AWS_PROFILE names profile " + profile.name + ", but neither " +
+          profile.credentials_file + " nor " + profile.config_file + " has it";
+    return std::nullopt;
+  }
+  if (auto found = credentials_from_container(why)) return found;
+  if (!why.empty()) return std::nullopt;
+  if (auto found = credentials_from_instance_metadata(why)) return found;
+  // Instance metadata is the last resort, asked on any machine: its failure alone would mislead.
+  const std::string none =
+      "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set, "
+      "no web identity, profile " +
+      profile.name + " has none (" + profile.credentials_file + ", " + profile.config_file +
+      "), no container credentials";
+  const std::string_view prefix = "no AWS credentials: ";
+  why = why.empty() ? none + ", and instance metadata is disabled"
+                    : none + ", and " + (why.starts_with(prefix) ? why.substr(prefix.size()) : why);
+  return std::nullopt;
 }
 
 }  // namespace kache::storage::remote

@@ -135,7 +135,10 @@ S3Addressing s3_addressing(const core::RemoteUrl& url) {
   return *addressing == "path" ? S3Addressing::path : S3Addressing::virtual_hosted;
 }
 
-std::string s3_region(const core::RemoteUrl& url) { return url.attribute("region").value_or("us-east-1"); }
+std::string s3_region(const core::RemoteUrl& url) {
+  if (std::optional<std::string> region = url.attribute("region")) return *region;
+  return aws_region_from_environment().value_or("us-east-1");
+}
 
 core::RemoteUrl s3_endpoint(const core::RemoteUrl& url) {
   core::RemoteUrl server;
@@ -158,6 +161,7 @@ S3Error parse_s3_error(std::string_view body) { return {element(body, "Code"), e
 S3Storage::S3Storage(core::RemoteUrl url, std::string ca_file, std::uint64_t max_body, bool every_remote_read_only)
     : RemoteBackend(url, every_remote_read_only),
       url_(std::move(url)),
+      region_(s3_region(url_)),
       server_(s3_endpoint(url_)),
       ca_file_(std::move(ca_file)),
       max_body_(max_body) {}
@@ -172,9 +176,15 @@ std::string S3Storage::object_path(std::string_view key) const {
 }
 
 const AwsCredentials& S3Storage::credentials() {
+  // A compile may outlast temporary credentials taken before it (the lookup) and used after it (the
+  // store): those about to expire are resolved again before a request is signed with them.
+  const std::time_t now = std::time(nullptr);
+  if (credentials_ && credentials_->expiration && *credentials_->expiration - kAwsInProcessMarginS <= now) {
+    credentials_.reset();
+  }
   if (!credentials_) {
     std::string why;
-    credentials_ = find_aws_credentials(why);
+    credentials_ = find_aws_credentials(why, region_);
     if (!credentials_) throw RemoteError(RemoteFailure::Kind::auth, name() + ": " + why);
   }
   return *credentials_;
@@ -199,7 +209,7 @@ HttpResponse S3Storage::send(HttpMethod method, const std::string& path, std::st
                          {"x-amz-date", canonical.amz_date}};
     if (!keys.session_token.empty()) canonical.headers.emplace_back("x-amz-security-token", keys.session_token);
     const SigV4Signature signature =
-        sign_v4(canonical, keys.access_key_id, keys.secret_access_key, s3_region(url_), "s3");
+        sign_v4(canonical, keys.access_key_id, keys.secret_access_key, region_, "s3");
     request.headers.assign(canonical.headers.begin() + 1, canonical.headers.end());  // Host goes out anyway
     request.headers.emplace_back("authorization", signature.authorization);
   }
@@ -278,8 +288,9 @@ std::vector<core::DoctorRow> S3Storage::probe(std::string_view probe_key) {
   } catch (const std::exception& e) {
     rows.push_back(remote_row("authenticated", Level::fail, shown,
                               std::string(e.what()) + ": every compile skips this remote.",
-                              "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and a profile of "
-                              "~/.aws/credentials) to keys the server accepts, and check region="));
+                              "give credentials the server accepts (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                              "AWS_PROFILE, web identity, container or instance credentials: docs/remote-storage.md), "
+                              "and check region="));
     return rows;
   }
   if (read_only()) {

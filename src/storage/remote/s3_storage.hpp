@@ -12,9 +12,9 @@
 // not for use by two threads.
 //
 // Its URLs (s3_scheme, the scheme table's row): s3://BUCKET[/PREFIX], no credentials in them (they come
-// from the environment or the shared credentials file, aws_credentials.hpp), no port, no shards=.
-//   attributes: region=NAME (us-east-1) | endpoint=http[s]://HOST[:PORT] (an S3-compatible server; AWS's
-//               own when absent) | addressing=path|virtual (S3Addressing; virtual for AWS, path with an
+// from the AWS SDKs' chain, aws_credentials.hpp), no port, no shards=.
+//   attributes: region=NAME (AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1)
+//               | endpoint=http[s]://HOST[:PORT] (an S3-compatible server; AWS's own when absent) | addressing=path|virtual (S3Addressing; virtual for AWS, path with an
 //               endpoint)
 #include <cstdint>
 #include <ctime>
@@ -77,6 +77,7 @@ class S3Storage final : public RemoteBackend {
   [[noreturn]] void refused(const char* method, const HttpResponse& r) const;
 
   core::RemoteUrl url_;
+  std::string region_;  // s3_region, read once: without region= it may come from the AWS config file
   core::RemoteUrl server_;
   std::string ca_file_;
   std::uint64_t max_body_;
@@ -84,7 +85,8 @@ class S3Storage final : public RemoteBackend {
   std::unique_ptr<HttpConnection> connection_;  // made on first use
 };
 
-// The region requests are signed for (us-east-1 when the URL names none).
+// The region requests are signed for: the URL's region=, else AWS_REGION, AWS_DEFAULT_REGION or the
+// profile's region, else us-east-1.
 std::string s3_region(const core::RemoteUrl& url);
 // The HTTP server requests go to (http or https, host, port and the URL's timeouts): the endpoint=,
 // else AWS's host for the region (with the bucket in it unless addressing=path).
