@@ -15,7 +15,7 @@ set(reapi_remoteapis ${KACHE_REAPI_PROTO_ROOT}/remoteapis)
 set(reapi_googleapis ${KACHE_REAPI_PROTO_ROOT}/googleapis)
 if(NOT EXISTS ${reapi_remoteapis}/build/bazel/remote/execution/v2/remote_execution.proto)
   message(FATAL_ERROR "The REAPI .proto files are missing under ${KACHE_REAPI_PROTO_ROOT}: "
-    "install bazel-bootstrap-source (scripts/setup.sh) or set KACHE_REAPI_PROTO_ROOT")
+    "install bazel-bootstrap-source (scripts/setup-tests.sh) or set KACHE_REAPI_PROTO_ROOT")
 endif()
 # Each proto: its root and its path under it. `service` ones also get gRPC stubs.
 set(reapi_protos
