@@ -175,5 +175,23 @@ class Demo(unittest.TestCase):
         self.assertIn("demo: OK", out)
 
 
+class WithoutRemoteExecution(unittest.TestCase):
+    """setup.sh's build has no gRPC, so no kache-reapi: `kache --version` says so, where the tests' build
+    (kache-reapi beside kache) names it."""
+
+    def version(self, kache):
+        return subprocess.run([kache, "--version"], capture_output=True, text=True, check=True, timeout=60).stdout
+
+    def test_version_says_whether_kache_reapi_is_beside_kache(self):
+        if not os.path.exists(os.path.join(os.path.dirname(kachetest.KACHE), "kache-reapi")):
+            self.skipTest("this build has no kache-reapi")
+        self.assertIn("\nremote execution: kache-reapi (gRPC)\n", self.version(kachetest.KACHE))
+        alone = tempfile.mkdtemp(prefix="kache-alone-")
+        self.addCleanup(shutil.rmtree, alone, True)
+        shutil.copy(kachetest.KACHE, alone)
+        self.assertIn("\nremote execution: not available (%s/kache-reapi is missing: built without gRPC)\n" % alone,
+                      self.version(os.path.join(alone, os.path.basename(kachetest.KACHE))))
+
+
 if __name__ == "__main__":
     kachetest.main()
