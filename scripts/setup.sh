@@ -14,8 +14,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$repo/scripts/apt-packages.sh"
 
-# About 500 MB installed on a minimal Debian 12 (tests/integration/test_setup.py measures it): Boost's
-# headers (Boost.Beast, 135 MB), the compilers (gcc, g++: 180 MB) and CMake with its libraries (75 MB).
+# 76 packages, about 485 MB installed on a minimal Debian 12 (tests/integration/test_setup.py measures it):
+# Boost's headers (for Boost.Beast, 135 MB), the compilers (gcc, g++: 180 MB) and CMake with its
+# libraries (75 MB). Issue 42 asked for under 400 MB: Boost's headers alone make that impossible here.
 packages=(
   gcc g++ libc6-dev cmake ninja-build pkg-config
   libtomlplusplus-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libxxhash-dev libssl-dev libc-ares-dev
