@@ -42,10 +42,12 @@ stat() {  # stat NAME: one top-level integer of kache --show-stats --json (one "
 }
 
 if nvcc=$(find_nvcc); then
+  with_cuda=1
   languages="C, C++ and CUDA"
   cuda=(-DMIXED_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_COMPILER_LAUNCHER="$kache")
   echo "demo: CUDA toolkit: $nvcc"
 else
+  with_cuda=0
   languages="C and C++"
   cuda=(-DMIXED_CUDA=OFF)
   echo "demo: no CUDA toolkit found, so only the C and C++ half is built; to add CUDA, install NVIDIA's CUDA toolkit (https://developer.nvidia.com/cuda-downloads) or put the bin directory of one on PATH, then rerun bash scripts/demo.sh."
@@ -76,7 +78,7 @@ warm_time=$elapsed
 warm_misses=$(($(stat misses) - misses_before))
 warm_hits=$(($(stat hits) - hits_before))
 
-if ((${#cuda[@]} > 1)) && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+if ((with_cuda)) && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "=== running the program built from the cache ==="
   "$build_dir/mixed_app"
 fi
