@@ -1,6 +1,6 @@
 #!/bin/bash
 # BuildGrid and PostgreSQL for the remote execution benchmark on the GPU machine (bench/remote_exec.py),
-# which reaches no package registry: what scripts/setup.sh installs here travels with the working tree.
+# which reaches no package registry: what scripts/setup-tests.sh installs here travels with the working tree.
 #
 #   bash bench/buildgrid_carry.sh pack      # here: .whl/ (BuildGrid's wheels for the GPU machine's Python
 #                                           # 3.12) and .gpu-carry/pg.tar.xz (Debian's PostgreSQL 15, its

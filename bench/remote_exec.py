@@ -15,7 +15,7 @@ BuildGrid's ActionCache, which kache reads first, never answers a timed run from
 of one index share that source across tools, and every remote object is compared with kache's local one
 by every allocated section (tests/integration/elfsections.py); a difference fails the run. A fresh server
 per worker count. Prints a Markdown table and writes the rows as JSON (--json); `--chart JSON PNG` draws
-them (Debian's python3-matplotlib). Needs BuildGrid and PostgreSQL (scripts/setup.sh here;
+them (Debian's python3-matplotlib). Needs BuildGrid and PostgreSQL (scripts/setup-tests.sh here;
 bench/buildgrid_carry.sh on the GPU machine).
 """
 import argparse

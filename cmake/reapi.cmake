@@ -5,8 +5,7 @@
 # bazel-bootstrap-source (the published API as Bazel vendors it); the bots files, which no Debian package
 # ships, are in proto/ (written from the published API). gRPC, protobuf and abseil are linked from their
 # static archives, like kache's other libraries, so the released kache-reapi is fully static as kache is.
-set(KACHE_REAPI_PROTO_ROOT /usr/src/bazel-bootstrap/third_party CACHE PATH
-  "bazel-bootstrap-source's third_party folder, holding remoteapis/ and googleapis/")
+# KACHE_REAPI_PROTO_ROOT: cmake/reapi_found.cmake.
 find_program(PROTOC protoc REQUIRED)
 find_program(GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 pkg_check_modules(GRPCPP REQUIRED grpc++ protobuf)
@@ -15,7 +14,7 @@ set(reapi_remoteapis ${KACHE_REAPI_PROTO_ROOT}/remoteapis)
 set(reapi_googleapis ${KACHE_REAPI_PROTO_ROOT}/googleapis)
 if(NOT EXISTS ${reapi_remoteapis}/build/bazel/remote/execution/v2/remote_execution.proto)
   message(FATAL_ERROR "The REAPI .proto files are missing under ${KACHE_REAPI_PROTO_ROOT}: "
-    "install bazel-bootstrap-source (scripts/setup.sh) or set KACHE_REAPI_PROTO_ROOT")
+    "install bazel-bootstrap-source (scripts/setup-tests.sh) or set KACHE_REAPI_PROTO_ROOT")
 endif()
 # Each proto: its root and its path under it. `service` ones also get gRPC stubs.
 set(reapi_protos
@@ -79,7 +78,3 @@ list(REMOVE_DUPLICATES reapi_link_libraries)
 # Static archives need their order and repeated passes: let the linker resolve the cycles among them.
 target_link_libraries(kache_reapi_protos PUBLIC
   -Wl,--start-group ${reapi_link_libraries} -Wl,--end-group)
-
-# The program is its folder: every source under src/remote_exec/grpc/ (main.cpp included) is kache-reapi's
-# and no other target's.
-file(GLOB KACHE_REAPI_GRPC_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/remote_exec/grpc/*.cpp)

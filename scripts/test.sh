@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the test configuration and runs the test suite with CTest.
+# README command 2: installs the test lab (scripts/setup-tests.sh: the servers, compilers and tools the
+# tests use; skipped when installed), builds the test configuration and runs the test suite with CTest.
 #   bash scripts/test.sh                  Debug build in build-test/, warnings are errors
 #   KACHE_SANITIZE=1 bash scripts/test.sh  AddressSanitizer + UBSan build in build-asan/
 # Extra arguments go to ctest, e.g. `bash scripts/test.sh -L unit` or `-R integration.test_hit`.
@@ -7,6 +8,8 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
+
+bash scripts/setup-tests.sh
 
 if [[ "${KACHE_SANITIZE:-0}" == 1 ]]; then
   build=build-asan

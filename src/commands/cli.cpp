@@ -847,7 +847,7 @@ int run_cli(int argc, char** argv) {
     return 1;
   }
   if (r.version) {
-    fmt::print("kache {} (commit {})\n{}", KACHE_VERSION, KACHE_COMMIT, build_features());
+    fmt::print("kache {} (commit {})\n{}{}", KACHE_VERSION, KACHE_COMMIT, build_features(), remote_execution_feature());
     return 0;
   }
   if (r.json && !r.show) {

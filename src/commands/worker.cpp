@@ -66,6 +66,12 @@ core::DoctorRow worker_probe(reapi::Client& client, const std::string& nvcc_path
 
 }  // namespace
 
+std::string remote_execution_feature() {
+  const std::string helper = reapi::helper_path();
+  if (::access(helper.c_str(), X_OK) == 0) return "remote execution: kache-reapi (gRPC)\n";
+  return fmt::format("remote execution: not available ({} is missing: built without gRPC)\n", helper);
+}
+
 std::vector<core::DoctorRow> check_remote_execution(const core::Config& config, const std::string& nvcc_path) {
   std::vector<core::DoctorRow> rows;
   if (config.remote_execution_server.empty()) return rows;
@@ -166,7 +172,7 @@ int run_worker_command(const std::vector<std::string>& args) {
     s.properties.emplace_back(p.substr(0, eq), p.substr(eq + 1));
   }
   // The worker is kache-reapi (remote_exec/wire.hpp), the program that links gRPC: kache hands over.
-  const std::string helper = util::join_path(util::dirname(util::self_executable()), std::string(reapi::kHelperName));
+  const std::string helper = reapi::helper_path();
   util::exec_replace(helper, {helper, "worker", reapi::encode_worker_settings(s)}, util::current_environment());
   fmt::print(stderr, "kache worker: {} cannot be run: {}\n", helper, std::strerror(errno));
   return 2;

@@ -22,8 +22,6 @@ namespace {
 // ActionCache lookup and the reads of outputs: 60 s each in grpc_client.cpp); past it the run is killed.
 constexpr double kHelperMarginSeconds = 300;
 
-std::string helper_path() { return util::join_path(util::dirname(util::self_executable()), std::string(kHelperName)); }
-
 // The request in a new file of the temporary directory that only this user can read (it holds the
 // project's files), created 0600 (O_CREAT|O_EXCL with the mode: never readable by others in between);
 // its path. Throws std::system_error.

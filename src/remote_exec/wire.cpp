@@ -4,13 +4,17 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "util/fs.hpp"
 #include "util/hash.hpp"
+#include "util/process.hpp"
 
 namespace kache::remote_exec {
 
 using nlohmann::json;
 
 std::string content_digest(std::string_view bytes) { return util::sha256(bytes).hex(); }
+
+std::string helper_path() { return util::join_path(util::dirname(util::self_executable()), std::string(kHelperName)); }
 
 namespace {
 

@@ -16,6 +16,8 @@ namespace kache::remote_exec {
 
 // The program's file name, beside kache's own.
 inline constexpr std::string_view kHelperName = "kache-reapi";
+// Its path beside the running program. A build without gRPC (scripts/setup.sh) has no file there.
+std::string helper_path();
 
 struct Request {
   ServerSettings settings;  // bearer_token empty

@@ -9,7 +9,7 @@ TLS with a CA made here with the openssl CLI) and a black-hole listener for time
     with servers.BlackHole(full_backlog=True) as b:   # b.url("redis") -> "redis://127.0.0.1:PORT"
     with servers.Swift() as s:   # an S3 server: s.endpoint, s.access_key, s.secret_key, s.create_bucket(b)
 
-missing(name) says why a test must skip: the binary is not installed (scripts/setup.sh installs them);
+missing(name) says why a test must skip: the binary is not installed (scripts/setup-tests.sh installs them);
 swift_missing() likewise for OpenStack Swift.
 """
 import os
@@ -30,7 +30,7 @@ def find(name):
 
 def missing(name):
     """A skip reason when the server binary `name` is not installed, else None."""
-    return None if find(name) else f"{name} is not installed (scripts/setup.sh)"
+    return None if find(name) else f"{name} is not installed (scripts/setup-tests.sh)"
 
 
 def free_port():
@@ -276,7 +276,7 @@ def swift_missing():
     """Why an all-in-one Swift cannot start here, else None."""
     for name in SWIFT_SERVERS:
         if not os.path.exists("/usr/bin/" + name):
-            return f"/usr/bin/{name} is not installed (scripts/setup.sh installs Debian's swift packages)"
+            return f"/usr/bin/{name} is not installed (scripts/setup-tests.sh installs Debian's swift packages)"
     if not os.path.exists("/etc/swift/swift.conf"):
         return "/etc/swift/swift.conf is missing (the swift package installs it; Swift reads it from that path only)"
     probe = subprocess.run([DEBIAN_PYTHON, "-c", "import swift.common.middleware.s3api"], capture_output=True, text=True)
@@ -488,11 +488,11 @@ POSTGRES_BIN = os.environ.get("KACHE_POSTGRES_BIN") or "/usr/lib/postgresql/15/b
 
 
 def missing_buildgrid():
-    """A skip reason when BuildGrid (scripts/setup.sh's venv) or PostgreSQL is not installed, else None."""
+    """A skip reason when BuildGrid (scripts/setup-tests.sh's venv) or PostgreSQL is not installed, else None."""
     if not os.access(BGD, os.X_OK):
-        return f"BuildGrid is not installed in {BUILDGRID_VENV} (scripts/setup.sh)"
+        return f"BuildGrid is not installed in {BUILDGRID_VENV} (scripts/setup-tests.sh)"
     if not os.access(os.path.join(POSTGRES_BIN, "initdb"), os.X_OK):
-        return "PostgreSQL 15 is not installed (scripts/setup.sh)"
+        return "PostgreSQL 15 is not installed (scripts/setup-tests.sh)"
     return None
 
 
@@ -597,7 +597,7 @@ instances:
 
 
 class BuildGrid(_Server):
-    """BuildGrid (PyPI buildgrid, scripts/setup.sh's venv) on a loopback port: in-memory CAS and ActionCache,
+    """BuildGrid (PyPI buildgrid, scripts/setup-tests.sh's venv) on a loopback port: in-memory CAS and ActionCache,
     the Execution and Bots services, its scheduler in a private PostgreSQL; a second instance, "other",
     with its own scheduler and ActionCache (one server start serves several scenarios). kache-toolchain
     is a wildcard property here, so that a worker of another toolchain receives actions and refuses them

@@ -12,7 +12,7 @@ and kache give way to none of it:
   (e) a work dir another user made first, or one others can write, is refused in one sentence;
   (f) kache creates kache-reapi's request file 0600 (strace shows the open's mode).
 
-One BuildGrid for (a)-(d). Skipped (exit 77) only without BuildGrid or PostgreSQL (scripts/setup.sh).
+One BuildGrid for (a)-(d). Skipped (exit 77) only without BuildGrid or PostgreSQL (scripts/setup-tests.sh).
 """
 import json
 import os

@@ -148,7 +148,7 @@ class KilledCleanupTest(kachetest.KacheTestCase):
         # Found by tests/stress: a kache killed between the unlinks of an eviction (or kache -C) and the
         # counter's rewrite left a counter that still counted the removed files.
         if shutil.which("strace") is None:
-            self.skipTest("strace is not installed (scripts/setup.sh installs it)")
+            self.skipTest("strace is not installed (scripts/setup-tests.sh installs it)")
         src = self.write("a.cu", kachetest.KERNEL, mtime_ns=time.time_ns() - 10**10)
         self.kache(["nvcc", "-c", src, "-o", self.path("a.o")])
         # Several entries in one shard (copies under other keys), with counters that match the files.
@@ -308,7 +308,7 @@ class ClockTest(kachetest.KacheTestCase):
             if os.path.exists(cand):
                 lib = cand
         if lib is None:
-            self.skipTest("libfaketime is not installed (Debian package faketime; scripts/setup.sh installs it)")
+            self.skipTest("libfaketime is not installed (Debian package faketime; scripts/setup-tests.sh installs it)")
         # nvcc itself hangs under libfaketime (recursive clock_gettime in its start-up): kache runs
         # nvcc through a wrapper on PATH that drops the preload, so only kache sees the fake clock.
         wrapper_dir = self.path("faketime-bin")
@@ -343,7 +343,7 @@ class ClockTest(kachetest.KacheTestCase):
         mnt = self.path("vfat")
         os.makedirs(mnt)
         if shutil.which("mkfs.vfat") is None:
-            self.skipTest("mkfs.vfat is not installed (Debian package dosfstools; scripts/setup.sh installs it)")
+            self.skipTest("mkfs.vfat is not installed (Debian package dosfstools; scripts/setup-tests.sh installs it)")
         with open(img, "wb") as f:
             f.truncate(16 << 20)
         subprocess.run(["mkfs.vfat", img], check=True, capture_output=True)

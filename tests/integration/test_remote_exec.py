@@ -1,7 +1,7 @@
 """Remote execution (issue 34, docs/remote-execution.md): with nvcc.stages on and remote_execution.server
 set, a miss sends every cicc and ptxas to an REAPI server as one action each, all architectures at once.
 
-BuildGrid (PyPI, scripts/setup.sh's venv; its scheduler in a private PostgreSQL) runs on loopback here,
+BuildGrid (PyPI, scripts/setup-tests.sh's venv; its scheduler in a private PostgreSQL) runs on loopback here,
 with two `kache worker`s serving nvcc's toolchain and gcc's:
 
   (a) a 3-architecture miss: its 3 cicc and 3 ptxas all ran on the workers (counted from the workers' own
@@ -19,7 +19,7 @@ with two `kache worker`s serving nvcc's toolchain and gcc's:
 
 One server for all of it: BuildGrid's start is most of this test's time.
 
-Skipped (exit 77) only without BuildGrid or PostgreSQL installed (scripts/setup.sh installs both).
+Skipped (exit 77) only without BuildGrid or PostgreSQL installed (scripts/setup-tests.sh installs both).
 """
 import os
 import sys
@@ -139,7 +139,7 @@ def kachetest_nvcc():
 
 if __name__ == "__main__":
     # 77 (CTest's skip) only when every test skipped: BuildGrid or PostgreSQL is not installed here
-    # (scripts/setup.sh installs both). Installed but failing to start is a failure, never a skip.
+    # (scripts/setup-tests.sh installs both). Installed but failing to start is a failure, never a skip.
     result = unittest.main(verbosity=2, exit=False).result
     if result.wasSuccessful() and result.testsRun > 0 and len(result.skipped) == result.testsRun:
         print("test_remote_exec: SKIPPED (exit 77): " + "; ".join(reason for _, reason in result.skipped),

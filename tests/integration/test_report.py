@@ -165,7 +165,7 @@ class Report(KacheTestCase):
     def check_html(self, html_path, steps, outcome_rgb):
         browser = chromium()
         if browser is None:
-            self.skipTest("chromium is not installed (scripts/setup.sh installs it)")
+            self.skipTest("chromium is not installed (scripts/setup-tests.sh installs it)")
         shot = os.path.join(self.ws, "report.png")
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=900,2600"]
         url = "file://" + html_path

@@ -126,7 +126,7 @@ class S3Failures(S3Case):
 
     def test_skewed_clock(self):
         if not os.path.exists(servers.LIBFAKETIME):
-            self.skipTest(f"{servers.LIBFAKETIME} is missing (scripts/setup.sh installs faketime)")
+            self.skipTest(f"{servers.LIBFAKETIME} is missing (scripts/setup-tests.sh installs faketime)")
         # The server's clock an hour ahead of this machine's (its proxy runs with libfaketime: nvcc hangs
         # under libfaketime here, so the client's clock cannot be the skewed one). SigV4 refuses every
         # request kache signs.

@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 #define SKIP_WITHOUT_NGINX() \
-  if (!testing::find_server_binary("nginx")) GTEST_SKIP() << "nginx is not installed (scripts/setup.sh)"
+  if (!testing::find_server_binary("nginx")) GTEST_SKIP() << "nginx is not installed (scripts/setup-tests.sh)"
 
 const std::string kKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 

@@ -15,7 +15,7 @@ namespace kache::storage::remote {
 namespace {
 
 #define SKIP_WITHOUT_REDIS() \
-  if (!testing::find_server_binary("redis-server")) GTEST_SKIP() << "redis-server is not installed (scripts/setup.sh)"
+  if (!testing::find_server_binary("redis-server")) GTEST_SKIP() << "redis-server is not installed (scripts/setup-tests.sh)"
 
 core::RemoteUrl url_of(const std::string& spec, const core::RemoteSecrets& secrets = {}) {
   return core::parse_remote_url(spec, secrets, remote_schemes());
