@@ -404,7 +404,7 @@ class Report(KacheTestCase):
         self.kache(["report", "--all", "--html", html_path, "--trace", trace_path])
         browser = chromium()
         if browser is None:
-            self.skipTest("chromium is not installed (scripts/setup.sh installs it)")
+            self.skipTest("chromium is not installed (scripts/setup-tests.sh installs it)")
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=900,2600"]
         dom = subprocess.run([browser] + flags + ["--dump-dom", "file://" + html_path], capture_output=True, text=True,
                              timeout=300, cwd=self.ws, env=self.env).stdout

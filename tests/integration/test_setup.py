@@ -21,11 +21,19 @@ import unittest
 import kachetest
 
 ROOT = kachetest.SOURCE_DIR
-# Issue 42 asks for under 400 MB; Debian 12 cannot meet that with what kache links: Boost's headers are
-# one package of 135 MB (for Boost.Beast, header-only), gcc and g++ take 180 MB, CMake and its libraries
-# 75 MB. Measured 485 MB in 76 packages (the list before the split: 615 packages, 4.0 GB with the
-# recommends it installed). This bound keeps the list near that, so nothing grows unnoticed.
-SIZE_LIMIT_MB = 500
+# Issue 42: under 400 MB on a fresh Debian 12 machine of the kind kache's users (and this project) build
+# on: a C++/CUDA development machine, which has a compiler, CMake, GoogleTest, a debugger and git before
+# anything else (KIND_TOOLS, the packages /work/.library/env/machines/cpp-kernels.md lists for a new
+# machine). Measured 164 MB in 17 packages there, Boost's headers 135 MB of it (for Boost.Beast); the
+# list before the split installed 313 packages, 2,450 MB on that machine (the issue's own figure, and
+# /var/log/dpkg.log of this one).
+SIZE_LIMIT_MB = 400
+KIND_TOOLS = ["g++", "cmake", "libgtest-dev", "libgmock-dev", "libbenchmark-dev", "clang-format", "clang-tidy",
+              "cppcheck", "clangd", "bear", "gdb", "valgrind", "heaptrack", "git", "make"]
+# On a bare minimal Debian (debootstrap's minbase: no compiler, no CMake) the same list also brings gcc and
+# g++ (180 MB) and CMake with its libraries (75 MB): measured 485 MB in 76 packages (the old list: 615
+# packages, 4.0 GB). This bound keeps that case from growing unnoticed.
+BARE_LIMIT_MB = 500
 SERVICE_PATHS = re.compile(r"^\.?(/lib/systemd/system/[^/]+\.service|/usr/lib/systemd/system/[^/]+\.service"
                            r"|/etc/init\.d/[^/]+)$")
 CUDA_SENTENCE = re.compile(r"^demo: no CUDA toolkit found, .*install NVIDIA's CUDA toolkit.*rerun bash scripts/demo\.sh\.$",
@@ -55,15 +63,16 @@ def records(pinned):
     return [p for p in out.split("\n\n") if p.strip()]
 
 
-def minimal_base_status(path):
-    """A dpkg status file of a fresh minimal Debian: Priority required and important, and their dependencies."""
+def minimal_base_status(path, tools=()):
+    """A dpkg status file of a fresh minimal Debian: Priority required and important, the packages tools
+    names, and their dependencies."""
     avail = subprocess.run(["apt-cache", "dumpavail"], capture_output=True, text=True, check=True,
                            timeout=300).stdout
     base = sorted(set(re.findall(r"^Package: (\S+)\n(?:[^\n]+\n)*?Priority: (?:required|important)\n",
                                  avail, re.M)))
     empty = path + ".empty"
     open(empty, "w").close()
-    closure = apt_simulate(empty, base)
+    closure = apt_simulate(empty, base + list(tools))
     with open(path, "w") as f:
         for record in records(["%s=%s" % nv for nv in closure]):
             f.write(record.replace("\n", "\nStatus: install ok installed\n", 1) + "\n\n")
@@ -87,6 +96,9 @@ class PackageList(unittest.TestCase):
         cls.base, cls.base_closure = minimal_base_status(cls.status)
         cls.packages = setup_packages()
         cls.would_install = apt_simulate(cls.status, cls.packages)
+        cls.kind_status = os.path.join(cls.tmp, "kind-status")
+        minimal_base_status(cls.kind_status, KIND_TOOLS)
+        cls.would_install_on_kind = apt_simulate(cls.kind_status, cls.packages)
 
     @classmethod
     def tearDownClass(cls):
@@ -98,16 +110,24 @@ class PackageList(unittest.TestCase):
         for essential in ("dpkg", "apt", "libc6", "bash", "coreutils"):
             self.assertIn(essential, names)
 
-    def test_installs_less_than_the_limit_on_a_minimal_debian(self):
+    def total_mb(self, would_install, label):
         sizes = {}
-        for record in records(["%s=%s" % nv for nv in self.would_install]):
+        for record in records(["%s=%s" % nv for nv in would_install]):
             name = re.search(r"^Package: (\S+)", record, re.M).group(1)
             sizes[name] = int(re.search(r"^Installed-Size: (\d+)", record, re.M).group(1))
-        self.assertEqual(len(sizes), len(self.would_install))
+        self.assertEqual(len(sizes), len(would_install))
         total_mb = sum(sizes.values()) / 1024
         largest = ", ".join("%s %.0f MB" % (n, s / 1024) for n, s in sorted(sizes.items(), key=lambda x: -x[1])[:8])
-        print("setup.sh installs %d packages, %.0f MB (largest: %s)" % (len(sizes), total_mb, largest))
-        self.assertLess(total_mb, SIZE_LIMIT_MB, "%d packages; largest: %s" % (len(sizes), largest))
+        print("setup.sh installs %d packages, %.0f MB on %s (largest: %s)" % (len(sizes), total_mb, label, largest))
+        return total_mb, "%d packages; largest: %s" % (len(sizes), largest)
+
+    def test_installs_less_than_400_mb_on_a_new_development_machine(self):
+        total_mb, what = self.total_mb(self.would_install_on_kind, "a new C++/CUDA development machine")
+        self.assertLess(total_mb, SIZE_LIMIT_MB, what)
+
+    def test_installs_less_than_the_bare_limit_on_a_minimal_debian(self):
+        total_mb, what = self.total_mb(self.would_install, "a minimal Debian")
+        self.assertLess(total_mb, BARE_LIMIT_MB, what)
 
     def test_no_package_ships_a_service(self):
         download = os.path.join(self.tmp, "debs")
