@@ -171,8 +171,8 @@ Environment (overrides the config file; see --show-config for every setting):
   KACHE_LOG=kache=debug           log why a compile was not cached (to stderr, or KACHE_LOG_FILE)
   KACHE_LOG_FILE=PATH             append the log to a file (default: warnings only, to DIR/kache.log)
   KACHE_LOG_WARNINGS=log          keep warnings off the compile's stderr (default: stderr, see below)
-  KACHE_REMOTE_STORAGE=URLS       shared stores, tried in order: redis://HOST[:PORT], http(s)://HOST/PATH,
-                                  s3://BUCKET[/PREFIX], file:///SHARED/DIR (docs/remote-storage.md)
+  KACHE_REMOTE_STORAGE=URLS       shared stores, tried in order: redis://HOST[:PORT], http://HOST/PATH,
+                                  https://HOST/PATH, s3://BUCKET[/PREFIX], file:///SHARED/DIR
   KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra compiler flags known to be safe to cache
   KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml)
   KACHE_SYSTEM_CONFIG=PATH        system config file, read first (default /etc/kache.toml)
