@@ -137,7 +137,7 @@ void doctor_rows(DoctorRows& rows, const std::string& hipcc_arg, const util::Env
 
 // A hipcc that doctor was not asked about (no --hipcc) but found on PATH is reported without warnings:
 // on a CUDA-only machine a ROCm someone installed is no problem of the user's builds. Its rows keep
-// their facts and their advice; `kache doctor --hipcc hipcc` gives them their warnings back.
+// their facts; `kache doctor --hipcc hipcc` gives them their warnings and advice back.
 void HipccAdapter::doctor_rows(DoctorRows& rows, DoctorSection section, const DoctorQuery& query) {
   if (section != DoctorSection::toolchain) return;
   const auto named = query.named_programs.find("hipcc");
@@ -153,7 +153,8 @@ void HipccAdapter::doctor_rows(DoctorRows& rows, DoctorSection section, const Do
   for (auto& row : found.rows) {
     if (!asked && row.status == Status::warn) {
       row.status = Status::ok;
-      row.message += " (for HIP builds only: kache doctor --hipcc hipcc warns about it)";
+      row.message = "matters to HIP builds only: kache doctor --hipcc hipcc says what is wrong and the fix.";
+      row.fix.clear();
     }
     rows.rows.push_back(std::move(row));
   }
