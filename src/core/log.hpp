@@ -5,7 +5,7 @@
 // to <cache dir>/kache.log, each distinct warning at most once an hour per cache dir (stamps under
 // <cache dir>/warned/), and shows the first warning of each cause in each build on the compile's stderr
 // (a terminal or Ninja's pipe alike: Ninja prints it under the command), one line "kache: warning: ...";
-// later ones of that build go to the log only. Not on stderr: a configure check's compile (its stderr is
+// the rest of that build's go to the log only. Not on stderr: a configure check's compile (its stderr is
 // its verdict) and everything when log.warnings = "log".
 #include <spdlog/spdlog.h>
 
