@@ -117,24 +117,54 @@ void remove_old_stamps(const util::Beneath& cache_dir, std::int64_t now) {
   for (const auto& name : old) cache_dir.unlink_file("warned/" + name);
 }
 
-// Whether this is the first warning of its cause in this build; records it if so. The stamp is created
-// exclusively (O_EXCL), so of parallel compiles of one build exactly one shows it. A stamp that cannot
-// be made counts as first: the person sees the warning rather than nobody.
-bool first_in_build(const util::Beneath& cache_dir, const std::string& build, const std::string& message) {
-  const std::string stamp =
-      fmt::format("warned/b{:016x}-{:016x}", util::xxh64(build), util::xxh64(warning_cause(message)));
+// Claims the stamp of a (build, cause) below dir: true when this compile made it (the first), false when
+// it was there; nullopt when dir cannot hold it. Created exclusively (O_EXCL), so of parallel compiles
+// of one build exactly one claims it.
+std::optional<bool> claim_stamp(const util::Beneath& dir, const std::string& stamp) {
   try {
-    if (!cache_dir.create_directories("warned")) return true;
-    util::UniqueFd fd = cache_dir.open_regular(stamp, O_WRONLY | O_CREAT | O_EXCL);
-    if (fd.get() < 0) return true;
+    if (!dir.create_directories("warned")) return std::nullopt;
+    util::UniqueFd fd = dir.open_regular(stamp, O_WRONLY | O_CREAT | O_EXCL);
+    if (fd.get() < 0) return std::nullopt;
   } catch (const std::system_error& e) {
     if (e.code().value() == EEXIST) return false;
-    return true;
+    return std::nullopt;
   }
   try {
-    remove_old_stamps(cache_dir, static_cast<std::int64_t>(std::time(nullptr)));
+    remove_old_stamps(dir, static_cast<std::int64_t>(std::time(nullptr)));
   } catch (const std::exception&) {
     // Old stamps that stay do no harm until the next first warning removes them.
+  }
+  return true;
+}
+
+// Where a build's stamps go when the cache dir cannot hold them (a read-only cache, a full disk: without
+// a stamp every compile of the build would print the warning): this user's own directory in /tmp,
+// taken only when it is a real directory of the user's that no one else may write.
+std::optional<util::Beneath> private_stamp_dir() {
+  const std::string path = fmt::format("/tmp/kache-warned-{}", ::getuid());
+  ::mkdir(path.c_str(), 0700);
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::getuid() || (st.st_mode & 077) != 0)
+    return std::nullopt;
+  return util::Beneath(fd.get(), path);
+}
+
+// Whether this is the first warning of its cause in this build; records it if so, below the cache dir,
+// else in the user's private stamp dir. A stamp that cannot be made anywhere counts as first: the
+// person sees the warning rather than nobody.
+bool first_in_build(const std::optional<util::Beneath>& cache_dir, const std::string& build,
+                    const std::string& message) {
+  const std::string stamp =
+      fmt::format("warned/b{:016x}-{:016x}", util::xxh64(build), util::xxh64(warning_cause(message)));
+  if (cache_dir) {
+    if (const auto first = claim_stamp(*cache_dir, stamp)) return *first;
+  }
+  try {
+    if (const auto dir = private_stamp_dir()) {
+      if (const auto first = claim_stamp(*dir, stamp)) return *first;
+    }
+  } catch (const std::exception&) {
   }
   return true;
 }
@@ -158,27 +188,28 @@ class CacheDirWarnings : public spdlog::sinks::base_sink<std::mutex> {
     const std::string text(without_kache_prefix(std::string_view(msg.payload.data(), msg.payload.size())));
     bool logged = false;  // whether kache.log holds this warning: only then does the line name it
     bool show = to_stderr_;
+    std::optional<util::Beneath> cache_dir;
     try {
       // A directory others may write is not trusted with a file kache appends to (a planted link).
       struct stat dir {};
       const bool shared_with_all = ::stat(cache_dir_.c_str(), &dir) == 0 && (dir.st_mode & S_IWOTH) != 0;
       if (!shared_with_all) {
         ::mkdir(cache_dir_.c_str(), 0777);
-        const util::Beneath cache_dir(cache_dir_);
-        if (warned_recently(cache_dir, text)) {
+        cache_dir.emplace(cache_dir_);
+        if (warned_recently(*cache_dir, text)) {
           // Logged within the hour (by this build's other compile, perhaps): named if the log is there.
-          const std::optional<struct stat> log_file = cache_dir.lstat("kache.log");
+          const std::optional<struct stat> log_file = cache_dir->lstat("kache.log");
           logged = log_file && S_ISREG(log_file->st_mode);
         } else {
           spdlog::details::log_msg line = msg;
           line.payload = text;
-          logged = append_to_cache_log(cache_dir, line);
+          logged = append_to_cache_log(*cache_dir, line);
         }
-        if (show) show = first_in_build(cache_dir, event_build_id(std::getenv("KACHE_BUILD_ID")), text);
       }
     } catch (const std::exception&) {
       // A log that cannot be written must not fail the compile; `kache doctor` reports the directory.
     }
+    if (show) show = first_in_build(cache_dir, event_build_id(std::getenv("KACHE_BUILD_ID")), text);
     if (!show) return;
     // A warning may name a file or a remote: control characters never reach the terminal (or the
     // terminal Ninja copies its output to).
