@@ -109,7 +109,7 @@ bool parse_int(const std::string& text, long long& value) {
 // ----- The key table ------------------------------------------------------------------------------
 // Each key knows how to take a value from a string (environment, or a TOML string) and from any other
 // TOML node. A setter returns "" on success, or the tail of a sentence saying what was wrong
-// ("is not a size (a number with a unit K, M, G or T, e.g. 500M; 0: no limit)"); on failure it must leave the config unchanged, so the lower layer's value stays.
+// ("is not a size"); on failure it must leave the config unchanged, so the lower layer's value stays.
 
 using StringSetter = std::string (*)(Config&, const std::string&);
 using NodeSetter = std::string (*)(Config&, const toml::node&);
@@ -122,7 +122,7 @@ struct KeySpec {
   StringSetter from_string;
   NodeSetter from_node;  // for non-string TOML values; nullptr: only strings are accepted
   Shower show;
-  const char* not_a;  // used when a TOML value has the wrong type: "is not <not_a>"
+  const char* not_a;    // used when a TOML value has the wrong type: "is not <not_a>"
   const char* example;  // a value it takes, as TOML writes it: the fix a refusal suggests
 };
 
@@ -406,9 +406,11 @@ std::string set_lock_timeout_node(Config& c, const toml::node& n) {
 }
 
 const KeySpec kKeys[] = {
-    {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path", "\"~/.cache/kache\""},
+    {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path",
+     "\"~/.cache/kache\""},
     {"cache", "max_size", "KACHE_MAX_SIZE", set_max_size, set_max_size_node,
-     [](const Config& c) { return c.max_size == 0 ? std::string("0 (no limit)") : format_size(c.max_size); }, "a size", "\"10G\""},
+     [](const Config& c) { return c.max_size == 0 ? std::string("0 (no limit)") : format_size(c.max_size); }, "a size",
+     "\"10G\""},
     {"cache", "compression", "KACHE_COMPRESSION", set_bool<&Config::compression>, set_bool_node<&Config::compression>,
      show_bool<&Config::compression>, "a boolean", "true"},
     {"cache", "compression_level", "KACHE_COMPRESSION_LEVEL", set_level, set_level_node,
@@ -426,12 +428,14 @@ const KeySpec kKeys[] = {
     {"nvcc", "path_normalize", "KACHE_NVCC_PATH_NORMALIZE", set_bool<&Config::nvcc_path_normalize>,
      set_bool_node<&Config::nvcc_path_normalize>, show_bool<&Config::nvcc_path_normalize>, "a boolean", "true"},
     {"nvcc", "source_date_epoch", "KACHE_NVCC_SOURCE_DATE_EPOCH", set_epoch, set_epoch_node,
-     [](const Config& c) { return c.nvcc_source_date_epoch; }, "a number of seconds or 'passthrough'", "\"passthrough\""},
+     [](const Config& c) { return c.nvcc_source_date_epoch; }, "a number of seconds or 'passthrough'",
+     "\"passthrough\""},
     {"log", "filter", "KACHE_LOG", set_log_filter, nullptr,
      [](const Config& c) { return c.log_filter.empty() ? std::string("warn (default)") : c.log_filter; },
      "a log filter string", "\"kache=debug\""},
     {"log", "file", "KACHE_LOG_FILE", set_log_file, nullptr,
-     [](const Config& c) { return c.log_file.empty() ? std::string("(stderr)") : c.log_file; }, "a path", "\"/tmp/kache-debug.log\""},
+     [](const Config& c) { return c.log_file.empty() ? std::string("(stderr)") : c.log_file; }, "a path",
+     "\"/tmp/kache-debug.log\""},
     {"cache", "umask", "KACHE_UMASK", set_umask, set_umask_node,
      [](const Config& c) {
        return c.cache_umask < 0 ? std::string("(the process umask)") : fmt::format("{:03o}", c.cache_umask);
@@ -442,7 +446,8 @@ const KeySpec kKeys[] = {
     {"cache", "lock_timeout", "KACHE_LOCK_TIMEOUT", set_lock_timeout, set_lock_timeout_node,
      [](const Config& c) { return fmt::format("{}s", c.lock_timeout_s); }, "a number of seconds", "10"},
     {"remote", "storage", "KACHE_REMOTE_STORAGE", set_remote_storage, nullptr, show_remote_storage,
-     "a space-separated list of redis://, redis+unix://, http://, https://, s3:// or file:// URLs", "\"redis://cache.internal:6379\""},
+     "a space-separated list of redis://, redis+unix://, http://, https://, s3:// or file:// URLs",
+     "\"redis://cache.internal:6379\""},
     {"remote", "read_only", "KACHE_REMOTE_READ_ONLY", set_bool<&Config::remote_read_only>,
      set_bool_node<&Config::remote_read_only>, show_bool<&Config::remote_read_only>, "a boolean", "true"},
     {"remote", "only", "KACHE_REMOTE_ONLY", set_bool<&Config::remote_only>, set_bool_node<&Config::remote_only>,
@@ -458,7 +463,8 @@ const KeySpec kKeys[] = {
      "a path", "\"~/.config/kache/remote.key\""},
     // Last, so the fuzzer's corpus (variables in this order) keeps its meaning.
     {"nvcc", "cache_device_outputs", "KACHE_NVCC_CACHE_DEVICE_OUTPUTS", set_bool<&Config::nvcc_cache_device_outputs>,
-     set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean", "true"},
+     set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean",
+     "true"},
     {"nvcc", "stages", "KACHE_NVCC_STAGES", set_bool<&Config::nvcc_stages>, set_bool_node<&Config::nvcc_stages>,
      show_bool<&Config::nvcc_stages>, "a boolean", "true"},
     {"events", "enabled", "KACHE_EVENTS", set_bool<&Config::events>, set_bool_node<&Config::events>,
@@ -482,12 +488,14 @@ const KeySpec kKeys[] = {
      },
      "a path", "\"/etc/ssl/reapi-ca.pem\""},
     {"remote_execution", "timeout", "KACHE_REMOTE_EXECUTION_TIMEOUT", set_remote_execution_timeout,
-     set_remote_execution_timeout_node, [](const Config& c) { return fmt::format("{}s", c.remote_execution_timeout_s); },
-     "a number of seconds", "600"},
+     set_remote_execution_timeout_node,
+     [](const Config& c) { return fmt::format("{}s", c.remote_execution_timeout_s); }, "a number of seconds", "600"},
     {"remote_execution", "trusted", "KACHE_REMOTE_EXECUTION_TRUSTED", set_bool<&Config::remote_execution_trusted>,
-     set_bool_node<&Config::remote_execution_trusted>, show_bool<&Config::remote_execution_trusted>, "a boolean", "false"},
+     set_bool_node<&Config::remote_execution_trusted>, show_bool<&Config::remote_execution_trusted>, "a boolean",
+     "false"},
     {"log", "warnings", "KACHE_LOG_WARNINGS", set_log_warnings, nullptr,
-     [](const Config& c) { return std::string(c.warnings_to_stderr ? "stderr" : "log"); }, "\"stderr\" or \"log\"", "\"log\""},
+     [](const Config& c) { return std::string(c.warnings_to_stderr ? "stderr" : "log"); }, "\"stderr\" or \"log\"",
+     "\"log\""},
 };
 
 }  // namespace
@@ -591,8 +599,7 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
   } else {
     if (k.from_string == set_dir) c.cache_dir_refused = true;
     c.problems.push_back(fmt::format("kache: {} = {} in {} {}; write it as, for example, {} = {} under [{}]; {}.",
-                                     full_name(k),
-                                     text ? fmt::format("'{}'", quotable(c, k, *text)) : render_node(n),
+                                     full_name(k), text ? fmt::format("'{}'", quotable(c, k, *text)) : render_node(n),
                                      location(file, n), error, k.name, k.example, k.section,
                                      what_applies_instead(k, c)));
   }

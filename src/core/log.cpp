@@ -213,10 +213,9 @@ class CacheDirWarnings : public spdlog::sinks::base_sink<std::mutex> {
     if (!show) return;
     // A warning may name a file or a remote: control characters never reach the terminal (or the
     // terminal Ninja copies its output to).
-    const std::string line = fmt::format("kache: warning: {}{}\n", util::terminal_safe(text),
-                                         logged ? fmt::format(" (logged in {}/kache.log)",
-                                                              util::terminal_safe(cache_dir_))
-                                                : std::string());
+    const std::string line =
+        fmt::format("kache: warning: {}{}\n", util::terminal_safe(text),
+                    logged ? fmt::format(" (logged in {}/kache.log)", util::terminal_safe(cache_dir_)) : std::string());
     (void)!::write(STDERR_FILENO, line.data(), line.size());
   }
   void flush_() override {}

@@ -251,8 +251,9 @@ TEST_F(ConfigTest, BadSizeFallsBackWithMessage) {
 // A refused value in a file is one sentence with its fix: the file and line, the key, the value, what the
 // key accepts and a line that would be accepted (issue 42).
 TEST_F(ConfigTest, BadFileValueNamesTheFixWithAnExample) {
-  write("[cache]\nmax_size = \"lots\"\ndirect_mode = \"yes please\"\ncompression_level = 40\n"
-        "[log]\nwarnings = \"tty\"\n");
+  write(
+      "[cache]\nmax_size = \"lots\"\ndirect_mode = \"yes please\"\ncompression_level = 40\n"
+      "[log]\nwarnings = \"tty\"\n");
   const Config c = load_config();
   ASSERT_EQ(c.problems.size(), 4u) << all(c.problems);
   // toml++ hands the keys over in its own order: each sentence is found by its key.
