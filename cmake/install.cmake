@@ -61,7 +61,8 @@ set(CPACK_PACKAGE_VENDOR "kache")
 set(CPACK_PACKAGE_CONTACT "kache maintainers <kache@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "compiler cache for nvcc, gcc and clang")
 set(CPACK_PACKAGE_DESCRIPTION "kache caches the results of nvcc, gcc, g++, clang and clang++ compiles,\
- locally and in shared Redis or HTTP(S) stores, and runs the real compiler for anything it cannot prove\
+ locally and in shared stores (redis://, http:// and https://, s3:// buckets, file:// shared\
+ directories), and runs the real compiler for anything it cannot prove\
  safe to cache. Licensed under the Apache License 2.0 (/usr/share/doc/kache/copyright).")
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

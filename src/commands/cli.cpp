@@ -170,11 +170,15 @@ Environment (overrides the config file; see --show-config for every setting):
   KACHE_DISABLE=1                 run every compile uncached
   KACHE_LOG=kache=debug           log why a compile was not cached (to stderr, or KACHE_LOG_FILE)
   KACHE_LOG_FILE=PATH             append the log to a file (default: warnings only, to DIR/kache.log)
+  KACHE_LOG_WARNINGS=log          keep warnings off the compile's stderr (default: stderr, see below)
+  KACHE_REMOTE_STORAGE=URLS       shared stores, tried in order: redis://HOST[:PORT], http://HOST/PATH,
+                                  https://HOST/PATH, s3://BUCKET[/PREFIX], file:///SHARED/DIR
   KACHE_CC_EXTRA_ALLOWLIST_FLAGS  extra compiler flags known to be safe to cache
   KACHE_CONFIG=PATH               config file (default ~/.config/kache/config.toml)
   KACHE_SYSTEM_CONFIG=PATH        system config file, read first (default /etc/kache.toml)
 Config files in ccache's order: system, per-user, then the cache dir's kache.toml; the environment last.
-A compile's stdout and stderr are the compiler's alone: kache's warnings go to DIR/kache.log.)";
+kache's warnings go to DIR/kache.log; the first of each cause in a build is also one "kache: warning:"
+line on the compile's stderr, except for configure checks (conftest.*, CMake's scratch dirs).)";
 
 // Reason counters "<prefix><reason>" sorted by count (largest first), then by name.
 std::vector<std::pair<std::string, std::uint64_t>> reasons(const StatsSnapshot& stats, std::string_view prefix) {

@@ -219,20 +219,41 @@ void check_cache(Rows& rows, const Config& cfg) {
   check_recent_misses(rows, cfg);
 }
 
+// Whether an unsigned remote is a risk worth a warning: one whose entries cross the network in clear
+// and unauthenticated (http://, redis:// to another host), where anyone on the path, not only those
+// allowed to write the remote, can change what every reader links. A remote on this machine, a shared
+// directory (guarded by its permissions, as a group-shared cache dir is) and one reached through TLS with
+// credentials (https://, s3://) trust their writers as the cache dir trusts its own: a fact, not a
+// warning, or every team remote would warn forever.
+bool unsigned_is_a_risk(const RemoteUrl& url) {
+  if (url.scheme != "http" && url.scheme != "redis") return false;
+  const bool loopback = url.host == "localhost" || url.host.starts_with("127.") || url.host == "::1";
+  return !loopback;
+}
+
 // Each remote: the rows its backend's probe gives (reachable and accepting the credentials, writable
 // unless read-only; S3 adds the clock skew), and whether its entries are signed.
 void check_remotes(Rows& rows, const Config& cfg) {
   if (cfg.remote_urls.empty()) return;
   const std::string probe_key = fmt::format("kache-doctor-probe-{}", ::getpid());
   for (auto& row : storage::probe_remote_stores(cfg, probe_key)) rows.rows.push_back(std::move(row));
-  if (cfg.remote_signing_key_file.empty()) {
-    rows.add("remote", "signing", Status::warn, "unsigned",
-             "entries read from the remotes are not signed: whoever can write a remote can plant objects in "
-             "every build that reads it.",
-             "set remote.signing_key_file to a file holding a shared secret key");
-  } else {
+  if (!cfg.remote_signing_key_file.empty()) {
     rows.add("remote", "signing", Status::ok, "signed (key in " + cfg.remote_signing_key_file + ")");
+    return;
   }
+  std::string exposed;
+  for (const auto& url : cfg.remote_urls) {
+    if (unsigned_is_a_risk(url)) exposed += (exposed.empty() ? "" : ", ") + url.redacted();
+  }
+  if (exposed.empty()) {
+    rows.add("remote", "signing", Status::ok, "unsigned (whoever can write the remotes is trusted)");
+    return;
+  }
+  rows.add("remote", "signing", Status::warn, "unsigned",
+           fmt::format("entries from {} cross the network in clear and unsigned: whoever can write that remote, or "
+                       "alter its traffic, can plant objects in every build that reads it.",
+                       exposed),
+           "set remote.signing_key_file to a file holding a shared secret key, or use https://");
 }
 
 // Remote execution (docs/remote-execution.md): the server, its capabilities, a worker of this toolchain.
@@ -347,7 +368,7 @@ struct DoctorOptions {
   std::string nvcc_arg = "nvcc";
   bool nvcc_named = false;
   std::optional<std::string> ccbin;
-  std::string hipcc_arg = "hipcc";
+  std::optional<std::string> hipcc_arg;  // named by --hipcc: its rows may warn
   int probe_timeout_ms = kDefaultRocmProbeTimeoutMs;
 };
 
@@ -399,7 +420,7 @@ int run_doctor(const std::vector<std::string>& args) {
   // Each compiler family's rows (compiler/adapter.hpp), read with its own probes, in their sections.
   compiler::DoctorQuery query;
   if (nvcc_named) query.named_programs["nvcc"] = nvcc_arg;
-  query.named_programs["hipcc"] = hipcc_arg;
+  if (hipcc_arg) query.named_programs["hipcc"] = *hipcc_arg;
   query.host_compiler = ccbin;
   query.probe_timeout_ms = probe_timeout_ms;
   query.config = &cfg;

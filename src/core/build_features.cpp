@@ -22,7 +22,8 @@ bool linked_statically() { return _DYNAMIC == nullptr; }
 
 std::string build_features() {
   return fmt::format(
-      "remote storage: redis (hiredis {}.{}.{}), http, https (Boost.Beast)\n"
+      "remote storage: redis://, redis+unix:// (hiredis {}.{}.{}), http://, https:// (Boost.Beast), s3:// "
+      "(SigV4), file:// (a shared directory)\n"
       "tls: {}\n"
       "host names: c-ares {}\n"
       "compression: zstd {}\n"

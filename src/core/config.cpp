@@ -122,7 +122,8 @@ struct KeySpec {
   StringSetter from_string;
   NodeSetter from_node;  // for non-string TOML values; nullptr: only strings are accepted
   Shower show;
-  const char* not_a;  // used when a TOML value has the wrong type: "is not <not_a>"
+  const char* not_a;    // used when a TOML value has the wrong type: "is not <not_a>"
+  const char* example;  // a value it takes, as TOML writes it: the fix a refusal suggests
 };
 
 std::string set_dir(Config& c, const std::string& v) {
@@ -136,18 +137,18 @@ std::string set_dir(Config& c, const std::string& v) {
 
 std::string set_max_size(Config& c, const std::string& v) {
   std::uint64_t bytes = 0;
-  if (!parse_size(v, bytes)) return "is not a size";
+  if (!parse_size(v, bytes)) return "is not a size (a number with a unit K, M, G or T, e.g. 500M; 0: no limit)";
   c.max_size = bytes;  // 0: no limit, as in ccache
   return {};
 }
 
 std::string set_max_size_node(Config& c, const toml::node& n) {
   if (auto i = n.value_exact<std::int64_t>()) {
-    if (*i < 0) return "is not a size";
+    if (*i < 0) return "is not a size (a number with a unit K, M, G or T, e.g. 500M; 0: no limit)";
     c.max_size = static_cast<std::uint64_t>(*i);
     return {};
   }
-  return "is not a size";
+  return "is not a size (a number with a unit K, M, G or T, e.g. 500M; 0: no limit)";
 }
 
 std::string set_level_value(Config& c, long long level) {
@@ -360,6 +361,13 @@ std::string set_log_file(Config& c, const std::string& v) {
   return {};
 }
 
+std::string set_log_warnings(Config& c, const std::string& v) {
+  const std::string t = lower(trim(v));
+  if (t != "stderr" && t != "log") return "is neither \"stderr\" nor \"log\"";
+  c.warnings_to_stderr = t == "stderr";
+  return {};
+}
+
 std::string set_umask(Config& c, const std::string& v) {
   const std::string t = trim(v);
   unsigned mask = 0;
@@ -398,86 +406,96 @@ std::string set_lock_timeout_node(Config& c, const toml::node& n) {
 }
 
 const KeySpec kKeys[] = {
-    {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path"},
+    {"cache", "dir", "KACHE_DIR", set_dir, nullptr, [](const Config& c) { return c.cache_dir; }, "a path",
+     "\"~/.cache/kache\""},
     {"cache", "max_size", "KACHE_MAX_SIZE", set_max_size, set_max_size_node,
-     [](const Config& c) { return c.max_size == 0 ? std::string("0 (no limit)") : format_size(c.max_size); }, "a size"},
+     [](const Config& c) { return c.max_size == 0 ? std::string("0 (no limit)") : format_size(c.max_size); }, "a size",
+     "\"10G\""},
     {"cache", "compression", "KACHE_COMPRESSION", set_bool<&Config::compression>, set_bool_node<&Config::compression>,
-     show_bool<&Config::compression>, "a boolean"},
+     show_bool<&Config::compression>, "a boolean", "true"},
     {"cache", "compression_level", "KACHE_COMPRESSION_LEVEL", set_level, set_level_node,
-     [](const Config& c) { return std::to_string(c.compression_level); }, "a compression level"},
+     [](const Config& c) { return std::to_string(c.compression_level); }, "a compression level", "3"},
     {"cache", "direct_mode", "KACHE_DIRECT_MODE", set_bool<&Config::direct_mode>, set_bool_node<&Config::direct_mode>,
-     show_bool<&Config::direct_mode>, "a boolean"},
+     show_bool<&Config::direct_mode>, "a boolean", "true"},
     {"cache", "preprocessed_fallback", "KACHE_PREPROCESSED_FALLBACK", set_bool<&Config::preprocessed_fallback>,
-     set_bool_node<&Config::preprocessed_fallback>, show_bool<&Config::preprocessed_fallback>, "a boolean"},
+     set_bool_node<&Config::preprocessed_fallback>, show_bool<&Config::preprocessed_fallback>, "a boolean", "true"},
     {"cache", "disable", "KACHE_DISABLE", set_bool<&Config::disable>, set_bool_node<&Config::disable>,
-     show_bool<&Config::disable>, "a boolean"},
+     show_bool<&Config::disable>, "a boolean", "false"},
     {"cc", "extra_allowlist_flags", "KACHE_CC_EXTRA_ALLOWLIST_FLAGS", set_allowlist, set_allowlist_node,
-     [](const Config& c) { return show_list(c.extra_allowlist_flags); }, "a list of strings"},
+     [](const Config& c) { return show_list(c.extra_allowlist_flags); }, "a list of strings", "[\"-fno-plt\"]"},
     {"paths", "base_dirs", "KACHE_PATHS_BASE_DIRS", set_base_dirs, set_base_dirs_node,
-     [](const Config& c) { return show_list(c.base_dirs); }, "a list of strings"},
+     [](const Config& c) { return show_list(c.base_dirs); }, "a list of strings", "[\"/home/me/src\"]"},
     {"nvcc", "path_normalize", "KACHE_NVCC_PATH_NORMALIZE", set_bool<&Config::nvcc_path_normalize>,
-     set_bool_node<&Config::nvcc_path_normalize>, show_bool<&Config::nvcc_path_normalize>, "a boolean"},
+     set_bool_node<&Config::nvcc_path_normalize>, show_bool<&Config::nvcc_path_normalize>, "a boolean", "true"},
     {"nvcc", "source_date_epoch", "KACHE_NVCC_SOURCE_DATE_EPOCH", set_epoch, set_epoch_node,
-     [](const Config& c) { return c.nvcc_source_date_epoch; }, "a number of seconds or 'passthrough'"},
+     [](const Config& c) { return c.nvcc_source_date_epoch; }, "a number of seconds or 'passthrough'",
+     "\"passthrough\""},
     {"log", "filter", "KACHE_LOG", set_log_filter, nullptr,
      [](const Config& c) { return c.log_filter.empty() ? std::string("warn (default)") : c.log_filter; },
-     "a log filter string"},
+     "a log filter string", "\"kache=debug\""},
     {"log", "file", "KACHE_LOG_FILE", set_log_file, nullptr,
-     [](const Config& c) { return c.log_file.empty() ? std::string("(stderr)") : c.log_file; }, "a path"},
+     [](const Config& c) { return c.log_file.empty() ? std::string("(stderr)") : c.log_file; }, "a path",
+     "\"/tmp/kache-debug.log\""},
     {"cache", "umask", "KACHE_UMASK", set_umask, set_umask_node,
      [](const Config& c) {
        return c.cache_umask < 0 ? std::string("(the process umask)") : fmt::format("{:03o}", c.cache_umask);
      },
-     "an octal umask"},
+     "an octal umask", "\"002\""},
     {"cache", "allow_world_writable", "KACHE_ALLOW_WORLD_WRITABLE", set_bool<&Config::allow_world_writable>,
-     set_bool_node<&Config::allow_world_writable>, show_bool<&Config::allow_world_writable>, "a boolean"},
+     set_bool_node<&Config::allow_world_writable>, show_bool<&Config::allow_world_writable>, "a boolean", "false"},
     {"cache", "lock_timeout", "KACHE_LOCK_TIMEOUT", set_lock_timeout, set_lock_timeout_node,
-     [](const Config& c) { return fmt::format("{}s", c.lock_timeout_s); }, "a number of seconds"},
+     [](const Config& c) { return fmt::format("{}s", c.lock_timeout_s); }, "a number of seconds", "10"},
     {"remote", "storage", "KACHE_REMOTE_STORAGE", set_remote_storage, nullptr, show_remote_storage,
-     "a space-separated list of redis://, redis+unix://, http:// or https:// URLs"},
+     "a space-separated list of redis://, redis+unix://, http://, https://, s3:// or file:// URLs",
+     "\"redis://cache.internal:6379\""},
     {"remote", "read_only", "KACHE_REMOTE_READ_ONLY", set_bool<&Config::remote_read_only>,
-     set_bool_node<&Config::remote_read_only>, show_bool<&Config::remote_read_only>, "a boolean"},
+     set_bool_node<&Config::remote_read_only>, show_bool<&Config::remote_read_only>, "a boolean", "true"},
     {"remote", "only", "KACHE_REMOTE_ONLY", set_bool<&Config::remote_only>, set_bool_node<&Config::remote_only>,
-     show_bool<&Config::remote_only>, "a boolean"},
+     show_bool<&Config::remote_only>, "a boolean", "false"},
     {"remote", "ca_file", "KACHE_REMOTE_CA_FILE", set_remote_ca_file, nullptr,
      [](const Config& c) { return c.remote_ca_file.empty() ? std::string("(system CAs)") : c.remote_ca_file; },
-     "a path"},
+     "a path", "\"/etc/ssl/team-ca.pem\""},
     {"remote", "signing_key_file", "KACHE_REMOTE_SIGNING_KEY_FILE", set_remote_signing_key_file, nullptr,
      [](const Config& c) {
        return c.remote_signing_key_file.empty() ? std::string("(none: remote entries are not signed)")
                                                 : c.remote_signing_key_file;
      },
-     "a path"},
+     "a path", "\"~/.config/kache/remote.key\""},
     // Last, so the fuzzer's corpus (variables in this order) keeps its meaning.
     {"nvcc", "cache_device_outputs", "KACHE_NVCC_CACHE_DEVICE_OUTPUTS", set_bool<&Config::nvcc_cache_device_outputs>,
-     set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean"},
+     set_bool_node<&Config::nvcc_cache_device_outputs>, show_bool<&Config::nvcc_cache_device_outputs>, "a boolean",
+     "true"},
     {"nvcc", "stages", "KACHE_NVCC_STAGES", set_bool<&Config::nvcc_stages>, set_bool_node<&Config::nvcc_stages>,
-     show_bool<&Config::nvcc_stages>, "a boolean"},
+     show_bool<&Config::nvcc_stages>, "a boolean", "true"},
     {"events", "enabled", "KACHE_EVENTS", set_bool<&Config::events>, set_bool_node<&Config::events>,
-     show_bool<&Config::events>, "a boolean"},
+     show_bool<&Config::events>, "a boolean", "true"},
     {"events", "command_line", "KACHE_EVENTS_COMMAND_LINE", set_bool<&Config::events_command_line>,
-     set_bool_node<&Config::events_command_line>, show_bool<&Config::events_command_line>, "a boolean"},
+     set_bool_node<&Config::events_command_line>, show_bool<&Config::events_command_line>, "a boolean", "false"},
     // After the rows above, for the same reason.
     {"remote_execution", "server", "KACHE_REMOTE_EXECUTION", set_remote_execution_server, nullptr,
      [](const Config& c) {
        return c.remote_execution_server.empty() ? std::string("(none: misses run here)") : c.remote_execution_server;
      },
-     "a grpc:// or grpcs:// URL"},
+     "a grpc:// or grpcs:// URL", "\"grpcs://reapi.internal:8980\""},
     {"remote_execution", "instance", "KACHE_REMOTE_EXECUTION_INSTANCE", set_remote_execution_instance, nullptr,
      [](const Config& c) {
        return c.remote_execution_instance.empty() ? std::string("(the default instance)") : c.remote_execution_instance;
      },
-     "a string"},
+     "a string", "\"main\""},
     {"remote_execution", "ca_file", "KACHE_REMOTE_EXECUTION_CA_FILE", set_remote_execution_ca_file, nullptr,
      [](const Config& c) {
        return c.remote_execution_ca_file.empty() ? std::string("(system CAs)") : c.remote_execution_ca_file;
      },
-     "a path"},
+     "a path", "\"/etc/ssl/reapi-ca.pem\""},
     {"remote_execution", "timeout", "KACHE_REMOTE_EXECUTION_TIMEOUT", set_remote_execution_timeout,
-     set_remote_execution_timeout_node, [](const Config& c) { return fmt::format("{}s", c.remote_execution_timeout_s); },
-     "a number of seconds"},
+     set_remote_execution_timeout_node,
+     [](const Config& c) { return fmt::format("{}s", c.remote_execution_timeout_s); }, "a number of seconds", "600"},
     {"remote_execution", "trusted", "KACHE_REMOTE_EXECUTION_TRUSTED", set_bool<&Config::remote_execution_trusted>,
-     set_bool_node<&Config::remote_execution_trusted>, show_bool<&Config::remote_execution_trusted>, "a boolean"},
+     set_bool_node<&Config::remote_execution_trusted>, show_bool<&Config::remote_execution_trusted>, "a boolean",
+     "false"},
+    {"log", "warnings", "KACHE_LOG_WARNINGS", set_log_warnings, nullptr,
+     [](const Config& c) { return std::string(c.warnings_to_stderr ? "stderr" : "log"); }, "\"stderr\" or \"log\"",
+     "\"log\""},
 };
 
 }  // namespace
@@ -545,6 +563,15 @@ void note_bare_size(Config& c, const KeySpec& k, const std::string& value, const
                   k.section, k.name, t, where, t, format_size(c.max_size), t, t));
 }
 
+// The row's example as a variable carries it: no TOML quotes, a list's items separated by commas.
+std::string example_for_environment(const KeySpec& k) {
+  std::string out;
+  for (const char ch : std::string_view(k.example)) {
+    if (ch != '"' && ch != '[' && ch != ']') out += ch;
+  }
+  return out;
+}
+
 // A value as a message may quote it: remote.storage may carry a password, so it is redacted; a
 // remote_execution.server given with a user or token in it (refused) is shown without them.
 std::string quotable(const Config& c, const KeySpec& k, const std::string& value) {
@@ -571,9 +598,10 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
     note_bare_size(c, k, text ? *text : render_node(n), location(file, n));
   } else {
     if (k.from_string == set_dir) c.cache_dir_refused = true;
-    c.problems.push_back(fmt::format("kache: {} = {} in {} {}; {}.", full_name(k),
-                                     text ? fmt::format("'{}'", quotable(c, k, *text)) : render_node(n),
-                                     location(file, n), error, what_applies_instead(k, c)));
+    c.problems.push_back(fmt::format("kache: {} = {} in {} {}; write it as, for example, {} = {} under [{}]; {}.",
+                                     full_name(k), text ? fmt::format("'{}'", quotable(c, k, *text)) : render_node(n),
+                                     location(file, n), error, k.name, k.example, k.section,
+                                     what_applies_instead(k, c)));
   }
 }
 
@@ -704,8 +732,9 @@ void read_env_layer(Config& c) {
       note_bare_size(c, k, value, k.env);
     } else {
       if (k.from_string == set_dir) c.cache_dir_refused = true;
-      c.problems.push_back(
-          fmt::format("kache: {}='{}' {}; {}.", k.env, quotable(c, k, value), error, what_applies_instead(k, c)));
+      c.problems.push_back(fmt::format("kache: {}='{}' {}; write it as, for example, {}={}; {}.", k.env,
+                                       quotable(c, k, value), error, k.env, example_for_environment(k),
+                                       what_applies_instead(k, c)));
     }
   }
 }

@@ -32,6 +32,8 @@
 //   remote_execution.timeout     KACHE_REMOTE_EXECUTION_TIMEOUT (seconds: the longest wait for one action)
 //   log.filter                   KACHE_LOG                 (e.g. "kache=debug")
 //   log.file                     KACHE_LOG_FILE
+//   log.warnings                 KACHE_LOG_WARNINGS        ("stderr": a build's first warning of each cause
+//                                                           also on the compile's stderr; "log": log only)
 //   cache.umask                  KACHE_UMASK               (octal, e.g. "002": for files and dirs kache
 //                                                           creates in the cache; outputs keep the user's)
 //   cache.allow_world_writable   KACHE_ALLOW_WORLD_WRITABLE (bool: use a cache dir others may write)
@@ -89,6 +91,7 @@ struct Config {
   bool remote_execution_trusted = false;
   std::string log_filter;
   std::string log_file;
+  bool warnings_to_stderr = true;  // log.warnings = "stderr"
   int cache_umask = -1;  // -1: the process umask
   bool allow_world_writable = false;
   bool cache_dir_refused = false;  // cache.dir was given but unusable (relative): compiles pass through

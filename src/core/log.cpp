@@ -1,5 +1,7 @@
 #include "core/log.hpp"
 
+#include "core/events.hpp"
+
 #include "util/beneath.hpp"
 #include "util/text.hpp"
 #include "util/fs.hpp"
@@ -12,17 +14,21 @@
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace kache::core {
@@ -60,7 +66,8 @@ std::optional<spdlog::level::level_enum> level_from_name(const std::string& name
 bool is_our_target(const std::string& target) { return target == "kache" || target.starts_with("kache::"); }
 
 // Whether this message was written to this cache dir's log within the last hour; if not, records that it
-// is being written now. The stamp is a file per message under <cache>/warned/, its mtime the time. Like
+// is being written now. The stamp is a file per message under <cache>/warned/, its mtime the time; a new
+// one is created exclusively (O_EXCL), so of parallel compiles that meet it first only one logs it. Like
 // every file of a cache dir others may write, it is reached below the cache dir's descriptor
 // (util::Beneath): a link planted there is never followed, a FIFO never waited on; a stamp that cannot
 // be kept means the warning is logged again.
@@ -70,54 +77,152 @@ bool warned_recently(const util::Beneath& cache_dir, const std::string& message)
   const std::optional<struct stat> st = cache_dir.lstat(stamp);
   if (st && S_ISREG(st->st_mode) && now - static_cast<std::int64_t>(st->st_mtime) < kWarnEverySeconds) return true;
   if (!cache_dir.create_directories("warned")) return false;
-  util::UniqueFd fd = cache_dir.open_regular(stamp, O_WRONLY | O_CREAT | O_TRUNC);
-  if (fd.get() >= 0) ::futimens(fd.get(), nullptr);  // now, also when the file was there from an hour ago
+  try {
+    util::UniqueFd fd = cache_dir.open_regular(stamp, st ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY | O_CREAT | O_EXCL);
+    if (fd.get() >= 0) ::futimens(fd.get(), nullptr);  // now, also when the file was there from an hour ago
+  } catch (const std::system_error& e) {
+    if (e.code().value() == EEXIST) return true;  // a parallel compile made it just now, and logs it
+  }
   return false;
 }
 
 // Appends one formatted line to <cache>/kache.log, opened below the cache dir (no link followed, no
-// FIFO waited on: what stands there instead means the line is not logged).
-void append_to_cache_log(const util::Beneath& cache_dir, const spdlog::details::log_msg& msg) {
+// FIFO waited on: what stands there instead means the line is not logged). Whether it was written.
+bool append_to_cache_log(const util::Beneath& cache_dir, const spdlog::details::log_msg& msg) {
   util::UniqueFd fd = cache_dir.open_regular("kache.log", O_WRONLY | O_APPEND | O_CREAT);
-  if (fd.get() < 0) return;
+  if (fd.get() < 0) return false;
   spdlog::pattern_formatter formatter(kPattern);
   spdlog::memory_buf_t line;
   formatter.format(msg, line);
   util::write_fully(fd.get(), std::string_view(line.data(), line.size()), "kache.log");
+  return true;
 }
 
-// The default destination of a compile's warnings: never the compile's stderr (build tools read it: an
-// autoconf -Werror check, CMake's FAIL_REGEX), but <cache>/kache.log, each distinct warning at most
-// once an hour, and a person at a terminal also sees that once-an-hour line on stderr.
+// The per-build stamps of first_in_build: a day is longer than any build, and a directory of stamps
+// stays small when those older than that go whenever a new one is made.
+constexpr std::int64_t kBuildStampSeconds = 24 * 3600;
+
+// Removes the stamps of warned/ older than a day (the hourly ones included): called only when a build
+// warns of a cause for the first time, so the listing is rare and warned/ stays bounded.
+void remove_old_stamps(const util::Beneath& cache_dir, std::int64_t now) {
+  util::Listing listing(cache_dir.open_directory("warned"));
+  std::vector<std::string> old;
+  while (dirent* e = listing.next()) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::optional<struct stat> st = cache_dir.lstat("warned/" + name);
+    if (st && S_ISREG(st->st_mode) && now - static_cast<std::int64_t>(st->st_mtime) > kBuildStampSeconds)
+      old.push_back(name);
+  }
+  for (const auto& name : old) cache_dir.unlink_file("warned/" + name);
+}
+
+// Claims the stamp of a (build, cause) below dir: true when this compile made it (the first), false when
+// it was there; nullopt when dir cannot hold it. Created exclusively (O_EXCL), so of parallel compiles
+// of one build exactly one claims it.
+std::optional<bool> claim_stamp(const util::Beneath& dir, const std::string& stamp) {
+  try {
+    if (!dir.create_directories("warned")) return std::nullopt;
+    util::UniqueFd fd = dir.open_regular(stamp, O_WRONLY | O_CREAT | O_EXCL);
+    if (fd.get() < 0) return std::nullopt;
+  } catch (const std::system_error& e) {
+    if (e.code().value() == EEXIST) return false;
+    return std::nullopt;
+  }
+  try {
+    remove_old_stamps(dir, static_cast<std::int64_t>(std::time(nullptr)));
+  } catch (const std::exception&) {
+    // Old stamps that stay do no harm until the next first warning removes them.
+  }
+  return true;
+}
+
+// Where a build's stamps go when the cache dir cannot hold them (a read-only cache, a full disk: without
+// a stamp every compile of the build would print the warning): this user's own directory in /tmp,
+// taken only when it is a real directory of the user's that no one else may write.
+std::optional<util::Beneath> private_stamp_dir() {
+  const std::string path = fmt::format("/tmp/kache-warned-{}", ::getuid());
+  ::mkdir(path.c_str(), 0700);
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::getuid() || (st.st_mode & 077) != 0)
+    return std::nullopt;
+  return util::Beneath(fd.get(), path);
+}
+
+// Whether this is the first warning of its cause in this build; records it if so, below the cache dir,
+// else in the user's private stamp dir. A stamp that cannot be made anywhere counts as first: the
+// person sees the warning rather than nobody.
+bool first_in_build(const std::optional<util::Beneath>& cache_dir, const std::string& build,
+                    const std::string& message) {
+  const std::string stamp =
+      fmt::format("warned/b{:016x}-{:016x}", util::xxh64(build), util::xxh64(warning_cause(message)));
+  if (cache_dir) {
+    if (const auto first = claim_stamp(*cache_dir, stamp)) return *first;
+  }
+  try {
+    if (const auto dir = private_stamp_dir()) {
+      if (const auto first = claim_stamp(*dir, stamp)) return *first;
+    }
+  } catch (const std::exception&) {
+  }
+  return true;
+}
+
+// Callers may have written their own "kache: " (config problems are sentences kache's commands print
+// as they are); the line on stderr has exactly one.
+std::string_view without_kache_prefix(std::string_view text) {
+  while (text.starts_with("kache: ")) text.remove_prefix(7);
+  return text;
+}
+
+// The default destination of a compile's warnings: <cache>/kache.log, each distinct warning at most
+// once an hour, and the compile's stderr for the first warning of each cause in each build (the build:
+// KACHE_BUILD_ID or the build tool's process group, as the events name it), unless told otherwise.
 class CacheDirWarnings : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  explicit CacheDirWarnings(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {}
+  CacheDirWarnings(std::string cache_dir, bool to_stderr) : cache_dir_(std::move(cache_dir)), to_stderr_(to_stderr) {}
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    const std::string text(msg.payload.data(), msg.payload.size());
+    const std::string text(without_kache_prefix(std::string_view(msg.payload.data(), msg.payload.size())));
+    bool logged = false;  // whether kache.log holds this warning: only then does the line name it
+    bool show = to_stderr_;
+    std::optional<util::Beneath> cache_dir;
     try {
       // A directory others may write is not trusted with a file kache appends to (a planted link).
       struct stat dir {};
-      if (::stat(cache_dir_.c_str(), &dir) == 0 && (dir.st_mode & S_IWOTH) != 0) return;
-      ::mkdir(cache_dir_.c_str(), 0777);
-      const util::Beneath cache_dir(cache_dir_);
-      if (warned_recently(cache_dir, text)) return;
-      append_to_cache_log(cache_dir, msg);
+      const bool shared_with_all = ::stat(cache_dir_.c_str(), &dir) == 0 && (dir.st_mode & S_IWOTH) != 0;
+      if (!shared_with_all) {
+        ::mkdir(cache_dir_.c_str(), 0777);
+        cache_dir.emplace(cache_dir_);
+        if (warned_recently(*cache_dir, text)) {
+          // Logged within the hour (by this build's other compile, perhaps): named if the log is there.
+          const std::optional<struct stat> log_file = cache_dir->lstat("kache.log");
+          logged = log_file && S_ISREG(log_file->st_mode);
+        } else {
+          spdlog::details::log_msg line = msg;
+          line.payload = text;
+          logged = append_to_cache_log(*cache_dir, line);
+        }
+      }
     } catch (const std::exception&) {
       // A log that cannot be written must not fail the compile; `kache doctor` reports the directory.
     }
-    if (::isatty(STDERR_FILENO)) {
-      // A warning may name a file or a remote: control characters never reach the terminal.
-      const std::string line =
-          fmt::format("kache: {} (logged in {}/kache.log)\n", util::terminal_safe(text), util::terminal_safe(cache_dir_));
-      (void)!::write(STDERR_FILENO, line.data(), line.size());
-    }
+    if (show) show = first_in_build(cache_dir, event_build_id(std::getenv("KACHE_BUILD_ID")), text);
+    if (!show) return;
+    // A warning may name a file or a remote: control characters never reach the terminal (or the
+    // terminal Ninja copies its output to).
+    const std::string line =
+        fmt::format("kache: warning: {}{}\n", util::terminal_safe(text),
+                    logged ? fmt::format(" (logged in {}/kache.log)", util::terminal_safe(cache_dir_)) : std::string());
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
   }
   void flush_() override {}
 
  private:
   std::string cache_dir_;
+  bool to_stderr_;
 };
 
 struct State {
@@ -184,7 +289,8 @@ std::optional<spdlog::level::level_enum> parse_log_filter(const std::string& fil
   return level;
 }
 
-void init_logging(const std::string& filter, const std::string& file, const std::string& cache_dir) {
+void init_logging(const std::string& filter, const std::string& file, const std::string& cache_dir,
+                  bool first_per_build_to_stderr) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   const auto parsed = parse_log_filter(filter);
@@ -192,7 +298,7 @@ void init_logging(const std::string& filter, const std::string& file, const std:
   std::string file_error;
   try {
     if (file.empty() && filter.empty() && !cache_dir.empty()) {
-      install(s, make_logger(std::make_shared<CacheDirWarnings>(cache_dir), level));
+      install(s, make_logger(std::make_shared<CacheDirWarnings>(cache_dir, first_per_build_to_stderr), level));
     } else if (!file.empty()) {
       // truncate=false: append, so concurrent compiles (and earlier runs) keep their lines.
       auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, false);
@@ -246,6 +352,46 @@ std::string latest_logged_warning(const std::string& cache_dir) {
     rest.remove_prefix(end + 1);
   }
   return std::string(latest);
+}
+
+bool is_configure_check(const std::vector<std::string>& args, const std::string& cwd) {
+  static constexpr std::string_view kScratch[] = {"/CMakeFiles/CMakeScratch/", "/CMakeFiles/CMakeTmp/"};
+  auto in_scratch = [](std::string_view path) {
+    const std::string with_slash = std::string(path) + "/";
+    for (std::string_view dir : kScratch) {
+      if (with_slash.find(dir) != std::string::npos || with_slash.starts_with(dir.substr(1))) return true;
+    }
+    return false;
+  };
+  if (in_scratch(cwd)) return true;
+  for (const auto& arg : args) {
+    if (util::basename(arg).starts_with("conftest.") || in_scratch(arg)) return true;
+  }
+  return false;
+}
+
+std::string warning_cause(std::string_view message) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    const std::size_t end = std::min(message.find(' ', i), message.size());
+    const std::string_view word = message.substr(i, end - i);
+    if (word.find('/') != std::string_view::npos && word.find("://") == std::string_view::npos) {
+      out += "<path>";
+    } else {
+      for (std::size_t j = 0; j < word.size(); ++j) {
+        const bool digit = std::isdigit(static_cast<unsigned char>(word[j])) != 0;
+        if (!digit) {
+          out += word[j];
+        } else if (j == 0 || !std::isdigit(static_cast<unsigned char>(word[j - 1]))) {
+          out += '#';
+        }
+      }
+    }
+    if (end < message.size()) out += ' ';
+    i = end + 1;
+  }
+  return out;
 }
 
 spdlog::logger& log() {

@@ -2,17 +2,34 @@
 // Logging through spdlog. KACHE_LOG takes a filter: "debug", "kache=debug", "kache=trace",
 // "warn"; output goes to stderr, or to KACHE_LOG_FILE when set (appended; safe with many processes).
 // Log lines carry the time. By default (no KACHE_LOG, no KACHE_LOG_FILE) a compile logs warnings only,
-// to <cache dir>/kache.log and never to the compile's stderr, each distinct warning at most once an hour
-// per cache dir (stamps under <cache dir>/warned/); when stderr is a terminal that line is shown there too.
+// to <cache dir>/kache.log, each distinct warning at most once an hour per cache dir (stamps under
+// <cache dir>/warned/), and shows the first warning of each cause in each build on the compile's stderr
+// (a terminal or Ninja's pipe alike: Ninja prints it under the command), one line "kache: warning: ...";
+// the rest of that build's go to the log only. Not on stderr: a configure check's compile (its stderr is
+// its verdict) and everything when log.warnings = "log".
 #include <spdlog/spdlog.h>
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kache::core {
 
 // cache_dir: where the default warnings go (empty: stderr, as for kache's own commands).
-void init_logging(const std::string& filter, const std::string& file, const std::string& cache_dir = "");
+// first_per_build_to_stderr: with a cache_dir, whether the first warning of each cause in each build is
+// also printed on stderr (false: log.warnings = "log", or a configure check's compile).
+void init_logging(const std::string& filter, const std::string& file, const std::string& cache_dir = "",
+                  bool first_per_build_to_stderr = false);
+// Whether a compile is a build system's configure check, whose stderr must stay the compiler's alone:
+// autoconf's ac_c_werror_flag fails a check on any stderr line, CMake's try_compile FAIL_REGEX matches
+// it. Its source is conftest.* (autoconf, Meson), or it runs or writes below CMake's scratch
+// directories (CMakeFiles/CMakeScratch/, CMakeFiles/CMakeTmp/).
+bool is_configure_check(const std::vector<std::string>& args, const std::string& cwd);
+// What makes two warnings the same cause: the text with its variable parts folded (a path-like word
+// becomes "<path>", a run of digits "#"), so "cannot store /c/ab/1.o" and "cannot store /c/cd/2.o" are
+// one cause, while two remotes' URLs stay two.
+std::string warning_cause(std::string_view message);
 spdlog::logger& log();
 // The newest warning line of <cache_dir>/kache.log ("" when there is none): `kache -s` and doctor repeat
 // it, since a build's stderr is often a pipe nobody reads (Ninja's, a CI log's).

@@ -242,7 +242,7 @@ StatsSnapshot StatsFile::read() const {
   try {
     fd = open_journal(*cache, O_RDONLY);
   } catch (const std::system_error& e) {
-    core::log().warn("kache: {}; reading the totals without it.", e.what());
+    core::log().warn("{}; reading the totals without it.", e.what());
   }
   if (fd.get() >= 0) {
     try {
@@ -256,7 +256,7 @@ StatsSnapshot StatsFile::read() const {
     if (const std::optional<std::string> journal = read_journal(fd.get(), path)) {
       parse_journal(*journal, snap.counters);
     } else {
-      core::log().warn("kache: {} is larger than kache ever writes it; reading the totals without it.", path);
+      core::log().warn("{} is larger than kache ever writes it; reading the totals without it.", path);
     }
   }
   return snap;

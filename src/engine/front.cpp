@@ -81,7 +81,14 @@ int run_front(int argc, char** argv) {
 
   const Config cfg = load_config(storage::remote_url_schemes());
   apply_process_settings(cfg);
-  init_logging(cfg.log_filter, cfg.log_file, cfg.cache_dir);
+  try {
+    inv.cwd = util::current_dir();
+  } catch (const std::exception&) {
+    inv.cwd.clear();
+  }
+  // A configure check's stderr is its verdict: kache's warnings stay in the log there.
+  init_logging(cfg.log_filter, cfg.log_file, cfg.cache_dir,
+               cfg.warnings_to_stderr && !is_configure_check(inv.args, inv.cwd));
   for (const auto& problem : cfg.problems) log().warn("{}", problem);
 
   auto resolved = util::find_executable(inv.compiler_arg, util::env_get(inv.env, "PATH").value_or(""), self);
@@ -93,11 +100,6 @@ int run_front(int argc, char** argv) {
   if (!named_kache(argv0)) {
     // nvcc finds its toolkit from argv[0]; the bare name would lead it back to the link's directory.
     inv.compiler_arg = inv.compiler_path;
-  }
-  try {
-    inv.cwd = util::current_dir();
-  } catch (const std::exception&) {
-    inv.cwd.clear();
   }
   if (inv.cwd.empty()) {
     log().info("no current directory: running the compiler uncached");

@@ -4,6 +4,7 @@ Each test gets a private workspace and cache directory; nothing reads the user's
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,20 @@ KERNEL = r"""
 __global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }
 int host_entry() { std::printf("host\n"); return 1; }
 """
+
+
+# The one line kache adds to a compile's stderr: the first warning of each cause in a build (issue 42).
+KACHE_WARNING_LINE = re.compile(r"^kache: warning: [^\n]*\n", re.M)
+
+
+def compiler_stderr(text):
+    """A compile's stderr without kache's warning lines: what is left is the compiler's alone."""
+    return KACHE_WARNING_LINE.sub("", text)
+
+
+def kache_warnings(text):
+    """kache's warning lines on a compile's stderr."""
+    return KACHE_WARNING_LINE.findall(text)
 
 
 class KacheTestCase(unittest.TestCase):

@@ -177,7 +177,7 @@ class Doctor(KacheTestCase):
     def test_rocm_rows_this_machine(self):
         if HIPCC is None:
             self.skipTest("hipcc is not on PATH")
-        rows, out = self.doctor()
+        rows, out = self.doctor(["--hipcc", HIPCC])
         self.assertEqual(out["fails"], 0, json.dumps(out, indent=1))
         # hipcc's own answers: its version, and the clang its clang line names.
         version = re.search(r"HIP version: (\d+\.\d+\.\d+)",
@@ -208,6 +208,54 @@ class Doctor(KacheTestCase):
             self.assertIn("AMD's layout", layout["fix"])
         r = self.kache(["doctor"])
         self.assertRegex(r.stdout, rf"ok\s+rocm\.hipcc\s+HIP {re.escape(version)} at ")
+
+    def test_hipcc_not_asked_about_gives_no_warning(self):
+        # Issue 42: a ROCm found on PATH of a machine whose builds are CUDA only is no warning; its rows
+        # keep their facts, and --hipcc (above) gives back the warnings a HIP build needs.
+        if HIPCC is None:
+            self.skipTest("hipcc is not on PATH")
+        asked, _ = self.doctor(["--hipcc", HIPCC])
+        rows, _ = self.doctor()
+        rocm = {name: row for name, row in rows.items() if name.startswith("rocm.")}
+        self.assertEqual(set(rocm), {name for name in asked if name.startswith("rocm.")})
+        for name, row in rocm.items():
+            self.assertEqual(row["status"], "ok", row)
+            if asked[name]["status"] == "warn":
+                self.assertEqual((row["value"], row["fix"]), (asked[name]["value"], ""))
+                self.assertIn("kache doctor --hipcc hipcc", row["message"])
+
+    def test_cuda_only_machine_with_a_shared_remote_warns_of_nothing(self):
+        # Issue 42: no hipcc, a file:// share, a redis on this machine: every row is quiet. The driver
+        # rows say what this machine's GPU driver is and stay out of it (a CI runner may have an old one).
+        bin_dir = self.path("bin")
+        os.makedirs(bin_dir)
+        for tool in ("gcc", "g++", "cc", "c++"):
+            os.symlink(shutil.which(tool), os.path.join(bin_dir, tool))
+        share = self.path("share")
+        os.makedirs(share)
+        os.makedirs(self.cache)
+        path = os.pathsep.join([os.path.dirname(kachetest.NVCC), bin_dir])
+        remotes = [f"file://{share}"]
+        import servers
+        if not servers.missing("redis-server"):
+            redis = servers.Redis()
+            self.addCleanup(redis.stop)
+            remotes.append(redis.url)
+        for url in remotes:
+            rows, out = self.doctor(env={"PATH": path, "KACHE_REMOTE_STORAGE": url})
+            loud = {name: row for name, row in rows.items() if row["status"] != "ok" and row["section"] != "driver"}
+            self.assertEqual(loud, {}, url)
+            self.assertEqual(rows["rocm.hipcc"]["value"], "not found")
+            self.assertEqual(rows["remote.signing"]["status"], "ok")
+
+    def test_unsigned_remote_in_clear_over_the_network_warns(self):
+        # The one unsigned remote worth a warning: entries crossing the network in clear (http://, redis://
+        # to another host). 192.0.2.1 is TEST-NET-1: never reachable, so the probe fails fast.
+        rows, _ = self.doctor(env={"KACHE_REMOTE_STORAGE": "http://192.0.2.1:1/cache https://192.0.2.1:1/c"},
+                              code=1)
+        self.assertEqual(rows["remote.signing"]["status"], "warn")
+        self.assertIn("http://192.0.2.1:1/cache", rows["remote.signing"]["message"])
+        self.assertNotIn("https://", rows["remote.signing"]["message"])
 
     def test_without_hipcc_one_ok_row(self):
         bin_dir = self.path("bin")
@@ -282,7 +330,7 @@ echo ' "/opt/x/clang" "-cc1" "-mlink-builtin-bitcode" "{root}/bc/ocml.bc" "-mlin
         self.assertEqual(rows["config.direct-mode"]["status"], "warn")
         self.assertEqual(rows["remote.reachable"]["status"], "fail")
         self.assertIn("***", rows["remote.reachable"]["value"])
-        self.assertEqual(rows["remote.signing"]["status"], "warn")
+        self.assertEqual(rows["remote.signing"]["status"], "ok", "a redis on this machine: no one else's traffic")
         if servers.missing("redis-server"):
             return
         os.chmod(self.cache, 0o755)

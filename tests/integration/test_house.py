@@ -134,6 +134,27 @@ class Completions(unittest.TestCase):
         self.assertTrue({"-ccbin", "--probe-timeout", "--hipcc"} <= options["doctor"], options["doctor"])
         self.assertTrue({"--", "--closure", "--last"} <= options["explain"], options["explain"])
 
+    def test_every_row_of_the_option_table_is_in_help_and_both_completions(self):
+        # Issue 42: `kache worker`'s options were once missing from the completions. Each row of the
+        # table (`kache --list-options`) is checked where a person meets it: its command's --help, what
+        # bash offers after the command, and the command's block of the zsh script.
+        with open(os.path.join(SOURCE_DIR, "completions", "_kache")) as f:
+            zsh = f.read()
+        rows = [line.split("\t") for line in self.kache("--list-options").splitlines()]
+        self.assertTrue({"worker", "report", "doctor", "explain", ""} <= {row[0] for row in rows})
+        helps, bash, zsh_blocks = {}, {}, {}
+        for command, spellings, _, _ in rows:
+            if command not in helps:
+                helps[command] = options_of_help(self.kache(*([command] if command else []), "--help"))
+                bash[command] = self.complete_bash(*([command, ""] if command else ["-s", ""]))
+                block = re.search(rf"\n    {re.escape(command or '-*')}\) [^\n]*?_arguments (.*?) ;;", zsh, re.S)
+                zsh_blocks[command] = set(re.findall(r"'\*?(--?[\w-]*)\[", block.group(1)))
+            for name in spellings.split(","):
+                where = f"kache {command} {name}".replace("  ", " ")
+                self.assertIn(name, helps[command], f"{where}: not in --help")
+                self.assertIn(name, bash[command], f"{where}: not in the bash completion")
+                self.assertIn(name, zsh_blocks[command], f"{where}: not in the zsh completion")
+
     def complete_bash(self, *words, cwd=None):
         """What bash offers for `kache WORDS...` (the last word being the one completed), with the
         checked-in script and bash's completion variables set as readline sets them."""
@@ -204,6 +225,35 @@ class ManualPage(unittest.TestCase):
             where = r.stdout if command == "" else commands.split(f"kache {command}\n", 1)[1].split("\n   kache ")[0]
             for name in spellings.split(","):
                 self.assertRegex(where, rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"kache {command} {name}")
+
+
+class RemoteKinds(unittest.TestCase):
+    """Every kind of remote store is named where a new user looks (issue 42): --help, --version, the
+    manual page and the Debian package's description."""
+    KINDS = ("redis://", "http://", "https://", "s3://", "file://")
+
+    def assert_names_every_kind(self, text, where):
+        for kind in self.KINDS:
+            self.assertIn(kind, text, f"{where} does not name {kind} remotes")
+
+    def test_help_and_version(self):
+        for option in ("--help", "--version"):
+            r = subprocess.run([KACHE, option], capture_output=True, text=True, check=True)
+            self.assert_names_every_kind(r.stdout, f"kache {option}")
+
+    def test_manual_page_source_and_built_page(self):
+        with open(os.path.join(SOURCE_DIR, "man", "kache.h2m")) as f:
+            self.assert_names_every_kind(f.read(), "man/kache.h2m")
+        page = os.path.join(os.path.dirname(KACHE), "man", "kache.1")
+        if os.path.exists(page):
+            with open(page) as f:
+                self.assert_names_every_kind(f.read().replace("\\-", "-"), page)
+
+    def test_debian_package_description(self):
+        with open(os.path.join(SOURCE_DIR, "cmake", "install.cmake")) as f:
+            text = f.read()
+        description = re.search(r'set\(CPACK_PACKAGE_DESCRIPTION "(.*?)"\)', text, re.S).group(1)
+        self.assert_names_every_kind(description, "the .deb description")
 
 
 class ZshCompletion(unittest.TestCase):

@@ -227,7 +227,9 @@ TEST_F(ConfigTest, BadSizeFallsBackWithMessage) {
   ::setenv("KACHE_MAX_SIZE", "abc", 1);
   Config c = load_config();
   ASSERT_EQ(c.problems.size(), 1u) << all(c.problems);
-  EXPECT_EQ(c.problems[0], "kache: KACHE_MAX_SIZE='abc' is not a size; using 10.0 GiB.");
+  EXPECT_EQ(c.problems[0],
+            "kache: KACHE_MAX_SIZE='abc' is not a size (a number with a unit K, M, G or T, e.g. 500M; 0: no limit); "
+            "write it as, for example, KACHE_MAX_SIZE=10G; using 10.0 GiB.");
   EXPECT_EQ(c.max_size, 10ull << 30);
 
   // A bad variable leaves the file's valid value in force.
@@ -244,6 +246,66 @@ TEST_F(ConfigTest, BadSizeFallsBackWithMessage) {
   ASSERT_EQ(c.problems.size(), 1u);
   EXPECT_NE(c.problems[0].find("cache.max_size"), std::string::npos) << c.problems[0];
   EXPECT_NE(c.problems[0].find(file_), std::string::npos) << c.problems[0];
+}
+
+// A refused value in a file is one sentence with its fix: the file and line, the key, the value, what the
+// key accepts and a line that would be accepted (issue 42).
+TEST_F(ConfigTest, BadFileValueNamesTheFixWithAnExample) {
+  write(
+      "[cache]\nmax_size = \"lots\"\ndirect_mode = \"yes please\"\ncompression_level = 40\n"
+      "[log]\nwarnings = \"tty\"\n");
+  const Config c = load_config();
+  ASSERT_EQ(c.problems.size(), 4u) << all(c.problems);
+  // toml++ hands the keys over in its own order: each sentence is found by its key.
+  auto about = [&](const std::string& key) {
+    for (const auto& p : c.problems)
+      if (p.starts_with("kache: " + key + " = ")) return p;
+    return std::string("(none about ") + key + ")";
+  };
+  EXPECT_EQ(about("cache.max_size"),
+            "kache: cache.max_size = 'lots' in " + file_ +
+                " (line 2) is not a size (a number with a unit K, M, G or T, e.g. 500M; 0: no limit); "
+                "write it as, for example, max_size = \"10G\" under [cache]; using 10.0 GiB.");
+  EXPECT_EQ(about("cache.direct_mode"), "kache: cache.direct_mode = 'yes please' in " + file_ +
+                                            " (line 3) is not a boolean (use 1/0, true/false, yes/no or on/off); "
+                                            "write it as, for example, direct_mode = true under [cache]; using true.");
+  EXPECT_NE(about("cache.compression_level")
+                .find("is not a compression level from 1 to 19; write it as, for example, compression_level = 3 "
+                      "under [cache]"),
+            std::string::npos)
+      << all(c.problems);
+  EXPECT_EQ(about("log.warnings"), "kache: log.warnings = 'tty' in " + file_ +
+                                       " (line 6) is neither \"stderr\" nor \"log\"; write it as, for example, "
+                                       "warnings = \"log\" under [log]; using stderr.");
+  for (const auto& p : c.problems) EXPECT_EQ(std::count(p.begin(), p.end(), '\n'), 0) << p;
+}
+
+TEST_F(ConfigTest, LogWarningsTakesStderrOrLog) {
+  EXPECT_TRUE(load_config().warnings_to_stderr);
+  ::setenv("KACHE_LOG_WARNINGS", "log", 1);
+  EXPECT_FALSE(load_config().warnings_to_stderr);
+  ::setenv("KACHE_LOG_WARNINGS", "Stderr", 1);
+  EXPECT_TRUE(load_config().warnings_to_stderr);
+}
+
+TEST(WarningCause, FoldsPathsAndNumbersButNotRemotes) {
+  using kache::core::warning_cause;
+  EXPECT_EQ(warning_cause("cannot store /c/ab/1.o (No space left, 28)"),
+            warning_cause("cannot store '/c/cd/22.o' (No space left, 31)"));
+  EXPECT_EQ(warning_cause("remote took 103 ms"), "remote took # ms");
+  EXPECT_NE(warning_cause("remote storage redis://a:1 failed"), warning_cause("remote storage redis://b:1 failed"));
+  EXPECT_NE(warning_cause("cannot store /c/x"), warning_cause("cannot read /c/x"));
+}
+
+TEST(ConfigureCheck, ConftestAndCMakeScratchDirsAreChecks) {
+  using kache::core::is_configure_check;
+  EXPECT_TRUE(is_configure_check({"-c", "conftest.c", "-o", "conftest.o"}, "/src/build"));
+  EXPECT_TRUE(is_configure_check({"-c", "/tmp/x/conftest.cpp"}, "/"));
+  EXPECT_TRUE(is_configure_check({"-c", "src.c"}, "/b/CMakeFiles/CMakeScratch/TryCompile-abc"));
+  EXPECT_TRUE(is_configure_check({"-c", "src.c"}, "/b/CMakeFiles/CMakeTmp"));
+  EXPECT_TRUE(is_configure_check({"-o", "CMakeFiles/CMakeScratch/T/x.o", "-c", "x.c"}, "/b"));
+  EXPECT_FALSE(is_configure_check({"-c", "a.c", "-o", "a.o"}, "/src/build"));
+  EXPECT_FALSE(is_configure_check({"-c", "myconftest.c"}, "/src/CMakeFiles/app.dir"));
 }
 
 TEST_F(ConfigTest, BadValuesOfOtherKindsFallBack) {

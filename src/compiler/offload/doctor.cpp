@@ -135,16 +135,28 @@ void doctor_rows(DoctorRows& rows, const std::string& hipcc_arg, const util::Env
   if (!f.rocm_path.empty()) cmake_hip_lang_row(rows, f.rocm_path);
 }
 
+// A hipcc that doctor was not asked about (no --hipcc) but found on PATH is reported without warnings:
+// on a CUDA-only machine a ROCm someone installed is no problem of the user's builds. Its rows keep
+// their facts; `kache doctor --hipcc hipcc` gives them their warnings and advice back.
 void HipccAdapter::doctor_rows(DoctorRows& rows, DoctorSection section, const DoctorQuery& query) {
   if (section != DoctorSection::toolchain) return;
   const auto named = query.named_programs.find("hipcc");
+  const bool asked = named != query.named_programs.end();
+  DoctorRows found;
   try {
     util::TempDir scratch("/tmp", ".kache-doctor-");
-    offload::doctor_rows(rows, named == query.named_programs.end() ? "hipcc" : named->second, query.env,
-                         scratch.path(), query.probe_timeout_ms);
+    offload::doctor_rows(found, asked ? named->second : "hipcc", query.env, scratch.path(), query.probe_timeout_ms);
   } catch (const std::exception& e) {
-    rows.add("rocm", "probe", Status::warn, "", fmt::format("probing hipcc failed: {}.", e.what()),
-             "run HIPCC_VERBOSE=1 hipcc --genco --offload-arch=gfx90a -### x.hip by hand to see why");
+    found.add("rocm", "probe", Status::warn, "", fmt::format("probing hipcc failed: {}.", e.what()),
+              "run HIPCC_VERBOSE=1 hipcc --genco --offload-arch=gfx90a -### x.hip by hand to see why");
+  }
+  for (auto& row : found.rows) {
+    if (!asked && row.status == Status::warn) {
+      row.status = Status::ok;
+      row.message = "matters to HIP builds only: kache doctor --hipcc hipcc says what is wrong and the fix.";
+      row.fix.clear();
+    }
+    rows.rows.push_back(std::move(row));
   }
 }
 

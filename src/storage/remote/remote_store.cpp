@@ -45,8 +45,8 @@ RemoteStore::RemoteStore(std::unique_ptr<RemoteBackend> backend, std::string ide
   }
 }
 
-// A remote that refuses, cannot be reached or does not answer in time: a warning (kache.log, and a
-// terminal once an hour), since every compile then goes on without it. Said once per compile: the
+// A remote that refuses, cannot be reached or does not answer in time: a warning (kache.log, and the
+// build's stderr once), since every compile then goes on without it. Said once per compile: the
 // layers switch the remote off after its first failure.
 void RemoteStore::warn_failed(const char* doing, const char* what) const {
   core::log().warn("remote storage {} failed to {}: {}; compiles go on with the local cache only (`kache doctor` "
