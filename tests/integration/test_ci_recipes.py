@@ -227,6 +227,18 @@ class CiRecipes(kachetest.KacheTestCase):
         self.assertIn(f"kache {warm['version']}", summary)
         self.assertIn(env["KACHE_DIR"], summary)
 
+        # A job that records no compile (here a project with nothing to compile; in life a launcher dropped
+        # or a build dead first) restores run 2's cache, events/ included: the gate judges this job's own
+        # build (KACHE_BUILD_ID), not run 2's, all hits, and fails it.
+        with open(os.path.join(runner.project, "CMakeLists.txt"), "w") as f:
+            f.write("cmake_minimum_required(VERSION 3.16)\nproject(ci_demo NONE)\n")
+        ok, steps, env = self.run_github(self.github, runner, 4, {})
+        self.assertFalse(ok)
+        gate = steps["kache report"]
+        self.assertEqual(gate.returncode, 1, gate.stdout + gate.stderr)
+        self.assertIn("no compile of build gha-4-1 was recorded", gate.stderr)
+        self.assertIn("No compile of build gha-4-1 was recorded.", steps["summary"])
+
         # Every source changed: the restored cache holds nothing this run can hit, and the gate fails it.
         write_project(runner.project, variant="changed")
         ok, steps, env = self.run_github(self.github, runner, 3, {})
