@@ -15,7 +15,7 @@ mapfile -t kache_packages < <(bash "$repo/scripts/setup.sh" --print-packages)
 packages=(
   "${kache_packages[@]}"
   build-essential libgtest-dev libgmock-dev libbenchmark-dev
-  ccache sccache redis-server nginx hyperfine strace gdb meson python3 python3-matplotlib binutils make
+  ccache sccache redis-server nginx hyperfine strace gdb meson python3 python3-matplotlib python3-yaml binutils make
   help2man man-db file dpkg-dev  # the manual page (cmake/man.cmake), the install and package tests
   xfsprogs e2fsprogs
   faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)

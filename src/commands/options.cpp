@@ -58,7 +58,7 @@ constexpr OptionRow kRows[] = {
     {"report", "--since", "AGE", C::nothing, false, "Only the compiles of the last AGE (e.g. 10m, 2h)"},
     {"report", "--all", "", C::nothing, false, "Every recorded compile"},
     {"report", "--since-mark", "", C::nothing, false,
-     "The compiles since the last --mark (without a selection: the newest build)"},
+     "The compiles since the last --mark (without a selection: the build KACHE_BUILD_ID names, else the newest)"},
     {"report", "--json", "", C::nothing, false, "Print the report as JSON (schema kache-report-1)"},
     {"report", "--markdown", "", C::nothing, false,
      "Print the report as Markdown tables (for $GITHUB_STEP_SUMMARY)"},
@@ -66,7 +66,8 @@ constexpr OptionRow kRows[] = {
     {"report", "--trace", "FILE", C::files, false,
      "Write a Chrome trace of the compiles to FILE (Perfetto, chrome://tracing)"},
     {"report", "--fail-under", "PERCENT", C::nothing, false,
-     "Exit 1 when the hit rate (hits of the cacheable compiles: hits and misses) is below PERCENT"},
+     "Exit 1 when the hit rate (hits of the cacheable compiles: hits and misses) is below PERCENT or there "
+     "is no cacheable compile"},
     {"report", "--mark", "", C::nothing, false, "Mark now: kache report --since-mark starts here"},
     {"report", "--label", "TEXT", C::nothing, false, "With --mark: a name for the mark"},
     // kache worker (commands/worker.cpp, through CLI11).

@@ -6,8 +6,12 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
+#include <functional>
+#include <limits>
 #include <optional>
+#include <queue>
 #include <stdexcept>
 #include <utility>
 
@@ -51,36 +55,82 @@ double saving_s(const CompileEvent& e) {
   return std::max(0.0, static_cast<double>(e.miss_cost_ms) / 1e3 - static_cast<double>(e.wall_us) / 1e6);
 }
 
+// The rows of one build's timeline: each compile on the lowest row free at its start. Two heaps (rows
+// busy by their end, rows free by number) make it O(N log N) where a scan of the rows was O(N * rows).
+struct LanePacker {
+  using Busy = std::pair<std::int64_t, std::uint32_t>;  // (end, row)
+  std::priority_queue<Busy, std::vector<Busy>, std::greater<>> busy;
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> free;
+  std::uint32_t rows = 0;
+  std::uint32_t place(std::int64_t start, std::int64_t end) {
+    while (!busy.empty() && busy.top().first <= start) {
+      free.push(busy.top().second);
+      busy.pop();
+    }
+    std::uint32_t lane = rows;
+    if (!free.empty()) {
+      lane = free.top();
+      free.pop();
+    } else {
+      ++rows;
+    }
+    busy.emplace(end, lane);
+    return lane;
+  }
+};
+
+}  // namespace
+
+// A log's time in microseconds, clamped where a hostile value would overflow.
+std::int64_t ms_to_us(std::int64_t ms) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 1000;
+  return std::clamp(ms, -kMax, kMax) * 1000;
+}
+
+// start + wall_us in microseconds, saturating: a hostile log's wall_us (up to 2^64 - 1) must not overflow.
+std::int64_t end_us(std::int64_t start_us, std::uint64_t wall_us) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  if (start_us >= 0 && wall_us > static_cast<std::uint64_t>(kMax - start_us)) return kMax;
+  if (wall_us > static_cast<std::uint64_t>(kMax)) return start_us + kMax;  // start_us < 0: no overflow
+  return start_us + static_cast<std::int64_t>(wall_us);
+}
+
+std::int64_t end_ms(std::int64_t time_ms, std::uint64_t wall_us) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  const std::uint64_t ms = wall_us / 1000;
+  if (time_ms >= 0 && ms > static_cast<std::uint64_t>(kMax - time_ms)) return kMax;
+  return time_ms + static_cast<std::int64_t>(ms);  // ms < 2^54: no overflow for a negative time_ms
+}
+
+namespace {
+
 // The builds of the selection, each on its own timeline: its compiles, each on the first row free at
 // its start (greedy interval packing, oldest first: as many rows as the most compiles of the build that
 // ran at once), and the time at least one of them ran (the union of their spans).
 void lay_out_builds(Model& m) {
   std::map<std::string, std::size_t> index_of;
-  std::vector<std::vector<std::int64_t>> lane_free_us;  // per build: when each row's last compile ended
-  std::vector<std::int64_t> busy_until_us;              // per build: the end of the union so far
+  std::vector<LanePacker> packers;        // per build
+  std::vector<std::int64_t> busy_until_us;  // per build: the end of the union so far
   m.lanes.assign(m.events.size(), 0);
   for (std::size_t i = 0; i < m.events.size(); ++i) {  // oldest first
     const CompileEvent& e = m.events[i];
     auto [it, added] = index_of.try_emplace(e.build, m.builds.size());
+    const std::int64_t start = ms_to_us(e.time_ms);
     if (added) {
       m.builds.push_back({e.build, e.time_ms, e.time_ms, {}, 0, 0, 0, 0});
-      lane_free_us.emplace_back();
-      busy_until_us.push_back(e.time_ms * 1000);
+      packers.emplace_back();
+      busy_until_us.push_back(start);
     }
     BuildTimeline& b = m.builds[it->second];
-    const std::int64_t start = e.time_ms * 1000, end = start + static_cast<std::int64_t>(e.wall_us);
-    std::vector<std::int64_t>& free_at = lane_free_us[it->second];
-    std::size_t lane = 0;
-    while (lane < free_at.size() && free_at[lane] > start) ++lane;
-    if (lane == free_at.size()) free_at.push_back(0);
-    free_at[lane] = end;
-    m.lanes[i] = static_cast<std::uint32_t>(lane);
-    b.lanes = std::max(b.lanes, static_cast<std::uint32_t>(lane + 1));
+    const std::int64_t end = end_us(start, e.wall_us);
+    const std::uint32_t lane = packers[it->second].place(start, end);
+    m.lanes[i] = lane;
+    b.lanes = std::max(b.lanes, lane + 1);
     b.events.push_back(i);
-    b.end_ms = std::max(b.end_ms, e.time_ms + static_cast<std::int64_t>(e.wall_us / 1000));
+    b.end_ms = std::max(b.end_ms, end_ms(e.time_ms, e.wall_us));
     b.job_s += static_cast<double>(e.wall_us) / 1e6;
     std::int64_t& busy_until = busy_until_us[it->second];
-    b.busy_s += static_cast<double>(std::max<std::int64_t>(0, end - std::max(start, busy_until))) / 1e6;
+    b.busy_s += static_cast<double>(end - std::max(start, std::min(busy_until, end))) / 1e6;
     busy_until = std::max(busy_until, end);
     b.saved_s += saving_s(e);
   }
@@ -201,7 +251,7 @@ Model build_model(std::vector<CompileEvent> events, Selection selection) {
     add_times(m, e);
     add_cause(m, e);
     m.start_ms = m.start_ms == 0 ? e.time_ms : std::min(m.start_ms, e.time_ms);
-    m.end_ms = std::max(m.end_ms, e.time_ms + static_cast<std::int64_t>(e.wall_us / 1000));
+    m.end_ms = std::max(m.end_ms, end_ms(e.time_ms, e.wall_us));
   }
   m.totals = core::outcome_totals(m.counts);
   add_direct_mode_off(m);
@@ -213,7 +263,17 @@ Model build_model(std::vector<CompileEvent> events, Selection selection) {
   return m;
 }
 
-double hit_rate(const Model& m) { return m.totals.hit_rate().value_or(0.0); }
+std::optional<double> hit_rate(const Model& m) { return m.totals.hit_rate(); }
+
+std::string rate_text(const Model& m) {
+  const std::optional<double> rate = hit_rate(m);
+  return rate ? fmt::format("{:.1f} %", *rate) : "n/a";
+}
+
+std::string nothing_text(const Model& m) {
+  return m.selection.build.empty() ? "No compiles were recorded for this selection."
+                                   : "No compile of build " + m.selection.build + " was recorded.";
+}
 
 std::string utc_text(std::int64_t ms) {
   const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
@@ -261,18 +321,27 @@ struct Request {
   double fail_under = -1;  // a hit rate in percent; negative: none given
 };
 
+// A command line that is wrong: exit 2, where a gate that failed is 1.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // The compiles a request covers: a build id, a window, every event, those since the last mark, or by
-// default the build of the newest event. A mark never changes the default: a report that silently
-// meant "since some mark set long ago" misled every later reader (issue 42).
+// default the job's own build (KACHE_BUILD_ID, when set) else the build of the newest event. A mark
+// never changes the default: a report that silently meant "since some mark set long ago" misled every
+// later reader (issue 42). Nor does a restored log: a CI job that sets KACHE_BUILD_ID and records no
+// compile (its launcher dropped, its build dead early) is judged by its own empty build, never by the
+// newest build of the cache it restored.
 Selection select(const Request& r, const core::EventLog& log, const std::vector<CompileEvent>& events) {
   Selection s;
+  const char* job_build = std::getenv("KACHE_BUILD_ID");
   if (!r.build.empty()) {
     s.build = r.build;
     s.description = "build " + r.build;
   } else if (!r.since.empty()) {
     std::int64_t age = 0;
     if (!core::parse_age(r.since, age)) {
-      throw std::runtime_error(fmt::format("'{}' is not an age (examples: 10m, 2h, 600s)", r.since));
+      throw UsageError(fmt::format("--since '{}' is not an age (examples: 10m, 2h, 600s)", r.since));
     }
     s.since_ms = util::now_ns() / 1000000 - age * 1000;
     s.description = "the last " + r.since;
@@ -280,10 +349,13 @@ Selection select(const Request& r, const core::EventLog& log, const std::vector<
     s.description = "every recorded compile";
   } else if (r.since_mark) {
     const auto mark = log.last_mark();
-    if (!mark) throw std::runtime_error("no mark was set: `kache report --mark` sets one before the build");
+    if (!mark) throw UsageError("no mark was set: `kache report --mark` sets one before the build");
     s.since_ms = mark->first;
     s.description = fmt::format("every compile since the last mark{} ({})",
                                 mark->second.empty() ? "" : ", " + mark->second, utc_text(mark->first));
+  } else if (job_build != nullptr && *job_build != '\0') {
+    s.build = job_build;
+    s.description = "build " + s.build + " (this job's KACHE_BUILD_ID)";
   } else if (!events.empty()) {
     s.build = events.back().build;
     s.description = "build " + s.build + " (the newest)";
@@ -293,20 +365,23 @@ Selection select(const Request& r, const core::EventLog& log, const std::vector<
 
 // --fail-under: 1 when the hit rate of the report's cacheable compiles is below the bar, with one
 // sentence on stderr (the report itself is printed either way). No cacheable compile is no hit rate:
-// kache was not in the build's way at all, which fails any bar above 0.
+// kache was not in the build's way at all (its launcher dropped, the build died first), which fails any
+// bar, 0 included.
 int gate(const Model& m, double fail_under) {
   const std::optional<double> rate = m.totals.hit_rate();
   if (rate && *rate >= fail_under) return 0;
-  if (!rate && fail_under <= 0) return 0;
   if (rate) {
     fmt::print(stderr,
                "kache report: the hit rate {:.1f} % ({} hits of {} cacheable compiles) is below --fail-under {:g}.\n",
                *rate, m.totals.hits, m.totals.cacheable(), fail_under);
+  } else if (m.compiles == 0 && !m.selection.build.empty()) {
+    fmt::print(stderr, "kache report: no compile of build {} was recorded, so it fails --fail-under {:g}.\n",
+               util::terminal_safe(m.selection.build), fail_under);
   } else {
     fmt::print(
         stderr,
         "kache report: no cacheable compile was recorded ({}), so there is no hit rate to hold to --fail-under {:g}.\n",
-        m.selection.description.empty() ? "no compiles" : m.selection.description, fail_under);
+        util::terminal_safe(m.selection.description.empty() ? "no compiles" : m.selection.description), fail_under);
   }
   return 1;
 }
@@ -386,8 +461,18 @@ int run(const std::vector<std::string>& args) {
     fmt::print(stderr, "kache report: {}; run 'kache report --help' for usage.\n", e.what());
     return kUsageError;
   }
+  // One range at most: --build silently won over the others.
+  if (int(!r.build.empty()) + int(!r.since.empty()) + int(r.all) + int(r.since_mark) > 1) {
+    fmt::print(stderr,
+               "kache report: --build, --since, --all and --since-mark each choose the compiles: give one; run "
+               "'kache report --help' for usage.\n");
+    return kUsageError;
+  }
   try {
     return carry_out(r);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "kache report: {}; run 'kache report --help' for usage.\n", e.what());
+    return kUsageError;
   } catch (const std::exception& e) {
     fmt::print(stderr, "kache report: {}.\n", e.what());
     return 1;

@@ -9,6 +9,7 @@
 // `kache -s` over the same compiles.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,7 +90,15 @@ struct Model {
 };
 
 Model build_model(std::vector<core::CompileEvent> events, Selection selection);
-double hit_rate(const Model& m);  // percent of the cacheable compiles (hits and misses) that hit; 0 without any
+// Percent of the cacheable compiles (hits and misses) that hit; none without a cacheable compile.
+std::optional<double> hit_rate(const Model& m);
+// "87.5 %", or "n/a" without a cacheable compile (as kache -s shows it).
+std::string rate_text(const Model& m);
+// A log's times, saturating where a hostile value (wall_us up to 2^64 - 1) would overflow: a time in
+// microseconds, start + wall_us in microseconds, and a compile's end in milliseconds.
+std::int64_t ms_to_us(std::int64_t ms);
+std::int64_t end_us(std::int64_t start_us, std::uint64_t wall_us);
+std::int64_t end_ms(std::int64_t time_ms, std::uint64_t wall_us);
 // "12.3 s", "450 ms"
 std::string seconds_text(double s);
 // "2026-12-08 01:02:03 UTC" of a Unix time in milliseconds.
@@ -97,6 +106,8 @@ std::string utc_text(std::int64_t ms);
 // "compiles from 2026-12-08 01:02:03 to 01:04:10 UTC", "report made ... by kache 0.1.0, cache dir /c":
 // the words every form prints under its title.
 std::string range_text(const Model& m);
+// What a report of no compiles says: "No compile of build X was recorded." for a build.
+std::string nothing_text(const Model& m);
 std::string provenance_text(const Model& m);
 
 std::string render_text(const Model& m);

@@ -182,6 +182,21 @@ std::string tick_text(double t_s) {
   return fmt::format("{} min {} s", whole / 60, whole % 60);
 }
 
+// At most this many bars per timeline: a build of 100000 compiles is a page a browser can open.
+constexpr std::size_t kMaxBars = 2000;
+
+// The compiles a timeline draws: all of them, or the kMaxBars longest (in time order).
+std::vector<std::size_t> drawn_events(const Model& m, const BuildTimeline& build) {
+  std::vector<std::size_t> drawn = build.events;
+  if (drawn.size() <= kMaxBars) return drawn;
+  std::nth_element(drawn.begin(), drawn.begin() + kMaxBars, drawn.end(), [&](std::size_t a, std::size_t b) {
+    return m.events[a].wall_us != m.events[b].wall_us ? m.events[a].wall_us > m.events[b].wall_us : a < b;
+  });
+  drawn.resize(kMaxBars);
+  std::sort(drawn.begin(), drawn.end());
+  return drawn;
+}
+
 // One build's compiles, each a bar on its row (a row: a job slot, what ran at once, as in a Gantt
 // chart), time left to right from the build's first start, with a tick at every round step.
 std::string timeline_chart(const Model& m, const BuildTimeline& build, std::size_t number) {
@@ -203,7 +218,7 @@ std::string timeline_chart(const Model& m, const BuildTimeline& build, std::size
                        R"(<text class="tick" x="{:.1f}" y="{}" text-anchor="{}">{}</text>)",
                        x, x, lanes_px + 4, x, lanes_px + 17, t == 0 ? "start" : "middle", tick_text(t * step));
   }
-  for (const std::size_t i : build.events) {
+  for (const std::size_t i : drawn_events(m, build)) {
     const auto& e = m.events[i];
     const double x = kLeft + static_cast<double>(e.time_ms - build.start_ms) / 1e3 * scale;
     const double w = std::max(2.0, static_cast<double>(e.wall_us) / 1e6 * scale);
@@ -226,6 +241,10 @@ std::string timelines(const Model& m) {
         "<h3>Build {}</h3>\n<p>{} compiles from {}, span {}, {} at most at once (parallelism {:.1f}).</p>\n",
         escape(build.build), build.events.size(), utc_text(build.start_ms),
         seconds_text(static_cast<double>(build.end_ms - build.start_ms) / 1e3), build.lanes, build.parallelism());
+    if (build.events.size() > kMaxBars) {
+      out += fmt::format("<p class=\"note\">The {} longest compiles are drawn; {} shorter ones are left out.</p>\n",
+                         kMaxBars, build.events.size() - kMaxBars);
+    }
     out += timeline_chart(m, build, b + 1);
   }
   return out;
@@ -245,9 +264,9 @@ std::string summary_html(const Model& m) {
       "<table id=\"summary\"><tr><th>Compiles</th><th>Hits</th><th>Misses</th><th>Passthrough</th><th>Errors</th>"
       "<th>Failed</th><th>Hit rate</th><th>Time saved (CPU)</th><th>Time saved (wall, est.)</th>"
       "<th>Spent on misses (CPU)</th><th>At most at once</th></tr>"
-      "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f} %</td><td>{}</td><td>{}</td>"
+      "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
       "<td>{}</td><td>{}</td></tr></table>\n",
-      m.compiles, t.hits, t.misses, t.passthrough, t.errors, t.compile_failed, hit_rate(m), seconds_text(m.saved_s),
+      m.compiles, t.hits, t.misses, t.passthrough, t.errors, t.compile_failed, rate_text(m), seconds_text(m.saved_s),
       seconds_text(m.saved_wall_s), seconds_text(m.miss_s), m.max_parallel);
   out +=
       "<p class=\"note\">Hit rate: hits of the cacheable compiles (hits and misses). CPU time is summed over "
@@ -276,7 +295,7 @@ std::string render_html(const Model& m) {
   out += kStyle;
   out += fmt::format("</head><body>\n<h1>kache report: {}</h1>\n<p id=\"provenance\">{}; {}.</p>\n",
                      escape(m.selection.description), escape(range_text(m)), escape(provenance_text(m)));
-  if (m.compiles == 0) return out + "<p>No compiles were recorded for this selection.</p></body></html>\n";
+  if (m.compiles == 0) return out + "<p>" + escape(nothing_text(m)) + "</p></body></html>\n";
   out += summary_html(m);
   out += "<h2>Outcomes per language</h2>\n" + bar_chart("chart-languages", outcome_bars(m.by_language));
   out += "<h2>Outcomes per compiler</h2>\n" + bar_chart("chart-compilers", outcome_bars(m.by_tool));

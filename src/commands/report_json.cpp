@@ -56,7 +56,8 @@ json causes_json(const Model& m) {
 
 // A table cell's text: Markdown becomes HTML where it is shown ($GITHUB_STEP_SUMMARY), and a name from
 // the log ("x<img src=x onerror=...>-gcc") must stay text there, so HTML's characters are entities and
-// no name is put in a code span (where an entity would show as written).
+// no name is put in a code span (where an entity would show as written); emphasis and link brackets
+// are backslash-escaped.
 std::string escape_cell(std::string_view text) {
   std::string out;
   for (const char c : text) {
@@ -78,6 +79,13 @@ std::string escape_cell(std::string_view text) {
         break;
       case '`':
         out += "&#96;";
+        break;
+      case '*':
+      case '[':
+      case ']':
+      case '\\':
+        out += '\\';
+        out += c;
         break;
       default:
         out += c;
@@ -102,7 +110,7 @@ void markdown_details(std::string& out, const Model& m) {
         "\n### Why compiles missed\n\n| Cause | Misses | Misconfiguration | What happened | Fix "
         "|\n|---|---:|---|---|---|\n";
     for (const auto& c : m.causes) {
-      out += fmt::format("| `{}` | {} | {} | {} | {} |\n", c.name, c.count, c.misconfiguration ? "yes" : "no",
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", escape_cell(c.name), c.count, c.misconfiguration ? "yes" : "no",
                          escape_cell(c.sentence), escape_cell(c.fix));
     }
   }
@@ -154,7 +162,11 @@ std::string render_json(const Model& m) {
   out["compile_failed"] = m.totals.compile_failed;
   out["uncached_after_error"] = m.uncached;
   out["cacheable"] = m.totals.cacheable();
-  out["hit_rate"] = hit_rate(m);
+  // null without a cacheable compile: no hit rate, not 0 %.
+  if (const auto rate = hit_rate(m))
+    out["hit_rate"] = *rate;
+  else
+    out["hit_rate"] = nullptr;
   // Summed over parallel jobs (CPU time's way), but saved_wall_s: each build's saving divided by its
   // parallelism (its compiles' summed time over the time any of them ran).
   out["time"] = {{"saved_s", m.saved_s},
@@ -194,15 +206,15 @@ std::string render_json(const Model& m) {
 std::string render_markdown(const Model& m) {
   std::string out = fmt::format("## kache report: {}\n\n{}; {}.\n\n", escape_cell(m.selection.description),
                                 escape_cell(range_text(m)), escape_cell(provenance_text(m)));
-  if (m.compiles == 0) return out + "No compiles were recorded for this selection.\n";
+  if (m.compiles == 0) return out + escape_cell(nothing_text(m)) + "\n";
   const core::OutcomeTotals& t = m.totals;
   out +=
       "| Compiles | Hits | Misses | Passthrough | Errors | Failed | Hit rate | Time saved (CPU) | Time saved (wall, "
       "est.) "
       "| Spent on misses (CPU) |\n";
   out += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} % | {} | {} | {} |\n", m.compiles, t.hits, t.misses,
-                     t.passthrough, t.errors, t.compile_failed, hit_rate(m), seconds_text(m.saved_s),
+  out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", m.compiles, t.hits, t.misses,
+                     t.passthrough, t.errors, t.compile_failed, rate_text(m), seconds_text(m.saved_s),
                      seconds_text(m.saved_wall_s), seconds_text(m.miss_s));
   out +=
       "\nHit rate: hits of the cacheable compiles (hits and misses). CPU time is summed over parallel jobs; the "
@@ -210,7 +222,7 @@ std::string render_markdown(const Model& m) {
       "counts them.\n";
   if (!m.causes.empty() && m.causes.front().misconfiguration) {
     out +=
-        fmt::format("\n**Top cause of misses: `{}`** ({} misses). {} Fix: {}\n", m.causes.front().name,
+        fmt::format("\n**Top cause of misses: {}** ({} misses). {} Fix: {}\n", escape_cell(m.causes.front().name),
                     m.causes.front().count, escape_cell(m.causes.front().sentence), escape_cell(m.causes.front().fix));
   }
   markdown_groups(out, "By language", m.by_language);

@@ -57,11 +57,11 @@ std::string render_text(const Model& m) {
   std::string out = fmt::format("kache report: {}\n",
                                 m.selection.description.empty() ? "no compiles recorded" : m.selection.description);
   out += fmt::format("  {}; {}\n", range_text(m), provenance_text(m));
-  if (m.compiles == 0) return util::terminal_safe(out + "No compiles were recorded for this selection.\n", true);
+  if (m.compiles == 0) return util::terminal_safe(out + nothing_text(m) + "\n", true);
   const core::OutcomeTotals& t = m.totals;
   out +=
-      fmt::format("  {} compiles: {} hits, {} misses, {} passthrough, {} failed  (hit rate {:.1f} % of {} cacheable)\n",
-                  m.compiles, t.hits, t.misses, t.passthrough, t.compile_failed, hit_rate(m), t.cacheable());
+      fmt::format("  {} compiles: {} hits, {} misses, {} passthrough, {} failed  (hit rate {} of {} cacheable)\n",
+                  m.compiles, t.hits, t.misses, t.passthrough, t.compile_failed, rate_text(m), t.cacheable());
   if (t.errors > 0 || m.uncached > 0) {
     out +=
         fmt::format("  {} errors (kache's own, as kache -s counts them; {} of the compiles ran uncached after one)\n",

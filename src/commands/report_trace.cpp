@@ -74,7 +74,7 @@ std::string render_trace(const Model& m) {
                           {"cat", "stage"},
                           {"ph", "i"},
                           {"s", "t"},
-                          {"ts", (e.time_ms - m.start_ms) * 1000 + static_cast<std::int64_t>(e.wall_us)},
+                          {"ts", end_us(ms_to_us(e.time_ms - m.start_ms), e.wall_us)},
                           {"pid", pid},
                           {"tid", m.lanes[i] + 1}});
       }

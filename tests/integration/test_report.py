@@ -230,7 +230,6 @@ class Report(KacheTestCase):
         with open(html_path) as f:
             html = f.read()
         self.assertNotRegex(html, r"(src|href)=\"(https?:)?//", "the page loads nothing from the network")
-        self.check_html(html_path, steps, MISS_RGB)
 
         shutil.rmtree(build)
         deltas = self.build_mixed(checkout, build, env, "mixed-warm")
@@ -239,8 +238,11 @@ class Report(KacheTestCase):
         self.assertEqual((warm["compiles"], warm["hits"], warm["misses"]), (len(steps), len(steps), 0))
         self.assertTrue(all(e.get("miss_cost_ms", 0) > 0 for e in warm["compile_events"]),
                         "every hit knows the cost of the miss that stored its entry")
-        self.report(["--html", html_path, "--build", "mixed-warm"])
-        self.check_html(html_path, steps, HIT_RGB)
+        warm_path = os.path.join(self.ws, "report-warm.html")
+        self.report(["--html", warm_path, "--build", "mixed-warm"])
+        # Last: only what a browser renders needs chromium (check_html skips without it).
+        self.check_html(html_path, steps, MISS_RGB)
+        self.check_html(warm_path, steps, HIT_RGB)
 
     def timelines(self, dom):
         """The page's timeline charts, each checked: its tick labels increase from 0 in round steps."""
@@ -343,8 +345,56 @@ class Report(KacheTestCase):
 
     def test_without_a_mark_since_mark_says_so(self):
         r = self.kache(["report", "--since-mark"], check=False)
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, 2, "a wrong command line, not a failed gate")
         self.assertIn("no mark was set", r.stderr)
+
+    def test_a_wrong_command_line_exits_2(self):
+        """A command line kache report cannot carry out exits 2 (1 is a gate that failed): an age that is
+        not one, and two ranges at once (--build silently won over the others)."""
+        self.write_events([event_line(1_765_000_000_000, "b1", "a.c", "hit", 1000, 5)])
+        for args in (["--since", "10x"], ["--build", "b1", "--since", "1h"], ["--build", "b1", "--all"],
+                     ["--all", "--since-mark"], ["--since", "1h", "--all", "--fail-under", "0"]):
+            r = self.kache(["report"] + args, check=False)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn("--help", r.stderr)
+
+    def write_events(self, lines):
+        os.makedirs(os.path.join(self.cache, "events"), exist_ok=True)
+        with open(os.path.join(self.cache, "events", "events.jsonl"), "w") as f:
+            f.writelines(lines)
+
+    def test_a_job_that_recorded_no_compile_fails_the_gate(self):
+        """A CI job restores the cache dir, events/ included, then records no compile (its launcher
+        dropped, its build dead early): the gate judged the restored, newest build, all hits, and passed.
+        With KACHE_BUILD_ID set, a plain report covers that job's build, and an empty one fails."""
+        t0 = 1_765_000_000_000
+        self.write_events([event_line(t0 + i, "job-1", f"{n}.c", "hit", 1000, 50) for i, n in enumerate("abcd")])
+        job = {"KACHE_BUILD_ID": "job-2"}
+        r = self.kache(["report", "--fail-under", "80"], env=job, check=False)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("kache report: build job-2 (this job's KACHE_BUILD_ID)", r.stdout)
+        self.assertIn("No compile of build job-2 was recorded.", r.stdout)
+        self.assertIn("no compile of build job-2 was recorded", r.stderr)
+        self.assertIn("No compile of build job-2 was recorded.", self.kache(["report", "--markdown"], env=job).stdout)
+        self.assertEqual(json.loads(self.kache(["report", "--json"], env=job).stdout)["selection"]["build"], "job-2")
+        # The job's own compiles, once recorded, are what it is judged by; without the variable, the newest.
+        self.assertEqual(self.kache(["report", "--fail-under", "80"], env={"KACHE_BUILD_ID": "job-1"}).returncode, 0)
+        self.assertEqual(self.kache(["report", "--fail-under", "80"], env={"KACHE_BUILD_ID": None}).returncode, 0)
+
+    def test_fail_under_0_fails_a_build_with_no_cacheable_compile(self):
+        """docs/ci.md: `--fail-under 0` fails only a job where kache looked up no compile at all; it passed."""
+        t0 = 1_765_000_000_000
+        self.write_events([event_line(t0, "links", "a.o", "passthrough", 1000)])
+        r = self.kache(["report", "--fail-under", "0"], env={"KACHE_BUILD_ID": None}, check=False)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("no cacheable compile was recorded", r.stderr)
+        self.assertIn("hit rate n/a", r.stdout)
+        self.assertIsNone(json.loads(self.report(["--json"]))["hit_rate"])
+        summary = dict(zip(*markdown_tables(self.report(["--markdown"]))[0]))
+        self.assertEqual(summary["Hit rate"], "n/a")
+        self.write_events([event_line(t0, "cold", "a.c", "miss", 1000)])
+        self.assertEqual(self.kache(["report", "--fail-under", "0"], env={"KACHE_BUILD_ID": None}).returncode, 0)
 
     def test_errors_are_counted_as_kache_dash_s_counts_them(self):
         """A remote that refuses every connection: each compile still misses (and is stored locally), and
@@ -385,7 +435,7 @@ class Report(KacheTestCase):
             self.assertIn("--help", r.stderr)
         empty = self.kache(["report", "--build", "no-such-build", "--fail-under", "50"], check=False)
         self.assertEqual(empty.returncode, 1)
-        self.assertIn("no cacheable compile", empty.stderr)
+        self.assertIn("no compile of build no-such-build was recorded", empty.stderr)
 
     def test_each_build_has_its_own_timeline_with_ticks_and_job_rows(self):
         """Two builds an hour apart: each its own timeline (the gap is not drawn), the first's three
@@ -402,6 +452,26 @@ class Report(KacheTestCase):
             f.writelines(lines)
         html_path, trace_path = self.path("two-builds.html"), self.path("two-builds.json")
         self.kache(["report", "--all", "--html", html_path, "--trace", trace_path])
+        with open(trace_path) as f:
+            trace = json.load(f)
+        self.assertEqual(len({e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"}), 2, "a process per build")
+        self.assertEqual(trace["otherData"]["cache_dir"], self.cache)
+        version = self.kache(["--version"]).stdout.split()[1]
+        self.assertEqual(trace["otherData"]["version"], version)
+        made = trace["otherData"]["made"]
+        self.assertRegex(made, r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")
+        start = "2025-12-06 05:46:40"  # t0 in UTC
+        report = json.loads(self.report(["--all", "--json"]))
+        self.assertEqual((report["version"], report["cache_dir"], report["start"]), (version, self.cache, start + " UTC"))
+        self.assertEqual([b["lanes"] for b in report["builds"]], [3, 2])
+        with open(html_path) as f:
+            html = f.read()
+        for text in (self.report(["--all"]), self.report(["--all", "--markdown"]), html):
+            for fact in (start, f"kache {version}", self.cache, made[:10]):
+                self.assertIn(fact, text)
+        self.assertEqual(len(self.timelines(html)), 2, "one timeline per build")
+
+        # What a browser renders of the page: only this part needs chromium.
         browser = chromium()
         if browser is None:
             self.skipTest("chromium is not installed (scripts/setup-tests.sh installs it)")
@@ -420,22 +490,8 @@ class Report(KacheTestCase):
         # The second build's axis is its own 40 ms, not the hour since the first build.
         self.assertNotIn(" min", " ".join(re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', second)))
         self.assertIn(" s<", first)
-
-        with open(trace_path) as f:
-            trace = json.load(f)
-        self.assertEqual(len({e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"}), 2, "a process per build")
-        self.assertEqual(trace["otherData"]["cache_dir"], self.cache)
-        version = self.kache(["--version"]).stdout.split()[1]
-        self.assertEqual(trace["otherData"]["version"], version)
-        made = trace["otherData"]["made"]
-        self.assertRegex(made, r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")
-        start = "2025-12-06 05:46:40"  # t0 in UTC
-        report = json.loads(self.report(["--all", "--json"]))
-        self.assertEqual((report["version"], report["cache_dir"], report["start"]), (version, self.cache, start + " UTC"))
-        self.assertEqual([b["lanes"] for b in report["builds"]], [3, 2])
-        for text in (self.report(["--all"]), self.report(["--all", "--markdown"]), dom):
-            for fact in (start, f"kache {version}", self.cache, made[:10]):
-                self.assertIn(fact, text)
+        for fact in (start, f"kache {version}", self.cache, made[:10]):
+            self.assertIn(fact, dom)
 
     def test_time_saved_is_cpu_time_with_a_wall_clock_estimate(self):
         """Four hits at once, each saving 0.9 s: 3.6 s of CPU time, about 0.9 s of wall clock."""

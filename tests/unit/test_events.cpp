@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -290,7 +291,8 @@ TEST(ReportModel, ErrorsAreCountedAsKacheDashSCountsThem) {
   EXPECT_EQ(m.totals.errors, core::outcome_totals(m.counts).errors);
   EXPECT_EQ(m.uncached, 1u);
   EXPECT_EQ(m.totals.misses, 2u);
-  EXPECT_NEAR(hit_rate(m), 100.0 / 3.0, 1e-9);
+  ASSERT_TRUE(hit_rate(m).has_value());
+  EXPECT_NEAR(*hit_rate(m), 100.0 / 3.0, 1e-9);
 }
 
 // Each build on its own timeline: rows restart per build, and a build's parallelism (its compiles'
@@ -319,6 +321,75 @@ TEST(ReportModel, DirectModeOffIsAMisconfigurationRow) {
   ASSERT_EQ(m.causes.size(), 2u);
   EXPECT_EQ(m.causes[0].name, "direct-mode-off");
   EXPECT_EQ(m.causes[0].count, 1u);
+}
+
+// A hostile log's wall_us of 2^63 or more overflowed start + wall_us (undefined behaviour; in practice an
+// end before the start, which freed the row at once and drew the next compile over it).
+TEST(ReportModel, AHostileWallTimeSaturatesInsteadOfOverflowing) {
+  std::vector<CompileEvent> events = {at("miss", 1000, (std::uint64_t{1} << 63) + 5), at("miss", 2000, 1000)};
+  const Model m = build_model(events, Selection{});
+  ASSERT_EQ(m.builds.size(), 1u);
+  EXPECT_EQ(m.builds[0].lanes, 2u);  // the first compile never ends: the second is on a row of its own
+  EXPECT_EQ(m.lanes[1], 1u);
+  EXPECT_GE(m.builds[0].end_ms, m.builds[0].start_ms);
+  EXPECT_GE(m.end_ms, m.start_ms);
+  EXPECT_GT(m.builds[0].busy_s, 0.0);
+  EXPECT_EQ(end_us(1000, ~std::uint64_t{0}), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(end_ms(std::numeric_limits<std::int64_t>::max() - 5, ~std::uint64_t{0}),
+            std::numeric_limits<std::int64_t>::max());
+  EXPECT_NO_THROW(render_html(m));
+  EXPECT_NO_THROW(render_trace(m));
+}
+
+// The lowest free row, as the scan over rows chose it: a row freed earlier is reused before a later one.
+TEST(ReportModel, EachCompileTakesTheLowestFreeRow) {
+  std::vector<CompileEvent> events = {at("miss", 0, 5000000), at("miss", 0, 1000000), at("miss", 0, 1000000),
+                                      at("miss", 2000, 1000), at("miss", 2000, 1000)};
+  const Model m = build_model(events, Selection{});
+  EXPECT_EQ(m.lanes, (std::vector<std::uint32_t>{0, 1, 2, 1, 2}));
+}
+
+// No cacheable compile is no hit rate: JSON null, "n/a" in the other forms, as kache -s shows it; never 0 %.
+TEST(ReportModel, NoCacheableCompileIsNoHitRateNotZero) {
+  const Model m = build_model({at("passthrough", 1000, 1000)}, Selection{});
+  EXPECT_FALSE(hit_rate(m).has_value());
+  EXPECT_EQ(rate_text(m), "n/a");
+  EXPECT_NE(render_json(m).find("\"hit_rate\": null"), std::string::npos);
+  EXPECT_NE(render_markdown(m).find("| n/a |"), std::string::npos);
+  EXPECT_NE(render_text(m).find("hit rate n/a"), std::string::npos);
+  EXPECT_NE(render_html(m).find("<td>n/a</td>"), std::string::npos);
+  EXPECT_EQ(render_markdown(m).find("0.0 %"), std::string::npos);
+}
+
+// A cause this kache does not know is free text from the log: in Markdown it is a table cell's text,
+// never a raw code span that a backtick closes (and HTML or a pipe then breaks out of).
+TEST(ReportModel, AHostileCauseNameStaysTextInMarkdown) {
+  const std::string hostile = "x`|<img src=x onerror=alert(1)>|[y](http://e.example)`";
+  const Model m = build_model({at("miss", 1000, 1000, hostile)}, Selection{});
+  const std::string md = render_markdown(m);
+  EXPECT_EQ(md.find("<img"), std::string::npos) << md;
+  EXPECT_EQ(md.find('`'), md.find("`kache -s`")) << md;  // the one code span is kache's own words
+  EXPECT_EQ(md.find("[y](http"), std::string::npos) << md;  // a link's brackets are escaped: text, not a link
+  EXPECT_NE(md.find("\\[y\\](http"), std::string::npos) << md;
+  const auto row = md.find("| x&#96;");
+  ASSERT_NE(row, std::string::npos) << md;
+  const std::string line = md.substr(row, md.find('\n', row) - row);
+  std::size_t cells = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) cells += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+  EXPECT_EQ(cells, 6u) << line;  // five cells, as the header
+}
+
+// A timeline draws at most 2000 bars and says how many compiles it left out.
+TEST(ReportModel, ATimelineOfManyCompilesIsBounded) {
+  std::vector<CompileEvent> events;
+  for (int i = 0; i < 2500; ++i) events.push_back(at("hit", 1000 + i, 1000 + static_cast<std::uint64_t>(i)));
+  const Model m = build_model(events, Selection{});
+  const std::string html = render_html(m);
+  std::size_t bars = 0;
+  for (auto at_ = html.find("<rect class=\"hit\""); at_ != std::string::npos; at_ = html.find("<rect class=\"hit\"", at_ + 1))
+    ++bars;
+  EXPECT_EQ(bars, 2000u);
+  EXPECT_NE(html.find("500 shorter ones are left out"), std::string::npos);
 }
 
 }  // namespace
