@@ -17,6 +17,7 @@ packages=(
   build-essential libgtest-dev libgmock-dev libbenchmark-dev
   ccache sccache redis-server nginx hyperfine strace gdb meson python3 python3-matplotlib python3-yaml binutils make
   help2man man-db file dpkg-dev  # the manual page (cmake/man.cmake), the install and package tests
+  zsh  # tests/integration/test_house.py runs the generated zsh completion in a real interactive zsh
   xfsprogs e2fsprogs
   faketime dosfstools  # clock-fault and 2 s-timestamp tests (tests/stress)
   chromium  # tests/integration/test_report.py opens kache report --html headless: screenshot and DOM

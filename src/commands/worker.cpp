@@ -69,7 +69,9 @@ core::DoctorRow worker_probe(reapi::Client& client, const std::string& nvcc_path
 std::string remote_execution_feature() {
   const std::string helper = reapi::helper_path();
   if (::access(helper.c_str(), X_OK) == 0) return "remote execution: kache-reapi (gRPC)\n";
-  return fmt::format("remote execution: not available ({} is missing: built without gRPC)\n", helper);
+  // Either kache was built without gRPC or kache-reapi was not copied beside it: both read the same here.
+  return fmt::format("remote execution: not available (no kache-reapi beside kache at {}; it is built where "
+                     "gRPC is installed)\n", helper);
 }
 
 std::vector<core::DoctorRow> check_remote_execution(const core::Config& config, const std::string& nvcc_path) {
