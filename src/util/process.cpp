@@ -136,7 +136,9 @@ pid_t spawn_piped(const std::string& exe, const std::vector<std::string>& argv, 
   int rc = posix_spawn_file_actions_adddup2(&actions, out_wr, STDOUT_FILENO);
   if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, err_wr, STDERR_FILENO);
   if (rc == 0 && !cwd.empty()) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  if (rc == 0 && null_stdin) rc = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (rc == 0 && null_stdin) {
+    rc = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  }
   if (rc != 0) {
     posix_spawn_file_actions_destroy(&actions);
     throw_errno(rc, "posix_spawn_file_actions_adddup2");
@@ -250,17 +252,20 @@ BoundedProcessResult spawn_and_capture(const std::string& exe, const std::vector
   const auto start = std::chrono::steady_clock::now();
   try {
     const Drained drained = drain_pipes(out_rd, err_rd, out, err, timeout_ms, max_output);
-    bool in_time = drained == Drained::all;
-    if (drained == Drained::too_much) {  // never bounded by time alone: max_output is a bounded run's
+    if (drained == Drained::too_much) {  // reading stopped (only a bounded run has a max_output): end the group
       ::kill(-pid, SIGKILL);
       result.output_exceeded = true;
-    } else if (in_time && timeout_ms >= 0) {  // its output closed: the exit is bounded by what is left
-      const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-      in_time = exits_within(pid, timeout_ms - static_cast<int>(spent.count()));
-    }
-    if (drained == Drained::time_limit || (drained == Drained::all && !in_time)) {  // the time limit: end the group
-      ::kill(-pid, SIGKILL);
-      result.timed_out = true;
+    } else {
+      bool in_time = drained == Drained::all;
+      if (in_time && timeout_ms >= 0) {  // its output closed: the exit is bounded by what is left
+        const auto spent =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+        in_time = exits_within(pid, timeout_ms - static_cast<int>(spent.count()));
+      }
+      if (!in_time) {  // the time limit: end the whole group
+        ::kill(-pid, SIGKILL);
+        result.timed_out = true;
+      }
     }
   } catch (...) {
     // Never leave a zombie behind: close our ends (the child gets SIGPIPE/EOF) and reap it; a bounded

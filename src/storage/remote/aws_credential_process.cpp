@@ -36,8 +36,9 @@ std::optional<AwsCredentials> credentials_from_process(const std::string& comman
   try {
     // Its output is bounded while read (a helper that writes forever is killed at 64 KiB), and its stdin
     // is /dev/null: the compile's stdin (a pipe to the compiler, `-x c -`) is not the helper's to read.
-    result = util::run_capture_bounded(
-        *exe, argv, env, util::BoundedRunOptions{.timeout_ms = kProcessTimeoutMs, .max_output = kOutputLimit, .null_stdin = true});
+    const util::BoundedRunOptions bounds{
+        .timeout_ms = kProcessTimeoutMs, .max_output = kOutputLimit, .null_stdin = true};
+    result = util::run_capture_bounded(*exe, argv, env, bounds);
   } catch (const std::exception& e) {
     why = "no AWS credentials: the " + source + " cannot be started: " + e.what();
     return std::nullopt;

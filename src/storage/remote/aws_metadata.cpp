@@ -67,7 +67,8 @@ std::optional<AwsCredentials> credentials_from_container(std::string& why) {
     return std::nullopt;
   }
   // Kept per authorization token: another task's token is asked anew.
-  return cached_or_fetched("container\n" + url + "\n" + aws_token_digest(token), [&]() -> std::optional<AwsCredentials> {
+  const std::string key = "container\n" + url + "\n" + aws_token_digest(token);
+  return cached_or_fetched(key, [&]() -> std::optional<AwsCredentials> {
     AwsServiceRequest request;
     request.url = url;
     request.connect_ms = kConnectMs;
