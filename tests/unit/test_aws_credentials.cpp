@@ -640,6 +640,14 @@ TEST(AwsCredentials, RegionFromTheEnvironmentIsValidated) {
   EXPECT_NE(why.find("region of profile default"), std::string::npos) << why;
   write_text(dir + "/config", "[default]\nregion = eu-west-1\n");
   EXPECT_TRUE(find_aws_credentials(why)) << why;
+  // The SSO portal's host is named by sso_region: the bearer token must not go elsewhere.
+  env.unset("AWS_ACCESS_KEY_ID");
+  env.unset("AWS_SECRET_ACCESS_KEY");
+  write_text(dir + "/config", "[profile dev]\nsso_start_url = https://x/start\nsso_region = evil.com:443/x\n"
+                              "sso_account_id = 1\nsso_role_name = R\n");
+  env.set("AWS_PROFILE", "dev");
+  EXPECT_FALSE(find_aws_credentials(why));
+  EXPECT_NE(why.find("the sso_region of profile dev is not a region name"), std::string::npos) << why;
 }
 
 // One of the two keys alone is a mistake that stops the chain (botocore's PartialCredentialsError).

@@ -45,6 +45,11 @@ std::optional<AwsCredentials> credentials_from_sso(const AwsProfile& profile, st
           " lacks one of sso_region, sso_account_id, sso_role_name and sso_session (or sso_start_url)";
     return std::nullopt;
   }
+  if (!valid_aws_region(region) && aws_endpoint_override("AWS_ENDPOINT_URL_SSO").empty()) {
+    why = "no AWS credentials: the sso_region of profile " + profile.name +
+          " is not a region name (lowercase letters, digits and '-')";
+    return std::nullopt;
+  }
   const std::string token_file =
       aws_env("HOME") + "/.aws/sso/cache/" + sso_cache_file_name(session.empty() ? start_url : session);
   std::string token;
