@@ -42,6 +42,7 @@ LayeredStorage open_storage(const core::Config& cfg) {
     bool urls_usable = true;
     options.ca_file = cfg.remote_ca_file;
     options.breaker_dir = util::join_path(cfg.cache_dir, "remote-state");
+    options.cache_dir = cfg.cache_dir;
     options.read_only = cfg.remote_read_only;
     if (!cfg.remote_signing_key_file.empty()) {
       try {
@@ -91,6 +92,7 @@ remote::RemoteStoreOptions inspection_options(const core::Config& cfg) {
   remote::RemoteStoreOptions options;
   options.ca_file = cfg.remote_ca_file;
   options.read_only = cfg.remote_read_only;
+  options.cache_dir = cfg.cache_dir;
   return options;
 }
 

@@ -130,12 +130,15 @@ namespace {
 // of its own (a bounded run kills the group at its limit: a driver script's compiler holds the pipes as
 // long as the script does). Returns the child's pid.
 pid_t spawn_piped(const std::string& exe, const std::vector<std::string>& argv, const Environment& env, int out_wr,
-                  int err_wr, bool own_group, const std::string& cwd) {
+                  int err_wr, bool own_group, const std::string& cwd, bool null_stdin) {
   posix_spawn_file_actions_t actions;
   if (int rc = posix_spawn_file_actions_init(&actions); rc != 0) throw_errno(rc, "posix_spawn_file_actions_init");
   int rc = posix_spawn_file_actions_adddup2(&actions, out_wr, STDOUT_FILENO);
   if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, err_wr, STDERR_FILENO);
   if (rc == 0 && !cwd.empty()) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  if (rc == 0 && null_stdin) {
+    rc = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  }
   if (rc != 0) {
     posix_spawn_file_actions_destroy(&actions);
     throw_errno(rc, "posix_spawn_file_actions_adddup2");
@@ -160,9 +163,11 @@ pid_t spawn_piped(const std::string& exe, const std::vector<std::string>& argv, 
 }
 
 // Reads both pipes until EOF on each, or until timeout_ms passed (< 0: no limit). Drains them together:
-// a child blocked on a full stderr pipe while we wait on stdout would otherwise deadlock. Returns false
-// when the time limit came first.
-bool drain_pipes(Fd& out_rd, Fd& err_rd, std::string& out, std::string& err, int timeout_ms) {
+// a child blocked on a full stderr pipe while we wait on stdout would otherwise deadlock. Stops reading
+// once either text passes max_output. Returns how it ended.
+enum class Drained { all, time_limit, too_much };
+Drained drain_pipes(Fd& out_rd, Fd& err_rd, std::string& out, std::string& err, int timeout_ms,
+                    std::size_t max_output) {
   std::string buf(64 * 1024, '\0');
   struct pollfd fds[2] = {{out_rd.get(), POLLIN, 0}, {err_rd.get(), POLLIN, 0}};
   std::string* sinks[2] = {&out, &err};
@@ -180,7 +185,7 @@ bool drain_pipes(Fd& out_rd, Fd& err_rd, std::string& out, std::string& err, int
       if (errno == EINTR) continue;
       throw_errno(errno, "poll");
     }
-    if (n == 0) return false;
+    if (n == 0) return Drained::time_limit;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       ssize_t got = ::read(fds[i].fd, buf.data(), buf.size());
@@ -194,10 +199,11 @@ bool drain_pipes(Fd& out_rd, Fd& err_rd, std::string& out, std::string& err, int
         --open_count;
       } else {
         sinks[i]->append(buf.data(), static_cast<std::size_t>(got));
+        if (sinks[i]->size() > max_output) return Drained::too_much;
       }
     }
   }
-  return true;
+  return Drained::all;
 }
 
 // Whether the child exits (it is left to reap) within timeout_ms. A child that closed its output and
@@ -231,11 +237,12 @@ bool exits_within(pid_t pid, int timeout_ms) {
 
 // run_capture's and run_capture_bounded's spawn, drain and reap; timeout_ms < 0: no limit.
 BoundedProcessResult spawn_and_capture(const std::string& exe, const std::vector<std::string>& argv,
-                                       const Environment& env, int timeout_ms, const std::string& cwd = {}) {
+                                       const Environment& env, int timeout_ms, const std::string& cwd = {},
+                                       std::size_t max_output = SIZE_MAX, bool null_stdin = false) {
   Fd out_rd, out_wr, err_rd, err_wr;
   make_pipe(out_rd, out_wr);
   make_pipe(err_rd, err_wr);
-  const pid_t pid = spawn_piped(exe, argv, env, out_wr.get(), err_wr.get(), timeout_ms >= 0, cwd);
+  const pid_t pid = spawn_piped(exe, argv, env, out_wr.get(), err_wr.get(), timeout_ms >= 0, cwd, null_stdin);
   // Our copies of the write ends must go, or we would never see EOF.
   out_wr.reset();
   err_wr.reset();
@@ -244,14 +251,21 @@ BoundedProcessResult spawn_and_capture(const std::string& exe, const std::vector
   std::string out, err;
   const auto start = std::chrono::steady_clock::now();
   try {
-    bool in_time = drain_pipes(out_rd, err_rd, out, err, timeout_ms);
-    if (in_time && timeout_ms >= 0) {  // its output closed: the exit is bounded by what is left
-      const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-      in_time = exits_within(pid, timeout_ms - static_cast<int>(spent.count()));
-    }
-    if (!in_time) {  // the time limit: end the whole group
+    const Drained drained = drain_pipes(out_rd, err_rd, out, err, timeout_ms, max_output);
+    if (drained == Drained::too_much) {  // reading stopped (only a bounded run has a max_output): end the group
       ::kill(-pid, SIGKILL);
-      result.timed_out = true;
+      result.output_exceeded = true;
+    } else {
+      bool in_time = drained == Drained::all;
+      if (in_time && timeout_ms >= 0) {  // its output closed: the exit is bounded by what is left
+        const auto spent =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+        in_time = exits_within(pid, timeout_ms - static_cast<int>(spent.count()));
+      }
+      if (!in_time) {  // the time limit: end the whole group
+        ::kill(-pid, SIGKILL);
+        result.timed_out = true;
+      }
     }
   } catch (...) {
     // Never leave a zombie behind: close our ends (the child gets SIGPIPE/EOF) and reap it; a bounded
@@ -287,6 +301,12 @@ BoundedProcessResult run_capture_bounded(const std::string& exe, const std::vect
 BoundedProcessResult run_capture_bounded_in(const std::string& exe, const std::vector<std::string>& argv,
                                             const Environment& env, const std::string& cwd, int timeout_ms) {
   return spawn_and_capture(exe, argv, env, std::max(0, timeout_ms), cwd);
+}
+
+BoundedProcessResult run_capture_bounded(const std::string& exe, const std::vector<std::string>& argv,
+                                         const Environment& env, const BoundedRunOptions& options) {
+  return spawn_and_capture(exe, argv, env, std::max(0, options.timeout_ms), {}, options.max_output,
+                           options.null_stdin);
 }
 
 void exec_replace(const std::string& exe, const std::vector<std::string>& argv, const Environment& env) {

@@ -57,15 +57,23 @@ class StandIn:
                     return self.answer(200, IMDS_TOKEN, "text/plain")
                 self.answer(400, "")
 
+            def do_POST(self):
+                # STS as the SDKs call it: a form in the body, never the token in the URL.
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length).decode()
+                stand_in.requests.append(("POST", self.path, dict(self.headers), body))
+                form = dict(urllib.parse.parse_qsl(body))
+                if (self.path != "/" or self.headers.get("Content-Type") != "application/x-www-form-urlencoded"
+                        or form.get("Action") != "AssumeRoleWithWebIdentity"):
+                    return self.answer(400, "")
+                if form.get("WebIdentityToken") != WEB_IDENTITY_TOKEN or form.get("RoleArn") != ROLE_ARN:
+                    return self.answer(403, "<ErrorResponse><Error><Code>AccessDenied</Code></Error>"
+                                            "</ErrorResponse>", "text/xml")
+                return self.answer(200, stand_in.sts_xml(), "text/xml")
+
             def do_GET(self):
                 stand_in.requests.append(("GET", self.path, dict(self.headers)))
                 url = urllib.parse.urlsplit(self.path)
-                query = dict(urllib.parse.parse_qsl(url.query))
-                if url.path == "/" and query.get("Action") == "AssumeRoleWithWebIdentity":
-                    if query.get("WebIdentityToken") != WEB_IDENTITY_TOKEN or query.get("RoleArn") != ROLE_ARN:
-                        return self.answer(403, "<ErrorResponse><Error><Code>AccessDenied</Code></Error>"
-                                                "</ErrorResponse>", "text/xml")
-                    return self.answer(200, stand_in.sts_xml(), "text/xml")
                 if url.path == "/federation/credentials":
                     if self.headers.get("x-amz-sso_bearer_token") != SSO_ACCESS_TOKEN:
                         return self.answer(401, "{}")
@@ -110,6 +118,9 @@ class StandIn:
     def calls(self, path_start):
         return [r for r in self.requests if r[1].startswith(path_start)]
 
+    def sts_calls(self):
+        return [r for r in self.requests if r[0] == "POST" and r[1] == "/"]
+
 
 class CredentialChain(S3Case):
     def setUp(self):
@@ -144,7 +155,7 @@ class CredentialChain(S3Case):
 
     def assert_no_secret_shown(self, env, outputs=()):
         secrets = [SESSION_TOKEN, WEB_IDENTITY_TOKEN, SSO_ACCESS_TOKEN,
-                   ECS_AUTH_TOKEN, IMDS_TOKEN]
+                   ECS_AUTH_TOKEN, IMDS_TOKEN, self.swift.secret_key, self.swift.access_key]
         texts = list(outputs)
         for args in (["doctor"], ["doctor", "--json"], ["-s"], ["--show-stats", "--json"], ["--show-config"]):
             r = self.kache(args, env=env, check=False)
@@ -156,6 +167,21 @@ class CredentialChain(S3Case):
         for secret in secrets:
             for text in texts:
                 self.assertNotIn(secret, text)
+        self.assert_credential_dir_private(env)
+
+    def assert_credential_dir_private(self, env):
+        """The kept credentials: a 0700 directory of the user's, 0600 files, outside the cache dir."""
+        runtime = env.get("XDG_RUNTIME_DIR") or self.env["XDG_RUNTIME_DIR"]
+        directory = os.path.join(runtime, "kache-aws")
+        if not os.path.isdir(directory):
+            return  # static keys: nothing kept
+        st = os.lstat(directory)
+        self.assertEqual(st.st_uid, os.geteuid())
+        self.assertEqual(st.st_mode & 0o777, 0o700, oct(st.st_mode))
+        for name in os.listdir(directory):
+            st = os.lstat(os.path.join(directory, name))
+            self.assertEqual(st.st_mode & 0o777, 0o600, (name, oct(st.st_mode)))
+        self.assertFalse(os.path.realpath(directory).startswith(os.path.realpath(env["KACHE_DIR"]) + os.sep))
 
     def web_identity_env(self, **extra):
         token = self.write("token.jwt", WEB_IDENTITY_TOKEN + "\n")
@@ -167,30 +193,59 @@ class CredentialChain(S3Case):
     def test_web_identity_through_sts(self):
         env = self.web_identity_env()
         r = self.assert_stored_in_the_bucket(env)
-        self.assertEqual(len(self.stand_in.calls("/?")), 1)
+        self.assertEqual(len(self.stand_in.sts_calls()), 1)
         self.assert_shared_to_a_second_cache(env)
-        self.assertEqual(len(self.stand_in.calls("/?")), 1, "each process asked STS again")
+        self.assertEqual(len(self.stand_in.sts_calls()), 1, "each process asked STS again")
         rows = self.doctor_rows(env)
         self.assertIn("web identity token of role " + ROLE_ARN, rows["authenticated"]["value"])
         self.assert_no_secret_shown(env, [r.stdout, r.stderr])
+
+    def test_another_web_identity_token_is_not_given_the_kept_credentials(self):
+        env = self.web_identity_env()
+        self.assert_stored_in_the_bucket(env)
+        self.assertEqual(len(self.stand_in.sts_calls()), 1)
+        # Job B: same role, same token path, another (here invalid) token: STS is asked and refuses.
+        self.write("token.jwt", "eyJ-another-jobs-token\n")
+        other = dict(env, KACHE_DIR=self.path("cache-b"))
+        for u in ("a", "b"):
+            self.assertEqual(self.compile("one", u, other).stderr, "")
+        later = self.stand_in.sts_calls()[1:]
+        self.assertGreaterEqual(len(later), 1, "job B was given job A's kept credentials")
+        for call in later:
+            self.assertEqual(dict(urllib.parse.parse_qsl(call[3]))["WebIdentityToken"], "eyJ-another-jobs-token")
+        self.assertIn("STS refused the web identity token of role " + ROLE_ARN,
+                      open(os.path.join(other["KACHE_DIR"], "kache.log")).read())
+
+    def test_parallel_compiles_ask_sts_once(self):
+        import concurrent.futures
+        from test_remote import KERNEL
+        env = self.web_identity_env()
+        units = [f"p{i}" for i in range(8)]
+        for i, u in enumerate(units):
+            self.write(f"one/src/{u}.cu", KERNEL % (10 + i, i, 10 + i, i))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(lambda u: self.compile("one", u, env), units))
+        for r in results:
+            self.assertEqual(r.stderr, "")
+        self.assertEqual(len(self.stand_in.sts_calls()), 1, "parallel compiles each asked STS")
 
     def test_credentials_two_minutes_from_expiry_are_fetched_anew(self):
         self.stand_in.lifetime_s = 120
         env = self.web_identity_env()
         self.assert_stored_in_the_bucket(env, "a")
         self.assert_stored_in_the_bucket(env, "b")
-        self.assertEqual(len(self.stand_in.calls("/?")), 2)
+        self.assertEqual(len(self.stand_in.sts_calls()), 2)
         self.stand_in.lifetime_s = 3600
         self.assert_stored_in_the_bucket(env, "c")
         self.compile("one", "a", dict(env, KACHE_DIR=self.path("cache-fresh")))
-        self.assertEqual(len(self.stand_in.calls("/?")), 3)
+        self.assertEqual(len(self.stand_in.sts_calls()), 3)
 
     def test_credentials_expiring_within_a_minute_are_renewed_within_one_compile(self):
         # The miss's lookup and its store are separate requests: each gets credentials good for it.
         self.stand_in.lifetime_s = 30
         env = self.web_identity_env()
         self.assert_stored_in_the_bucket(env)
-        self.assertGreater(len(self.stand_in.calls("/?")), 1)
+        self.assertGreater(len(self.stand_in.sts_calls()), 1)
 
     def test_web_identity_of_a_profile(self):
         token = self.write("token.jwt", WEB_IDENTITY_TOKEN)
@@ -198,7 +253,7 @@ class CredentialChain(S3Case):
         env = self.env_for("one", self.url(), AWS_PROFILE="ci", AWS_CONFIG_FILE=config,
                            AWS_ENDPOINT_URL=self.stand_in.url)
         self.assert_stored_in_the_bucket(env)
-        self.assertEqual(len(self.stand_in.calls("/?")), 1)
+        self.assertEqual(len(self.stand_in.sts_calls()), 1)
 
     def test_refused_web_identity_builds_locally_with_a_reason(self):
         env = self.web_identity_env(AWS_ROLE_ARN="arn:aws:iam::111122223333:role/other")

@@ -178,7 +178,11 @@ TEST(AwsCredentials, EnvironmentThenProfile) {
   auto c = find_aws_credentials(why);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->access_key_id, "AKENV");
+  // One key alone stops the chain (botocore's PartialCredentialsError), never falls through.
   ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  EXPECT_FALSE(find_aws_credentials(why));
+  EXPECT_NE(why.find("AWS_ACCESS_KEY_ID is set without AWS_SECRET_ACCESS_KEY"), std::string::npos) << why;
+  ::unsetenv("AWS_ACCESS_KEY_ID");
   c = find_aws_credentials(why);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->secret_access_key, "SECRETFILE");

@@ -437,6 +437,29 @@ TEST(UtilProcess, BoundedRunKillsTheGroupAtItsLimit) {
   EXPECT_FALSE(r.ok());
 }
 
+TEST(UtilProcess, BoundedRunStopsOutputPastItsLimit) {
+  // A child (and its own child) writing forever: stopped once stdout, or stderr, passes the limit,
+  // long before the time limit, with at most one read past it kept.
+  for (const char* script : {"yes & yes", "yes >&2 & yes >&2"}) {
+    BoundedRunOptions bounds{.timeout_ms = 60'000, .max_output = 64 << 10, .null_stdin = false};
+    const auto start = std::chrono::steady_clock::now();
+    auto r = run_capture_bounded("/bin/sh", {"sh", "-c", std::string(script) + "; wait"}, current_environment(),
+                                 bounds);
+    EXPECT_TRUE(r.output_exceeded) << script;
+    EXPECT_FALSE(r.timed_out) << script;
+    EXPECT_FALSE(r.ok());
+    EXPECT_LE(r.out.size() + r.err.size(), 2u * (64u << 10) + 64u * 1024u) << script;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30)) << script;
+  }
+}
+
+TEST(UtilProcess, BoundedRunStdinFromDevNull) {
+  const BoundedRunOptions bounds{.timeout_ms = 60'000, .max_output = SIZE_MAX, .null_stdin = true};
+  auto r = run_capture_bounded("/bin/sh", {"sh", "-c", "[ /dev/stdin -ef /dev/null ] && echo null"},
+                               current_environment(), bounds);
+  EXPECT_EQ(r.out, "null\n");
+}
+
 TEST(UtilProcess, SpawnFailureThrows) {
   TempDir dir(test_root());
   EXPECT_THROW(run_capture(join_path(dir.path(), "nope"), {"nope"}, current_environment()), std::system_error);

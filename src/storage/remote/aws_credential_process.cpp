@@ -34,9 +34,17 @@ std::optional<AwsCredentials> credentials_from_process(const std::string& comman
   }
   util::BoundedProcessResult result;
   try {
-    result = util::run_capture_bounded(*exe, argv, env, kProcessTimeoutMs);
+    // Its output is bounded while read (a helper that writes forever is killed at 64 KiB), and its stdin
+    // is /dev/null: the compile's stdin (a pipe to the compiler, `-x c -`) is not the helper's to read.
+    const util::BoundedRunOptions bounds{
+        .timeout_ms = kProcessTimeoutMs, .max_output = kOutputLimit, .null_stdin = true};
+    result = util::run_capture_bounded(*exe, argv, env, bounds);
   } catch (const std::exception& e) {
     why = "no AWS credentials: the " + source + " cannot be started: " + e.what();
+    return std::nullopt;
+  }
+  if (result.output_exceeded || result.out.size() > kOutputLimit) {
+    why = "no AWS credentials: the " + source + " printed more than 64 KiB";
     return std::nullopt;
   }
   if (result.timed_out) {
@@ -45,10 +53,6 @@ std::optional<AwsCredentials> credentials_from_process(const std::string& comman
   }
   if (!result.ok()) {
     why = "no AWS credentials: the " + source + " failed (exit status " + std::to_string(result.exit_code) + ")";
-    return std::nullopt;
-  }
-  if (result.out.size() > kOutputLimit) {
-    why = "no AWS credentials: the " + source + " printed more than 64 KiB";
     return std::nullopt;
   }
   std::string parse_why;

@@ -46,6 +46,7 @@ struct AwsServiceRequest {
   HttpMethod method = HttpMethod::get;
   std::string url;
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;  // POST's
   int connect_ms = 1000;
   int total_ms = 5000;
 };

@@ -6,6 +6,7 @@
 #include "storage/remote/aws_credential_cache.hpp"
 #include "storage/remote/aws_credential_sources.hpp"
 #include "util/fs.hpp"
+#include "util/hash.hpp"
 
 namespace kache::storage::remote {
 
@@ -72,7 +73,8 @@ bool needs_refresh(const AwsCredentials& credentials, std::time_t now) {
 }
 
 std::optional<std::time_t> parse_aws_time(std::string_view text) {
-  // YYYY-MM-DDTHH:MM:SS, then optional fractional seconds, then Z or +00:00.
+  // YYYY-MM-DDTHH:MM:SS, then optional fractional seconds, then Z, UTC (old aws-cli SSO caches) or an
+  // offset: +HH:MM, -HH:MM, +HHMM, -HHMM.
   std::tm tm{};
   int year = 0, month = 0, day = 0;
   if (!digits(text, 0, 4, year) || text.size() < 19 || text[4] != '-' || !digits(text, 5, 2, month) || text[7] != '-' ||
@@ -85,7 +87,16 @@ std::optional<std::time_t> parse_aws_time(std::string_view text) {
     rest.remove_prefix(1);
     while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') rest.remove_prefix(1);
   }
-  if (rest != "Z" && rest != "z" && rest != "+00:00") return std::nullopt;
+  long offset_s = 0;
+  if (rest != "Z" && rest != "z" && rest != "UTC") {
+    int hours = 0, minutes = 0;
+    const bool colon = rest.size() == 6 && rest[3] == ':';
+    if ((rest.size() != 5 && !colon) || (rest.front() != '+' && rest.front() != '-') || !digits(rest, 1, 2, hours) ||
+        !digits(rest, colon ? 4 : 3, 2, minutes) || hours > 23 || minutes > 59) {
+      return std::nullopt;
+    }
+    offset_s = (rest.front() == '-' ? -1L : 1L) * (hours * 3600L + minutes * 60L);
+  }
   if (month < 1 || month > 12 || day < 1 || day > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) {
     return std::nullopt;
   }
@@ -96,7 +107,7 @@ std::optional<std::time_t> parse_aws_time(std::string_view text) {
   const std::time_t when = ::timegm(&tm);
   // timegm moves a day that does not exist (February 31) into the next month: not a time AWS writes.
   if (tm.tm_mday != asked.tm_mday || tm.tm_mon != asked.tm_mon) return std::nullopt;
-  return when;
+  return when - offset_s;  // 01:00+02:00 is 23:00 UTC
 }
 
 std::optional<AwsCredentials> parse_credentials_file(std::string_view text, std::string_view profile) {
@@ -175,36 +186,77 @@ std::optional<AwsCredentials> parse_metadata_credentials(std::string_view json, 
                   text_member(*object, "Expiration"), what, why);
 }
 
-std::optional<std::string> aws_region_from_environment() {
-  for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
-    if (!aws_env(name).empty()) return aws_env(name);
+bool valid_aws_region(std::string_view region) {
+  if (region.empty() || region.size() > 64) return false;
+  for (char c : region) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
   }
-  const std::string region = load_aws_profile().setting("region");
-  if (!region.empty()) return region;
+  return true;
+}
+
+std::optional<std::string> aws_region_from_environment(std::string* why) {
+  const auto checked = [&](const std::string& region, const std::string& where) -> std::optional<std::string> {
+    if (valid_aws_region(region)) return region;
+    if (why) *why = "no AWS credentials: " + where + " is not a region name (lowercase letters, digits and '-')";
+    return std::nullopt;
+  };
+  for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
+    if (!aws_env(name).empty()) return checked(aws_env(name), name);
+  }
+  const AwsProfile profile = load_aws_profile();
+  const std::string region = profile.setting("region");
+  if (!region.empty()) return checked(region, "the region of profile " + profile.name);
   return std::nullopt;
 }
 
+std::string aws_token_digest(std::string_view token) { return util::sha256(token).hex(); }
+
 namespace {
 
-std::optional<AwsCredentials> from_environment() {
+std::optional<AwsCredentials> from_environment(std::string& why) {
   AwsCredentials found{aws_env("AWS_ACCESS_KEY_ID"), aws_env("AWS_SECRET_ACCESS_KEY"), aws_env("AWS_SESSION_TOKEN"),
                        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", std::nullopt};
-  if (found.access_key_id.empty() || found.secret_access_key.empty()) return std::nullopt;
+  if (found.access_key_id.empty() && found.secret_access_key.empty()) return std::nullopt;
+  // One without the other is a mistake (botocore's PartialCredentialsError), not a reason to go on.
+  if (found.access_key_id.empty() || found.secret_access_key.empty()) {
+    why = found.access_key_id.empty() ? "no AWS credentials: AWS_SECRET_ACCESS_KEY is set without AWS_ACCESS_KEY_ID"
+                                      : "no AWS credentials: AWS_ACCESS_KEY_ID is set without AWS_SECRET_ACCESS_KEY";
+    return std::nullopt;
+  }
   return found;
 }
 
 std::optional<AwsCredentials> web_identity(const std::string& token_file, const std::string& role_arn,
                                            const std::string& session_name, const std::string& region,
                                            std::string& why) {
-  return cached_or_fetched(
-      "web-identity\n" + role_arn + "\n" + token_file + "\n" + aws_endpoint_override("AWS_ENDPOINT_URL_STS"),
-      [&] { return credentials_from_web_identity(token_file, role_arn, session_name, region, why); });
+  const auto fetch = [&] { return credentials_from_web_identity(token_file, role_arn, session_name, region, why); };
+  // Kept per token, not per configuration: another job's token (or an invalid one) must reach STS.
+  std::string token;
+  try {
+    token = util::read_file(token_file);
+  } catch (const std::exception&) {
+    return fetch();  // names the unreadable file
+  }
+  return cached_or_fetched("web-identity\n" + role_arn + "\n" + token_file + "\n" +
+                               aws_endpoint_override("AWS_ENDPOINT_URL_STS") + "\n" + aws_token_digest(token),
+                           fetch);
 }
 
 // The profile's own way to credentials, in the SDKs' order; nullopt with `why` empty when it names
 // none.
 std::optional<AwsCredentials> from_profile(const AwsProfile& profile, const std::string& region, std::string& why) {
   const std::string where = "profile " + profile.name;
+  // The SDKs assume the role with the source's credentials; kache does not, and must not go on to
+  // another identity (the container's, the instance's) instead.
+  if (!profile.setting("role_arn").empty()) {
+    for (const char* source : {"source_profile", "credential_source"}) {
+      if (profile.setting(source).empty()) continue;
+      why = "no AWS credentials: " + where + " uses role_arn with " + source +
+            ", which kache does not support: give kache the role's credentials another way (web identity, "
+            "credential_process, SSO, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)";
+      return std::nullopt;
+    }
+  }
   if (!profile.setting("aws_access_key_id").empty() && !profile.setting("aws_secret_access_key").empty()) {
     AwsCredentials found{profile.setting("aws_access_key_id"), profile.setting("aws_secret_access_key"),
                          profile.setting("aws_session_token"), where + " of " + profile.keys_file, std::nullopt};
@@ -224,20 +276,21 @@ std::optional<AwsCredentials> from_profile(const AwsProfile& profile, const std:
                              [&] { return credentials_from_process(command, profile.name, why); });
   }
   if (!profile.setting("sso_session").empty() || !profile.setting("sso_start_url").empty()) {
-    return cached_or_fetched("sso\n" + profile.name + "\n" + profile.setting("sso_account_id") + "\n" +
-                                 profile.setting("sso_role_name") + "\n" +
-                                 aws_endpoint_override("AWS_ENDPOINT_URL_SSO"),
-                             [&] { return credentials_from_sso(profile, why); });
+    return credentials_from_sso(profile, why);  // kept per SSO token there
   }
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<AwsCredentials> find_aws_credentials(std::string& why, const std::string& remote_region) {
-  why.clear();
-  if (auto found = from_environment()) return found;
-  const std::string region = aws_region_from_environment().value_or(remote_region);
+std::optional<AwsCredentials> find_unchecked(std::string& why, const std::string& remote_region) {
+  std::string region_why;
+  const std::optional<std::string> environment_region = aws_region_from_environment(&region_why);
+  if (!region_why.empty()) {
+    why = region_why;
+    return std::nullopt;
+  }
+  if (auto found = from_environment(why)) return found;
+  if (!why.empty()) return std::nullopt;
+  const std::string region = environment_region.value_or(remote_region);
   const std::string token_file = aws_env("AWS_WEB_IDENTITY_TOKEN_FILE");
   if (!token_file.empty()) {
     if (aws_env("AWS_ROLE_ARN").empty()) {
@@ -267,6 +320,28 @@ std::optional<AwsCredentials> find_aws_credentials(std::string& why, const std::
   why = why.empty() ? none + ", and instance metadata is disabled"
                     : none + ", and " + (why.starts_with(prefix) ? why.substr(prefix.size()) : why);
   return std::nullopt;
+}
+
+}  // namespace
+
+bool printable_aws_credentials(const AwsCredentials& credentials, std::string& why) {
+  if (header_safe(credentials.access_key_id) && header_safe(credentials.secret_access_key) &&
+      header_safe(credentials.session_token)) {
+    return true;
+  }
+  why = "no AWS credentials: the " + credentials.source +
+        " gave an access key id, secret access key or session token with control characters or bytes outside "
+        "printable ASCII";
+  return false;
+}
+
+std::optional<AwsCredentials> find_aws_credentials(std::string& why, const std::string& remote_region) {
+  why.clear();
+  std::optional<AwsCredentials> found = find_unchecked(why, remote_region);
+  // Whatever the source, a value that would end a header (the key id in Authorization, the session
+  // token in x-amz-security-token) and add its own is refused.
+  if (found && !printable_aws_credentials(*found, why)) return std::nullopt;
+  return found;
 }
 
 }  // namespace kache::storage::remote

@@ -39,8 +39,8 @@ constexpr std::time_t kAwsInProcessMarginS = 60;
 // Whether credentials are too close to their expiration to be used at `now` (never, without one).
 bool needs_refresh(const AwsCredentials& credentials, std::time_t now);
 
-// An ISO 8601 UTC time as the AWS services write it ("2026-12-08T01:00:00Z", with or without
-// fractional seconds, "+00:00" for "Z"); nullopt for anything else.
+// An ISO 8601 time as the AWS services and tools write it ("2026-12-08T01:00:00Z", with or without
+// fractional seconds; "Z", "UTC" or an offset ±HH:MM / ±HHMM, applied); nullopt for anything else.
 std::optional<std::time_t> parse_aws_time(std::string_view text);
 
 // The profile's keys in a shared credentials file's text (INI: "[name]" sections of "key = value"
@@ -59,9 +59,22 @@ std::optional<AwsCredentials> parse_sso_role_credentials(std::string_view json, 
 // ECS's and EC2 instance metadata's JSON: {AccessKeyId, SecretAccessKey, Token, Expiration}.
 std::optional<AwsCredentials> parse_metadata_credentials(std::string_view json, std::string& why);
 
+// An AWS region name: lowercase letters, digits and '-' ("us-east-1"; S3-compatible servers take any
+// such word, "garage"). Anything else could turn an endpoint's host name into another's.
+bool valid_aws_region(std::string_view region);
+
 // The region requests are signed for when the URL names none: AWS_REGION, AWS_DEFAULT_REGION, the
-// profile's region; nullopt when none says.
-std::optional<std::string> aws_region_from_environment();
+// profile's region; nullopt when none says, or when the one that says is no region name (then *why,
+// when given, is one sentence naming the variable or profile).
+std::optional<std::string> aws_region_from_environment(std::string* why = nullptr);
+
+// The digest of a token (web identity, SSO, container authorization) in the keys of kept credentials:
+// credentials are kept per identity, never per configuration alone.
+std::string aws_token_digest(std::string_view token);
+
+// Whether the credentials may go into request headers (printable ASCII only); else false with `why`
+// naming their source, never the value.
+bool printable_aws_credentials(const AwsCredentials& credentials, std::string& why);
 
 // Resolves credentials along the chain above; nullopt with `why` set when there are none (a
 // configuration mistake the doctor names). `region` is the S3 remote's, for STS's regional endpoint.

@@ -53,24 +53,26 @@ std::optional<AwsCredentials> credentials_from_container(std::string& why) {
         "address";
     return std::nullopt;
   }
-  return cached_or_fetched("container\n" + url, [&]() -> std::optional<AwsCredentials> {
+  std::string token = aws_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+  if (const std::string token_file = aws_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"); !token_file.empty()) {
+    try {
+      token = trimmed(util::read_file(token_file));
+    } catch (const std::exception&) {
+      why = "no AWS credentials: AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE " + token_file + " cannot be read";
+      return std::nullopt;
+    }
+  }
+  if (!header_safe(token)) {
+    why = "no AWS credentials: the container authorization token holds control characters";
+    return std::nullopt;
+  }
+  // Kept per authorization token: another task's token is asked anew.
+  const std::string key = "container\n" + url + "\n" + aws_token_digest(token);
+  return cached_or_fetched(key, [&]() -> std::optional<AwsCredentials> {
     AwsServiceRequest request;
     request.url = url;
     request.connect_ms = kConnectMs;
     request.total_ms = kTotalMs;
-    std::string token = aws_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
-    if (const std::string token_file = aws_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"); !token_file.empty()) {
-      try {
-        token = trimmed(util::read_file(token_file));
-      } catch (const std::exception&) {
-        why = "no AWS credentials: AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE " + token_file + " cannot be read";
-        return std::nullopt;
-      }
-    }
-    if (!header_safe(token)) {
-      why = "no AWS credentials: the container authorization token holds control characters";
-      return std::nullopt;
-    }
     if (!token.empty()) request.headers = {{"authorization", token}};
     HttpResponse answer;
     try {

@@ -1,5 +1,8 @@
 // The AWS CLI's two INI files and the profile they describe together (aws_credential_sources.hpp).
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <vector>
 
 #include "storage/remote/aws_credential_sources.hpp"
 #include "util/fs.hpp"
@@ -54,12 +57,28 @@ AwsIni parse_aws_ini(std::string_view text) {
     const std::string_view line = strip(raw);
     if (line.empty() || line.front() == '#' || line.front() == ';') continue;
     if (line.front() == '[') {
-      section = line.back() == ']' ? &ini[std::string(strip(line.substr(1, line.size() - 2)))] : nullptr;
+      section = nullptr;
+      const std::size_t close = line.find(']');
+      if (close == std::string_view::npos) continue;
+      const std::string_view after = strip(line.substr(close + 1));
+      if (!after.empty() && after.front() != '#' && after.front() != ';') continue;  // "[x] # note" is "[x]"
+      // "[profile  x ]" is "[profile x]": the words, one space between them.
+      std::string name;
+      std::string_view words = line.substr(1, close - 1);
+      while (!(words = strip(words)).empty()) {
+        const std::size_t end = std::min(words.find(' '), words.find('\t'));
+        if (!name.empty()) name += ' ';
+        name += words.substr(0, end);
+        words.remove_prefix(end == std::string_view::npos ? words.size() : end);
+      }
+      section = &ini[name];
       continue;
     }
     const std::size_t eq = line.find('=');
     if (section == nullptr || eq == std::string_view::npos || raw.front() == ' ' || raw.front() == '\t') continue;
-    (*section)[std::string(strip(line.substr(0, eq)))] = std::string(strip(line.substr(eq + 1)));
+    std::string key(strip(line.substr(0, eq)));
+    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));  // as botocore
+    (*section)[key] = std::string(strip(line.substr(eq + 1)));
   }
   return ini;
 }
@@ -72,10 +91,15 @@ std::string AwsProfile::setting(std::string_view key) const {
 AwsProfile merge_aws_profile(const AwsIni& config, const AwsIni& credentials, std::string_view name) {
   AwsProfile profile;
   profile.name = std::string(name);
-  const std::string config_section = name == "default" ? "default" : "profile " + std::string(name);
-  if (const auto it = config.find(config_section); it != config.end()) {
-    profile.settings = it->second;
-    profile.found = true;
+  // The config file's "[profile NAME]"; for default, "[default]" and "[profile default]" (botocore
+  // reads both, the latter winning).
+  std::vector<std::string> config_sections = {"profile " + std::string(name)};
+  if (name == "default") config_sections.insert(config_sections.begin(), "default");
+  for (const std::string& section : config_sections) {
+    if (const auto it = config.find(section); it != config.end()) {
+      for (const auto& [key, value] : it->second) profile.settings[key] = value;
+      profile.found = true;
+    }
   }
   if (const auto it = credentials.find(name); it != credentials.end()) {
     for (const auto& [key, value] : it->second) profile.settings[key] = value;

@@ -96,6 +96,7 @@ HttpResponse aws_service_exchange(const AwsServiceRequest& request) {
   http.target = target;
   http.max_body = kAnswerBodyLimit;
   http.headers = request.headers;
+  http.body = request.body;
   return connection.perform(http);
 }
 

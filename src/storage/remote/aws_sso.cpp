@@ -6,6 +6,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "storage/remote/aws_credential_cache.hpp"
 #include "storage/remote/aws_credential_sources.hpp"
 #include "util/fs.hpp"
 #include "util/text.hpp"
@@ -44,6 +45,11 @@ std::optional<AwsCredentials> credentials_from_sso(const AwsProfile& profile, st
           " lacks one of sso_region, sso_account_id, sso_role_name and sso_session (or sso_start_url)";
     return std::nullopt;
   }
+  if (!valid_aws_region(region) && aws_endpoint_override("AWS_ENDPOINT_URL_SSO").empty()) {
+    why = "no AWS credentials: the sso_region of profile " + profile.name +
+          " is not a region name (lowercase letters, digits and '-')";
+    return std::nullopt;
+  }
   const std::string token_file =
       aws_env("HOME") + "/.aws/sso/cache/" + sso_cache_file_name(session.empty() ? start_url : session);
   std::string token;
@@ -71,33 +77,38 @@ std::optional<AwsCredentials> credentials_from_sso(const AwsProfile& profile, st
   if (endpoint.empty()) endpoint = "https://portal.sso." + region + ".amazonaws.com";
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
   const std::string source = "SSO role " + role + " of account " + account + " (profile " + profile.name + ")";
-  AwsServiceRequest request;
-  request.url = endpoint + "/federation/credentials?role_name=" + util::percent_encode(role) +
-                "&account_id=" + util::percent_encode(account);
-  request.headers = {{"x-amz-sso_bearer_token", token}};
-  HttpResponse answer;
-  try {
-    answer = aws_service_exchange(request);
-  } catch (const std::exception& e) {
-    why = "no AWS credentials: the SSO portal could not be asked for the " + source + ": " + e.what();
-    return std::nullopt;
-  }
-  if (answer.status == 401 || answer.status == 403) {
-    why = "no AWS credentials: the SSO portal refused the token of profile " + profile.name + ": " + login;
-    return std::nullopt;
-  }
-  if (answer.status != 200) {
-    why = "no AWS credentials: the SSO portal answered HTTP " + std::to_string(answer.status) + " for the " + source;
-    return std::nullopt;
-  }
-  std::string parse_why;
-  auto found = parse_sso_role_credentials(answer.body, parse_why);
-  if (!found) {
-    why = "no AWS credentials: " + parse_why + " for the " + source;
-    return std::nullopt;
-  }
-  found->source = source;
-  return found;
+  // Kept per SSO token: another login (another person's, a renewed one) is asked anew.
+  const std::string key =
+      "sso\n" + profile.name + "\n" + account + "\n" + role + "\n" + endpoint + "\n" + aws_token_digest(token);
+  return cached_or_fetched(key, [&]() -> std::optional<AwsCredentials> {
+    AwsServiceRequest request;
+    request.url = endpoint + "/federation/credentials?role_name=" + util::percent_encode(role) +
+                  "&account_id=" + util::percent_encode(account);
+    request.headers = {{"x-amz-sso_bearer_token", token}};
+    HttpResponse answer;
+    try {
+      answer = aws_service_exchange(request);
+    } catch (const std::exception& e) {
+      why = "no AWS credentials: the SSO portal could not be asked for the " + source + ": " + e.what();
+      return std::nullopt;
+    }
+    if (answer.status == 401 || answer.status == 403) {
+      why = "no AWS credentials: the SSO portal refused the token of profile " + profile.name + ": " + login;
+      return std::nullopt;
+    }
+    if (answer.status != 200) {
+      why = "no AWS credentials: the SSO portal answered HTTP " + std::to_string(answer.status) + " for the " + source;
+      return std::nullopt;
+    }
+    std::string parse_why;
+    auto found = parse_sso_role_credentials(answer.body, parse_why);
+    if (!found) {
+      why = "no AWS credentials: " + parse_why + " for the " + source;
+      return std::nullopt;
+    }
+    found->source = source;
+    return found;
+  });
 }
 
 }  // namespace kache::storage::remote

@@ -1,6 +1,7 @@
 // Web identity (GitHub Actions' and EKS's OIDC tokens): the token file's JWT exchanged for a role's
 // temporary credentials by STS AssumeRoleWithWebIdentity, an unsigned Query API request (the token is
-// the proof). GET with the parameters in the query, which STS's Query API takes as it takes POST.
+// the proof). POSTed as a form, as the SDKs do: the token never goes into a URL (which proxies and
+// servers log).
 #include <ctime>
 
 #include "storage/remote/aws_credential_sources.hpp"
@@ -45,10 +46,11 @@ std::optional<AwsCredentials> credentials_from_web_identity(const std::string& t
   }
   const std::string name = session_name.empty() ? "kache-" + std::to_string(std::time(nullptr)) : session_name;
   AwsServiceRequest request;
-  request.url = sts_endpoint(region) +
-                "/?Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" + util::percent_encode(role_arn) +
-                "&RoleSessionName=" + util::percent_encode(name) + "&WebIdentityToken=" + util::percent_encode(token);
-  request.headers = {{"accept", "application/xml"}};
+  request.method = HttpMethod::post;
+  request.url = sts_endpoint(region) + "/";
+  request.body = "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" + util::percent_encode(role_arn) +
+                 "&RoleSessionName=" + util::percent_encode(name) + "&WebIdentityToken=" + util::percent_encode(token);
+  request.headers = {{"accept", "application/xml"}, {"content-type", "application/x-www-form-urlencoded"}};
   HttpResponse answer;
   try {
     answer = aws_service_exchange(request);

@@ -209,12 +209,14 @@ void HttpConnection::connect(Clock::time_point deadline) {
 // the whole request went out.
 bool HttpConnection::State::send(const HttpRequest& request, const core::RemoteUrl& url, bool reused,
                                  AnswerParser& parser) {
-  http::request<http::span_body<const char>> put{http::verb::put, "", 11};
+  const bool with_body = request.method == HttpMethod::put || request.method == HttpMethod::post;
+  http::request<http::span_body<const char>> put{
+      request.method == HttpMethod::post ? http::verb::post : http::verb::put, "", 11};
   const http::verb verb = request.method == HttpMethod::get    ? http::verb::get
                           : request.method == HttpMethod::head ? http::verb::head
                                                                : http::verb::delete_;
   http::request<http::empty_body> other{verb, "", 11};
-  if (request.method == HttpMethod::put) {
+  if (with_body) {
     prepare(put, request, url, authorization);
     put.body() = http::span_body<const char>::value_type(request.body.data(), request.body.size());
     put.prepare_payload();
@@ -229,7 +231,7 @@ bool HttpConnection::State::send(const HttpRequest& request, const core::RemoteU
     write_ec = ec;
   };
   with_stream([&](auto& stream) {
-    if (request.method == HttpMethod::put) {
+    if (with_body) {
       http::async_write(stream, put, on_written);
     } else {
       http::async_write(stream, other, on_written);

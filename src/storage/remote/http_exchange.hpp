@@ -13,7 +13,7 @@
 
 namespace kache::storage::remote {
 
-enum class HttpMethod { get, put, remove, head };
+enum class HttpMethod { get, put, remove, head, post };  // post: credential services only (STS)
 
 // The most of an error page, or of the answer to a PUT or DELETE, that is read (only their status
 // matters); only a GET's 200 is allowed the request's max_body.
@@ -22,7 +22,7 @@ constexpr std::uint64_t kAnswerBodyLimit = 64 << 10;
 struct HttpRequest {
   HttpMethod method = HttpMethod::get;
   std::string_view target;  // the path, "/cache/ab/cdef" (origin form, already percent-encoded)
-  std::string_view body;    // PUT only
+  std::string_view body;    // PUT and POST only
   std::uint64_t max_body = UINT64_MAX;  // a longer value (a GET's 200) throws OversizedValue, unread
   // Headers sent besides Host, User-Agent and the connection's own Authorization (which one named here
   // replaces): an S3 request's signature and its x-amz-* headers.

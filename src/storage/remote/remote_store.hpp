@@ -69,6 +69,7 @@ struct RemoteStoreOptions {
   std::string ca_file;                          // remote.ca_file: an extra CA for https, trusted beside the system's
   std::string key_prefix = "kache:";            // Redis keys are <prefix><key>
   std::string breaker_dir;                      // the breakers' state files (empty: no breaker)
+  std::string cache_dir;                        // the local cache dir (S3 keeps no credentials below it)
   bool read_only = false;                       // remote.read_only: never written, whatever the URL says
   std::uint64_t max_entry_size = 256ull << 20;  // remote.max_entry_size: a larger value is a miss
   // remote.signing_key_file's content. Set: every value written carries an HMAC-SHA-256 over its key

@@ -75,16 +75,6 @@ void parse_s3_address(std::string_view text, core::RemoteUrl& url) {
   url.path = std::string(prefix);
 }
 
-// An AWS region name: lowercase letters, digits and '-' ("us-east-1", "eu-central-1"); S3-compatible
-// servers take any such word ("garage", "auto").
-bool valid_region(std::string_view region) {
-  if (region.empty() || region.size() > 64) return false;
-  for (char c : region) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-  }
-  return true;
-}
-
 // An endpoint= is an http(s) URL of a host and port alone: credentials go in the environment, and a path
 // would make request paths ambiguous.
 void check_endpoint(std::string_view endpoint) {
@@ -103,7 +93,7 @@ void check_endpoint(std::string_view endpoint) {
 void parse_s3_attribute(std::string_view name, std::optional<std::string_view> given, core::RemoteUrl& url) {
   const std::string_view value = given.value_or("");
   if (name == "region") {
-    if (!valid_region(value)) throw core::RemoteUrlProblem("region takes a name of lowercase letters, digits and '-'");
+    if (!valid_aws_region(value)) throw core::RemoteUrlProblem("region takes a name of lowercase letters, digits and '-'");
   } else if (name == "endpoint") {
     check_endpoint(value);
   } else if (value != "path" && value != "virtual") {
@@ -191,7 +181,7 @@ const AwsCredentials& S3Storage::credentials() {
 }
 
 HttpResponse S3Storage::send(HttpMethod method, const std::string& path, std::string_view body, bool sign) {
-  static constexpr const char* kMethods[] = {"GET", "PUT", "DELETE", "HEAD"};
+  static constexpr const char* kMethods[] = {"GET", "PUT", "DELETE", "HEAD", "POST"};
   HttpRequest request;
   request.method = method;
   request.target = path;

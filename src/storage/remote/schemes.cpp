@@ -3,6 +3,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "storage/remote/aws_credential_cache.hpp"
 #include "storage/remote/file_storage.hpp"
 #include "storage/remote/http_storage.hpp"
 #include "storage/remote/redis_storage.hpp"
@@ -21,6 +22,7 @@ std::unique_ptr<RemoteBackend> make_http(const core::RemoteUrl& url, const Remot
 }
 
 std::unique_ptr<RemoteBackend> make_s3(const core::RemoteUrl& url, const RemoteStoreOptions& options) {
+  if (!options.cache_dir.empty()) set_aws_credential_cache_exclusion(options.cache_dir);
   return std::make_unique<S3Storage>(url, options.ca_file, options.max_entry_size, options.read_only);
 }
 
