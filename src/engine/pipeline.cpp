@@ -433,6 +433,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     }
     if (!code || *code < 0) pass(pipeline->passthrough().reason, pipeline->passthrough().detail);
     accounting.finish(counts, &*pipeline);
+    core::show_pending_warnings();  // served: the first warning of each cause in the build reaches the person
     if (log.should_log(spdlog::level::debug)) {
       // kache's own cost (all its threads, not the compiler it ran): what a cache adds to a compile.
       // CLOCK_PROCESS_CPUTIME_ID is exact; getrusage's times can be tick-sampled.
