@@ -6,7 +6,8 @@
 // <cache dir>/warned/), and shows the first warning of each cause in each build on the compile's stderr
 // (a terminal or Ninja's pipe alike: Ninja prints it under the command), one line "kache: warning: ...";
 // the rest of that build's go to the log only. Not on stderr: a configure check's compile (its stderr is
-// its verdict) and everything when log.warnings = "log".
+// its verdict), a compile kache does not serve (see show_pending_warnings) and everything when
+// log.warnings = "log".
 #include <spdlog/spdlog.h>
 
 #include <functional>
@@ -24,8 +25,9 @@ void init_logging(const std::string& filter, const std::string& file, const std:
                   bool first_per_build_to_stderr = false);
 // Whether a compile is a build system's configure check, whose stderr must stay the compiler's alone:
 // autoconf's ac_c_werror_flag fails a check on any stderr line, CMake's try_compile FAIL_REGEX matches
-// it. Its source is conftest.* (autoconf, Meson), or it runs or writes below CMake's scratch
-// directories (CMakeFiles/CMakeScratch/, CMakeFiles/CMakeTmp/).
+// it. Its source is conftest.* (autoconf, Meson) or flag_check.c (the Rust cc crate), or it runs or
+// writes below CMake's scratch directories (CMakeFiles/CMakeScratch/, CMakeFiles/CMakeTmp/), CMake's
+// compiler identification (CMakeFiles/<version>/CompilerId*/) or Meson's meson-private/.
 bool is_configure_check(const std::vector<std::string>& args, const std::string& cwd);
 // What makes two warnings the same cause: the text with its variable parts folded (a path-like word
 // becomes "<path>", a run of digits "#"), so "cannot store /c/ab/1.o" and "cannot store /c/cd/2.o" are

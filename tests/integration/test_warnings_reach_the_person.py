@@ -171,6 +171,33 @@ class WarningsOfSingleCompiles(kachetest.KacheTestCase):
         r = self.gcc(["-c", "a.c", "-o", "a.o"], "cfg1")
         self.assertEqual(len(kachetest.kache_warnings(r.stderr)), 1, r.stderr)
 
+    def test_each_compile_typed_at_a_terminal_is_a_build(self):
+        # An interactive shell runs each command in a group of its own, the compile's stderr a terminal:
+        # two hand-typed compiles are two builds, each shows the warning.
+        import pty
+        env = dict(self.env)
+        env.pop("KACHE_BUILD_ID", None)
+        seen = []
+        for name in ("a", "b"):
+            master, slave = pty.openpty()
+            subprocess.run([kachetest.KACHE, "gcc", "-c", f"{name}.c", "-o", f"{name}.o"], cwd=self.ws, env=env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, check=True,
+                           preexec_fn=os.setpgrp)
+            os.close(slave)
+            text = b""
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                text += chunk
+            os.close(master)
+            seen.append(text.decode())
+        self.assertIn("KACHE_MAX_SIZE", seen[0])
+        self.assertIn("KACHE_MAX_SIZE", seen[1], "a second hand-typed compile is a build of its own")
+
     def test_a_stale_stamp_is_taken_over(self):
         self.assertEqual(len(kachetest.kache_warnings(self.gcc(["-c", "a.c", "-o", "a.o"], "st1").stderr)), 1)
         self.assertEqual(self.gcc(["-c", "b.c", "-o", "b.o"], "st1").stderr, "")
