@@ -219,16 +219,33 @@ void check_cache(Rows& rows, const Config& cfg) {
   check_recent_misses(rows, cfg);
 }
 
+bool loopback_host(const std::string& host) {
+  return host == "localhost" || host.starts_with("127.") || host == "::1";
+}
+
+// The host of an endpoint URL ("http://[::1]:9000/x" -> "::1").
+std::string endpoint_host(std::string_view endpoint) {
+  if (const std::size_t scheme = endpoint.find("://"); scheme != std::string_view::npos) endpoint.remove_prefix(scheme + 3);
+  endpoint = endpoint.substr(0, endpoint.find_first_of("/?#"));
+  if (const std::size_t at = endpoint.rfind('@'); at != std::string_view::npos) endpoint.remove_prefix(at + 1);
+  if (endpoint.starts_with("[")) return std::string(endpoint.substr(1, endpoint.find(']') - 1));
+  return std::string(endpoint.substr(0, endpoint.find(':')));
+}
+
 // Whether an unsigned remote is a risk worth a warning: one whose entries cross the network in clear
-// and unauthenticated (http://, redis:// to another host), where anyone on the path, not only those
-// allowed to write the remote, can change what every reader links. A remote on this machine, a shared
-// directory (guarded by its permissions, as a group-shared cache dir is) and one reached through TLS with
-// credentials (https://, s3://) trust their writers as the cache dir trusts its own: a fact, not a
-// warning, or every team remote would warn forever.
+// and unauthenticated (http://, redis:// to another host, s3:// through an http:// endpoint on another
+// host: SigV4 signs the requests, not the answers), where anyone on the path, not only those allowed to
+// write the remote, can change what every reader links. A remote on this machine, a shared directory
+// (guarded by its permissions, as a group-shared cache dir is) and one reached through TLS (https://,
+// s3:// to an https endpoint) trust whoever can write them, as the cache dir trusts its own writers: a
+// fact, not a warning, or every team remote would warn forever.
 bool unsigned_is_a_risk(const RemoteUrl& url) {
+  if (url.scheme == "s3") {
+    const std::optional<std::string> endpoint = url.attribute("endpoint");
+    return endpoint && endpoint->starts_with("http://") && !loopback_host(endpoint_host(*endpoint));
+  }
   if (url.scheme != "http" && url.scheme != "redis") return false;
-  const bool loopback = url.host == "localhost" || url.host.starts_with("127.") || url.host == "::1";
-  return !loopback;
+  return !loopback_host(url.host);
 }
 
 // Each remote: the rows its backend's probe gives (reachable and accepting the credentials, writable
@@ -246,7 +263,8 @@ void check_remotes(Rows& rows, const Config& cfg) {
     if (unsigned_is_a_risk(url)) exposed += (exposed.empty() ? "" : ", ") + url.redacted();
   }
   if (exposed.empty()) {
-    rows.add("remote", "signing", Status::ok, "unsigned (whoever can write the remotes is trusted)");
+    rows.add("remote", "signing", Status::ok,
+             "unsigned (on this machine, a shared directory or over TLS: whoever can write the remotes is trusted)");
     return;
   }
   rows.add("remote", "signing", Status::warn, "unsigned",

@@ -574,13 +574,46 @@ std::string example_for_environment(const KeySpec& k) {
 
 // A value as a message may quote it: remote.storage may carry a password, so it is redacted; a
 // remote_execution.server given with a user or token in it (refused) is shown without them.
-std::string quotable(const Config& c, const KeySpec& k, const std::string& value) {
-  if (k.from_string == set_remote_execution_server && value.find('@') != std::string::npos) {
-    const std::size_t scheme = value.find("://");
-    const std::size_t at = value.rfind('@');
-    return (scheme == std::string::npos ? std::string() : value.substr(0, scheme + 3)) + "***@" + value.substr(at + 1);
+// Whether a setting's value may carry a credential (a password, a token in a URL): every setting of
+// [remote] and [remote_execution]. Such a value is quoted only redacted, and never when it is no string.
+bool may_carry_credential(const KeySpec& k) {
+  const std::string_view section(k.section);
+  return section == "remote" || section == "remote_execution";
+}
+
+// Each URL-looking word's query string and fragment (?token=..., #...) as "?***".
+std::string without_queries(const std::string& value) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < value.size()) {
+    const std::size_t blank = value.find_first_of(" \t\n\r,", i);
+    const std::size_t end = blank == std::string::npos ? value.size() : blank;
+    std::string word = value.substr(i, end - i);
+    const std::size_t query = word.find_first_of("?#");
+    if (query != std::string::npos) word = word.substr(0, query) + word[query] + "***";
+    out += word;
+    if (end < value.size()) out += value[end];
+    i = end + 1;
   }
-  return k.from_string == set_remote_storage ? redact_remote_list(value, c.remote_schemes) : value;
+  return out;
+}
+
+std::string quotable(const Config& c, const KeySpec& k, const std::string& value) {
+  if (!may_carry_credential(k)) return value;
+  std::string out = value;
+  if (k.from_string == set_remote_storage) {
+    out = redact_remote_list(value, c.remote_schemes);
+  } else if (out.find('@') != std::string::npos) {
+    const std::size_t scheme = out.find("://");
+    const std::size_t at = out.rfind('@');
+    out = (scheme == std::string::npos ? std::string() : out.substr(0, scheme + 3)) + "***@" + out.substr(at + 1);
+  }
+  return without_queries(out);
+}
+
+// A value that is no string, as a message may show it: as TOML, unless it may carry a credential.
+std::string quotable_node(const KeySpec& k, const toml::node& n) {
+  return may_carry_credential(k) ? std::string("(a value that is not a string, not shown)") : render_node(n);
 }
 
 void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::string& file) {
@@ -599,14 +632,14 @@ void apply_node(Config& c, const KeySpec& k, const toml::node& n, const std::str
   } else {
     if (k.from_string == set_dir) c.cache_dir_refused = true;
     c.problems.push_back(fmt::format("kache: {} = {} in {} {}; write it as, for example, {} = {} under [{}]; {}.",
-                                     full_name(k), text ? fmt::format("'{}'", quotable(c, k, *text)) : render_node(n),
+                                     full_name(k), text ? fmt::format("'{}'", quotable(c, k, *text)) : quotable_node(k, n),
                                      location(file, n), error, k.name, k.example, k.section,
                                      what_applies_instead(k, c)));
   }
 }
 
 // Settings that widen what kache records about everyone's compiles (command lines in the event log,
-// where the log goes and how much it says) or whom it trusts (the server that receives every source
+// where the log goes, how much it says, whether warnings reach stderr) or whom it trusts (the server that receives every source
 // for remote execution and whether its answers may be published, the keys and CAs that vouch for
 // remote answers, a cache dir anyone can write): honoured from the user's own configuration and
 // environment only, never from the cache dir's kache.toml, which anyone sharing the cache can write.
@@ -615,7 +648,8 @@ bool widens_trust(const KeySpec& k) {
   static constexpr std::string_view kOnlyFromOwnConfig[] = {
       "events.command_line",    "log.file",          "log.filter",
       "remote_execution.server", "remote_execution.trusted", "remote_execution.ca_file",
-      "remote.signing_key_file", "remote.ca_file",   "cache.allow_world_writable"};
+      "remote.signing_key_file", "remote.ca_file",   "cache.allow_world_writable",
+      "log.warnings"};
   const std::string name = full_name(k);
   for (std::string_view n : kOnlyFromOwnConfig)
     if (name == n) return true;

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <functional>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -101,6 +103,8 @@ bool append_to_cache_log(const util::Beneath& cache_dir, const spdlog::details::
 // The per-build stamps of first_in_build: a day is longer than any build, and a directory of stamps
 // stays small when those older than that go whenever a new one is made.
 constexpr std::int64_t kBuildStampSeconds = 24 * 3600;
+// A build's stamp older than this belongs to an earlier build that had the same id.
+constexpr std::int64_t kStaleStampSeconds = 12 * 3600;
 
 // Removes the stamps of warned/ older than a day (the hourly ones included): called only when a build
 // warns of a cause for the first time, so the listing is rare and warned/ stays bounded.
@@ -126,8 +130,20 @@ std::optional<bool> claim_stamp(const util::Beneath& dir, const std::string& sta
     util::UniqueFd fd = dir.open_regular(stamp, O_WRONLY | O_CREAT | O_EXCL);
     if (fd.get() < 0) return std::nullopt;
   } catch (const std::system_error& e) {
-    if (e.code().value() == EEXIST) return false;
-    return std::nullopt;
+    if (e.code().value() != EEXIST) return std::nullopt;
+    // A stamp older than any build is another build's (a process group's number comes back, and
+    // containers sharing a cache volume all have small ones): taken over, the warning shown.
+    const std::optional<struct stat> st = dir.lstat(stamp);
+    if (!st || !S_ISREG(st->st_mode) ||
+        static_cast<std::int64_t>(std::time(nullptr)) - static_cast<std::int64_t>(st->st_mtime) < kStaleStampSeconds)
+      return false;
+    dir.unlink_file(stamp);
+    try {
+      util::UniqueFd again = dir.open_regular(stamp, O_WRONLY | O_CREAT | O_EXCL);
+      if (again.get() < 0) return std::nullopt;
+    } catch (const std::system_error&) {
+      return false;  // a parallel compile took it over just now, and shows it
+    }
   }
   try {
     remove_old_stamps(dir, static_cast<std::int64_t>(std::time(nullptr)));
@@ -150,13 +166,57 @@ std::optional<util::Beneath> private_stamp_dir() {
   return util::Beneath(fd.get(), path);
 }
 
+// The field-th field (1-based, as proc(5) counts) of /proc/<pid>/stat, "" when unreadable.
+std::string proc_stat_field(long pid, int field) {
+  util::UniqueFd fd(::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return "";
+  char buf[1024];
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+  if (n <= 0) return "";
+  const std::string_view text(buf, static_cast<std::size_t>(n));
+  const std::size_t close = text.rfind(')');  // comm may hold spaces and parentheses
+  if (close == std::string_view::npos) return "";
+  std::string_view rest = text.substr(close + 1);
+  for (int i = 3; !rest.empty(); ++i) {  // fields 1 and 2 (pid, comm) end at the ')'
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    const std::size_t end = std::min(rest.find(' '), rest.size());
+    if (i == field) return std::string(rest.substr(0, end));
+    rest.remove_prefix(end);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string stamp_build_key(const std::string& build, bool from_process_group,
+                            const std::function<std::string(long)>& start_time_of) {
+  if (!from_process_group || !build.starts_with("pg")) return build;
+  long pgid = 0;
+  const auto [p, ec] = std::from_chars(build.data() + 2, build.data() + build.size(), pgid);
+  if (ec != std::errc() || p != build.data() + build.size() || pgid <= 0) return build;
+  const std::string started = start_time_of(pgid);
+  return started.empty() ? build : build + "@" + started;
+}
+
+bool own_build_for_warnings(long pid, long pgrp, bool stderr_is_terminal) {
+  return stderr_is_terminal && pid == pgrp;
+}
+
+namespace {
+
+// The build a stamp names: the group's number and when its leader started (a reused number is another build).
+std::string stamp_build_of(const std::string& build) {
+  const char* env = std::getenv("KACHE_BUILD_ID");
+  return stamp_build_key(build, env == nullptr || *env == '\0', [](long pid) { return proc_stat_field(pid, 22); });
+}
+
 // Whether this is the first warning of its cause in this build; records it if so, below the cache dir,
 // else in the user's private stamp dir. A stamp that cannot be made anywhere counts as first: the
 // person sees the warning rather than nobody.
 bool first_in_build(const std::optional<util::Beneath>& cache_dir, const std::string& build,
                     const std::string& message) {
   const std::string stamp =
-      fmt::format("warned/b{:016x}-{:016x}", util::xxh64(build), util::xxh64(warning_cause(message)));
+      fmt::format("warned/b{:016x}-{:016x}", util::xxh64(stamp_build_of(build)), util::xxh64(warning_cause(message)));
   if (cache_dir) {
     if (const auto first = claim_stamp(*cache_dir, stamp)) return *first;
   }
@@ -174,6 +234,22 @@ bool first_in_build(const std::optional<util::Beneath>& cache_dir, const std::st
 std::string_view without_kache_prefix(std::string_view text) {
   while (text.starts_with("kache: ")) text.remove_prefix(7);
   return text;
+}
+
+// The warnings a compile may yet show on its stderr (CacheDirWarnings), shown once it is served.
+struct PendingLine {
+  std::string text;
+  bool logged = false;
+  std::string cache_dir;
+  bool cache_dir_usable = false;
+};
+struct Pending {
+  std::mutex mutex;
+  std::vector<PendingLine> lines;
+};
+Pending& pending() {
+  static Pending p;
+  return p;
 }
 
 // The default destination of a compile's warnings: <cache>/kache.log, each distinct warning at most
@@ -209,14 +285,14 @@ class CacheDirWarnings : public spdlog::sinks::base_sink<std::mutex> {
     } catch (const std::exception&) {
       // A log that cannot be written must not fail the compile; `kache doctor` reports the directory.
     }
-    if (show) show = first_in_build(cache_dir, event_build_id(std::getenv("KACHE_BUILD_ID")), text);
-    if (!show) return;
-    // A warning may name a file or a remote: control characters never reach the terminal (or the
-    // terminal Ninja copies its output to).
-    const std::string line =
-        fmt::format("kache: warning: {}{}\n", util::terminal_safe(text),
-                    logged ? fmt::format(" (logged in {}/kache.log)", util::terminal_safe(cache_dir_)) : std::string());
-    (void)!::write(STDERR_FILENO, line.data(), line.size());
+    // Held until the compile is known to be one kache serves (show_pending_warnings): a passthrough, an
+    // info query (-dumpversion), a compile of stdin keep their stderr the compiler's alone, and claim
+    // no stamp of the build.
+    if (show) {
+      Pending& p = pending();
+      std::lock_guard lock(p.mutex);
+      p.lines.push_back(PendingLine{text, logged, cache_dir_, cache_dir.has_value()});
+    }
   }
   void flush_() override {}
 
@@ -363,9 +439,19 @@ bool is_configure_check(const std::vector<std::string>& args, const std::string&
     }
     return false;
   };
-  if (in_scratch(cwd)) return true;
+  // Meson's checks compile below meson-private/ (sanitycheckc.c, tmpXXXX/testfile.c); CMake identifies
+  // a compiler in CMakeFiles/<version>/CompilerIdC/ and the like.
+  auto in_probe_dir = [](std::string_view path) {
+    const std::string p = "/" + std::string(path) + "/";
+    if (p.find("/meson-private/") != std::string::npos) return true;
+    const std::size_t files = p.find("/CMakeFiles/");
+    return files != std::string::npos && p.find("/CompilerId", files) != std::string::npos;
+  };
+  if (in_scratch(cwd) || in_probe_dir(cwd)) return true;
   for (const auto& arg : args) {
-    if (util::basename(arg).starts_with("conftest.") || in_scratch(arg)) return true;
+    const std::string base = util::basename(arg);
+    // flag_check.c: the Rust cc crate's flag_if_supported, which wants an empty stderr.
+    if (base.starts_with("conftest.") || base == "flag_check.c" || in_scratch(arg) || in_probe_dir(arg)) return true;
   }
   return false;
 }
@@ -376,7 +462,9 @@ std::string warning_cause(std::string_view message) {
   while (i < message.size()) {
     const std::size_t end = std::min(message.find(' ', i), message.size());
     const std::string_view word = message.substr(i, end - i);
-    if (word.find('/') != std::string_view::npos && word.find("://") == std::string_view::npos) {
+    if (word.find("://") != std::string_view::npos) {
+      out += word;  // a remote's URL: two remotes (127.0.0.1:1, 127.0.0.2:2) are two causes
+    } else if (word.find('/') != std::string_view::npos) {
       out += "<path>";
     } else {
       for (std::size_t j = 0; j < word.size(); ++j) {
@@ -392,6 +480,40 @@ std::string warning_cause(std::string_view message) {
     i = end + 1;
   }
   return out;
+}
+
+void show_pending_warnings() {
+  Pending& p = pending();
+  std::vector<PendingLine> lines;
+  {
+    std::lock_guard lock(p.mutex);
+    lines.swap(p.lines);
+  }
+  if (lines.empty()) return;
+  // A compile typed at a terminal leads its own process group: each is a build of its own, and shows
+  // its warnings (the shell's group would make every hand-typed compile one build).
+  const bool own_build = own_build_for_warnings(static_cast<long>(::getpid()), static_cast<long>(::getpgrp()),
+                                                ::isatty(STDERR_FILENO) == 1);
+  const std::string build = event_build_id(std::getenv("KACHE_BUILD_ID"));
+  for (const auto& l : lines) {
+    try {
+      std::optional<util::Beneath> cache_dir;
+      if (l.cache_dir_usable) {
+        try {
+          cache_dir.emplace(l.cache_dir);
+        } catch (const std::exception&) {
+        }
+      }
+      if (!own_build && !first_in_build(cache_dir, build, l.text)) continue;
+      // A warning may name a file or a remote: control characters never reach the terminal (or the
+      // terminal Ninja copies its output to).
+      const std::string line = fmt::format(
+          "kache: warning: {}{}\n", util::terminal_safe(l.text),
+          l.logged ? fmt::format(" (logged in {}/kache.log)", util::terminal_safe(l.cache_dir)) : std::string());
+      (void)!::write(STDERR_FILENO, line.data(), line.size());
+    } catch (const std::exception&) {
+    }
+  }
 }
 
 spdlog::logger& log() {

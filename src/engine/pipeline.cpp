@@ -320,6 +320,19 @@ bool world_writable(const std::string& dir) {
   return (st.st_mode & S_IWOTH) != 0;
 }
 
+// Whether a command line compiles a named source to a file (-c, no stdin source "-", no -o /dev/null):
+// where a cache that kache refuses to use makes every compile pass through, such a compile shows why.
+bool compiles_to_a_file(const std::vector<std::string>& args) {
+  bool compile = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-c") compile = true;
+    if (args[i] == "-") return false;
+    if (args[i] == "-o" && i + 1 < args.size() && args[i + 1] == "/dev/null") return false;
+    if (args[i] == "-o/dev/null") return false;
+  }
+  return compile;
+}
+
 [[noreturn]] void run_unchanged(const Invocation& inv) {
   std::fflush(stdout);
   std::fflush(stderr);
@@ -409,13 +422,18 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
   };
   if (cfg.disable) pass(reason::kDisabled, "");
   // No cache to count in: the default directory is another cache, not the one asked for.
-  if (cfg.cache_dir_refused) run_unchanged(inv);
+  if (cfg.cache_dir_refused) {
+    // Every compile passes through until the setting is fixed: a real compile says why.
+    if (compiles_to_a_file(inv.args)) core::show_pending_warnings();
+    run_unchanged(inv);
+  }
   if (!cfg.allow_world_writable && world_writable(cfg.cache_dir)) {
     // Anyone could plant an entry there (an object with code of theirs): never read from it.
     log.warn(
         "the cache directory {} is writable by every user, so kache does not use it; run `chmod o-w {}` "
         "(or set cache.allow_world_writable = true if every user of this machine is trusted)",
         cfg.cache_dir, cfg.cache_dir);
+    if (compiles_to_a_file(inv.args)) core::show_pending_warnings();
     pass(reason::kCacheWorldWritable, cfg.cache_dir);
   }
   auto adapter = compiler::find_adapter(inv.compiler_arg, inv.args);
@@ -433,6 +451,7 @@ int run_compiler(const Invocation& inv, const Config& cfg) {
     }
     if (!code || *code < 0) pass(pipeline->passthrough().reason, pipeline->passthrough().detail);
     accounting.finish(counts, &*pipeline);
+    core::show_pending_warnings();  // served: the first warning of each cause in the build reaches the person
     if (log.should_log(spdlog::level::debug)) {
       // kache's own cost (all its threads, not the compiler it ran): what a cache adds to a compile.
       // CLOCK_PROCESS_CPUTIME_ID is exact; getrusage's times can be tick-sampled.

@@ -257,6 +257,15 @@ class Doctor(KacheTestCase):
         self.assertIn("http://192.0.2.1:1/cache", rows["remote.signing"]["message"])
         self.assertNotIn("https://", rows["remote.signing"]["message"])
 
+    def test_s3_through_a_plain_http_endpoint_warns(self):
+        # SigV4 signs the requests, not the answers: an http:// endpoint on another host is traffic in clear.
+        env = {"KACHE_REMOTE_STORAGE": "s3://bkt|endpoint=http://192.0.2.7:9000",
+               "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_REGION": "us-east-1"}
+        r = self.kache(["doctor", "--json"], env=env, check=False)
+        rows = {f'{row["section"]}.{row["name"]}': row for row in json.loads(r.stdout)["rows"]}
+        self.assertEqual(rows["remote.signing"]["status"], "warn", rows["remote.signing"])
+        self.assertIn("192.0.2.7", rows["remote.signing"]["message"])
+
     def test_without_hipcc_one_ok_row(self):
         bin_dir = self.path("bin")
         os.makedirs(bin_dir)

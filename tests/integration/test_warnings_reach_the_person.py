@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import kachetest
 
@@ -122,6 +123,91 @@ add_library(p STATIC a.c)
         del self.env["KACHE_MAX_SIZE"]
         self.ninja_file(self.ws, ["a.c", "b.c", "c.c"])
         self.assertNotIn("kache:", self.ninja())
+
+
+class WarningsOfSingleCompiles(kachetest.KacheTestCase):
+    """A compile kache does not serve (a passthrough, an info query, stdin, a configure probe) keeps a
+    stderr that is the compiler's alone and claims nothing of its build; each build is named by
+    KACHE_BUILD_ID here, so no process group is involved."""
+
+    def setUp(self):
+        if shutil.which("gcc") is None:
+            self.skipTest("needs gcc")
+        self.private_workspace("kache-warn1-")
+        self.env["KACHE_MAX_SIZE"] = "lots"
+        for name in ("a", "b", "c"):
+            self.write(f"{name}.c", f"int {name}(void) {{ return 1; }}\n")
+
+    def gcc(self, args, build, input=None):
+        return self.kache(["gcc"] + args, env={"KACHE_BUILD_ID": build}, input=input)
+
+    def test_cc_crate_flag_check_keeps_stderr_empty(self):
+        # The cc crate's flag_if_supported: a flag is supported only when the compile's stderr is empty.
+        self.write("out/flag_check.c", "int main(void) { return 0; }\n")
+        r = self.gcc(["-Wlogical-op", "-c", self.path("out", "flag_check.c"), "-o", self.path("out", "x.o")], "cc1")
+        self.assertEqual(r.stderr, "")
+
+    def test_dumpversion_prints_the_version_alone(self):
+        want = subprocess.run(["gcc", "-dumpversion"], capture_output=True, text=True, check=True).stdout
+        r = self.gcc(["-dumpversion"], "dv1")
+        self.assertEqual((r.stdout, r.stderr), (want, ""))
+
+    def test_stdin_and_dev_null_compiles_keep_stderr_empty(self):
+        with open(self.path("a.c")) as f:
+            source = f.read()
+        self.assertEqual(self.gcc(["-c", "-x", "c", "-", "-o", "x.o"], "in1", input=source).stderr, "")
+        self.assertEqual(self.gcc(["-c", "a.c", "-o", "/dev/null"], "in1").stderr, "")
+        # ... and they claimed nothing: the build's first served compile shows the warning.
+        self.assertEqual(len(kachetest.kache_warnings(self.gcc(["-c", "b.c", "-o", "b.o"], "in1").stderr)), 1)
+
+    def test_probes_claim_nothing_of_the_build(self):
+        probes = [("conftest.c", "."), ("sanitycheckc.c", "meson-private"), ("testfile.c", "meson-private/tmp1"),
+                  ("CMakeCCompilerId.c", "CMakeFiles/3.25.1/CompilerIdC")]
+        for source, directory in probes:
+            self.write(os.path.join(directory, source), "int main(void) { return 0; }\n")
+            r = self.kache(["gcc", "-c", source, "-o", "probe.o"], cwd=self.path(directory),
+                           env={"KACHE_BUILD_ID": "cfg1"})
+            self.assertEqual(r.stderr, "", source)
+        r = self.gcc(["-c", "a.c", "-o", "a.o"], "cfg1")
+        self.assertEqual(len(kachetest.kache_warnings(r.stderr)), 1, r.stderr)
+
+    def test_each_compile_typed_at_a_terminal_is_a_build(self):
+        # An interactive shell runs each command in a group of its own, the compile's stderr a terminal:
+        # two hand-typed compiles are two builds, each shows the warning.
+        import pty
+        env = dict(self.env)
+        env.pop("KACHE_BUILD_ID", None)
+        seen = []
+        for name in ("a", "b"):
+            master, slave = pty.openpty()
+            subprocess.run([kachetest.KACHE, "gcc", "-c", f"{name}.c", "-o", f"{name}.o"], cwd=self.ws, env=env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, check=True,
+                           preexec_fn=os.setpgrp)
+            os.close(slave)
+            text = b""
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                text += chunk
+            os.close(master)
+            seen.append(text.decode())
+        self.assertIn("KACHE_MAX_SIZE", seen[0])
+        self.assertIn("KACHE_MAX_SIZE", seen[1], "a second hand-typed compile is a build of its own")
+
+    def test_a_stale_stamp_is_taken_over(self):
+        self.assertEqual(len(kachetest.kache_warnings(self.gcc(["-c", "a.c", "-o", "a.o"], "st1").stderr)), 1)
+        self.assertEqual(self.gcc(["-c", "b.c", "-o", "b.o"], "st1").stderr, "")
+        # An earlier build of the same id (a reused process group) 13 hours ago: its stamp is no longer this build's.
+        warned = os.path.join(self.cache, "warned")
+        old = time.time() - 13 * 3600
+        for name in os.listdir(warned):
+            if name.startswith("b"):
+                os.utime(os.path.join(warned, name), (old, old))
+        self.assertEqual(len(kachetest.kache_warnings(self.gcc(["-c", "c.c", "-o", "c.o"], "st1").stderr)), 1)
 
 
 if __name__ == "__main__":

@@ -297,6 +297,79 @@ TEST(WarningCause, FoldsPathsAndNumbersButNotRemotes) {
   EXPECT_NE(warning_cause("cannot store /c/x"), warning_cause("cannot read /c/x"));
 }
 
+TEST(WarningCause, RemoteUrlsStayVerbatim) {
+  using kache::core::warning_cause;
+  EXPECT_NE(warning_cause("remote storage redis://127.0.0.1:1 failed (timeout 20 ms)"),
+            warning_cause("remote storage redis://127.0.0.2:2 failed (timeout 20 ms)"));
+  EXPECT_EQ(warning_cause("remote storage redis://127.0.0.1:1 failed (timeout 20 ms)"),
+            warning_cause("remote storage redis://127.0.0.1:1 failed (timeout 31 ms)"));
+}
+
+TEST(ConfigureCheck, CcCrateMesonAndCMakeCompilerIdProbesAreChecks) {
+  using kache::core::is_configure_check;
+  EXPECT_TRUE(is_configure_check({"-Wlogical-op", "-c", "/t/out/flag_check.c", "-o", "/t/out/x.o"}, "/src"));
+  EXPECT_TRUE(is_configure_check({"-c", "/b/meson-private/sanitycheckc.c", "-o", "/b/meson-private/s.o"}, "/b"));
+  EXPECT_TRUE(is_configure_check({"-c", "testfile.c", "-o", "output.obj"}, "/b/meson-private/tmpab12"));
+  EXPECT_TRUE(is_configure_check({"CMakeCCompilerId.c"}, "/b/CMakeFiles/3.25.1/CompilerIdC"));
+  EXPECT_TRUE(is_configure_check({"-c", "CMakeFiles/3.25.1/CompilerIdCXX/CMakeCXXCompilerId.cpp"}, "/b"));
+  EXPECT_FALSE(is_configure_check({"-c", "flag.c", "-o", "flag.o"}, "/src/build"));
+  EXPECT_FALSE(is_configure_check({"-c", "a.c"}, "/src/meson-build/CMakeFiles/app.dir"));
+}
+
+// A compile typed at a terminal leads its own process group: a build of its own for warnings.
+TEST(WarningBuild, HandTypedCompileIsItsOwnBuild) {
+  using kache::core::own_build_for_warnings;
+  EXPECT_TRUE(own_build_for_warnings(100, 100, true));
+  EXPECT_FALSE(own_build_for_warnings(100, 100, false)) << "ninja's pipe: the build is ninja's group";
+  EXPECT_FALSE(own_build_for_warnings(100, 90, true)) << "make's command in make's group";
+}
+
+// A process group's number comes back: the stamp names the leader's start too.
+TEST(WarningBuild, ProcessGroupStampsNameTheLeadersStart) {
+  using kache::core::stamp_build_key;
+  const auto started = [](long pid) { return pid == 42 ? std::string("12345") : std::string(); };
+  EXPECT_EQ(stamp_build_key("pg42", true, started), "pg42@12345");
+  EXPECT_EQ(stamp_build_key("pg43", true, started), "pg43") << "no leader to read";
+  EXPECT_EQ(stamp_build_key("pg42", false, started), "pg42") << "KACHE_BUILD_ID names the build itself";
+  EXPECT_EQ(stamp_build_key("nightly", true, started), "nightly");
+}
+
+TEST_F(ConfigTest, TheCacheDirsFileCannotSendWarningsToStderr) {
+  const fs::path cache = dir_ / "cache";
+  fs::create_directories(cache);
+  ::setenv("KACHE_DIR", cache.c_str(), 1);
+  write("[log]\nwarnings = \"log\"\n");
+  std::ofstream(cache / "kache.toml") << "[log]\nwarnings = \"stderr\"\n";
+  Config c = load_config();
+  EXPECT_FALSE(c.warnings_to_stderr);
+  EXPECT_NE(all(c.problems).find("ignoring log.warnings in " + (cache / "kache.toml").string()), std::string::npos)
+      << all(c.problems);
+}
+
+// A bad value of a setting that may carry a credential is never quoted raw: not when it is no string
+// (a list, a table), and not its URL's user or query string.
+TEST_F(ConfigTest, BadValuesNeverEchoSecrets) {
+  const char* cases[][2] = {
+      {"[remote]\nstorage = [\"redis://:s3cret@host\"]\n", "s3cret"},
+      {"[remote]\nstorage = { url = \"redis://:pw9@h\" }\n", "pw9"},
+      {"[remote_execution]\nserver = [\"grpcs://u:tok7@h:1\"]\n", "tok7"},
+      {"[remote_execution]\nserver = \"grpcs://re.example?token=qq8\"\n", "qq8"},
+      {"[remote_execution]\nserver = \"http://re.example:1/x?access_token=zz5\"\n", "zz5"},
+  };
+  for (const auto& [text, secret] : cases) {
+    write(text);
+    const Config c = load_config();
+    ASSERT_FALSE(c.problems.empty()) << text;
+    EXPECT_EQ(all(c.problems).find(secret), std::string::npos) << "a secret printed: " << all(c.problems);
+  }
+  ::setenv("KACHE_REMOTE_EXECUTION", "grpc://re.example?token=ee4", 1);
+  write("");
+  const Config env = load_config();
+  ASSERT_FALSE(env.problems.empty());
+  EXPECT_EQ(all(env.problems).find("ee4"), std::string::npos) << all(env.problems);
+  ::unsetenv("KACHE_REMOTE_EXECUTION");
+}
+
 TEST(ConfigureCheck, ConftestAndCMakeScratchDirsAreChecks) {
   using kache::core::is_configure_check;
   EXPECT_TRUE(is_configure_check({"-c", "conftest.c", "-o", "conftest.o"}, "/src/build"));

@@ -169,3 +169,31 @@ TEST(OffloadDoctorRows, DoctorTakesTheLastValueAsTheProbeDoes) {
 }
 
 }  // namespace
+
+namespace {
+
+DoctorRows one_hipcc_warning() {
+  DoctorRows rows;
+  rows.add("rocm", "hipcc", DoctorStatus::warn, "/usr/bin/hipcc", "hipcc did not say which compiler it runs (x).",
+           "run it by hand");
+  return rows;
+}
+
+}  // namespace
+
+// A hipcc doctor was not asked about is quieted on a CUDA machine only, keeping its message; on a
+// machine without nvcc ROCm is the toolkit, and its warnings stay.
+TEST(OffloadDoctorRows, UnaskedHipccIsQuietOnlyWhereNvccIs) {
+  DoctorRows cuda = one_hipcc_warning();
+  offload::quiet_unasked_hipcc_rows(cuda, false, true);
+  EXPECT_EQ(cuda.rows[0].status, DoctorStatus::ok);
+  EXPECT_NE(cuda.rows[0].message.find("hipcc did not say which compiler it runs (x)."), std::string::npos)
+      << cuda.rows[0].message;
+  DoctorRows rocm = one_hipcc_warning();
+  offload::quiet_unasked_hipcc_rows(rocm, false, false);
+  EXPECT_EQ(rocm.rows[0].status, DoctorStatus::warn);
+  EXPECT_EQ(rocm.rows[0].fix, "run it by hand");
+  DoctorRows asked = one_hipcc_warning();
+  offload::quiet_unasked_hipcc_rows(asked, true, true);
+  EXPECT_EQ(asked.rows[0].status, DoctorStatus::warn);
+}

@@ -135,9 +135,20 @@ void doctor_rows(DoctorRows& rows, const std::string& hipcc_arg, const util::Env
   if (!f.rocm_path.empty()) cmake_hip_lang_row(rows, f.rocm_path);
 }
 
-// A hipcc that doctor was not asked about (no --hipcc) but found on PATH is reported without warnings:
-// on a CUDA-only machine a ROCm someone installed is no problem of the user's builds. Its rows keep
-// their facts; `kache doctor --hipcc hipcc` gives them their warnings and advice back.
+void quiet_unasked_hipcc_rows(core::DoctorRows& rows, bool asked, bool cuda_machine) {
+  if (asked || !cuda_machine) return;
+  for (auto& row : rows.rows) {
+    if (row.status != Status::warn) continue;
+    row.status = Status::ok;
+    row.message = fmt::format("{} (matters to HIP builds only: kache doctor --hipcc hipcc gives the fix.)", row.message);
+    row.fix.clear();
+  }
+}
+
+// A hipcc that doctor was not asked about (no --hipcc) but found on PATH of a CUDA machine (nvcc there)
+// is reported without warnings: a ROCm someone installed is no problem of that machine's builds. Its
+// rows keep their facts and messages; `kache doctor --hipcc hipcc` gives them their warnings and advice
+// back. Without nvcc, ROCm is the machine's toolkit: its warnings stay.
 void HipccAdapter::doctor_rows(DoctorRows& rows, DoctorSection section, const DoctorQuery& query) {
   if (section != DoctorSection::toolchain) return;
   const auto named = query.named_programs.find("hipcc");
@@ -150,14 +161,17 @@ void HipccAdapter::doctor_rows(DoctorRows& rows, DoctorSection section, const Do
     found.add("rocm", "probe", Status::warn, "", fmt::format("probing hipcc failed: {}.", e.what()),
               "run HIPCC_VERBOSE=1 hipcc --genco --offload-arch=gfx90a -### x.hip by hand to see why");
   }
-  for (auto& row : found.rows) {
-    if (!asked && row.status == Status::warn) {
-      row.status = Status::ok;
-      row.message = "matters to HIP builds only: kache doctor --hipcc hipcc says what is wrong and the fix.";
-      row.fix.clear();
+  bool cuda_machine = query.named_programs.contains("nvcc");
+  if (!cuda_machine) {
+    try {
+      cuda_machine = util::find_executable("nvcc", util::env_get(query.env, "PATH").value_or(""),
+                                           util::self_executable())
+                         .has_value();
+    } catch (const std::exception&) {
     }
-    rows.rows.push_back(std::move(row));
   }
+  quiet_unasked_hipcc_rows(found, asked, cuda_machine);
+  for (auto& row : found.rows) rows.rows.push_back(std::move(row));
 }
 
 }  // namespace kache::compiler::offload

@@ -32,5 +32,8 @@ HipccFacts read_hipcc_probe(const util::ProcessResult& r);
 // and a made-up ROCm root).
 void device_libs_row(core::DoctorRows& rows, const HipccFacts& f);
 void cmake_hip_lang_row(core::DoctorRows& rows, const std::string& rocm);
+// hipcc's warnings when doctor was not asked about it (no --hipcc) on a CUDA machine (nvcc found): ok
+// rows that keep their message and say it matters to HIP builds only. Asked, or no nvcc: unchanged.
+void quiet_unasked_hipcc_rows(core::DoctorRows& rows, bool asked, bool cuda_machine);
 
 }  // namespace kache::compiler::offload
